@@ -1,0 +1,141 @@
+import { Schema } from "effect"
+import { links } from "../config.ts"
+import { isPaid, packs } from "../domain/plans.ts"
+import { type ApiError, type ErrorCode, errorCatalog } from "./errors.ts"
+
+export const Offer = Schema.Struct({
+  offer_version: Schema.Literal(1),
+  reason: Schema.String,
+  currency: Schema.Literal("usd"),
+  packs: Schema.Array(
+    Schema.Struct({
+      pack: Schema.String,
+      mode: Schema.String,
+      price_usd_cents: Schema.Int,
+      credits: Schema.optionalKey(Schema.Int),
+      credits_per_month: Schema.optionalKey(Schema.Int)
+    })
+  ),
+  rails: Schema.Array(Schema.String),
+  checkout_url: Schema.String,
+  resume: Schema.Struct({
+    action: Schema.Literals(["retry_same_idempotency_key", "retry_fresh_idempotency_key", "wait_and_retry"]),
+    detail: Schema.String
+  }),
+  refund_policy: Schema.String
+})
+export type Offer = typeof Offer.Type
+
+/** RFC 9457 problem body with the contract's extension members. */
+export const ProblemBody = Schema.Struct({
+  type: Schema.String,
+  title: Schema.String,
+  status: Schema.Int,
+  detail: Schema.String,
+  code: Schema.String,
+  message: Schema.String,
+  is_retriable: Schema.Boolean,
+  doc_url: Schema.String,
+  param: Schema.optionalKey(Schema.String),
+  closest_matches: Schema.optionalKey(Schema.Array(Schema.String)),
+  retry_after_seconds: Schema.optionalKey(Schema.Int),
+  credits_required: Schema.optionalKey(Schema.Int),
+  upgrade_url: Schema.optionalKey(Schema.String),
+  offer: Schema.optionalKey(Offer),
+  receipt_id: Schema.optionalKey(Schema.String),
+  account_ids: Schema.optionalKey(Schema.Array(Schema.String)),
+  mint: Schema.optionalKey(Schema.Struct({ method: Schema.String, url: Schema.String, curl: Schema.String }))
+}).annotate({ identifier: "Problem" })
+export type ProblemBody = typeof ProblemBody.Type
+
+export interface ProblemContext {
+  readonly baseUrl: string
+  readonly rails: ReadonlyArray<string>
+}
+
+const resumeFor = (code: ErrorCode): Offer["resume"] => {
+  switch (code) {
+    case "INSUFFICIENT_CREDITS":
+      return {
+        action: "retry_same_idempotency_key",
+        detail: "After payment, retry the same call with the same Idempotency-Key."
+      }
+    case "TRIAL_CAP_EXCEEDED":
+    case "BUDGET_EXHAUSTED":
+      return {
+        action: "retry_fresh_idempotency_key",
+        detail: "After payment, retry with a fresh Idempotency-Key."
+      }
+    default:
+      return {
+        action: "wait_and_retry",
+        detail: "This limit clears on its own; back off and retry. Payment only raises the limit."
+      }
+  }
+}
+
+export const upgradeUrl = (baseUrl: string, accountId: string | undefined) =>
+  accountId === undefined ? links(baseUrl).upgrade : `${links(baseUrl).upgrade}?account=${accountId}`
+
+export const makeOffer = (code: ErrorCode, checkoutUrl: string, rails: ReadonlyArray<string>): Offer => ({
+  offer_version: 1,
+  reason: code,
+  currency: "usd",
+  packs: packs.map((pack) => ({ ...pack })),
+  rails: [...rails],
+  checkout_url: checkoutUrl,
+  resume: resumeFor(code),
+  refund_policy: "A failed call is never charged; unused reservations are refunded at settlement."
+})
+
+/** Renders any `ApiError` as the body every surface (REST, MCP) sends. */
+export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody => {
+  const spec = errorCatalog[error.code]
+  const docUrl = links(context.baseUrl).errorDoc(error.code)
+  const carriesOffer =
+    spec.offer === "always" || (spec.offer === "trial" && !isPaid(error.account?.plan ?? "trial"))
+  const checkoutUrl = upgradeUrl(context.baseUrl, error.account?.accountId)
+  const body: { -readonly [K in keyof ProblemBody]: ProblemBody[K] } = {
+    type: docUrl,
+    title: spec.title,
+    status: spec.status,
+    detail: error.message,
+    code: error.code,
+    message: error.message,
+    is_retriable: spec.retriable,
+    doc_url: docUrl
+  }
+  if (carriesOffer) {
+    body.upgrade_url = checkoutUrl
+    body.offer = makeOffer(error.code, checkoutUrl, context.rails)
+  }
+  switch (error._tag) {
+    case "InvalidInput":
+      if (error.param !== undefined) body.param = error.param
+      if (error.closest_matches !== undefined) body.closest_matches = error.closest_matches
+      break
+    case "TrialCapExceeded":
+      if (error.param !== undefined) body.param = error.param
+      break
+    case "InsufficientCredits":
+      body.credits_required = error.credits_required
+      break
+    case "ConcurrencyLimit":
+    case "RateLimited":
+    case "UpstreamUnavailable":
+      body.retry_after_seconds = error.retry_after_seconds
+      break
+    case "Internal":
+      if (error.receipt_id !== undefined) body.receipt_id = error.receipt_id
+      break
+    case "AuthRequired":
+      if (error.account_ids !== undefined) body.account_ids = error.account_ids
+      break
+    case "KeyRequired": {
+      const url = `${context.baseUrl}/v1/keys/mint`
+      body.mint = { method: "POST", url, curl: `curl -s -X POST ${url}` }
+      break
+    }
+  }
+  return body
+}

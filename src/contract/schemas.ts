@@ -1,0 +1,61 @@
+import { Schema } from "effect"
+import { ReceiptSchema } from "./envelope.ts"
+
+/** Response bodies of the account routes, as the contract and decisions.md describe them. */
+export const FreeTierInfo = Schema.Struct({
+  credits_per_ip_day: Schema.Int,
+  freshness: Schema.String,
+  first_page_only: Schema.Boolean
+})
+
+export const MintResponse = Schema.Struct({
+  key: Schema.String,
+  key_hint: Schema.String,
+  account_id: Schema.String,
+  plan: Schema.Literal("trial"),
+  free_tier: FreeTierInfo,
+  upgrade_url: Schema.String,
+  setup: Schema.Struct({
+    env: Schema.String,
+    rest: Schema.String,
+    mcp: Schema.Struct({
+      url: Schema.String,
+      headers: Schema.Struct({ Authorization: Schema.String })
+    })
+  }),
+  note: Schema.String,
+  docs: Schema.String
+}).annotate({ identifier: "TrialKey" })
+
+export const UsageDay = Schema.Struct({ day: Schema.String, credits: Schema.Int, calls: Schema.Int })
+
+export const Usage = Schema.Struct({
+  account_id: Schema.String,
+  plan: Schema.String,
+  state: Schema.String,
+  key_hint: Schema.String,
+  claimed: Schema.Boolean,
+  platforms: Schema.Array(Schema.String),
+  free_tier: Schema.optionalKey(
+    Schema.Struct({
+      credits_per_ip_day: Schema.Int,
+      used_today: Schema.Int,
+      remaining_today: Schema.Int,
+      ip: Schema.String,
+      resets_at: Schema.String,
+      freshness: Schema.String,
+      first_page_only: Schema.Boolean
+    })
+  ),
+  balance: Schema.optionalKey(Schema.Struct({ grant: Schema.Int, purchased: Schema.Int, total: Schema.Int })),
+  today: Schema.Struct({ credits: Schema.Int, calls: Schema.Int }),
+  history: Schema.Array(UsageDay),
+  rate_limit_per_minute: Schema.Int,
+  upgrade_url: Schema.String,
+  claim_url: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "Usage" })
+
+export const ReceiptPage = Schema.Struct({
+  receipts: Schema.Array(ReceiptSchema),
+  cursor: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "ReceiptPage" })

@@ -1,0 +1,230 @@
+import { Effect, Exit } from "effect"
+import type { Envelope } from "../contract/envelope.ts"
+import {
+  type ApiError,
+  IdempotencyKeyRequired,
+  IdempotencyKeyReused,
+  InvalidInput,
+  NotEntitled,
+  NotFound,
+  QuoteExceedsMaxCredits,
+  RateLimited,
+  ConcurrencyLimit,
+  TrialCapExceeded
+} from "../contract/errors.ts"
+import { fingerprint } from "../domain/fingerprint.ts"
+import { isPaid, ratePerMinute, trialCaps } from "../domain/plans.ts"
+import { withFreshness } from "../domain/pricing.ts"
+import type { AnyOperation, Freshness } from "../operations/Operation.ts"
+import type { Account, KeyRecord } from "../services/Accounts.ts"
+import { IdempotencyStore } from "../services/IdempotencyStore.ts"
+import { Ledger, type Receipt } from "../services/Ledger.ts"
+import { RateLimits } from "../services/RateLimits.ts"
+
+export interface CallRequest {
+  readonly caller: { readonly key: KeyRecord; readonly account: Account; readonly ip: string }
+  /** The operation's own parameters, decoded by the surface. */
+  readonly params: unknown
+  readonly freshness: Freshness
+  readonly maxCredits: number | undefined
+  readonly idempotencyKey: string | undefined
+}
+
+export interface CallOutcome {
+  readonly envelope: Envelope
+  readonly replayed: boolean
+}
+
+/**
+ * The metered path every data operation runs, REST or MCP:
+ * entitle, validate, quote, max_credits, trial caps, rate limit, idempotency, then reserve
+ * (which takes the account's in-flight slot), run, settle with refunds, and the receipt.
+ * Anything that fails after the reservation releases it: a failed call charges nothing.
+ */
+export const runMetered = Effect.fn("runMetered")(function* <R>(
+  operation: AnyOperation<R>,
+  request: CallRequest
+) {
+  const { account, key, ip } = request.caller
+  const who = { accountId: account.id, plan: account.plan }
+
+  // Entitle
+  if (!account.entitlements.includes(operation.platform)) {
+    return yield* new NotEntitled({
+      message: `This account is not enabled for ${operation.platform}. GET /v1/usage lists the platforms this key can call.`,
+      platform: operation.platform,
+      entitled: account.entitlements,
+      account: who
+    })
+  }
+
+  // Validate
+  const idempotencyKey = request.idempotencyKey
+  if (idempotencyKey !== undefined && (idempotencyKey.length < 8 || idempotencyKey.length > 128)) {
+    return yield* new InvalidInput({
+      message: "Idempotency-Key must be 8 to 128 characters; a UUID is recommended.",
+      param: "Idempotency-Key"
+    })
+  }
+  const prepared = yield* operation.prepare(request.params as never)
+
+  // Quote and max_credits
+  const quote = withFreshness(prepared.quote, request.freshness)
+  if (request.maxCredits !== undefined && quote.credits > request.maxCredits) {
+    return yield* new QuoteExceedsMaxCredits({
+      message: `This call is quoted ${quote.credits} credits (${quote.lines.map((l) => `${l.item} ${l.credits}`).join(", ")}), above max_credits=${request.maxCredits}. Raise max_credits or ask for less.`,
+      quoted: quote.credits,
+      max_credits: request.maxCredits,
+      account: who
+    })
+  }
+
+  // Trial caps
+  if (!isPaid(account.plan)) {
+    if (request.freshness === "realtime") {
+      return yield* new TrialCapExceeded({
+        message: "Trial keys are cached-only: use freshness=recent, or buy a pack for realtime data.",
+        param: "freshness",
+        account: who
+      })
+    }
+    if (prepared.searchLimit !== undefined && prepared.searchLimit > trialCaps.searchLimit) {
+      return yield* new TrialCapExceeded({
+        message: `Trial keys get at most ${trialCaps.searchLimit} results per search; send limit=${trialCaps.searchLimit} or less, or buy a pack.`,
+        param: "limit",
+        account: who
+      })
+    }
+    if (prepared.continuation === true) {
+      return yield* new TrialCapExceeded({
+        message: "Trial keys get first pages only; a cursor page needs a paid key.",
+        param: "cursor",
+        account: who
+      })
+    }
+  }
+
+  // Rate limit: its token is given back if a later check rejects the call.
+  const limits = yield* RateLimits
+  const limit = yield* limits.take({
+    key: `plan:${account.id}`,
+    limit: ratePerMinute[account.plan],
+    window: "1 minute"
+  })
+  if (!limit.allowed) {
+    return yield* new RateLimited({
+      message: `At most ${ratePerMinute[account.plan]} calls per minute on the ${account.plan} plan. Retry after retry_after_seconds.`,
+      retry_after_seconds: limit.retryAfterSeconds,
+      account: who
+    })
+  }
+  const giveBack = limit.giveBack
+
+  return yield* Effect.gen(function* () {
+    // Idempotency
+    const store = yield* IdempotencyStore
+    if (idempotencyKey === undefined && isPaid(account.plan)) {
+      return yield* new IdempotencyKeyRequired({
+        message:
+          "Paid keys must send an Idempotency-Key header (8 to 128 characters, a UUID is best) on metered calls.",
+        account: who
+      })
+    }
+    const print = fingerprint(account.id, operation.id, { args: prepared.args, freshness: request.freshness })
+    if (idempotencyKey !== undefined) {
+      const begun = yield* Effect.orDie(store.begin(account.id, idempotencyKey, print))
+      switch (begun._tag) {
+        case "Replay": {
+          const stored = JSON.parse(begun.response) as Envelope
+          return { envelope: { ...stored, receipt: { ...stored.receipt, replayed: true } }, replayed: true }
+        }
+        case "Reused":
+          return yield* new IdempotencyKeyReused({
+            message:
+              "This Idempotency-Key was already used with other arguments. Use a fresh key for a new call.",
+            account: who
+          })
+        case "Running":
+          return yield* new ConcurrencyLimit({
+            message:
+              "The original call with this Idempotency-Key is still running. Retry after retry_after_seconds to get its result.",
+            retry_after_seconds: 1,
+            account: who
+          })
+        case "Expired":
+          return yield* new NotFound({
+            message:
+              "The stored result of this Idempotency-Key has expired (24 hours). Resend with a fresh Idempotency-Key.",
+            account: who
+          })
+        case "Fresh":
+          break
+      }
+    }
+    const releaseKey =
+      idempotencyKey === undefined ? Effect.void : Effect.ignore(store.release(account.id, idempotencyKey))
+
+    return yield* Effect.gen(function* () {
+      // Reserve (takes the one in-flight slot of the account)
+      const ledger = yield* Ledger
+      const reservation = yield* ledger
+        .reserve({
+          accountId: account.id,
+          plan: account.plan,
+          keyId: key.id,
+          ip,
+          operation: operation.id,
+          quoted: quote.credits,
+          realtime: request.freshness === "realtime",
+          idempotencyKey
+        })
+        .pipe(Effect.catchTag("SqlError", Effect.die))
+
+      // Run, then settle; any failure or interruption releases the reservation.
+      return yield* Effect.gen(function* () {
+        const result = yield* operation.run(prepared.args, { freshness: request.freshness })
+        const envelopeFor = (receipt: Receipt): Envelope => ({
+          schema_version: 2,
+          kind: operation.kind,
+          data: result.data,
+          freshness: {
+            requested: request.freshness,
+            served: result.served,
+            fetched_at: new Date(result.fetchedAt).toISOString(),
+            cache_age_seconds: Math.max(0, Math.floor((reservation.createdAt - result.fetchedAt) / 1000))
+          },
+          cost: {
+            quoted: receipt.quoted,
+            charged: receipt.charged,
+            refunded: receipt.quoted - receipt.charged
+          },
+          receipt
+        })
+        const receipt = yield* ledger
+          .settle(reservation, result.refunds, (receipt) =>
+            idempotencyKey === undefined
+              ? Effect.void
+              : store.complete(account.id, idempotencyKey, receipt.id, JSON.stringify(envelopeFor(receipt)))
+          )
+          .pipe(Effect.orDie)
+        if (receipt === undefined)
+          return yield* Effect.die(new Error(`reservation ${reservation.callId} expired before settlement`))
+        return { envelope: envelopeFor(receipt), replayed: false }
+      }).pipe(
+        Effect.onExit((exit) =>
+          Exit.isSuccess(exit) ? Effect.void : Effect.ignore(ledger.release(reservation))
+        )
+      )
+    }).pipe(Effect.onError(() => releaseKey))
+  }).pipe(Effect.tapError((error: ApiError) => (isPreRunRejection(error) ? giveBack : Effect.void)))
+})
+
+/** Checks that reject a call before it runs; they must not leave a rate-limit token spent. */
+const isPreRunRejection = (error: ApiError): boolean =>
+  error._tag === "IdempotencyKeyRequired" ||
+  error._tag === "IdempotencyKeyReused" ||
+  error._tag === "ConcurrencyLimit" ||
+  error._tag === "NotFound" ||
+  error._tag === "InsufficientCredits" ||
+  error._tag === "TrialCapExceeded" ||
+  error._tag === "BudgetExhausted"

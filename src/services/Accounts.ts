@@ -1,0 +1,114 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import type { Plan, Platform } from "../domain/plans.ts"
+import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
+import { Ids } from "./Ids.ts"
+
+export interface Account {
+  readonly id: string
+  readonly plan: Plan
+  readonly state: "active" | "suspended"
+  readonly email: string | null
+  readonly claimed: boolean
+  readonly grantCredits: number
+  readonly balanceCredits: number
+  readonly entitlements: ReadonlyArray<Platform>
+  readonly createdAt: number
+}
+
+export interface KeyRecord {
+  readonly id: string
+  readonly accountId: string
+  readonly hint: string
+  readonly revoked: boolean
+}
+
+export interface MintedKey {
+  readonly secret: string
+  readonly key: KeyRecord
+  readonly account: Account
+}
+
+interface AccountRow {
+  readonly id: string
+  readonly plan: string
+  readonly state: string
+  readonly email: string | null
+  readonly claimed_at: number | bigint | null
+  readonly grant_credits: number | bigint | string
+  readonly balance_credits: number | bigint | string
+  readonly entitlements: string
+  readonly created_at: number | bigint | string
+}
+
+export const toAccount = (row: AccountRow): Account => ({
+  id: row.id,
+  plan: row.plan as Plan,
+  state: row.state as Account["state"],
+  email: row.email,
+  claimed: row.claimed_at !== null,
+  grantCredits: Number(row.grant_credits),
+  balanceCredits: Number(row.balance_credits),
+  entitlements: row.entitlements.split(",").filter((p) => p.length > 0) as Array<Platform>,
+  createdAt: Number(row.created_at)
+})
+
+/** Accounts and their spend keys. Secrets never reach the database: only their hashes do. */
+export class Accounts extends Context.Service<
+  Accounts,
+  {
+    readonly mintTrial: (ip: string) => Effect.Effect<MintedKey, SqlError>
+    readonly findByKey: (
+      secret: string
+    ) => Effect.Effect<{ key: KeyRecord; account: Account } | undefined, SqlError>
+    readonly get: (accountId: string) => Effect.Effect<Account | undefined, SqlError>
+  }
+>()("app/Accounts") {
+  static readonly layer = Layer.effect(
+    Accounts,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const ids = yield* Ids
+
+      const get = Effect.fn("Accounts.get")(function* (accountId: string) {
+        const rows = yield* sql<AccountRow>`SELECT * FROM accounts WHERE id = ${accountId}`
+        return rows[0] === undefined ? undefined : toAccount(rows[0])
+      })
+
+      const mintTrial = Effect.fn("Accounts.mintTrial")(function* (ip: string) {
+        const now = yield* Clock.currentTimeMillis
+        const accountId = yield* ids.newId("acct")
+        const keyId = yield* ids.newId("key")
+        const secret = makeSpendKey(yield* ids.secretBytes, true)
+        const hint = hintOf(secret)
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`INSERT INTO accounts (id, plan, created_ip, created_at) VALUES (${accountId}, 'trial', ${ip}, ${now})`
+            yield* sql`INSERT INTO api_keys (id, account_id, secret_hash, hint, created_at)
+              VALUES (${keyId}, ${accountId}, ${hashSecret(secret)}, ${hint}, ${now})`
+          })
+        )
+        const account = yield* get(accountId)
+        return { secret, key: { id: keyId, accountId, hint, revoked: false }, account: account! }
+      })
+
+      const findByKey = Effect.fn("Accounts.findByKey")(function* (secret: string) {
+        const rows = yield* sql<
+          AccountRow & { readonly key_id: string; readonly hint: string; readonly revoked_at: unknown }
+        >`
+          SELECT a.*, k.id AS key_id, k.hint, k.revoked_at
+          FROM api_keys k JOIN accounts a ON a.id = k.account_id
+          WHERE k.secret_hash = ${hashSecret(secret)}`
+        const row = rows[0]
+        if (row === undefined) return undefined
+        return {
+          key: { id: row.key_id, accountId: row.id, hint: row.hint, revoked: row.revoked_at !== null },
+          account: toAccount(row)
+        }
+      })
+
+      return Accounts.of({ mintTrial, findByKey, get })
+    })
+  )
+}

@@ -1,0 +1,337 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import {
+  BudgetExhausted,
+  ConcurrencyLimit,
+  InsufficientCredits,
+  TrialCapExceeded
+} from "../contract/errors.ts"
+import { freeTier, type Plan } from "../domain/plans.ts"
+import type { Refund } from "../domain/pricing.ts"
+import { dayOf } from "../domain/time.ts"
+import { Ids } from "./Ids.ts"
+import { Settings } from "./Settings.ts"
+
+export interface Funding {
+  readonly free_tier: number
+  readonly grant: number
+  readonly balance: number
+}
+
+export interface Reservation {
+  readonly callId: string
+  readonly accountId: string
+  readonly operation: string
+  readonly quoted: number
+  readonly reserved: Funding
+  readonly idempotencyKey: string | undefined
+  readonly createdAt: number
+}
+
+export interface Receipt {
+  readonly id: string
+  readonly operation: string
+  readonly quoted: number
+  readonly charged: number
+  readonly refunds: ReadonlyArray<Refund>
+  readonly funding: Funding
+  readonly idempotency_key: string | null
+  readonly replayed: boolean
+  readonly created_at: string
+}
+
+export interface ReserveInput {
+  readonly accountId: string
+  readonly plan: Plan
+  readonly keyId: string
+  readonly ip: string
+  readonly operation: string
+  readonly quoted: number
+  readonly realtime: boolean
+  readonly idempotencyKey: string | undefined
+}
+
+export type ReserveError = ConcurrencyLimit | InsufficientCredits | TrialCapExceeded | BudgetExhausted
+
+/** How long a reservation holds the account's in-flight slot if its holder dies. */
+export const leaseMs = 60_000
+
+interface CallRow {
+  readonly id: string
+  readonly account_id: string
+  readonly operation: string
+  readonly state: string
+  readonly ip: string
+  readonly day: number
+  readonly quoted: number
+  readonly reserved_free: number
+  readonly reserved_grant: number
+  readonly reserved_balance: number
+  readonly charged: number
+  readonly charged_free: number
+  readonly charged_grant: number
+  readonly charged_balance: number
+  readonly refunds: string
+  readonly idempotency_key: string | null
+  readonly created_at: number | string
+}
+
+export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
+  id: row.id,
+  operation: row.operation,
+  quoted: Number(row.quoted),
+  charged: Number(row.charged),
+  refunds: JSON.parse(row.refunds),
+  funding: {
+    free_tier: Number(row.charged_free),
+    grant: Number(row.charged_grant),
+    balance: Number(row.charged_balance)
+  },
+  idempotency_key: row.idempotency_key,
+  replayed,
+  created_at: new Date(Number(row.created_at)).toISOString()
+})
+
+/**
+ * The credit ledger. A call reserves its whole quote (free budget, then grant, then balance) in
+ * one transaction that also takes the account's in-flight slot; settlement charges at most the
+ * quote and returns the rest to where it came from. Lock order everywhere: account, call, the
+ * IP's free-tier row, the day's free-tier row, so concurrent transactions cannot deadlock.
+ */
+export class Ledger extends Context.Service<
+  Ledger,
+  {
+    readonly reserve: (input: ReserveInput) => Effect.Effect<Reservation, ReserveError | SqlError>
+    /** Charges the quote less the refunds; `alsoInTransaction` commits with it (the idempotent result). */
+    readonly settle: <E>(
+      reservation: Reservation,
+      refunds: ReadonlyArray<Refund>,
+      alsoInTransaction: (receipt: Receipt) => Effect.Effect<void, E>
+    ) => Effect.Effect<Receipt | undefined, SqlError | E>
+    /** Returns every reserved credit; the call is charged nothing. */
+    readonly release: (reservation: Reservation) => Effect.Effect<void, SqlError>
+    /** Releases reservations whose lease expired (their holder died); returns how many. */
+    readonly sweepExpired: Effect.Effect<number, SqlError>
+    readonly receipts: (
+      accountId: string,
+      options: {
+        readonly limit: number
+        readonly before?: { readonly createdAt: number; readonly id: string } | undefined
+      }
+    ) => Effect.Effect<ReadonlyArray<Receipt & { readonly createdAtMs: number }>, SqlError>
+    readonly receipt: (accountId: string, id: string) => Effect.Effect<Receipt | undefined, SqlError>
+  }
+>()("app/Ledger") {
+  static readonly layer = Layer.effect(
+    Ledger,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const ids = yield* Ids
+      const settings = yield* Settings
+
+      /** Ends a reserved call: charge `charged` (free first, then grant, then balance), return the rest. */
+      const finish = (callId: string, charged: number, refunds: ReadonlyArray<Refund>, now: number) =>
+        Effect.gen(function* () {
+          const owner = yield* sql<{
+            readonly account_id: string
+          }>`SELECT account_id FROM calls WHERE id = ${callId}`
+          if (owner[0] === undefined) return undefined
+          yield* sql`SELECT id FROM accounts WHERE id = ${owner[0].account_id} FOR UPDATE`
+          const rows = yield* sql<CallRow>`SELECT * FROM calls WHERE id = ${callId} FOR UPDATE`
+          const call = rows[0]
+          if (call === undefined || call.state !== "reserved") return undefined
+          const free = Number(call.reserved_free)
+          const grant = Number(call.reserved_grant)
+          const chargedFree = Math.min(free, charged)
+          const chargedGrant = Math.min(grant, charged - chargedFree)
+          const chargedBalance = charged - chargedFree - chargedGrant
+          const backFree = free - chargedFree
+          if (backFree > 0) {
+            yield* sql`UPDATE free_tier_usage SET credits_used = credits_used - ${backFree}
+              WHERE ip = ${call.ip} AND day = ${call.day}`
+            yield* sql`UPDATE free_tier_days SET credits_used = credits_used - ${backFree} WHERE day = ${call.day}`
+          }
+          yield* sql`UPDATE accounts SET
+              grant_credits = grant_credits + ${grant - chargedGrant},
+              balance_credits = balance_credits + ${Number(call.reserved_balance) - chargedBalance}
+            WHERE id = ${call.account_id}`
+          const state = charged === 0 && refunds.length === 0 ? "released" : "settled"
+          const updated = yield* sql<CallRow>`UPDATE calls SET state = ${state}, charged = ${charged},
+              charged_free = ${chargedFree}, charged_grant = ${chargedGrant}, charged_balance = ${chargedBalance},
+              refunds = ${JSON.stringify(refunds)}, settled_at = ${now}
+            WHERE id = ${callId} RETURNING *`
+          return receiptOf(updated[0]!)
+        })
+
+      const sweepAccount = (accountId: string, now: number) =>
+        Effect.gen(function* () {
+          const expired = yield* sql<{ readonly id: string }>`SELECT id FROM calls
+            WHERE account_id = ${accountId} AND state = 'reserved' AND lease_expires_at <= ${now}`
+          for (const row of expired) yield* finish(row.id, 0, [], now)
+        })
+
+      const reserve = Effect.fn("Ledger.reserve")(function* (input: ReserveInput) {
+        const now = yield* Clock.currentTimeMillis
+        const day = dayOf(now)
+        const operator = yield* settings.current
+        const callId = yield* ids.newId("rcpt")
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const accountRows = yield* sql<{
+              readonly grant_credits: number
+              readonly balance_credits: number
+            }>`
+              SELECT grant_credits, balance_credits FROM accounts WHERE id = ${input.accountId} FOR UPDATE`
+            yield* sweepAccount(input.accountId, now)
+            const inFlight =
+              yield* sql`SELECT id FROM calls WHERE account_id = ${input.accountId} AND state = 'reserved'`
+            const account = { accountId: input.accountId, plan: input.plan }
+            if (inFlight.length > 0) {
+              return yield* new ConcurrencyLimit({
+                message:
+                  "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
+                retry_after_seconds: 1,
+                account
+              })
+            }
+            const grant = Number(accountRows[0]?.grant_credits ?? 0)
+            const balance = Number(accountRows[0]?.balance_credits ?? 0)
+
+            let freeAvailable = 0
+            let globalExhausted = false
+            const freeEligible = input.plan === "trial" && !input.realtime && operator.freeTierOpen
+            if (freeEligible) {
+              yield* sql`INSERT INTO free_tier_usage (ip, day, credits_used) VALUES (${input.ip}, ${day}, 0)
+                ON CONFLICT (ip, day) DO NOTHING`
+              const used = yield* sql<{
+                readonly credits_used: number
+              }>`SELECT credits_used FROM free_tier_usage
+                WHERE ip = ${input.ip} AND day = ${day} FOR UPDATE`
+              freeAvailable = freeTier.creditsPerIpDay - Number(used[0]?.credits_used ?? 0)
+              yield* sql`INSERT INTO free_tier_days (day, credits_used) VALUES (${day}, 0) ON CONFLICT (day) DO NOTHING`
+              const global = yield* sql<{
+                readonly credits_used: number
+              }>`SELECT credits_used FROM free_tier_days
+                WHERE day = ${day} FOR UPDATE`
+              if (operator.globalDailyFreeCredits !== undefined) {
+                const globalLeft = operator.globalDailyFreeCredits - Number(global[0]?.credits_used ?? 0)
+                globalExhausted = globalLeft < Math.min(input.quoted, Math.max(freeAvailable, 0))
+                freeAvailable = Math.min(freeAvailable, globalLeft)
+              }
+              freeAvailable = Math.max(0, freeAvailable)
+            }
+            const fromFree = Math.min(freeAvailable, input.quoted)
+            const fromGrant = Math.min(grant, input.quoted - fromFree)
+            const fromBalance = Math.min(balance, input.quoted - fromFree - fromGrant)
+            if (fromFree + fromGrant + fromBalance < input.quoted) {
+              const funded =
+                yield* sql`SELECT 1 FROM credit_events WHERE account_id = ${input.accountId} LIMIT 1`
+              if (funded.length > 0 || input.plan !== "trial") {
+                return yield* new InsufficientCredits({
+                  message: `This call is quoted ${input.quoted} credits and the account can cover ${fromFree + grant + balance}. Buy a pack at upgrade_url, then retry with the SAME Idempotency-Key.`,
+                  credits_required: input.quoted,
+                  credits_available: fromFree + grant + balance,
+                  account
+                })
+              }
+              if (!operator.freeTierOpen || globalExhausted) {
+                return yield* new BudgetExhausted({
+                  message:
+                    "The shared free-tier budget is used up or closed for today. Buy a pack to keep calling; cached data still serves paid keys.",
+                  account
+                })
+              }
+              return yield* new TrialCapExceeded({
+                message: `Free keys from this IP share ${freeTier.creditsPerIpDay} credits per UTC day; ${freeAvailable} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+                account
+              })
+            }
+            if (fromFree > 0) {
+              yield* sql`UPDATE free_tier_usage SET credits_used = credits_used + ${fromFree}
+                WHERE ip = ${input.ip} AND day = ${day}`
+              yield* sql`UPDATE free_tier_days SET credits_used = credits_used + ${fromFree} WHERE day = ${day}`
+            }
+            if (fromGrant + fromBalance > 0) {
+              yield* sql`UPDATE accounts SET grant_credits = grant_credits - ${fromGrant},
+                balance_credits = balance_credits - ${fromBalance} WHERE id = ${input.accountId}`
+            }
+            yield* sql`INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted,
+                reserved_free, reserved_grant, reserved_balance, idempotency_key, lease_expires_at, created_at)
+              VALUES (${callId}, ${input.accountId}, ${input.keyId}, ${input.operation}, 'reserved', ${input.ip}, ${day},
+                ${input.quoted}, ${fromFree}, ${fromGrant}, ${fromBalance}, ${input.idempotencyKey ?? null},
+                ${now + leaseMs}, ${now})`
+            return {
+              callId,
+              accountId: input.accountId,
+              operation: input.operation,
+              quoted: input.quoted,
+              reserved: { free_tier: fromFree, grant: fromGrant, balance: fromBalance },
+              idempotencyKey: input.idempotencyKey,
+              createdAt: now
+            } satisfies Reservation
+          })
+        )
+      })
+
+      const settle = <E>(
+        reservation: Reservation,
+        refunds: ReadonlyArray<Refund>,
+        alsoInTransaction: (receipt: Receipt) => Effect.Effect<void, E>
+      ) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const kept = refunds.filter((refund) => refund.credits > 0)
+          const refunded = Math.min(
+            reservation.quoted,
+            kept.reduce((sum, refund) => sum + refund.credits, 0)
+          )
+          return yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const receipt = yield* finish(reservation.callId, reservation.quoted - refunded, kept, now)
+              if (receipt !== undefined) yield* alsoInTransaction(receipt)
+              return receipt
+            })
+          )
+        }).pipe(Effect.withSpan("Ledger.settle"))
+
+      const release = Effect.fn("Ledger.release")(function* (reservation: Reservation) {
+        const now = yield* Clock.currentTimeMillis
+        yield* sql.withTransaction(finish(reservation.callId, 0, [], now))
+      })
+
+      const sweepExpired = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const expired = yield* sql<{ readonly id: string }>`SELECT id FROM calls
+          WHERE state = 'reserved' AND lease_expires_at <= ${now} LIMIT 500`
+        for (const row of expired) yield* sql.withTransaction(finish(row.id, 0, [], now))
+        return expired.length
+      }).pipe(Effect.withSpan("Ledger.sweepExpired"))
+
+      const receipts = Effect.fn("Ledger.receipts")(function* (
+        accountId: string,
+        options: {
+          readonly limit: number
+          readonly before?: { readonly createdAt: number; readonly id: string } | undefined
+        }
+      ) {
+        const before = options.before
+        const rows = yield* before === undefined
+          ? sql<CallRow>`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
+              ORDER BY created_at DESC, id DESC LIMIT ${options.limit}`
+          : sql<CallRow>`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
+              AND (created_at < ${before.createdAt} OR (created_at = ${before.createdAt} AND id < ${before.id}))
+              ORDER BY created_at DESC, id DESC LIMIT ${options.limit}`
+        return rows.map((row) => ({ ...receiptOf(row), createdAtMs: Number(row.created_at) }))
+      })
+
+      const receipt = Effect.fn("Ledger.receipt")(function* (accountId: string, id: string) {
+        const rows =
+          yield* sql<CallRow>`SELECT * FROM calls WHERE id = ${id} AND account_id = ${accountId} AND state = 'settled'`
+        return rows[0] === undefined ? undefined : receiptOf(rows[0])
+      })
+
+      return Ledger.of({ reserve, settle, release, sweepExpired, receipts, receipt })
+    })
+  )
+}

@@ -1,0 +1,52 @@
+import { readdirSync, readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Migrator from "effect/sql/Migrator"
+import { AppConfig } from "../config.ts"
+import * as PgClient from "./PgClient.ts"
+import * as PgliteClient from "./PgliteClient.ts"
+
+const migrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url))
+
+/** `migrations/NNNN_name.sql`, each run statement by statement (PGlite's query path takes one at a time). */
+export const loadMigrations: Migrator.Loader = Effect.sync(() =>
+  readdirSync(migrationsDir)
+    .flatMap((file) => {
+      const match = /^(\d+)_(.+)\.sql$/.exec(file)
+      return match === null ? [] : [[Number(match[1]), match[2]!, file] as const]
+    })
+    .sort((a, b) => a[0] - b[0])
+    .map(([id, name, file]): Migrator.ResolvedMigration => {
+      const statements = readFileSync(`${migrationsDir}${file}`, "utf8")
+        .split(/;\s*$/m)
+        .map((statement) => statement.replace(/^\s*--.*$/gm, "").trim())
+        .filter((statement) => statement.length > 0)
+      return [
+        id,
+        name,
+        // The loader yields the migration (as an import would); the migrator then runs it.
+        Effect.succeed(
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            for (const statement of statements) yield* sql.unsafe(statement)
+          })
+        )
+      ]
+    })
+)
+
+export const runMigrations = Migrator.make({})({ loader: loadMigrations })
+
+/** The one SqlClient every service sees, migrated before anything else is built. */
+export const layer = Layer.unwrap(
+  Effect.map(AppConfig, (config) =>
+    Option.match(config.databaseUrl, {
+      onNone: () => PgliteClient.layer({ dataDir: config.dataDir }),
+      onSome: (url) => PgClient.layer(Redacted.value(url))
+    })
+  )
+).pipe(Layer.tap((context) => Effect.provide(runMigrations, context)))
+
+export const layerFor = (sqlLayer: Layer.Layer<SqlClient.SqlClient, unknown>) =>
+  sqlLayer.pipe(Layer.tap((context) => Effect.provide(runMigrations, context)))

@@ -1,0 +1,163 @@
+import { Clock, Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { AppConfig, links } from "../../config.ts"
+import { BaseApi, Caller, ClientIp } from "../../contract/api.ts"
+import { InvalidInput, NotFound, RateLimited } from "../../contract/errors.ts"
+import { Ledger } from "../../services/Ledger.ts"
+import { upgradeUrl } from "../../contract/problem.ts"
+import { freeTier, isPaid, ratePerMinute } from "../../domain/plans.ts"
+import { nextDayStartIso } from "../../domain/time.ts"
+import { Accounts } from "../../services/Accounts.ts"
+import { RateLimits } from "../../services/RateLimits.ts"
+import { Usage } from "../../services/Usage.ts"
+import { Problems } from "./problems.ts"
+
+export const mintLimit = { perIp: 5, window: "1 hour" } as const
+
+export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const accounts = yield* Accounts
+    const limits = yield* RateLimits
+    const problems = yield* Problems
+    const link = links(config.baseUrl)
+    return handlers.handle("mintKey", () =>
+      Effect.gen(function* () {
+        const ip = yield* ClientIp
+        const limit = yield* limits.take({
+          key: `mint:${ip}`,
+          limit: mintLimit.perIp,
+          window: mintLimit.window
+        })
+        if (!limit.allowed) {
+          return problems.render(
+            new RateLimited({
+              message: `At most ${mintLimit.perIp} keys per IP per hour. Keys from one IP share one free budget, so another key gains nothing; reuse the key you have.`,
+              retry_after_seconds: limit.retryAfterSeconds
+            })
+          )
+        }
+        const minted = yield* Effect.orDie(accounts.mintTrial(ip))
+        return {
+          key: minted.secret,
+          key_hint: minted.key.hint,
+          account_id: minted.account.id,
+          plan: "trial" as const,
+          free_tier: {
+            credits_per_ip_day: freeTier.creditsPerIpDay,
+            freshness: freeTier.freshness,
+            first_page_only: freeTier.firstPageOnly
+          },
+          upgrade_url: upgradeUrl(config.baseUrl, minted.account.id),
+          setup: {
+            env: `export SVC_API_KEY=${minted.secret}`,
+            rest: `curl -s -H "Authorization: Bearer ${minted.secret}" ${config.baseUrl}/v1/usage`,
+            mcp: { url: link.mcp, headers: { Authorization: `Bearer ${minted.secret}` } }
+          },
+          note: `This key is shown once; store it now. Free keys from one IP share ${freeTier.creditsPerIpDay} credits per UTC day, recent (cached) data only, first page only. Buy a pack at upgrade_url to lift the caps on this same key.`,
+          docs: link.docs
+        }
+      })
+    )
+  })
+)
+
+export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const usage = yield* Usage
+    const ledger = yield* Ledger
+    const problems = yield* Problems
+    return handlers
+      .handle("listReceipts", ({ query }) =>
+        Effect.gen(function* () {
+          const { account } = yield* Caller
+          const before = query.cursor === undefined ? undefined : decodeReceiptCursor(query.cursor)
+          if (before === null) {
+            return problems.render(
+              new InvalidInput({
+                message:
+                  "This cursor is not one this service issued; send the `cursor` of the previous page.",
+                param: "cursor"
+              })
+            )
+          }
+          const limit = query.limit ?? 20
+          const rows = yield* Effect.orDie(ledger.receipts(account.id, { limit: limit + 1, before }))
+          const page = rows.slice(0, limit)
+          const last = page[page.length - 1]
+          return {
+            receipts: page.map(({ createdAtMs: _, ...receipt }) => receipt),
+            cursor:
+              rows.length > limit && last !== undefined
+                ? encodeReceiptCursor(last.createdAtMs, last.id)
+                : null
+          }
+        })
+      )
+      .handle("getReceipt", ({ params }) =>
+        Effect.gen(function* () {
+          const { account } = yield* Caller
+          const receipt = yield* Effect.orDie(ledger.receipt(account.id, params.id))
+          return (
+            receipt ?? problems.render(new NotFound({ message: `No receipt ${params.id} on this account.` }))
+          )
+        })
+      )
+      .handle("get_usage", () =>
+        Effect.gen(function* () {
+          const { account, key, ip } = yield* Caller
+          const facts = yield* Effect.orDie(usage.facts(account.id, ip))
+          const now = yield* Clock.currentTimeMillis
+          const paid = isPaid(account.plan)
+          const hasCredits = paid || account.grantCredits > 0 || account.balanceCredits > 0
+          return {
+            account_id: account.id,
+            plan: account.plan,
+            state: account.state,
+            key_hint: key.hint,
+            claimed: account.claimed,
+            platforms: account.entitlements,
+            ...(paid
+              ? {}
+              : {
+                  free_tier: {
+                    credits_per_ip_day: freeTier.creditsPerIpDay,
+                    used_today: facts.freeUsedToday,
+                    remaining_today: Math.max(0, freeTier.creditsPerIpDay - facts.freeUsedToday),
+                    ip,
+                    resets_at: nextDayStartIso(now),
+                    freshness: freeTier.freshness,
+                    first_page_only: freeTier.firstPageOnly
+                  }
+                }),
+            ...(hasCredits
+              ? {
+                  balance: {
+                    grant: account.grantCredits,
+                    purchased: account.balanceCredits,
+                    total: account.grantCredits + account.balanceCredits
+                  }
+                }
+              : {}),
+            today: facts.today,
+            history: facts.history,
+            rate_limit_per_minute: ratePerMinute[account.plan],
+            upgrade_url: upgradeUrl(config.baseUrl, account.id),
+            ...(account.plan === "trial" && !account.claimed
+              ? { claim_url: `${links(config.baseUrl).claim}?account=${account.id}` }
+              : {})
+          }
+        })
+      )
+  })
+)
+
+const encodeReceiptCursor = (createdAt: number, id: string) =>
+  Buffer.from(`${createdAt}.${id}`).toString("base64url")
+
+/** `null` for a cursor this service did not issue. */
+const decodeReceiptCursor = (cursor: string): { readonly createdAt: number; readonly id: string } | null => {
+  const match = /^(\d+)\.(rcpt_[0-9A-Za-z]+)$/.exec(Buffer.from(cursor, "base64url").toString("utf8"))
+  return match === null ? null : { createdAt: Number(match[1]), id: match[2]! }
+}

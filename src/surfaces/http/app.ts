@@ -1,0 +1,40 @@
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { makeApi } from "../../contract/api.ts"
+import { NotFound } from "../../contract/errors.ts"
+import type { AnyOperation } from "../../operations/Operation.ts"
+import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
+import { dataRoutes } from "./dataRoutes.ts"
+import { errorDocsPage } from "./errorDocs.ts"
+import { ClientLayer, InputProblemsLayer, SpendKeyAuthLayer } from "./middleware.ts"
+import { Problems } from "./problems.ts"
+
+const OpsRoutes = HttpRouter.use((router) =>
+  Effect.gen(function* () {
+    const problems = yield* Problems
+    yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
+    // Routes are attached only after the database is migrated, so any answer here means ready.
+    yield* router.add("GET", "/readyz", HttpServerResponse.jsonUnsafe({ status: "ready" }))
+    yield* router.add("GET", "/docs/errors", HttpServerResponse.html(errorDocsPage))
+    yield* router.add(
+      "*",
+      "/*",
+      Effect.succeed(
+        problems.render(
+          new NotFound({ message: "No such route. The API is described at /v1/openapi.json and /docs." })
+        )
+      )
+    )
+  })
+)
+
+/** Every HTTP route of the service for a registry of data operations. */
+export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) => {
+  const api = makeApi(operations)
+  const apiRoutes = HttpApiBuilder.layer(api, { openapiPath: "/v1/openapi.json" }).pipe(
+    Layer.provide([KeysRoutes, UsageRoutes, dataRoutes(api, operations)]),
+    Layer.provide([ClientLayer, InputProblemsLayer, SpendKeyAuthLayer])
+  )
+  return Layer.mergeAll(apiRoutes, HttpApiScalar.layer(api, { path: "/docs" }), OpsRoutes)
+}

@@ -1,0 +1,69 @@
+import { Cause, Context, Effect, Layer } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { SchemaIssue } from "effect"
+import type { HttpApiError } from "effect/http-api"
+import { AppConfig } from "../../config.ts"
+import { type ApiError, Internal, InvalidInput, isApiError } from "../../contract/errors.ts"
+import { errorCatalog } from "../../contract/errors.ts"
+import { toProblem } from "../../contract/problem.ts"
+import { Ids } from "../../services/Ids.ts"
+
+/** Renders errors as `application/problem+json` responses; the one place REST turns a failure into bytes. */
+export class Problems extends Context.Service<
+  Problems,
+  {
+    readonly render: (error: ApiError) => HttpServerResponse.HttpServerResponse
+    /** Any failure: an ApiError renders as itself, anything else is logged and becomes INTERNAL with a trace id. */
+    readonly fromUnknown: (
+      cause: Cause.Cause<unknown>
+    ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+  }
+>()("app/Problems") {
+  static readonly layer = Layer.effect(
+    Problems,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const ids = yield* Ids
+      const context = { baseUrl: config.baseUrl, rails: ["local"] }
+      const render = (error: ApiError) => {
+        const body = toProblem(error, context)
+        const headers: Record<string, string> = {}
+        if (body.retry_after_seconds !== undefined) headers["retry-after"] = String(body.retry_after_seconds)
+        if (error._tag === "KeyRequired") headers["www-authenticate"] = 'Bearer realm="svc"'
+        return HttpServerResponse.jsonUnsafe(body, {
+          status: errorCatalog[error.code].status,
+          contentType: "application/problem+json",
+          headers
+        })
+      }
+      const fromUnknown = (cause: Cause.Cause<unknown>) =>
+        Effect.gen(function* () {
+          const failure = cause.reasons.find(Cause.isFailReason)?.error
+          if (isApiError(failure)) return render(failure)
+          const traceId = yield* ids.newId("trace")
+          yield* Effect.logError("request failed", { traceId }, Cause.pretty(cause))
+          return render(
+            new Internal({
+              message: `The service failed while handling this call (trace ${traceId}). Retry once; if it fails again, report this id.`
+            })
+          )
+        })
+      return Problems.of({ render, fromUnknown })
+    })
+  )
+}
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** A request-decoding failure as INVALID_INPUT naming the first offending parameter. */
+export const invalidInputFromSchemaError = (error: HttpApiError.HttpApiSchemaError): InvalidInput => {
+  const issue = formatIssues(error.cause.issue).issues[0]
+  const segment = issue?.path?.[0]
+  const param =
+    segment === undefined ? undefined : String(typeof segment === "object" ? segment.key : segment)
+  const where = param === undefined ? `the request ${error.kind.toLowerCase()}` : `\`${param}\``
+  return new InvalidInput({
+    message: `Invalid ${where}: ${issue?.message ?? "malformed value"}.`,
+    param
+  })
+}
