@@ -1,0 +1,36 @@
+/**
+ * PostgreSQL `SqlClient` via `@effect/sql-pg`, configured to decode int8 (bigint, count(*)) as `number`
+ * (or `bigint` beyond ±2^53), like `./PgliteClient.ts`, instead of sql-pg's default `bigint`.
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as PgTypes from "@effect/sql-pg/PgTypes"
+import type * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+
+const toNumberIfSafe = (value: bigint): number | bigint =>
+  value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value
+
+/** int8 decoded to a number when it is safe; encoding accepts numbers (integers) and bigints. */
+const int8: PgTypes.Codec<number | bigint> = {
+  encode: (value) =>
+    PgTypes.encode(
+      typeof value === "number" && Number.isInteger(value) ? BigInt(value) : value,
+      PgTypes.OID.int8
+    ),
+  decode: (bytes) =>
+    Result.map(PgTypes.decode(bytes, PgTypes.OID.int8, 1), (value) => toNumberIfSafe(value as bigint))
+}
+
+const makeTypes = (): PgTypes.Registry => {
+  const types = PgTypes.makeRegistry()
+  // int8[] decodes through the registry's element codec, so arrays follow.
+  types.register(PgTypes.OID.int8, int8, { arrayOid: PgTypes.OID.int8Array })
+  return types
+}
+
+/** Pooled PostgreSQL client from a connection URL (`postgres://user:pass@host:port/db`). */
+export const layer = (url: string): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, SqlError> =>
+  PgClient.layer({ url: Redacted.make(url), types: makeTypes() })
