@@ -1,5 +1,5 @@
-import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import type { LogLevel } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 
 /** Everything an operator can set, read once at start-up through Effect `Config`. */
 export interface AppConfigShape {

@@ -2,13 +2,9 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { AppConfig } from "./config.ts"
 import { operations } from "./operations/registry.ts"
-import { httpServerLayer, ServicesLayer } from "./server.ts"
-import * as Database from "./store/Database.ts"
+import { appLayer } from "./server.ts"
 
-const Main = httpServerLayer(operations).pipe(
-  Layer.provide(ServicesLayer),
-  Layer.provide(Database.layer),
-  Layer.provide(AppConfig.layer)
+Layer.launch(appLayer(operations).pipe(Layer.provide(AppConfig.layer))).pipe(
+  Effect.orDie,
+  NodeRuntime.runMain
 )
-
-Layer.launch(Main).pipe(Effect.orDie, NodeRuntime.runMain)

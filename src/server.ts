@@ -1,6 +1,6 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { AppConfig } from "./config.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
@@ -11,6 +11,7 @@ import { Ledger } from "./services/Ledger.ts"
 import { RateLimits } from "./services/RateLimits.ts"
 import { Settings } from "./services/Settings.ts"
 import { Usage } from "./services/Usage.ts"
+import * as Database from "./store/Database.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { Problems } from "./surfaces/http/problems.ts"
 
@@ -24,6 +25,20 @@ export const ServicesLayer = Layer.mergeAll(
   IdempotencyStore.layer
 ).pipe(Layer.provideMerge(Settings.layer), Layer.provideMerge(Ids.layer))
 
+/** Releases reservations whose holder died and forgets expired idempotency tombstones. */
+export const Housekeeping = Layer.effectDiscard(
+  Effect.gen(function* () {
+    const ledger = yield* Ledger
+    const idempotency = yield* IdempotencyStore
+    yield* Effect.forkScoped(
+      Effect.all([ledger.sweepExpired, idempotency.purgeExpired]).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
+        Effect.repeat(Schedule.spaced("5 seconds"))
+      )
+    )
+  })
+)
+
 /**
  * Builds every route (and so the database and its migrations) before the socket listens,
  * so no request can arrive at a half-built server.
@@ -32,10 +47,24 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
   Layer.unwrap(
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const app = yield* HttpRouter.toHttpEffect(httpRoutes(operations))
+      const problems = yield* Problems
+      const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations))
+      // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
+      const app = Effect.catchCause(routes, problems.fromUnknown)
       return HttpServer.serve(app).pipe(
         HttpServer.withLogAddress,
-        Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
       )
     })
   ).pipe(Layer.provide(NodeHttpServer.layerHttpServices))
+
+/** The whole service: HTTP surface, housekeeping, services and the store. */
+export const appLayer = <R>(
+  operations: ReadonlyArray<AnyOperation<R>>,
+  database: Layer.Layer<Database.Migrated, unknown, AppConfig> = Database.layer
+) =>
+  httpServerLayer(operations).pipe(
+    Layer.provideMerge(Housekeeping),
+    Layer.provideMerge(ServicesLayer),
+    Layer.provideMerge(database)
+  )

@@ -8,13 +8,13 @@ import {
   HttpApiSecurity,
   OpenApi
 } from "effect/http-api"
+import { platforms } from "../domain/plans.ts"
+import type { AnyOperation } from "../operations/Operation.ts"
 import type { Account, KeyRecord } from "../services/Accounts.ts"
-import { type ErrorSpec, errorCatalog, type ErrorCode } from "./errors.ts"
+import { envelopeOf, ReceiptSchema } from "./envelope.ts"
+import { type ErrorCode, type ErrorSpec, errorCatalog } from "./errors.ts"
 import { ProblemBody } from "./problem.ts"
 import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
-import { envelopeOf, ReceiptSchema } from "./envelope.ts"
-import type { AnyOperation } from "../operations/Operation.ts"
-import { platforms } from "../domain/plans.ts"
 
 /** The authenticated caller of a spend-key route. */
 export class Caller extends Context.Service<

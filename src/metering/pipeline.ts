@@ -2,6 +2,7 @@ import { Effect, Exit } from "effect"
 import type { Envelope } from "../contract/envelope.ts"
 import {
   type ApiError,
+  ConcurrencyLimit,
   IdempotencyKeyRequired,
   IdempotencyKeyReused,
   InvalidInput,
@@ -9,7 +10,6 @@ import {
   NotFound,
   QuoteExceedsMaxCredits,
   RateLimited,
-  ConcurrencyLimit,
   TrialCapExceeded
 } from "../contract/errors.ts"
 import { fingerprint } from "../domain/fingerprint.ts"

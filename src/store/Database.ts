@@ -38,8 +38,10 @@ export const loadMigrations: Migrator.Loader = Effect.sync(() =>
 
 export const runMigrations = Migrator.make({})({ loader: loadMigrations })
 
+export type Migrated = SqlClient.SqlClient
+
 /** The one SqlClient every service sees, migrated before anything else is built. */
-export const layer = Layer.unwrap(
+export const layer: Layer.Layer<Migrated, unknown, AppConfig> = Layer.unwrap(
   Effect.map(AppConfig, (config) =>
     Option.match(config.databaseUrl, {
       onNone: () => PgliteClient.layer({ dataDir: config.dataDir }),
@@ -48,5 +50,8 @@ export const layer = Layer.unwrap(
   )
 ).pipe(Layer.tap((context) => Effect.provide(runMigrations, context)))
 
-export const layerFor = (sqlLayer: Layer.Layer<SqlClient.SqlClient, unknown>) =>
+/** Any SqlClient layer (a test database, say), migrated. */
+export const migrated = <E, R>(
+  sqlLayer: Layer.Layer<SqlClient.SqlClient, E, R>
+): Layer.Layer<Migrated, unknown, R> =>
   sqlLayer.pipe(Layer.tap((context) => Effect.provide(runMigrations, context)))

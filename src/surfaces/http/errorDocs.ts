@@ -1,6 +1,6 @@
-import { errorCatalog, type ErrorCode } from "../../contract/errors.ts"
+import { type ErrorCode, errorCatalog } from "../../contract/errors.ts"
 
-const escape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
 
 /** `/docs/errors`: one anchor per code, the target of every problem's `doc_url`. */
 export const errorDocsPage = `<!doctype html>
@@ -14,7 +14,7 @@ ${(Object.entries(errorCatalog) as Array<[ErrorCode, (typeof errorCatalog)[Error
       code,
       spec
     ]) => `<section id="${code}"><h2><code>${code}</code> &middot; HTTP ${spec.status}${spec.retriable ? " &middot; retriable" : ""}</h2>
-<p><strong>${escape(spec.title)}.</strong> ${escape(spec.next)}</p></section>`
+<p><strong>${escapeHtml(spec.title)}.</strong> ${escapeHtml(spec.next)}</p></section>`
   )
   .join("\n")}
 </body></html>`

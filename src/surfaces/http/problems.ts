@@ -1,10 +1,8 @@
-import { Cause, Context, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Layer, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { SchemaIssue } from "effect"
 import type { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { type ApiError, Internal, InvalidInput, isApiError } from "../../contract/errors.ts"
-import { errorCatalog } from "../../contract/errors.ts"
+import { type ApiError, errorCatalog, Internal, InvalidInput, isApiError } from "../../contract/errors.ts"
 import { toProblem } from "../../contract/problem.ts"
 import { Ids } from "../../services/Ids.ts"
 

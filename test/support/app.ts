@@ -1,0 +1,73 @@
+import { Context, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { AppConfig, type AppConfigShape } from "../../src/config.ts"
+import type { AnyOperation } from "../../src/operations/Operation.ts"
+import { appLayer } from "../../src/server.ts"
+import { freshDatabase } from "./database.ts"
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: any
+}
+
+export interface CallOptions {
+  readonly method?: string
+  readonly key?: string
+  /** Sent as X-Forwarded-For; the test server trusts loopback as a proxy, so this is the client IP. */
+  readonly ip?: string
+  readonly idempotencyKey?: string
+  readonly headers?: Record<string, string>
+  readonly body?: string
+}
+
+/** A running service on a random port, over a fresh database. */
+export class TestApp extends Context.Service<
+  TestApp,
+  {
+    readonly url: string
+    readonly call: (path: string, options?: CallOptions) => Effect.Effect<Reply>
+    readonly mint: (ip?: string) => Effect.Effect<{ readonly key: string; readonly account_id: string }>
+  }
+>()("test/TestApp") {}
+
+export const testApp = (
+  operations: ReadonlyArray<AnyOperation<never>>,
+  config: Partial<AppConfigShape> = {}
+): Layer.Layer<TestApp | Layer.Success<ReturnType<typeof appLayer>>, unknown> =>
+  Layer.effect(
+    TestApp,
+    Effect.gen(function* () {
+      const server = yield* HttpServer.HttpServer
+      const address = server.address
+      const url = "port" in address ? `http://127.0.0.1:${address.port}` : "http://unix"
+      const call = (path: string, options: CallOptions = {}) =>
+        Effect.promise(async () => {
+          const headers: Record<string, string> = { ...options.headers }
+          if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
+          if (options.ip !== undefined) headers["x-forwarded-for"] = options.ip
+          if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey
+          const response = await fetch(`${url}${path}`, {
+            method: options.method ?? "GET",
+            headers,
+            ...(options.body === undefined ? {} : { body: options.body })
+          })
+          const text = await response.text()
+          let body: unknown = text
+          try {
+            body = JSON.parse(text)
+          } catch {}
+          return { status: response.status, headers: response.headers, body }
+        })
+      const mint = (ip = `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`) =>
+        Effect.map(call("/v1/keys/mint", { method: "POST", ip }), (reply) => {
+          if (reply.status !== 200)
+            throw new Error(`mint failed: ${reply.status} ${JSON.stringify(reply.body)}`)
+          return reply.body as { key: string; account_id: string }
+        })
+      return TestApp.of({ url, call, mint })
+    })
+  ).pipe(
+    Layer.provideMerge(appLayer(operations, freshDatabase)),
+    Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"], ...config }))
+  )

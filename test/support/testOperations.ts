@@ -1,0 +1,78 @@
+import { Effect, Schema } from "effect"
+import { InvalidInput, NotFound, UpstreamUnavailable } from "../../src/contract/errors.ts"
+import { prices } from "../../src/domain/pricing.ts"
+import { defineOperation } from "../../src/operations/Operation.ts"
+
+/**
+ * Operations that exercise the metering pipeline without any upstream: the price, refunds,
+ * failures and duration of each call come from its parameters.
+ */
+export const echo = defineOperation({
+  id: "testEcho",
+  platform: "profnet",
+  path: "/profnet/test-echo",
+  kind: "echo",
+  description: "Test operation.",
+  common: true,
+  params: Schema.Struct({
+    value: Schema.String,
+    cost: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 }))),
+    refund: Schema.optionalKey(Schema.Int),
+    fail: Schema.optionalKey(Schema.Literals(["upstream", "not_found", "invalid", "defect"])),
+    delay_ms: Schema.optionalKey(Schema.Int),
+    limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 30 }))),
+    cursor: Schema.optionalKey(Schema.String)
+  }),
+  data: Schema.Struct({ value: Schema.String }),
+  prepare: (params) =>
+    params.value === "bad"
+      ? Effect.fail(new InvalidInput({ message: "value must not be 'bad'", param: "value" }))
+      : Effect.succeed({
+          args: params,
+          quote:
+            params.limit !== undefined
+              ? prices.searchPeople(params.limit)
+              : { credits: params.cost ?? 4, lines: [{ item: "echo", credits: params.cost ?? 4 }] },
+          searchLimit: params.limit,
+          continuation: params.cursor !== undefined
+        }),
+  run: (args, context) =>
+    Effect.gen(function* () {
+      if (args.delay_ms !== undefined) yield* Effect.sleep(args.delay_ms)
+      switch (args.fail) {
+        case "upstream":
+          return yield* new UpstreamUnavailable({ message: "simulated outage", retry_after_seconds: 3 })
+        case "not_found":
+          return yield* new NotFound({ message: "no such thing" })
+        case "invalid":
+          return yield* new InvalidInput({ message: "anonymous profile", param: "value" })
+        case "defect":
+          return yield* Effect.die(new Error("simulated defect"))
+      }
+      return {
+        data: { value: args.value },
+        refunds:
+          args.refund === undefined ? [] : [{ reason: "fewer_results" as const, credits: args.refund }],
+        served: context.freshness,
+        fetchedAt: yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+      }
+    })
+})
+
+export const forumEcho = defineOperation({
+  ...echo,
+  id: "testForumEcho",
+  platform: "forum",
+  path: "/forum/test-echo"
+})
+
+export const resolveEcho = defineOperation({
+  ...echo,
+  id: "testResolve",
+  path: "/profnet/test-resolve",
+  common: false,
+  params: Schema.Struct({ value: Schema.String }),
+  prepare: (params) => Effect.succeed({ args: params, quote: prices.resolveUrl() })
+})
+
+export const testOperations = [echo, forumEcho, resolveEcho]
