@@ -5,6 +5,8 @@ import { HttpRouter, HttpServer } from "effect/http"
 import { AppConfig } from "./config.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Accounts } from "./services/Accounts.ts"
+import { Admin } from "./services/Admin.ts"
+import { AdminToken } from "./services/AdminToken.ts"
 import { IdempotencyStore } from "./services/IdempotencyStore.ts"
 import { Ids } from "./services/Ids.ts"
 import { Ledger } from "./services/Ledger.ts"
@@ -17,13 +19,14 @@ import { Problems } from "./surfaces/http/problems.ts"
 
 /** The services behind every surface, over one migrated SqlClient. */
 export const ServicesLayer = Layer.mergeAll(
-  Accounts.layer,
   Usage.layer,
   RateLimits.layer,
   Problems.layer,
   Ledger.layer,
-  IdempotencyStore.layer
-).pipe(Layer.provideMerge(Settings.layer), Layer.provideMerge(Ids.layer))
+  IdempotencyStore.layer,
+  Admin.layer,
+  AdminToken.layer
+).pipe(Layer.provideMerge(Accounts.layer), Layer.provideMerge(Settings.layer), Layer.provideMerge(Ids.layer))
 
 /** Releases reservations whose holder died and forgets expired idempotency tombstones. */
 export const Housekeeping = Layer.effectDiscard(

@@ -13,7 +13,7 @@ import {
   TrialCapExceeded
 } from "../contract/errors.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
-import { isPaid, ratePerMinute, trialCaps } from "../domain/plans.ts"
+import { isPaid, type Platform, ratePerMinute, trialCaps } from "../domain/plans.ts"
 import { withFreshness } from "../domain/pricing.ts"
 import type { AnyOperation, Freshness } from "../operations/Operation.ts"
 import type { Account, KeyRecord } from "../services/Accounts.ts"
@@ -49,14 +49,8 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
   const who = { accountId: account.id, plan: account.plan }
 
   // Entitle
-  if (!account.entitlements.includes(operation.platform)) {
-    return yield* new NotEntitled({
-      message: `This account is not enabled for ${operation.platform}. GET /v1/usage lists the platforms this key can call.`,
-      platform: operation.platform,
-      entitled: account.entitlements,
-      account: who
-    })
-  }
+  if (!account.entitlements.includes(operation.platform))
+    return yield* notEntitled(account, operation.platform)
 
   // Validate
   const idempotencyKey = request.idempotencyKey
@@ -218,6 +212,14 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
     }).pipe(Effect.onError(() => releaseKey))
   }).pipe(Effect.tapError((error: ApiError) => (isPreRunRejection(error) ? giveBack : Effect.void)))
 })
+
+export const notEntitled = (account: Account, platform: Platform) =>
+  new NotEntitled({
+    message: `This account is not enabled for ${platform}. GET /v1/usage lists the platforms this key can call.`,
+    platform,
+    entitled: account.entitlements,
+    account: { accountId: account.id, plan: account.plan }
+  })
 
 /** Checks that reject a call before it runs; they must not leave a rate-limit token spent. */
 const isPreRunRejection = (error: ApiError): boolean =>

@@ -8,7 +8,7 @@ import { testOperations } from "../support/testOperations.ts"
 const problemFields = ["type", "title", "status", "detail", "code", "message", "is_retriable", "doc_url"]
 
 describe(`foundation (${storeName})`, () => {
-  layer(testApp(testOperations), { timeout: 60_000 })((it) => {
+  layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
     it.effect("answers readiness and liveness", () =>
       Effect.gen(function* () {
         const app = yield* TestApp

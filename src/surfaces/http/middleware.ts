@@ -5,7 +5,9 @@ import { AppConfig } from "../../config.ts"
 import { Caller, Client, ClientIp, InputProblems, SpendKeyAuth } from "../../contract/api.ts"
 import { KeyRequired, PayloadTooLarge, Unauthorized } from "../../contract/errors.ts"
 import { clientIp } from "../../domain/clientIp.ts"
+import { platforms } from "../../domain/plans.ts"
 import { spendKeyPattern } from "../../domain/secrets.ts"
+import { notEntitled } from "../../metering/pipeline.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { invalidInputFromSchemaError, Problems } from "./problems.ts"
 
@@ -81,7 +83,7 @@ export const SpendKeyAuthLayer = Layer.effect(
     const problems = yield* Problems
     const accounts = yield* Accounts
     return SpendKeyAuth.of({
-      bearer: (httpEffect, { credential }) =>
+      bearer: (httpEffect, { credential, group }) =>
         Effect.gen(function* () {
           const ip = yield* ClientIp
           const found = yield* authenticateSpendKey(Redacted.value(credential)).pipe(
@@ -89,6 +91,12 @@ export const SpendKeyAuthLayer = Layer.effect(
             Effect.result
           )
           if (found._tag === "Failure") return problems.render(found.failure)
+          const { account } = found.success
+          // Entitlement precedes validation: a platform's group is named after the platform.
+          const platform = platforms.find((p) => p === group.identifier)
+          if (platform !== undefined && !account.entitlements.includes(platform)) {
+            return problems.render(notEntitled(account, platform))
+          }
           return yield* Effect.provideService(httpEffect, Caller, { ...found.success, ip })
         })
     })

@@ -1,0 +1,119 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import type { Plan, Platform } from "../domain/plans.ts"
+import { dayOf } from "../domain/time.ts"
+import { type Account, Accounts } from "./Accounts.ts"
+import { Ids } from "./Ids.ts"
+import { type OperatorSettings, Settings } from "./Settings.ts"
+
+export interface AccountReport {
+  readonly account: Account
+  readonly keys: ReadonlyArray<{ readonly id: string; readonly hint: string; readonly revoked: boolean }>
+  readonly free_tier_used_today: ReadonlyArray<{ readonly ip: string; readonly credits: number }>
+  readonly in_flight: number
+}
+
+export class AccountNotFound extends Error {
+  readonly _tag = "AccountNotFound"
+}
+
+/** Operator tasks: grant credits, set plan, entitle platforms, suspend, close the free tier, pause live fetching. */
+export class Admin extends Context.Service<
+  Admin,
+  {
+    readonly account: (accountId: string) => Effect.Effect<AccountReport | undefined, SqlError>
+    readonly credit: (
+      accountId: string,
+      credits: number,
+      kind: "balance" | "grant",
+      reason: string
+    ) => Effect.Effect<Account | undefined, SqlError>
+    readonly setPlan: (accountId: string, plan: Plan) => Effect.Effect<Account | undefined, SqlError>
+    readonly entitle: (
+      accountId: string,
+      platforms: ReadonlyArray<Platform>
+    ) => Effect.Effect<Account | undefined, SqlError>
+    readonly setState: (
+      accountId: string,
+      state: "active" | "suspended"
+    ) => Effect.Effect<Account | undefined, SqlError>
+    readonly settings: (patch: Partial<OperatorSettings>) => Effect.Effect<OperatorSettings, SqlError>
+  }
+>()("app/Admin") {
+  static readonly layer = Layer.effect(
+    Admin,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const accounts = yield* Accounts
+      const ids = yield* Ids
+      const settings = yield* Settings
+
+      const account = Effect.fn("Admin.account")(function* (accountId: string) {
+        const found = yield* accounts.get(accountId)
+        if (found === undefined) return undefined
+        const today = dayOf(yield* Clock.currentTimeMillis)
+        const keys = yield* sql<{ readonly id: string; readonly hint: string; readonly revoked_at: unknown }>`
+          SELECT id, hint, revoked_at FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`
+        const free = yield* sql<{ readonly ip: string; readonly credits: number }>`
+          SELECT DISTINCT c.ip, f.credits_used AS credits FROM calls c
+          JOIN free_tier_usage f ON f.ip = c.ip AND f.day = c.day
+          WHERE c.account_id = ${accountId} AND c.day = ${today}`
+        const inFlight = yield* sql<{ readonly n: number }>`
+          SELECT COUNT(*) AS n FROM calls WHERE account_id = ${accountId} AND state = 'reserved'`
+        return {
+          account: found,
+          keys: keys.map((key) => ({ id: key.id, hint: key.hint, revoked: key.revoked_at !== null })),
+          free_tier_used_today: free.map((row) => ({ ip: row.ip, credits: Number(row.credits) })),
+          in_flight: Number(inFlight[0]?.n ?? 0)
+        }
+      })
+
+      const credit = Effect.fn("Admin.credit")(function* (
+        accountId: string,
+        credits: number,
+        kind: "balance" | "grant",
+        reason: string
+      ) {
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("cred")
+        const updated = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const rows =
+              kind === "grant"
+                ? yield* sql`UPDATE accounts SET grant_credits = grant_credits + ${credits} WHERE id = ${accountId} RETURNING id`
+                : yield* sql`UPDATE accounts SET balance_credits = balance_credits + ${credits} WHERE id = ${accountId} RETURNING id`
+            if (rows.length === 0) return false
+            yield* sql`INSERT INTO credit_events (id, account_id, kind, credits, reason, created_at)
+              VALUES (${id}, ${accountId}, ${kind}, ${credits}, ${reason}, ${now})`
+            return true
+          })
+        )
+        return updated ? yield* accounts.get(accountId) : undefined
+      })
+
+      const setPlan = Effect.fn("Admin.setPlan")(function* (accountId: string, plan: Plan) {
+        yield* sql`UPDATE accounts SET plan = ${plan} WHERE id = ${accountId}`
+        return yield* accounts.get(accountId)
+      })
+
+      const entitle = Effect.fn("Admin.entitle")(function* (
+        accountId: string,
+        platforms: ReadonlyArray<Platform>
+      ) {
+        yield* sql`UPDATE accounts SET entitlements = ${platforms.join(",")} WHERE id = ${accountId}`
+        return yield* accounts.get(accountId)
+      })
+
+      const setState = Effect.fn("Admin.setState")(function* (
+        accountId: string,
+        state: "active" | "suspended"
+      ) {
+        yield* sql`UPDATE accounts SET state = ${state} WHERE id = ${accountId}`
+        return yield* accounts.get(accountId)
+      })
+
+      return Admin.of({ account, credit, setPlan, entitle, setState, settings: settings.update })
+    })
+  )
+}
