@@ -3,8 +3,11 @@ import { Effect, Layer } from "effect"
 import { AppConfig } from "./config.ts"
 import { operations } from "./operations/registry.ts"
 import { appLayer } from "./server.ts"
+import { layerWorld, UpstreamFaults } from "./upstream/Upstream.ts"
 
-Layer.launch(appLayer(operations).pipe(Layer.provide(AppConfig.layer))).pipe(
+const UpstreamLayer = layerWorld("svc-world-1").pipe(Layer.provideMerge(UpstreamFaults.layer))
+
+Layer.launch(appLayer(operations).pipe(Layer.provide(UpstreamLayer), Layer.provide(AppConfig.layer))).pipe(
   Effect.orDie,
   NodeRuntime.runMain
 )

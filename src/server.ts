@@ -6,6 +6,8 @@ import { AppConfig } from "./config.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { Admin } from "./services/Admin.ts"
+import { Cache } from "./services/Cache.ts"
+import { Domains } from "./services/Domains.ts"
 import { AdminToken } from "./services/AdminToken.ts"
 import { IdempotencyStore } from "./services/IdempotencyStore.ts"
 import { Ids } from "./services/Ids.ts"
@@ -25,16 +27,19 @@ export const ServicesLayer = Layer.mergeAll(
   Ledger.layer,
   IdempotencyStore.layer,
   Admin.layer,
-  AdminToken.layer
+  AdminToken.layer,
+  Cache.layer,
+  Domains.layer
 ).pipe(Layer.provideMerge(Accounts.layer), Layer.provideMerge(Settings.layer), Layer.provideMerge(Ids.layer))
 
-/** Releases reservations whose holder died and forgets expired idempotency tombstones. */
+/** Releases reservations whose holder died; forgets expired idempotency tombstones and cache copies. */
 export const Housekeeping = Layer.effectDiscard(
   Effect.gen(function* () {
     const ledger = yield* Ledger
     const idempotency = yield* IdempotencyStore
+    const cache = yield* Cache
     yield* Effect.forkScoped(
-      Effect.all([ledger.sweepExpired, idempotency.purgeExpired]).pipe(
+      Effect.all([ledger.sweepExpired, idempotency.purgeExpired, cache.purgeExpired]).pipe(
         Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
         Effect.repeat(Schedule.spaced("5 seconds"))
       )

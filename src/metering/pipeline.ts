@@ -14,8 +14,8 @@ import {
 } from "../contract/errors.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { isPaid, type Platform, ratePerMinute, trialCaps } from "../domain/plans.ts"
-import { withFreshness } from "../domain/pricing.ts"
-import type { AnyOperation, Freshness } from "../operations/Operation.ts"
+import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
+import type { AnyOperation, Freshness, RunResult } from "../operations/Operation.ts"
 import type { Account, KeyRecord } from "../services/Accounts.ts"
 import { IdempotencyStore } from "../services/IdempotencyStore.ts"
 import { Ledger, type Receipt } from "../services/Ledger.ts"
@@ -195,7 +195,7 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
           receipt
         })
         const receipt = yield* ledger
-          .settle(reservation, result.refunds, (receipt) =>
+          .settle(reservation, refundsOf(result, request.freshness), (receipt) =>
             idempotencyKey === undefined
               ? Effect.void
               : store.complete(account.id, idempotencyKey, receipt.id, JSON.stringify(envelopeFor(receipt)))
@@ -212,6 +212,12 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
     }).pipe(Effect.onError(() => releaseKey))
   }).pipe(Effect.tapError((error: ApiError) => (isPreRunRejection(error) ? giveBack : Effect.void)))
 })
+
+/** The operation's own refunds, plus the realtime surcharge when a cached copy had to stand in. */
+const refundsOf = (result: RunResult, freshness: Freshness): ReadonlyArray<Refund> =>
+  freshness === "realtime" && result.served === "cached_fallback"
+    ? [...result.refunds, { reason: "realtime_fallback", credits: realtimeSurcharge }]
+    : result.refunds
 
 export const notEntitled = (account: Account, platform: Platform) =>
   new NotEntitled({

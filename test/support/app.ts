@@ -2,8 +2,14 @@ import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
 import type { AnyOperation } from "../../src/operations/Operation.ts"
+import type { OperationServices } from "../../src/operations/support.ts"
 import { appLayer } from "../../src/server.ts"
+import { layerWorld, type Upstream, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { freshDatabase } from "./database.ts"
+
+/** The simulated world every test sees unless it brings its own upstream. */
+export const testSeed = "svc-test-world"
+export const worldUpstream = layerWorld(testSeed).pipe(Layer.provideMerge(UpstreamFaults.layer))
 
 export interface Reply {
   readonly status: number
@@ -32,9 +38,10 @@ export class TestApp extends Context.Service<
 >()("test/TestApp") {}
 
 export const testApp = (
-  operations: ReadonlyArray<AnyOperation<never>>,
-  config: Partial<AppConfigShape> = {}
-): Layer.Layer<TestApp | Layer.Success<ReturnType<typeof appLayer>>, unknown> =>
+  operations: ReadonlyArray<AnyOperation<OperationServices>>,
+  config: Partial<AppConfigShape> = {},
+  upstream: Layer.Layer<Upstream | UpstreamFaults> = worldUpstream
+): Layer.Layer<TestApp | Upstream | UpstreamFaults | Layer.Success<ReturnType<typeof appLayer>>, unknown> =>
   Layer.effect(
     TestApp,
     Effect.gen(function* () {
@@ -69,5 +76,6 @@ export const testApp = (
     })
   ).pipe(
     Layer.provideMerge(appLayer(operations, freshDatabase)),
+    Layer.provideMerge(upstream),
     Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"], ...config }))
   )

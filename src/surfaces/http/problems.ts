@@ -1,4 +1,4 @@
-import { Cause, Context, Effect, Layer, SchemaIssue } from "effect"
+import { Cause, Context, Effect, Layer, Option, SchemaIssue } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
@@ -36,7 +36,7 @@ export class Problems extends Context.Service<
       }
       const fromUnknown = (cause: Cause.Cause<unknown>) =>
         Effect.gen(function* () {
-          const failure = cause.reasons.find(Cause.isFailReason)?.error
+          const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
           if (isApiError(failure)) return render(failure)
           const traceId = yield* ids.newId("trace")
           yield* Effect.logError("request failed", { traceId }, Cause.pretty(cause))

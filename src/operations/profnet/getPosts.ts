@@ -1,0 +1,67 @@
+import { Effect, Schema } from "effect"
+import { hosts, parsePostsOwner } from "../../domain/identifiers.ts"
+import { prices } from "../../domain/pricing.ts"
+import { ProfnetPost } from "../../upstream/contract.ts"
+import { InvalidCursor } from "../../upstream/world/index.ts"
+import { defineOperation } from "../Operation.ts"
+import { fetchVia, invalidCursor, notFound, require } from "../support.ts"
+import { lookupCompany } from "./company.ts"
+
+export const PostsData = Schema.Struct({
+  posts: Schema.Array(ProfnetPost),
+  cursor: Schema.NullOr(Schema.String)
+})
+
+export const getPosts = defineOperation({
+  id: "getPosts",
+  platform: "profnet",
+  path: "/profnet/posts",
+  kind: "posts",
+  description: `One page (up to 10, newest first) of a ${hosts.profnet} person's or company's posts, with a cursor for older ones. 4 credits per page; a website-domain identifier is quoted 4 more, refunded when the domain was resolved before. Identifier: person or company URL, slug (the type is detected), person URN, or company domain. Company URNs and numeric ids are not accepted. There is no keyword search across posts and no reading one post by URL.`,
+  common: true,
+  params: Schema.Struct({
+    identifier: Schema.String.annotate({
+      description: "Person/company URL, slug, person URN, or company domain."
+    }),
+    cursor: Schema.optionalKey(Schema.String).annotate({
+      description: "From a previous page, for older posts."
+    })
+  }),
+  data: PostsData,
+  prepare: (params) =>
+    Effect.map(require("identifier", parsePostsOwner(params.identifier)), (owner) => ({
+      args: { owner, cursor: params.cursor },
+      quote: prices.getPosts(owner.kind === "company" && "domain" in owner.ref),
+      continuation: params.cursor !== undefined
+    })),
+  run: ({ owner, cursor }, context) =>
+    Effect.gen(function* () {
+      const byPerson = (slugOrUrn: string) => fetchVia(context.freshness, "getPersonPosts", slugOrUrn, cursor)
+      const byCompany = (slug: string) => fetchVia(context.freshness, "getCompanyPosts", slug, cursor)
+      let refunds: ReadonlyArray<{ readonly reason: "domain_resolved_before"; readonly credits: number }> = []
+      let fetched
+      if (owner.kind === "person") {
+        fetched = yield* byPerson("slug" in owner.ref ? owner.ref.slug : owner.ref.urn)
+      } else if (owner.kind === "company") {
+        if ("slug" in owner.ref) {
+          fetched = yield* byCompany(owner.ref.slug)
+        } else {
+          const found = yield* lookupCompany(owner.ref, context.freshness)
+          refunds = found.refunds as typeof refunds
+          fetched = yield* byCompany(found.company.slug)
+        }
+      } else {
+        fetched = yield* byPerson(owner.slug)
+        if (fetched.value === undefined) fetched = yield* byCompany(owner.slug)
+      }
+      const page = fetched.value
+      if (page === InvalidCursor) return yield* invalidCursor
+      if (page === undefined) return yield* notFound("No person or company with this identifier.")
+      return {
+        data: { posts: page.items, cursor: page.next_cursor },
+        refunds,
+        served: fetched.served,
+        fetchedAt: fetched.fetchedAt
+      }
+    })
+})

@@ -1,0 +1,55 @@
+import { Effect, Schema, SchemaGetter } from "effect"
+import { InvalidInput, NotFound } from "../contract/errors.ts"
+import { canonicalJson } from "../domain/fingerprint.ts"
+import type { Parsed } from "../domain/identifiers.ts"
+import { Cache } from "../services/Cache.ts"
+import type { Domains } from "../services/Domains.ts"
+import { type Args, type Method, Upstream } from "../upstream/Upstream.ts"
+import type { Freshness, RunResult } from "./Operation.ts"
+
+/** What data operations need to run. */
+export type OperationServices = Cache | Upstream | Domains
+
+/** A comma-separated list in the query string (form style, not exploded), of `item` values. */
+export const CommaList = <S extends Schema.Top & { readonly Type: string; readonly Encoded: string }>(
+  item: S
+) =>
+  Schema.String.pipe(
+    Schema.decodeTo(Schema.Array(item), {
+      decode: SchemaGetter.transform((text: string) =>
+        text
+          .split(",")
+          .map((part) => part.trim())
+          .filter((part) => part.length > 0)
+      ),
+      encode: SchemaGetter.transform((items: ReadonlyArray<string>) => items.join(","))
+    })
+  )
+
+export const invalid = (param: string, message: string) => new InvalidInput({ message, param })
+
+/** A cleaned identifier, or INVALID_INPUT naming `param`. */
+export const require = <A>(param: string, parsed: Parsed<A>): Effect.Effect<A, InvalidInput> =>
+  parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(invalid(param, parsed.message))
+
+/** One upstream call through the shared cache. */
+export const fetchVia = <M extends Method>(freshness: Freshness, method: M, ...args: Args<M>) =>
+  Effect.gen(function* () {
+    const upstream = yield* Upstream
+    const cache = yield* Cache
+    return yield* cache.through(`${method}:${canonicalJson(args)}`, freshness, upstream.call(method, ...args))
+  })
+
+export const notFound = (message: string) => new NotFound({ message })
+
+export const invalidCursor = invalid(
+  "cursor",
+  "This cursor does not belong to this query. Send the `cursor` from the previous page of the same call, or omit it."
+)
+
+/** The RunResult of one fetched value. */
+export const served = <A>(
+  fetched: { readonly value: unknown; readonly served: RunResult["served"]; readonly fetchedAt: number },
+  data: A,
+  refunds: RunResult["refunds"] = []
+): RunResult => ({ data, refunds, served: fetched.served, fetchedAt: fetched.fetchedAt })

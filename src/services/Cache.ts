@@ -1,0 +1,119 @@
+import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { UpstreamUnavailable } from "../contract/errors.ts"
+import type { Freshness, Served } from "../operations/Operation.ts"
+import type { UpstreamFailure } from "../upstream/Upstream.ts"
+import { Settings } from "./Settings.ts"
+
+export const recentMs = 6 * 3_600_000
+export const keepMs = 7 * 24 * 3_600_000
+
+export interface Fetched<A> {
+  readonly value: A
+  readonly served: Served
+  readonly fetchedAt: number
+}
+
+/**
+ * Upstream copies in the database, shared by every instance. `recent` serves a copy younger than
+ * 6 hours, else fetches live; `realtime` always fetches live and, when the platform cannot answer
+ * (or live fetching is paused), falls back to the newest copy of the last 7 days. Concurrent
+ * misses for one key on one instance share a single live fetch.
+ */
+export class Cache extends Context.Service<
+  Cache,
+  {
+    readonly through: <A>(
+      key: string,
+      freshness: Freshness,
+      live: Effect.Effect<A, UpstreamFailure>
+    ) => Effect.Effect<Fetched<A>, UpstreamUnavailable>
+    readonly purgeExpired: Effect.Effect<void>
+  }
+>()("app/Cache") {
+  static readonly layer = Layer.effect(
+    Cache,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const settings = yield* Settings
+      const inFlight = new Map<string, Deferred.Deferred<unknown, UpstreamFailure>>()
+
+      const read = (key: string) =>
+        Effect.map(
+          sql<{ readonly body: string; readonly fetched_at: number }>`
+            SELECT body, fetched_at FROM cache_entries WHERE cache_key = ${key}`,
+          (rows) =>
+            rows[0] === undefined
+              ? undefined
+              : { value: JSON.parse(rows[0].body).v, fetchedAt: Number(rows[0].fetched_at) }
+        ).pipe(Effect.orDie)
+
+      const write = (key: string, value: unknown, now: number) =>
+        sql`INSERT INTO cache_entries (cache_key, body, fetched_at) VALUES (${key}, ${JSON.stringify({ v: value })}, ${now})
+          ON CONFLICT (cache_key) DO UPDATE SET body = EXCLUDED.body, fetched_at = EXCLUDED.fetched_at`.pipe(
+          Effect.orDie
+        )
+
+      /** One live fetch per key at a time on this instance; later callers await the first. */
+      const singleFlight = <A>(
+        key: string,
+        live: Effect.Effect<A, UpstreamFailure>
+      ): Effect.Effect<A, UpstreamFailure> =>
+        Effect.suspend(() => {
+          const pending = inFlight.get(key)
+          if (pending !== undefined) return Deferred.await(pending) as Effect.Effect<A, UpstreamFailure>
+          return Effect.gen(function* () {
+            const deferred = yield* Deferred.make<unknown, UpstreamFailure>()
+            inFlight.set(key, deferred)
+            const exit = yield* Effect.exit(live)
+            inFlight.delete(key)
+            yield* Deferred.done(deferred, exit)
+            return yield* exit
+          }).pipe(Effect.uninterruptible)
+        })
+
+      const through = <A>(key: string, freshness: Freshness, live: Effect.Effect<A, UpstreamFailure>) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const copy = yield* read(key)
+          if (freshness === "recent" && copy !== undefined && now - copy.fetchedAt < recentMs) {
+            return {
+              value: copy.value as A,
+              served: "recent",
+              fetchedAt: copy.fetchedAt
+            } satisfies Fetched<A>
+          }
+          const paused = (yield* Effect.orDie(settings.current)).livePaused
+          const fetched = paused
+            ? Exit.fail<UpstreamFailure | "paused">("paused")
+            : yield* Effect.exit(singleFlight(key, live))
+          if (Exit.isSuccess(fetched)) {
+            yield* write(key, fetched.value, now)
+            return { value: fetched.value, served: "realtime", fetchedAt: now } satisfies Fetched<A>
+          }
+          if (freshness === "realtime" && copy !== undefined && now - copy.fetchedAt < keepMs) {
+            return {
+              value: copy.value as A,
+              served: "cached_fallback",
+              fetchedAt: copy.fetchedAt
+            } satisfies Fetched<A>
+          }
+          const failure = Option.getOrUndefined(Cause.findErrorOption(fetched.cause))
+          const retryAfter = typeof failure === "object" ? failure.retryAfterSeconds : 60
+          return yield* new UpstreamUnavailable({
+            message: paused
+              ? "Live fetching is paused by the operator and no usable cached copy exists. Nothing was charged; retry later."
+              : "The platform could not be reached and no usable cached copy exists. Nothing was charged; retry after retry_after_seconds.",
+            retry_after_seconds: retryAfter
+          })
+        }).pipe(Effect.withSpan("Cache.through", { attributes: { key } }))
+
+      const purgeExpired = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`DELETE FROM cache_entries WHERE fetched_at < ${now - keepMs}`.pipe(Effect.orDie)
+      })
+
+      return Cache.of({ through, purgeExpired })
+    })
+  )
+}

@@ -1,0 +1,29 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+
+/** Website domains already verified against a company's website; a later call with one is refunded the 4. */
+export class Domains extends Context.Service<
+  Domains,
+  {
+    readonly known: (domain: string) => Effect.Effect<string | undefined>
+    readonly remember: (domain: string, companySlug: string) => Effect.Effect<void>
+  }
+>()("app/Domains") {
+  static readonly layer = Layer.effect(
+    Domains,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const known = Effect.fn("Domains.known")(function* (domain: string) {
+        const rows = yield* sql<{ readonly company_slug: string }>`
+          SELECT company_slug FROM resolved_domains WHERE domain = ${domain}`.pipe(Effect.orDie)
+        return rows[0]?.company_slug
+      })
+      const remember = Effect.fn("Domains.remember")(function* (domain: string, companySlug: string) {
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`INSERT INTO resolved_domains (domain, company_slug, resolved_at) VALUES (${domain}, ${companySlug}, ${now})
+          ON CONFLICT (domain) DO NOTHING`.pipe(Effect.orDie)
+      })
+      return Domains.of({ known, remember })
+    })
+  )
+}

@@ -1,0 +1,118 @@
+import { Context, Data, Duration, Effect, Layer, Random, Ref } from "effect"
+import type { Platform } from "../domain/plans.ts"
+import { makeWorld, type World } from "./world/index.ts"
+
+/** Every upstream call, named as the world names it; the HTTP provider contract uses the same names. */
+export type UpstreamMethods = Omit<World, "seed" | "sizes">
+export type Method = keyof UpstreamMethods
+export type Args<M extends Method> = Parameters<UpstreamMethods[M]>
+export type Answer<M extends Method> = ReturnType<UpstreamMethods[M]>
+
+export const methodPlatform: Record<Method, Platform> = {
+  getPerson: "profnet",
+  searchPeople: "profnet",
+  getCompany: "profnet",
+  companyByNumericId: "profnet",
+  closestDomains: "profnet",
+  getPersonPosts: "profnet",
+  getCompanyPosts: "profnet",
+  getProfnetPost: "profnet",
+  resolveProfnetUrl: "profnet",
+  forumSearch: "forum",
+  getCommunity: "forum",
+  getCommunityPosts: "forum",
+  getForumUser: "forum",
+  getForumPosts: "forum",
+  getThread: "forum",
+  resolveForumUrl: "forum",
+  microblogSearch: "microblog",
+  getMicroblogProfile: "microblog",
+  getTweets: "microblog",
+  getTweet: "microblog",
+  resolveMicroblogUrl: "microblog"
+}
+
+export const isMethod = (name: string): name is Method => Object.hasOwn(methodPlatform, name)
+
+/** The platform could not answer: unreachable, timed out, failing, paused or in outage. */
+export class UpstreamFailure extends Data.TaggedError("UpstreamFailure")<{
+  readonly platform: Platform
+  readonly reason: "unreachable" | "timeout" | "error" | "outage" | "paused" | "circuit_open" | "bad_response"
+  readonly retryAfterSeconds: number
+}> {}
+
+export class Upstream extends Context.Service<
+  Upstream,
+  {
+    readonly call: <M extends Method>(
+      method: M,
+      ...args: Args<M>
+    ) => Effect.Effect<Answer<M>, UpstreamFailure>
+  }
+>()("app/Upstream") {}
+
+/** Fault knobs of the simulated world, settable at run time by tests and the operator. */
+export interface Faults {
+  readonly latencyMs: { readonly min: number; readonly max: number }
+  /** Probability (0 to 1) that a call fails with a 5xx-like error. */
+  readonly errorRate: number
+  readonly outage: boolean
+  readonly paused: ReadonlyArray<Platform>
+}
+
+export const noFaults: Faults = { latencyMs: { min: 0, max: 0 }, errorRate: 0, outage: false, paused: [] }
+
+export class UpstreamFaults extends Context.Service<
+  UpstreamFaults,
+  { readonly get: Effect.Effect<Faults>; readonly set: (patch: Partial<Faults>) => Effect.Effect<Faults> }
+>()("app/UpstreamFaults") {
+  static readonly layer = Layer.effect(
+    UpstreamFaults,
+    Effect.map(Ref.make(noFaults), (ref) =>
+      UpstreamFaults.of({
+        get: Ref.get(ref),
+        set: (patch) => Ref.updateAndGet(ref, (faults) => ({ ...faults, ...patch }))
+      })
+    )
+  )
+}
+
+/** Applies the fault knobs to one call of `platform`, then runs it. */
+export const withFaults = <A>(
+  faults: Faults,
+  platform: Platform,
+  run: Effect.Effect<A, UpstreamFailure>
+): Effect.Effect<A, UpstreamFailure> =>
+  Effect.gen(function* () {
+    if (faults.outage)
+      return yield* new UpstreamFailure({ platform, reason: "outage", retryAfterSeconds: 30 })
+    if (faults.paused.includes(platform)) {
+      return yield* new UpstreamFailure({ platform, reason: "paused", retryAfterSeconds: 60 })
+    }
+    const { min, max } = faults.latencyMs
+    if (max > 0) yield* Effect.sleep(Duration.millis(min + (yield* Random.next) * Math.max(0, max - min)))
+    if (faults.errorRate > 0 && (yield* Random.next) < faults.errorRate) {
+      return yield* new UpstreamFailure({ platform, reason: "error", retryAfterSeconds: 5 })
+    }
+    return yield* run
+  })
+
+/** The deterministic simulated world, answering in process. */
+export const layerWorld = (seed: string | number) =>
+  Layer.effect(
+    Upstream,
+    Effect.gen(function* () {
+      const world = makeWorld(seed)
+      const faults = yield* UpstreamFaults
+      return Upstream.of({
+        call: (method, ...args) =>
+          Effect.flatMap(faults.get, (current) =>
+            withFaults(
+              current,
+              methodPlatform[method],
+              Effect.sync(() => (world[method] as (...a: typeof args) => Answer<typeof method>)(...args))
+            )
+          )
+      })
+    })
+  )
