@@ -1,4 +1,5 @@
 import { Effect, Exit } from "effect"
+import { AppConfig } from "../config.ts"
 import type { Envelope } from "../contract/envelope.ts"
 import {
   type ApiError,
@@ -8,6 +9,7 @@ import {
   InvalidInput,
   NotEntitled,
   NotFound,
+  PayloadTooLarge,
   QuoteExceedsMaxCredits,
   RateLimited,
   TrialCapExceeded
@@ -46,6 +48,7 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
   request: CallRequest
 ) {
   const { account, key, ip } = request.caller
+  const { maxResponseBytes } = yield* AppConfig
   const who = { accountId: account.id, plan: account.plan }
 
   // Entitle
@@ -177,6 +180,13 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
       // Run, then settle; any failure or interruption releases the reservation.
       return yield* Effect.gen(function* () {
         const result = yield* operation.run(prepared.args, { freshness: request.freshness })
+        const size = JSON.stringify(result.data).length
+        if (size > maxResponseBytes) {
+          return yield* new PayloadTooLarge({
+            message: `The response would be ${size} bytes, above the ${maxResponseBytes}-byte limit. Ask for less (fewer ids, sections or comments); nothing was charged.`,
+            account: who
+          })
+        }
         const envelopeFor = (receipt: Receipt): Envelope => ({
           schema_version: 2,
           kind: operation.kind,
