@@ -1,0 +1,76 @@
+import { createHash, timingSafeEqual } from "node:crypto"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { Context, Effect, FileSystem, Layer, Option, Redacted } from "effect"
+import { AppConfig } from "../config.ts"
+import { encodeBase62 } from "../domain/secrets.ts"
+import { Ids } from "./Ids.ts"
+
+/**
+ * Where the generated operator token lives: `DATA_DIR/admin-token`, or a per-port file in the
+ * system temp directory when the store is in memory (there is no data directory to keep it in).
+ */
+export const adminTokenPath = (dataDir: string, port: number): string =>
+  dataDir === ":memory:" ? join(tmpdir(), `svc-admin-token-${port}`) : join(dataDir, "admin-token")
+
+const digest = (value: string) => createHash("sha256").update(value).digest()
+
+/** The bearer token of the operator surface (`/admin/rpc`): ADMIN_TOKEN, or one generated once into a file. */
+export class AdminToken extends Context.Service<
+  AdminToken,
+  {
+    /** Constant-time comparison with the operator token. */
+    readonly check: (candidate: string) => boolean
+  }
+>()("app/AdminToken") {
+  static readonly layerNoDeps = Layer.effect(
+    AdminToken,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const token = Option.isSome(config.adminToken)
+        ? Redacted.value(config.adminToken.value)
+        : yield* tokenFromFile(adminTokenPath(config.dataDir, config.port))
+      const expected = digest(token)
+      return AdminToken.of({ check: (candidate) => timingSafeEqual(digest(candidate), expected) })
+    })
+  )
+
+  static readonly layer = AdminToken.layerNoDeps.pipe(Layer.provide(NodeFileSystem.layer))
+}
+
+/** Reuses the file if it exists; otherwise creates it (0600, exclusively, so two instances agree on one token). */
+const tokenFromFile = Effect.fn("AdminToken.fromFile")(function* (path: string) {
+  const fs = yield* FileSystem.FileSystem
+  const ids = yield* Ids
+  const existing = yield* readToken(path)
+  if (existing !== undefined) {
+    yield* Effect.logInfo(`admin token: ADMIN_TOKEN is unset, using the token in ${path}`)
+    return existing
+  }
+  yield* fs.makeDirectory(join(path, ".."), { recursive: true })
+  const fresh = `svcadm_${encodeBase62(yield* ids.secretBytes).slice(0, 40)}`
+  const created = yield* fs.writeFileString(path, `${fresh}\n`, { flag: "wx", mode: 0o600 }).pipe(
+    Effect.as(true),
+    Effect.catchReason("PlatformError", "AlreadyExists", () => Effect.succeed(false))
+  )
+  yield* Effect.logInfo(
+    `admin token: ADMIN_TOKEN is unset, ${created ? "generated a token into" : "using the token in"} ${path}`
+  )
+  if (created) return fresh
+  const raced = yield* readToken(path)
+  return raced ?? (yield* Effect.die(new Error(`admin token file ${path} is empty`)))
+})
+
+const readToken = (path: string) =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(path).pipe(
+      Effect.map(Option.some),
+      Effect.catchReason("PlatformError", "NotFound", () => Effect.succeedNone)
+    )
+    if (Option.isNone(text)) return undefined
+    const token = text.value.trim()
+    if (token.length === 0) return yield* Effect.die(new Error(`admin token file ${path} is empty`))
+    return token
+  })

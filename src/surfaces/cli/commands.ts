@@ -1,0 +1,131 @@
+import { Console, Data, Effect, Option } from "effect"
+import { Command, Flag } from "effect/cli"
+import { type Platform, plans, platforms } from "../../domain/plans.ts"
+import { AdminClient } from "./AdminClient.ts"
+
+/** A flag combination the parser accepts but the verb does not (exit 2, like a parse error). */
+export class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
+
+const printed = <A, E, R>(call: (client: AdminClient["Service"]) => Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const result = yield* call(yield* AdminClient)
+    yield* Console.log(JSON.stringify(result, null, 2))
+  }).pipe(Effect.provide(AdminClient.layer))
+
+/** `--open|--close`, `--pause|--resume`: exactly one of the two. */
+const oneOf = (name: string, yes: Option.Option<boolean>, no: Option.Option<boolean>) => {
+  const a = Option.getOrElse(yes, () => false)
+  const b = Option.getOrElse(no, () => false)
+  return a === b
+    ? Effect.fail(new UsageError({ message: `Give exactly one of ${name}.` }))
+    : Effect.succeed(a)
+}
+
+const switchFlag = (name: string) => Flag.Boolean(name).pipe(Flag.withoutNegation, Flag.optional)
+
+const parsePlatforms = (text: string) => {
+  const names = text.split(",").map((name) => name.trim())
+  return names.length > 0 &&
+    names.every((name): name is Platform => (platforms as ReadonlyArray<string>).includes(name))
+    ? Option.some(names as [Platform, ...Array<Platform>])
+    : Option.none()
+}
+
+/** A ceiling of N credits, or `none` to lift it. */
+const parseCeiling = (text: string): Option.Option<number | null> =>
+  text === "none" ? Option.some(null) : /^\d+$/.test(text) ? Option.some(Number(text)) : Option.none()
+
+const account = Flag.String("account").pipe(Flag.withDescription("The account id (acct_...)."))
+const byAccount = { account }
+
+const accountCommand = Command.make("account", byAccount, ({ account }) =>
+  printed((client) => client.account({ accountId: account }))
+).pipe(
+  Command.withDescription("Show an account: plan, credits, keys, today's free-tier use, calls in flight.")
+)
+
+const credit = Command.make(
+  "credit",
+  {
+    account,
+    credits: Flag.Int("credits").pipe(
+      Flag.filter(
+        (n) => n > 0,
+        (n) => `--credits must be a positive integer, got ${n}`
+      )
+    ),
+    kind: Flag.Literals("kind", ["balance", "grant"]).pipe(Flag.withDefault("balance" as const))
+  },
+  ({ account, credits, kind }) =>
+    printed((client) => client.credit({ accountId: account, credits, kind, reason: "admin cli" }))
+).pipe(Command.withDescription("Add credits to an account's balance (paid) or grant (free) pool."))
+
+const plan = Command.make("plan", { account, plan: Flag.Literals("plan", plans) }, ({ account, plan }) =>
+  printed((client) => client.plan({ accountId: account, plan }))
+).pipe(Command.withDescription("Set an account's plan."))
+
+const entitle = Command.make(
+  "entitle",
+  {
+    account,
+    platforms: Flag.String("platforms").pipe(
+      Flag.filterMap(
+        parsePlatforms,
+        (text) => `--platforms must list some of ${platforms.join(",")}, got ${text}`
+      )
+    )
+  },
+  ({ account, platforms }) => printed((client) => client.entitle({ accountId: account, platforms }))
+).pipe(Command.withDescription("Set the platforms an account may call (comma-separated)."))
+
+const suspend = Command.make("suspend", byAccount, ({ account }) =>
+  printed((client) => client.suspend({ accountId: account }))
+).pipe(Command.withDescription("Suspend an account: its keys answer UNAUTHORIZED."))
+
+const unsuspend = Command.make("unsuspend", byAccount, ({ account }) =>
+  printed((client) => client.unsuspend({ accountId: account }))
+).pipe(Command.withDescription("Reactivate a suspended account."))
+
+const freeTier = Command.make(
+  "free-tier",
+  {
+    open: switchFlag("open"),
+    close: switchFlag("close"),
+    globalDailyCredits: Flag.String("global-daily-credits").pipe(
+      Flag.filterMap(
+        parseCeiling,
+        (text) => `--global-daily-credits must be 0 or more, or none, got ${text}`
+      ),
+      Flag.withDescription("Free-tier credits per UTC day across all IPs, or none for no ceiling."),
+      Flag.optional
+    )
+  },
+  ({ open, close, globalDailyCredits }) =>
+    Effect.flatMap(oneOf("--open or --close", open, close), (isOpen) =>
+      printed((client) =>
+        client.freeTier({
+          open: isOpen,
+          ...Option.match(globalDailyCredits, {
+            onNone: () => ({}),
+            onSome: (n) => ({ globalDailyCredits: n })
+          })
+        })
+      )
+    )
+).pipe(Command.withDescription("Open or close the free tier, optionally with a global daily credit ceiling."))
+
+const live = Command.make(
+  "live",
+  { pause: switchFlag("pause"), resume: switchFlag("resume") },
+  ({ pause, resume }) =>
+    Effect.flatMap(oneOf("--pause or --resume", pause, resume), (paused) =>
+      printed((client) => client.live({ paused }))
+    )
+).pipe(Command.withDescription("Pause or resume live upstream fetching (cached data is still served)."))
+
+const admin = Command.make("admin").pipe(
+  Command.withDescription("Operator commands, sent to SVC_BASE_URL with SVC_ADMIN_TOKEN."),
+  Command.withSubcommands([accountCommand, credit, plan, entitle, suspend, unsuspend, freeTier, live])
+)
+
+export const cli = Command.make("svc").pipe(Command.withSubcommands([admin]))

@@ -1,0 +1,87 @@
+import { Schema } from "effect"
+import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
+import { plans, platforms } from "../../domain/plans.ts"
+
+/** The operator surface: the contract shared by the server and the CLI, served at this path. */
+export const adminRpcPath = "/admin/rpc"
+
+export const Plan = Schema.Literals(plans)
+export const Platform = Schema.Literals(platforms)
+const AccountId = Schema.NonEmptyString
+const Credits = Schema.Int.check(Schema.isGreaterThan(0))
+
+export const Account = Schema.Struct({
+  id: Schema.String,
+  plan: Plan,
+  state: Schema.Literals(["active", "suspended"]),
+  email: Schema.NullOr(Schema.String),
+  claimed: Schema.Boolean,
+  grantCredits: Schema.Number,
+  balanceCredits: Schema.Number,
+  entitlements: Schema.Array(Platform),
+  createdAt: Schema.Number
+})
+
+export const AccountReport = Schema.Struct({
+  account: Account,
+  keys: Schema.Array(Schema.Struct({ id: Schema.String, hint: Schema.String, revoked: Schema.Boolean })),
+  free_tier_used_today: Schema.Array(Schema.Struct({ ip: Schema.String, credits: Schema.Number })),
+  in_flight: Schema.Number
+})
+
+/** The operator switches; `globalDailyFreeCredits` is null when there is no global ceiling. */
+export const OperatorSettings = Schema.Struct({
+  freeTierOpen: Schema.Boolean,
+  globalDailyFreeCredits: Schema.NullOr(Schema.Number),
+  livePaused: Schema.Boolean
+})
+
+export class AccountNotFound extends Schema.TaggedError<AccountNotFound>()("AccountNotFound", {
+  accountId: Schema.String
+}) {}
+
+export class AdminUnauthorized extends Schema.TaggedError<AdminUnauthorized>()("AdminUnauthorized", {
+  message: Schema.String
+}) {}
+
+/** The store failed; the details stay in the service log. */
+export class AdminStoreFailed extends Schema.TaggedError<AdminStoreFailed>()("AdminStoreFailed", {
+  message: Schema.String
+}) {}
+
+/** Every call needs `Authorization: Bearer <admin token>`. */
+export class AdminAuth extends RpcMiddleware.Service<AdminAuth>()("app/AdminAuth", {
+  error: AdminUnauthorized
+}) {}
+
+const accountError = Schema.Union([AccountNotFound, AdminStoreFailed])
+const onAccount = <const Tag extends string, Fields extends Schema.Struct.Fields>(tag: Tag, fields: Fields) =>
+  Rpc.make(tag, { payload: { accountId: AccountId, ...fields }, success: Account, error: accountError })
+
+export class AdminRpcs extends RpcGroup.make(
+  Rpc.make("account", { payload: { accountId: AccountId }, success: AccountReport, error: accountError }),
+  onAccount("credit", {
+    credits: Credits,
+    kind: Schema.Literals(["balance", "grant"]),
+    reason: Schema.optionalKey(Schema.String)
+  }),
+  onAccount("plan", { plan: Plan }),
+  onAccount("entitle", { platforms: Schema.NonEmptyArray(Platform) }),
+  onAccount("suspend", {}),
+  onAccount("unsuspend", {}),
+  Rpc.make("freeTier", {
+    payload: {
+      open: Schema.Boolean,
+      globalDailyCredits: Schema.optionalKey(
+        Schema.NullOr(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+      )
+    },
+    success: OperatorSettings,
+    error: AdminStoreFailed
+  }),
+  Rpc.make("live", {
+    payload: { paused: Schema.Boolean },
+    success: OperatorSettings,
+    error: AdminStoreFailed
+  })
+).middleware(AdminAuth) {}

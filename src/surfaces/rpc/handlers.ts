@@ -1,0 +1,53 @@
+import { Effect } from "effect"
+import type { SqlError } from "effect/sql/SqlError"
+import { Admin } from "../../services/Admin.ts"
+import type { OperatorSettings } from "../../services/Settings.ts"
+import { AccountNotFound, AdminRpcs, AdminStoreFailed } from "./AdminRpc.ts"
+
+/** A store failure is logged here and reaches the operator as AdminStoreFailed, without its details. */
+const storeFailed = (error: SqlError) =>
+  Effect.logError("admin RPC: the store failed", error).pipe(
+    Effect.andThen(Effect.fail(new AdminStoreFailed({ message: "The store failed; see the service log." })))
+  )
+
+const found =
+  (accountId: string) =>
+  <A>(effect: Effect.Effect<A | undefined, SqlError>): Effect.Effect<A, AccountNotFound | AdminStoreFailed> =>
+    effect.pipe(
+      Effect.catch(storeFailed),
+      Effect.flatMap((value) =>
+        value === undefined ? Effect.fail(new AccountNotFound({ accountId })) : Effect.succeed(value)
+      )
+    )
+
+const toWire = (settings: OperatorSettings) => ({
+  ...settings,
+  globalDailyFreeCredits: settings.globalDailyFreeCredits ?? null
+})
+
+/** Each procedure is one call of the Admin service. */
+export const AdminHandlers = AdminRpcs.toLayer(
+  Effect.gen(function* () {
+    const admin = yield* Admin
+    return AdminRpcs.of({
+      account: ({ accountId }) => admin.account(accountId).pipe(found(accountId)),
+      credit: ({ accountId, credits, kind, reason }) =>
+        admin.credit(accountId, credits, kind, reason ?? "operator").pipe(found(accountId)),
+      plan: ({ accountId, plan }) => admin.setPlan(accountId, plan).pipe(found(accountId)),
+      entitle: ({ accountId, platforms }) => admin.entitle(accountId, platforms).pipe(found(accountId)),
+      suspend: ({ accountId }) => admin.setState(accountId, "suspended").pipe(found(accountId)),
+      unsuspend: ({ accountId }) => admin.setState(accountId, "active").pipe(found(accountId)),
+      freeTier: ({ open, globalDailyCredits }) =>
+        admin
+          .settings({
+            freeTierOpen: open,
+            ...(globalDailyCredits === undefined
+              ? {}
+              : { globalDailyFreeCredits: globalDailyCredits ?? undefined })
+          })
+          .pipe(Effect.map(toWire), Effect.catch(storeFailed)),
+      live: ({ paused }) =>
+        admin.settings({ livePaused: paused }).pipe(Effect.map(toWire), Effect.catch(storeFailed))
+    })
+  })
+)

@@ -1,0 +1,216 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { AdminClient } from "../../src/surfaces/cli/AdminClient.ts"
+import { TestApp, testApp } from "../support/app.ts"
+import { storeName } from "../support/database.ts"
+import { testOperations } from "../support/testOperations.ts"
+import { runCli } from "./cli.ts"
+
+/** Runs `f` with an admin RPC client of the test server, sending `token`. */
+const withAdmin = <A, E, R>(
+  f: (admin: AdminClient["Service"]) => Effect.Effect<A, E, R>,
+  token = "test-admin-token"
+) =>
+  Effect.gen(function* () {
+    const app = yield* TestApp
+    const call = Effect.gen(function* () {
+      return yield* f(yield* AdminClient)
+    })
+    return yield* call.pipe(Effect.provide(AdminClient.layerFor(app.url, token)))
+  })
+
+// Live services: the RPC client times its interrupt messages with the Clock, which a TestClock would freeze.
+describe(`admin RPC and CLI (${storeName})`, () => {
+  layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect("credit adds to the balance or grant pool, shown by /v1/usage", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key, account_id } = yield* app.mint("10.40.0.1")
+        const credited = yield* withAdmin((admin) =>
+          admin.credit({ accountId: account_id, credits: 500, kind: "balance" })
+        )
+        assert.strictEqual(credited.balanceCredits, 500)
+        const granted = yield* withAdmin((admin) =>
+          admin.credit({ accountId: account_id, credits: 25, kind: "grant" })
+        )
+        assert.strictEqual(granted.grantCredits, 25)
+        const usage = yield* app.call("/v1/usage", { key, ip: "10.40.0.1" })
+        assert.deepStrictEqual(usage.body.balance, { grant: 25, purchased: 500, total: 525 })
+      })
+    )
+
+    it.effect("plan changes the plan /v1/usage reports", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key, account_id } = yield* app.mint("10.40.1.1")
+        const account = yield* withAdmin((admin) => admin.plan({ accountId: account_id, plan: "flex" }))
+        assert.strictEqual(account.plan, "flex")
+        assert.strictEqual((yield* app.call("/v1/usage", { key, ip: "10.40.1.1" })).body.plan, "flex")
+      })
+    )
+
+    it.effect("entitle limits the platforms: others answer NOT_ENTITLED", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key, account_id } = yield* app.mint("10.40.2.1")
+        const account = yield* withAdmin((admin) =>
+          admin.entitle({ accountId: account_id, platforms: ["forum"] })
+        )
+        assert.deepStrictEqual(account.entitlements, ["forum"])
+        const refused = yield* app.call("/v1/profnet/test-echo?value=x", { key, ip: "10.40.2.1" })
+        assert.strictEqual(refused.status, 403)
+        assert.strictEqual(refused.body.code, "NOT_ENTITLED")
+        assert.strictEqual(
+          (yield* app.call("/v1/forum/test-echo?value=x", { key, ip: "10.40.2.1" })).status,
+          200
+        )
+      })
+    )
+
+    it.effect("suspend makes the account's keys UNAUTHORIZED until unsuspend", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key, account_id } = yield* app.mint("10.40.3.1")
+        assert.strictEqual(
+          (yield* withAdmin((admin) => admin.suspend({ accountId: account_id }))).state,
+          "suspended"
+        )
+        const refused = yield* app.call("/v1/usage", { key, ip: "10.40.3.1" })
+        assert.strictEqual(refused.status, 401)
+        assert.strictEqual(refused.body.code, "UNAUTHORIZED")
+        assert.strictEqual(
+          (yield* withAdmin((admin) => admin.unsuspend({ accountId: account_id }))).state,
+          "active"
+        )
+        assert.strictEqual((yield* app.call("/v1/usage", { key, ip: "10.40.3.1" })).status, 200)
+      })
+    )
+
+    it.effect("account reports the account, its keys and today's free-tier use", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key, account_id } = yield* app.mint("10.40.4.1")
+        assert.strictEqual(
+          (yield* app.call("/v1/profnet/test-echo?value=x&cost=7", { key, ip: "10.40.4.1" })).status,
+          200
+        )
+        const report = yield* withAdmin((admin) => admin.account({ accountId: account_id }))
+        assert.strictEqual(report.account.id, account_id)
+        assert.strictEqual(report.account.plan, "trial")
+        assert.strictEqual(report.keys.length, 1)
+        assert.isTrue(key.endsWith(report.keys[0]!.hint.slice(-4)))
+        assert.isFalse(report.keys[0]!.revoked)
+        assert.deepStrictEqual(report.free_tier_used_today, [{ ip: "10.40.4.1", credits: 7 }])
+        assert.strictEqual(report.in_flight, 0)
+      })
+    )
+
+    it.effect("closing the free tier makes trial calls BUDGET_EXHAUSTED until it opens again", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key } = yield* app.mint("10.40.5.1")
+        const closed = yield* withAdmin((admin) => admin.freeTier({ open: false }))
+        assert.isFalse(closed.freeTierOpen)
+        const refused = yield* app.call("/v1/profnet/test-echo?value=x", { key, ip: "10.40.5.1" })
+        assert.strictEqual(refused.status, 503)
+        assert.strictEqual(refused.body.code, "BUDGET_EXHAUSTED")
+        const opened = yield* withAdmin((admin) =>
+          admin.freeTier({ open: true, globalDailyCredits: 100_000 })
+        )
+        assert.deepStrictEqual(opened, {
+          freeTierOpen: true,
+          globalDailyFreeCredits: 100_000,
+          livePaused: false
+        })
+        assert.strictEqual(
+          (yield* app.call("/v1/profnet/test-echo?value=x", { key, ip: "10.40.5.1" })).status,
+          200
+        )
+        const lifted = yield* withAdmin((admin) => admin.freeTier({ open: true, globalDailyCredits: null }))
+        assert.isNull(lifted.globalDailyFreeCredits)
+      }).pipe(
+        Effect.ensuring(
+          Effect.ignore(withAdmin((admin) => admin.freeTier({ open: true, globalDailyCredits: null })))
+        )
+      )
+    )
+
+    it.effect("live pauses and resumes live fetching", () =>
+      Effect.gen(function* () {
+        assert.isTrue((yield* withAdmin((admin) => admin.live({ paused: true }))).livePaused)
+        assert.isTrue((yield* withAdmin((admin) => admin.freeTier({ open: true }))).livePaused)
+        assert.isFalse((yield* withAdmin((admin) => admin.live({ paused: false }))).livePaused)
+      }).pipe(Effect.ensuring(Effect.ignore(withAdmin((admin) => admin.live({ paused: false })))))
+    )
+
+    it.effect("a wrong or missing token is AdminUnauthorized; an unknown account is AccountNotFound", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { account_id } = yield* app.mint("10.40.6.1")
+        for (const token of ["wrong-token", ""]) {
+          const refused = yield* Effect.flip(
+            withAdmin((admin) => admin.suspend({ accountId: account_id }), token)
+          )
+          assert.strictEqual(refused._tag, "AdminUnauthorized")
+        }
+        const report = yield* withAdmin((admin) => admin.account({ accountId: account_id }))
+        assert.strictEqual(report.account.state, "active")
+        const missing = yield* Effect.flip(
+          withAdmin((admin) => admin.credit({ accountId: "acct_nope", credits: 1, kind: "grant" }))
+        )
+        assert.deepStrictEqual(missing._tag === "AccountNotFound" && missing.accountId, "acct_nope")
+      })
+    )
+
+    it.effect("POST /admin/rpc is not shadowed by the catch-all; other methods there are NOT_FOUND", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const rpc = yield* app.call("/admin/rpc", {
+          method: "POST",
+          headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
+          body: JSON.stringify({
+            _tag: "Request",
+            id: "1",
+            tag: "live",
+            payload: { paused: false },
+            headers: []
+          })
+        })
+        assert.strictEqual(rpc.status, 200)
+        assert.strictEqual(rpc.body[0].exit._tag, "Success")
+        const get = yield* app.call("/admin/rpc")
+        assert.strictEqual(get.status, 404)
+        assert.strictEqual(get.body.code, "NOT_FOUND")
+      })
+    )
+
+    it.effect("the CLI prints the result as JSON and exits 0; a bad flag exits 2", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { account_id } = yield* app.mint("10.40.7.1")
+        const env = { SVC_BASE_URL: app.url, SVC_ADMIN_TOKEN: "test-admin-token" }
+        const [shown, bad, unknown] = yield* Effect.all(
+          [
+            runCli(["admin", "account", "--account", account_id], env),
+            runCli(["admin", "credit", "--account", account_id, "--credits", "many"], env),
+            runCli(["admin", "suspend", "--account", "acct_nope"], env)
+          ],
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(shown.code, 0, shown.stderr)
+        assert.strictEqual(JSON.parse(shown.stdout).account.id, account_id)
+        assert.include(shown.stdout, '\n  "account": {')
+
+        assert.strictEqual(bad.code, 2)
+        assert.strictEqual(bad.stdout, "")
+        assert.strictEqual(JSON.parse(bad.stderr).error, "InvalidArguments")
+
+        assert.strictEqual(unknown.code, 1)
+        assert.deepStrictEqual(JSON.parse(unknown.stderr), {
+          error: "AccountNotFound",
+          accountId: "acct_nope"
+        })
+      })
+    )
+  })
+})
