@@ -406,19 +406,21 @@ describe(`metering (${storeName})`, () => {
 })
 
 describe(`response size limit (${storeName})`, () => {
-  layer(testApp(testOperations, { maxResponseBytes: 200 }), { timeout: 60_000, excludeTestServices: true })((it) => {
-    it.effect("a response over the limit is PAYLOAD_TOO_LARGE and charges nothing", () =>
-      Effect.gen(function* () {
-        const app = yield* TestApp
-        const ip = freshIp()
-        const { key } = yield* app.mint(ip)
-        const big = yield* app.call(`/v1/profnet/test-echo?value=${"x".repeat(300)}`, { key, ip })
-        assert.strictEqual(big.status, 413)
-        assert.strictEqual(big.body.code, "PAYLOAD_TOO_LARGE")
-        const usage = yield* app.call("/v1/usage", { key, ip })
-        assert.strictEqual(usage.body.free_tier.used_today, 0)
-        assert.strictEqual((yield* app.call("/v1/profnet/test-echo?value=small", { key, ip })).status, 200)
-      })
-    )
-  })
+  layer(testApp(testOperations, { maxResponseBytes: 200 }), { timeout: 60_000, excludeTestServices: true })(
+    (it) => {
+      it.effect("a response over the limit is PAYLOAD_TOO_LARGE and charges nothing", () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = freshIp()
+          const { key } = yield* app.mint(ip)
+          const big = yield* app.call(`/v1/profnet/test-echo?value=${"x".repeat(300)}`, { key, ip })
+          assert.strictEqual(big.status, 413)
+          assert.strictEqual(big.body.code, "PAYLOAD_TOO_LARGE")
+          const usage = yield* app.call("/v1/usage", { key, ip })
+          assert.strictEqual(usage.body.free_tier.used_today, 0)
+          assert.strictEqual((yield* app.call("/v1/profnet/test-echo?value=small", { key, ip })).status, 200)
+        })
+      )
+    }
+  )
 })

@@ -38,22 +38,28 @@ export const getPosts = defineOperation({
     Effect.gen(function* () {
       const byPerson = (slugOrUrn: string) => fetchVia(context.freshness, "getPersonPosts", slugOrUrn, cursor)
       const byCompany = (slug: string) => fetchVia(context.freshness, "getCompanyPosts", slug, cursor)
-      let refunds: ReadonlyArray<{ readonly reason: "domain_resolved_before"; readonly credits: number }> = []
-      let fetched
-      if (owner.kind === "person") {
-        fetched = yield* byPerson("slug" in owner.ref ? owner.ref.slug : owner.ref.urn)
-      } else if (owner.kind === "company") {
-        if ("slug" in owner.ref) {
-          fetched = yield* byCompany(owner.ref.slug)
-        } else {
-          const found = yield* lookupCompany(owner.ref, context.freshness)
-          refunds = found.refunds as typeof refunds
-          fetched = yield* byCompany(found.company.slug)
+      const { fetched, refunds } = yield* Effect.gen(function* () {
+        switch (owner.kind) {
+          case "person":
+            return {
+              fetched: yield* byPerson("slug" in owner.ref ? owner.ref.slug : owner.ref.urn),
+              refunds: []
+            }
+          case "company": {
+            if ("slug" in owner.ref) return { fetched: yield* byCompany(owner.ref.slug), refunds: [] }
+            const found = yield* lookupCompany(owner.ref, context.freshness)
+            return { fetched: yield* byCompany(found.company.slug), refunds: found.refunds }
+          }
+          case "either": {
+            // A bare slug may name a person or a company: people first.
+            const asPerson = yield* byPerson(owner.slug)
+            return {
+              fetched: asPerson.value === undefined ? yield* byCompany(owner.slug) : asPerson,
+              refunds: []
+            }
+          }
         }
-      } else {
-        fetched = yield* byPerson(owner.slug)
-        if (fetched.value === undefined) fetched = yield* byCompany(owner.slug)
-      }
+      })
       const page = fetched.value
       if (page === InvalidCursor) return yield* invalidCursor
       if (page === undefined) return yield* notFound("No person or company with this identifier.")
