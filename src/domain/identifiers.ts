@@ -166,17 +166,84 @@ export const parsePostsOwner = (raw: string): Parsed<PostsOwner> => {
   return fail("Send a person or company URL, a slug, a person URN or a company website domain.")
 }
 
+const forumIdPattern = /^[a-z0-9]{1,12}$/
+const communityPattern = /^[A-Za-z0-9_]{2,64}$/
+const forumUserPattern = /^[A-Za-z0-9_-]{3,32}$/
+
+export type ForumTarget =
+  | { readonly type: "community"; readonly name: string }
+  | { readonly type: "user"; readonly username: string }
+  | { readonly type: "post"; readonly id: string }
+  | {
+      readonly type: "comment"
+      readonly community: string
+      readonly postId: string
+      readonly commentId: string
+    }
+
+/**
+ * Forum URL shapes: /c/<name>/… (or /r/), /c/<name>/comments/<post>/<slug>/[<comment>/],
+ * /comments/<post>/, /u/<name>/… (or /user/).
+ */
+export const parseForumUrl = (raw: string): Parsed<ForumTarget> => {
+  const path = urlPath(raw, hosts.forum)
+  if (path === undefined) {
+    return fail(`Not a ${hosts.forum} URL. Send a community, post, comment or user URL of ${hosts.forum}.`)
+  }
+  const [first, second, third, fourth, , sixth] = path.map((segment) => segment.toLowerCase())
+  if ((first === "u" || first === "user") && second !== undefined && forumUserPattern.test(second)) {
+    return ok({ type: "user", username: second })
+  }
+  const postId = first === "comments" ? second : third === "comments" ? fourth : undefined
+  if ((first === "c" || first === "r") && second !== undefined && communityPattern.test(second)) {
+    if (third !== "comments") return ok({ type: "community", name: second })
+    if (postId !== undefined && forumIdPattern.test(postId)) {
+      if (sixth === undefined) return ok({ type: "post", id: postId })
+      if (forumIdPattern.test(sixth))
+        return ok({ type: "comment", community: second, postId, commentId: sixth })
+    }
+  }
+  if (first === "comments" && postId !== undefined && forumIdPattern.test(postId))
+    return ok({ type: "post", id: postId })
+  return fail(`This ${hosts.forum} URL is not a community, post, comment or user URL.`)
+}
+
+/** The clean URL of a forum target, as the platform resolves it. */
+export const forumUrlOf = (target: ForumTarget): string => {
+  const base = `https://${hosts.forum}`
+  switch (target.type) {
+    case "community":
+      return `${base}/c/${target.name}/`
+    case "user":
+      return `${base}/user/${target.username}/`
+    case "post":
+      return `${base}/comments/${target.id}/`
+    case "comment":
+      return `${base}/c/${target.community}/comments/${target.postId}/_/${target.commentId}/`
+  }
+}
+
+const isForumUrl = (text: string) => looksLikeUrl(text) || text.toLowerCase().includes(hosts.forum)
+const forumTargetName = {
+  community: "a community",
+  user: "a user profile",
+  post: "a post",
+  comment: "a comment"
+}
+
 /** A forum community name: `name`, `c/name`, `r/name` or a community URL. */
 export const parseCommunity = (raw: string): Parsed<string> => {
   const text = raw.trim()
-  const path = urlPath(text, hosts.forum)
-  const name =
-    path !== undefined
-      ? path[0] === "c" || path[0] === "r"
-        ? path[1]
-        : undefined
-      : text.replace(/^\/?(c|r)\//, "")
-  if (name === undefined || !/^[A-Za-z0-9_]{2,64}$/.test(name)) {
+  if (isForumUrl(text)) {
+    const parsed = parseForumUrl(text)
+    if (!parsed.ok) return parsed
+    if (parsed.value.type === "community") return ok(parsed.value.name)
+    return fail(
+      `That URL points at ${forumTargetName[parsed.value.type]}, not a community. Send a community name or a ${hosts.forum}/c/<name> URL.`
+    )
+  }
+  const name = text.replace(/^\/?(c|r)\//i, "").replace(/\/$/, "")
+  if (!communityPattern.test(name)) {
     return fail(
       `Send a community name without the prefix (e.g. "programming") or a ${hosts.forum}/c/<name> URL.`
     )
@@ -184,65 +251,123 @@ export const parseCommunity = (raw: string): Parsed<string> => {
   return ok(name.toLowerCase())
 }
 
-/** A forum username: `name`, `u/name` or a profile URL. */
+/** A forum username (case-insensitive): `name`, `u/name` or a profile URL. */
 export const parseForumUser = (raw: string): Parsed<string> => {
   const text = raw.trim()
-  const path = urlPath(text, hosts.forum)
-  const name =
-    path !== undefined
-      ? path[0] === "u" || path[0] === "user"
-        ? path[1]
-        : undefined
-      : text.replace(/^\/?(u|user)\//, "")
-  if (name === undefined || !/^[A-Za-z0-9_-]{3,32}$/.test(name)) {
-    return fail(`Send a username (without u/) or a ${hosts.forum}/u/<name> URL.`)
+  if (isForumUrl(text)) {
+    const parsed = parseForumUrl(text)
+    if (!parsed.ok) return parsed
+    if (parsed.value.type === "user") return ok(parsed.value.username)
+    return fail(
+      `That URL points at ${forumTargetName[parsed.value.type]}, not a user. Send a username or a ${hosts.forum}/user/<name> URL.`
+    )
   }
-  return ok(name)
+  const name = text.replace(/^\/?(u|user)\//i, "").replace(/\/$/, "")
+  if (!forumUserPattern.test(name))
+    return fail(`Send a username (without u/) or a ${hosts.forum}/user/<name> URL.`)
+  return ok(name.toLowerCase())
 }
 
-/** A forum post id or permalink (…/comments/<id>/…). */
+/** A forum post id or permalink (a comment's permalink names its post). */
 export const parseForumPostId = (raw: string): Parsed<string> => {
   const text = raw.trim()
-  const path = urlPath(text, hosts.forum)
-  if (path !== undefined) {
-    const at = path.indexOf("comments")
-    const id = at >= 0 ? path[at + 1] : undefined
-    return id !== undefined && /^[a-z0-9]{1,12}$/.test(id)
-      ? ok(id)
-      : fail("This forum URL is not a post permalink.")
+  if (isForumUrl(text)) {
+    const parsed = parseForumUrl(text)
+    if (!parsed.ok) return parsed
+    if (parsed.value.type === "post") return ok(parsed.value.id)
+    if (parsed.value.type === "comment") return ok(parsed.value.postId)
+    return fail(`That URL points at ${forumTargetName[parsed.value.type]}, not a post permalink.`)
   }
-  return /^[a-z0-9]{1,12}$/.test(text)
-    ? ok(text)
+  const id = text.toLowerCase()
+  return forumIdPattern.test(id)
+    ? ok(id)
     : fail("Send forum post ids (base36, e.g. 1abc2d) or post permalinks.")
 }
 
+const handlePattern = /^[A-Za-z0-9_]{1,15}$/
+const tweetIdPattern = /^\d{1,25}$/
+/** First path segments of the microblog that are pages, not handles. */
+const microblogPages = new Set(["i", "home", "explore", "search", "settings", "notifications", "messages"])
+const microblogPagesToo = new Set([
+  "hashtag",
+  "intent",
+  "share",
+  "compose",
+  "login",
+  "signup",
+  "tos",
+  "privacy"
+])
+
+export type MicroblogTarget =
+  | { readonly type: "profile"; readonly handle: string }
+  | { readonly type: "tweet"; readonly id: string }
+
+/** Microblog URL shapes: /<handle>[/…], /<handle>/status/<id>[/…], /i/web/status/<id>. */
+export const parseMicroblogUrl = (raw: string): Parsed<MicroblogTarget> => {
+  const path = urlPath(raw, hosts.microblog)
+  if (path === undefined) {
+    return fail(
+      `Not a ${hosts.microblog} URL. Send a profile (${hosts.microblog}/<handle>) or status (${hosts.microblog}/<handle>/status/<id>) URL.`
+    )
+  }
+  const [first, second, third, fourth] = path
+  const status =
+    second === "status" || second === "statuses"
+      ? third
+      : first === "i" && second === "web" && third === "status"
+        ? fourth
+        : undefined
+  if (status !== undefined && tweetIdPattern.test(status)) return ok({ type: "tweet", id: status })
+  const page = first?.toLowerCase() ?? ""
+  if (
+    status === undefined &&
+    handlePattern.test(page) &&
+    !microblogPages.has(page) &&
+    !microblogPagesToo.has(page)
+  ) {
+    return ok({ type: "profile", handle: page })
+  }
+  return fail(`This ${hosts.microblog} URL is not a profile or status URL.`)
+}
+
+/** The clean URL of a microblog target, as the platform resolves it. */
+export const microblogUrlOf = (target: MicroblogTarget): string =>
+  target.type === "profile"
+    ? `https://${hosts.microblog}/${target.handle}`
+    : `https://${hosts.microblog}/i/web/status/${target.id}`
+
+const isMicroblogUrl = (text: string) => looksLikeUrl(text) || text.toLowerCase().includes(hosts.microblog)
+
 export type MicroblogAccount = { readonly handle: string } | { readonly id: string }
 
-/** A microblog handle (with or without @), profile URL or numeric user id. */
+/** A microblog handle (with or without @, case-insensitive), profile URL or numeric user id. */
 export const parseMicroblogAccount = (raw: string): Parsed<MicroblogAccount> => {
   const text = raw.trim()
-  const path = urlPath(text, hosts.microblog)
-  const candidate = path !== undefined ? path[0] : text.replace(/^@/, "")
-  if (candidate === undefined)
-    return fail(`Send a handle, a ${hosts.microblog}/<handle> URL or a numeric user id.`)
-  if (path === undefined && /^\d{1,20}$/.test(candidate)) return ok({ id: candidate })
-  if (/^[A-Za-z0-9_]{1,15}$/.test(candidate)) return ok({ handle: candidate.toLowerCase() })
+  if (isMicroblogUrl(text)) {
+    const parsed = parseMicroblogUrl(text)
+    if (!parsed.ok) return parsed
+    if (parsed.value.type === "profile") return ok({ handle: parsed.value.handle })
+    return fail("That is a status URL; read one tweet with getTweet, or send the author's handle.")
+  }
+  const candidate = text.replace(/^@/, "")
+  if (/^\d{1,20}$/.test(candidate)) return ok({ id: candidate })
+  if (handlePattern.test(candidate)) return ok({ handle: candidate.toLowerCase() })
   return fail(
     `Send a handle (letters, digits, _; at most 15), a ${hosts.microblog}/<handle> URL or a numeric user id.`
   )
 }
 
-/** A tweet id or status URL (…/<handle>/status/<id>). */
+/** A tweet id or status URL (…/<handle>/status/<id>, /i/web/status/<id>). */
 export const parseTweetId = (raw: string): Parsed<string> => {
   const text = raw.trim()
-  const path = urlPath(text, hosts.microblog)
-  if (path !== undefined) {
-    const id = path[1] === "status" ? path[2] : undefined
-    return id !== undefined && /^\d{1,25}$/.test(id)
-      ? ok(id)
-      : fail("This microblog URL is not a status URL.")
+  if (isMicroblogUrl(text)) {
+    const parsed = parseMicroblogUrl(text)
+    if (!parsed.ok) return parsed
+    if (parsed.value.type === "tweet") return ok(parsed.value.id)
+    return fail("That is a profile URL; list an account's tweets with getTweets, or send a status URL.")
   }
-  return /^\d{1,25}$/.test(text)
+  return tweetIdPattern.test(text)
     ? ok(text)
     : fail(`Send a numeric tweet id or a ${hosts.microblog}/<handle>/status/<id> URL.`)
 }

@@ -1,3 +1,14 @@
+import { forumSearch } from "./forum/forumSearch.ts"
+import { getCommunity } from "./forum/getCommunity.ts"
+import { getCommunityPosts } from "./forum/getCommunityPosts.ts"
+import { getForumPosts } from "./forum/getForumPosts.ts"
+import { getForumUser } from "./forum/getForumUser.ts"
+import { resolveForumUrl } from "./forum/resolveForumUrl.ts"
+import { getMicroblogProfile } from "./microblog/getMicroblogProfile.ts"
+import { getTweet } from "./microblog/getTweet.ts"
+import { getTweets } from "./microblog/getTweets.ts"
+import { microblogSearch } from "./microblog/microblogSearch.ts"
+import { resolveMicroblogUrl } from "./microblog/resolveMicroblogUrl.ts"
 import type { AnyOperation } from "./Operation.ts"
 import { getCompany } from "./profnet/getCompany.ts"
 import { getPosts } from "./profnet/getPosts.ts"
@@ -12,5 +23,16 @@ export const operations: ReadonlyArray<AnyOperation<OperationServices>> = [
   getProfile,
   searchPeople,
   getCompany,
-  getPosts
+  getPosts,
+  forumSearch,
+  getCommunity,
+  getCommunityPosts,
+  getForumUser,
+  getForumPosts,
+  resolveForumUrl,
+  microblogSearch,
+  getMicroblogProfile,
+  getTweets,
+  getTweet,
+  resolveMicroblogUrl
 ]

@@ -29,7 +29,7 @@ export const CommaList = <S extends Schema.Top & { readonly Type: string; readon
 export const invalid = (param: string, message: string) => new InvalidInput({ message, param })
 
 /** A cleaned identifier, or INVALID_INPUT naming `param`. */
-export const require = <A>(param: string, parsed: Parsed<A>): Effect.Effect<A, InvalidInput> =>
+export const cleaned = <A>(param: string, parsed: Parsed<A>): Effect.Effect<A, InvalidInput> =>
   parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(invalid(param, parsed.message))
 
 /** One upstream call through the shared cache. */

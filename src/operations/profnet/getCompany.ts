@@ -3,7 +3,7 @@ import { hosts, parseCompany } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { Company } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { require } from "../support.ts"
+import { cleaned } from "../support.ts"
 import { lookupCompany } from "./company.ts"
 
 export const getCompany = defineOperation({
@@ -18,7 +18,7 @@ export const getCompany = defineOperation({
   }),
   data: Company,
   prepare: (params) =>
-    Effect.map(require("identifier", parseCompany(params.identifier)), (ref) => ({
+    Effect.map(cleaned("identifier", parseCompany(params.identifier)), (ref) => ({
       args: ref,
       quote: prices.getCompany("domain" in ref)
     })),

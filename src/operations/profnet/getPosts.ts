@@ -4,7 +4,7 @@ import { prices } from "../../domain/pricing.ts"
 import { ProfnetPost } from "../../upstream/contract.ts"
 import { InvalidCursor } from "../../upstream/world/index.ts"
 import { defineOperation } from "../Operation.ts"
-import { fetchVia, invalidCursor, notFound, require } from "../support.ts"
+import { cleaned, fetchVia, invalidCursor, notFound } from "../support.ts"
 import { lookupCompany } from "./company.ts"
 
 export const PostsData = Schema.Struct({
@@ -29,7 +29,7 @@ export const getPosts = defineOperation({
   }),
   data: PostsData,
   prepare: (params) =>
-    Effect.map(require("identifier", parsePostsOwner(params.identifier)), (owner) => ({
+    Effect.map(cleaned("identifier", parsePostsOwner(params.identifier)), (owner) => ({
       args: { owner, cursor: params.cursor },
       quote: prices.getPosts(owner.kind === "company" && "domain" in owner.ref),
       continuation: params.cursor !== undefined

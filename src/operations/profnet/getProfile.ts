@@ -3,7 +3,7 @@ import { hosts, parsePerson } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { Person } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { CommaList, fetchVia, invalid, notFound, require, served } from "../support.ts"
+import { CommaList, cleaned, fetchVia, invalid, notFound, served } from "../support.ts"
 
 export const profileSections = ["about", "experience", "education", "skills"] as const
 type Section = (typeof profileSections)[number]
@@ -33,7 +33,7 @@ export const getProfile = defineOperation({
   data: PersonData,
   prepare: (params) =>
     Effect.gen(function* () {
-      const ref = yield* require("identifier", parsePerson(params.identifier))
+      const ref = yield* cleaned("identifier", parsePerson(params.identifier))
       const sections = [...new Set(params.sections ?? [])].sort() as Array<Section>
       if (sections.length > 4)
         return yield* invalid("sections", "At most 4 sections: about, experience, education, skills.")

@@ -3,7 +3,7 @@ import { hosts, parseProfnetUrl } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { ProfnetUrlResolution } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { fetchVia, notFound, require, served } from "../support.ts"
+import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
 export const resolveUrl = defineOperation({
   id: "resolveUrl",
@@ -17,7 +17,7 @@ export const resolveUrl = defineOperation({
   }),
   data: ProfnetUrlResolution,
   prepare: (params) =>
-    Effect.map(require("url", parseProfnetUrl(params.url)), (target) => ({
+    Effect.map(cleaned("url", parseProfnetUrl(params.url)), (target) => ({
       args: target,
       quote: prices.resolveUrl()
     })),
