@@ -160,7 +160,34 @@ export const dataEndpoint = (operation: AnyOperation) =>
     headers: IdempotencyHeaders,
     success: envelopeOf(operation.kind, operation.data),
     error: dataErrors
-  }).annotate(OpenApi.Description, operation.description)
+  })
+    .annotate(OpenApi.Description, operation.description)
+    .annotate(OpenApi.Transform, documentQueryTypes(operation))
+
+/**
+ * The query codec reads strings, so the generated parameters say "string". Document each
+ * parameter by its decoded type instead (integer bounds, enums, comma-separated lists).
+ */
+const documentQueryTypes = (operation: AnyOperation) => {
+  const fields: Schema.Struct.Fields = operation.common
+    ? { ...operation.params.fields, ...commonFields }
+    : operation.params.fields
+  const typed = Schema.toJsonSchemaDocument(Schema.toType(Schema.Struct(fields))).schema as {
+    readonly properties?: Record<string, Record<string, unknown>>
+  }
+  return (spec: Record<string, any>) => ({
+    ...spec,
+    parameters: (spec.parameters ?? []).map((parameter: Record<string, any>) => {
+      if (parameter.in === "header" && parameter.name === "idempotency-key")
+        return { ...parameter, name: "Idempotency-Key" }
+      const schema = parameter.in === "query" ? typed.properties?.[parameter.name] : undefined
+      if (schema === undefined) return parameter
+      const description = schema.description ?? parameter.schema?.description
+      const list = schema.type === "array" ? { style: "form", explode: false } : {}
+      return { ...parameter, ...list, ...(description === undefined ? {} : { description }), schema }
+    })
+  })
+}
 
 /** One group per platform, derived from the operation registry. */
 export const dataGroups = (operations: ReadonlyArray<AnyOperation>) =>
