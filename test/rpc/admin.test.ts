@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { AdminClient } from "../../src/surfaces/cli/AdminClient.ts"
+import { UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
@@ -19,6 +20,8 @@ const withAdmin = <A, E, R>(
     return yield* call.pipe(Effect.provide(AdminClient.layerFor(app.url, token)))
   })
 
+const cliEnv = (url: string) => ({ SVC_BASE_URL: url, SVC_ADMIN_TOKEN: "test-admin-token" })
+
 // Live services: the RPC client times its interrupt messages with the Clock, which a TestClock would freeze.
 describe(`admin RPC and CLI (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
@@ -36,6 +39,32 @@ describe(`admin RPC and CLI (${storeName})`, () => {
         assert.strictEqual(granted.grantCredits, 25)
         const usage = yield* app.call("/v1/usage", { key, ip: "10.40.0.1" })
         assert.deepStrictEqual(usage.body.balance, { grant: 25, purchased: 500, total: 525 })
+      })
+    )
+
+    it.effect("upstream sets the simulated world's fault knobs, and the CLI does too", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const faults = yield* UpstreamFaults
+        const set = yield* withAdmin((admin) =>
+          admin.upstream({ outage: true, errorRate: 0.5, paused: ["forum"] })
+        )
+        assert.deepStrictEqual(set, {
+          latencyMs: { min: 0, max: 0 },
+          errorRate: 0.5,
+          outage: true,
+          paused: ["forum"]
+        })
+        assert.isTrue((yield* faults.get).outage)
+        const cli = yield* runCli(
+          ["admin", "upstream", "--outage", "off", "--error-rate", "0", "--paused", "none"],
+          cliEnv(app.url)
+        )
+        assert.strictEqual(cli.code, 0)
+        assert.deepStrictEqual(JSON.parse(cli.stdout).paused, [])
+        assert.isFalse((yield* faults.get).outage)
+        const bad = yield* runCli(["admin", "upstream", "--paused", "nowhere"], cliEnv(app.url))
+        assert.strictEqual(bad.code, 2)
       })
     )
 

@@ -123,9 +123,64 @@ const live = Command.make(
     )
 ).pipe(Command.withDescription("Pause or resume live upstream fetching (cached data is still served)."))
 
+const upstream = Command.make(
+  "upstream",
+  {
+    latencyMin: Flag.Int("latency-min-ms").pipe(Flag.optional),
+    latencyMax: Flag.Int("latency-max-ms").pipe(Flag.optional),
+    errorRate: Flag.Finite("error-rate").pipe(Flag.optional),
+    outage: Flag.Literals("outage", ["on", "off"]).pipe(Flag.optional),
+    paused: Flag.String("paused").pipe(
+      Flag.withDescription("Comma-separated platforms whose live fetching fails as paused, or none."),
+      Flag.optional
+    )
+  },
+  ({ latencyMin, latencyMax, errorRate, outage, paused }) =>
+    Effect.gen(function* () {
+      const pausedList = Option.map(
+        paused,
+        (text): Option.Option<ReadonlyArray<Platform>> =>
+          text === "none" ? Option.some([]) : parsePlatforms(text)
+      )
+      if (Option.isSome(pausedList) && Option.isNone(pausedList.value)) {
+        return yield* new UsageError({
+          message: `--paused must list some of ${platforms.join(",")}, or none.`
+        })
+      }
+      const min = Option.getOrUndefined(latencyMin)
+      const max = Option.getOrUndefined(latencyMax)
+      yield* printed((client) =>
+        client.upstream({
+          ...(min === undefined && max === undefined
+            ? {}
+            : { latencyMs: { min: min ?? 0, max: max ?? min ?? 0 } }),
+          ...Option.match(errorRate, { onNone: () => ({}), onSome: (rate) => ({ errorRate: rate }) }),
+          ...Option.match(outage, { onNone: () => ({}), onSome: (value) => ({ outage: value === "on" }) }),
+          ...(Option.isSome(pausedList) && Option.isSome(pausedList.value)
+            ? { paused: pausedList.value.value }
+            : {})
+        })
+      )
+    })
+).pipe(
+  Command.withDescription(
+    "Set the simulated world's fault knobs: latency, error rate, outage, paused platforms."
+  )
+)
+
 const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands, sent to SVC_BASE_URL with SVC_ADMIN_TOKEN."),
-  Command.withSubcommands([accountCommand, credit, plan, entitle, suspend, unsuspend, freeTier, live])
+  Command.withSubcommands([
+    accountCommand,
+    credit,
+    plan,
+    entitle,
+    suspend,
+    unsuspend,
+    freeTier,
+    live,
+    upstream
+  ])
 )
 
 export const cli = Command.make("svc").pipe(Command.withSubcommands([admin]))

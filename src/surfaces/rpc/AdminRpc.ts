@@ -1,8 +1,16 @@
 import { Schema } from "effect"
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
 import { plans, platforms } from "../../domain/plans.ts"
+import { FaultsPatch } from "../../upstream/http/wire.ts"
 
 /** The operator surface: the contract shared by the server and the CLI, served at this path. */
+export const Faults = Schema.Struct({
+  latencyMs: Schema.Struct({ min: Schema.Number, max: Schema.Number }),
+  errorRate: Schema.Number,
+  outage: Schema.Boolean,
+  paused: Schema.Array(Schema.Literals(platforms))
+})
+
 export const adminRpcPath = "/admin/rpc"
 
 export const Plan = Schema.Literals(plans)
@@ -83,5 +91,7 @@ export class AdminRpcs extends RpcGroup.make(
     payload: { paused: Schema.Boolean },
     success: OperatorSettings,
     error: AdminStoreFailed
-  })
+  }),
+  // The simulated world's fault knobs (an HTTP provider has its own, at its /faults).
+  Rpc.make("upstream", { payload: FaultsPatch, success: Faults })
 ).middleware(AdminAuth) {}

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
 import { Admin } from "../../services/Admin.ts"
 import type { OperatorSettings } from "../../services/Settings.ts"
+import { UpstreamFaults } from "../../upstream/Upstream.ts"
 import { AccountNotFound, AdminRpcs, AdminStoreFailed } from "./AdminRpc.ts"
 
 /** A store failure is logged here and reaches the operator as AdminStoreFailed, without its details. */
@@ -29,7 +30,9 @@ const toWire = (settings: OperatorSettings) => ({
 export const AdminHandlers = AdminRpcs.toLayer(
   Effect.gen(function* () {
     const admin = yield* Admin
+    const faults = yield* UpstreamFaults
     return AdminRpcs.of({
+      upstream: (patch) => faults.set(patch),
       account: ({ accountId }) => admin.account(accountId).pipe(found(accountId)),
       credit: ({ accountId, credits, kind, reason }) =>
         admin.credit(accountId, credits, kind, reason ?? "operator").pipe(found(accountId)),

@@ -1,0 +1,143 @@
+import { Config, Duration, Effect, Exit, Layer, Option, Schedule, Semaphore } from "effect"
+import { FetchHttpClient, HttpClient } from "effect/http"
+import { CircuitBreaker } from "effect/persistence"
+import type { Platform } from "../domain/plans.ts"
+import { AttemptError, attempt, defaultRetryAfterSeconds } from "./http/attempt.ts"
+import { callPath, decodeResult, encodeArgs } from "./http/wire.ts"
+import {
+  layerWorld,
+  type Method,
+  methodPlatform,
+  Upstream,
+  UpstreamFailure,
+  type UpstreamFaults
+} from "./Upstream.ts"
+
+export interface HttpProviderOptions {
+  /** One provider for every platform, or one per platform. */
+  readonly baseUrl: string | Readonly<Record<Platform, string>>
+  /** Per request, from sending it to reading its body. Default 5000. */
+  readonly timeoutMs?: number | undefined
+  /** Further attempts after a retryable failure (all upstream calls are safe reads). Default 2. */
+  readonly retries?: number | undefined
+  /** First retry delay; later ones grow exponentially, with jitter. Default 100. */
+  readonly retryBaseMs?: number | undefined
+  /** Requests in flight per platform. Default 32. */
+  readonly maxInFlight?: number | undefined
+  /** Consecutive failed calls that open a platform's circuit. Default 5. */
+  readonly breakerFailures?: number | undefined
+  /** How long an open circuit fails fast before letting one probe through. Default 10000. */
+  readonly breakerOpenMs?: number | undefined
+}
+
+const perPlatform = <A>(f: (platform: Platform) => A): Record<Platform, A> => ({
+  profnet: f("profnet"),
+  forum: f("forum"),
+  microblog: f("microblog")
+})
+
+/** A rejected call's error, or the attempt's own, as the failure callers know. */
+const toFailure = (platform: Platform, error: AttemptError | CircuitBreaker.CircuitBreakerError) => {
+  if (error instanceof AttemptError) {
+    return new UpstreamFailure({ platform, reason: error.reason, retryAfterSeconds: error.retryAfterSeconds })
+  }
+  const reason = error.reason
+  return reason._tag === "CircuitBreakerStoreError"
+    ? new UpstreamFailure({
+        platform,
+        reason: "unreachable",
+        retryAfterSeconds: defaultRetryAfterSeconds.unreachable
+      })
+    : new UpstreamFailure({
+        platform,
+        reason: "circuit_open",
+        retryAfterSeconds:
+          reason._tag === "CircuitOpen"
+            ? Math.max(1, Math.ceil(Duration.toMillis(reason.retryAfter) / 1000))
+            : 1
+      })
+}
+
+/** Only a provider that looks unhealthy counts towards opening its circuit. */
+const classify = (exit: Exit.Exit<unknown, AttemptError>): CircuitBreaker.Outcome =>
+  Exit.isSuccess(exit)
+    ? CircuitBreaker.success
+    : Option.match(Exit.findErrorOption(exit), {
+        onNone: () => CircuitBreaker.failure(),
+        onSome: (error) => (error.unhealthy ? CircuitBreaker.failure() : CircuitBreaker.ignored)
+      })
+
+/**
+ * `Upstream` over the provider contract (see README, "Upstream provider contract"). Per platform:
+ * a concurrency cap on requests in flight, retries with backoff, and a circuit breaker around the
+ * whole call, so an open circuit fails fast without entering the retry loop.
+ */
+export const make = Effect.fn("HttpProvider.make")(function* (options: HttpProviderOptions) {
+  const client = yield* HttpClient.HttpClient
+  const timeout = Duration.millis(options.timeoutMs ?? 5000)
+  const retries = options.retries ?? 2
+  const backoff = Schedule.exponential(Duration.millis(options.retryBaseMs ?? 100)).pipe(Schedule.jittered)
+  const breaker = yield* CircuitBreaker.make({
+    tripPolicy: CircuitBreaker.consecutive(options.breakerFailures ?? 5),
+    openDuration: Duration.millis(options.breakerOpenMs ?? 10_000)
+  })
+  const permits = yield* Effect.all(perPlatform(() => Semaphore.make(options.maxInFlight ?? 32)))
+  const { baseUrl } = options
+  const urls = perPlatform((platform) =>
+    (typeof baseUrl === "string" ? baseUrl : baseUrl[platform]).replace(/\/+$/, "")
+  )
+
+  const callJson = Effect.fn("HttpProvider.call")(function* (method: Method, args: ReadonlyArray<unknown>) {
+    const platform = methodPlatform[method]
+    yield* Effect.annotateCurrentSpan({ method, platform })
+    const request = attempt(client, urls[platform] + callPath(method), encodeArgs(args), timeout)
+    return yield* permits[platform].withPermit(request).pipe(
+      Effect.retry({ schedule: backoff, times: retries, while: (error) => error.retryable }),
+      breaker.execute({ key: platform, classify }),
+      Effect.mapError((error) => toFailure(platform, error))
+    )
+  })
+
+  return Upstream.of({
+    call: (method, ...args) => Effect.map(callJson(method, args), (result) => decodeResult(method, result))
+  })
+})
+
+/** The HTTP provider over whichever `HttpClient` is provided. */
+export const layerHttpNoDeps = (
+  options: HttpProviderOptions
+): Layer.Layer<Upstream, never, HttpClient.HttpClient> =>
+  Layer.effect(Upstream, make(options)).pipe(Layer.provide(CircuitBreaker.layerStoreMemory()))
+
+/** The HTTP provider over the platform's `fetch`. */
+export const layerHttp = (options: HttpProviderOptions): Layer.Layer<Upstream> =>
+  layerHttpNoDeps(options).pipe(Layer.provide(FetchHttpClient.layer))
+
+const optionalUrl = (name: string) => Config.option(Config.NonEmptyString(name))
+
+const platformUrl = (platform: Platform) =>
+  Config.NonEmptyString(`UPSTREAM_URL_${platform.toUpperCase()}`).pipe(
+    Config.orElse(() => Config.NonEmptyString("UPSTREAM_URL"))
+  )
+
+/**
+ * The upstream the operator configured: the HTTP provider when `UPSTREAM_URL` (or any
+ * `UPSTREAM_URL_<PLATFORM>`) is set, otherwise the simulated world of `WORLD_SEED`.
+ */
+/** The HTTP provider when an UPSTREAM_URL is set; otherwise the simulated world, under the fault knobs. */
+export const layerFromConfig: Layer.Layer<Upstream, Config.ConfigError, UpstreamFaults> = Layer.unwrap(
+  Effect.gen(function* () {
+    const configured = yield* Effect.all([
+      optionalUrl("UPSTREAM_URL"),
+      ...Object.values(perPlatform((platform) => optionalUrl(`UPSTREAM_URL_${platform.toUpperCase()}`)))
+    ])
+    if (configured.every(Option.isNone)) {
+      const seed = yield* Config.String("WORLD_SEED").pipe(Config.withDefault("svc-world-1"))
+      return layerWorld(seed)
+    }
+    return layerHttp({
+      baseUrl: yield* Effect.all(perPlatform(platformUrl)),
+      timeoutMs: yield* Config.Int("UPSTREAM_TIMEOUT_MS").pipe(Config.withDefault(5000))
+    })
+  })
+)
