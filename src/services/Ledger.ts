@@ -164,11 +164,14 @@ export class Ledger extends Context.Service<
           return receiptOf(updated[0]!)
         })
 
+      // Each refund in its own transaction, as the sweeper does: inside the reservation it would lock
+      // the dead call's IP row and the day's row before this call's IP row, and deadlock with a
+      // concurrent reservation from that IP.
       const sweepAccount = (accountId: string, now: number) =>
         Effect.gen(function* () {
           const expired = yield* sql<{ readonly id: string }>`SELECT id FROM calls
             WHERE account_id = ${accountId} AND state = 'reserved' AND lease_expires_at <= ${now}`
-          for (const row of expired) yield* finish(row.id, 0, [], now)
+          for (const row of expired) yield* sql.withTransaction(finish(row.id, 0, [], now))
         })
 
       const reserve = Effect.fn("Ledger.reserve")(function* (input: ReserveInput) {
@@ -176,6 +179,7 @@ export class Ledger extends Context.Service<
         const day = dayOf(now)
         const operator = yield* settings.current
         const callId = yield* ids.newId("rcpt")
+        yield* sweepAccount(input.accountId, now)
         return yield* sql.withTransaction(
           Effect.gen(function* () {
             const accountRows = yield* sql<{
@@ -183,7 +187,6 @@ export class Ledger extends Context.Service<
               readonly balance_credits: number
             }>`
               SELECT grant_credits, balance_credits FROM accounts WHERE id = ${input.accountId} FOR UPDATE`
-            yield* sweepAccount(input.accountId, now)
             const inFlight =
               yield* sql`SELECT id FROM calls WHERE account_id = ${input.accountId} AND state = 'reserved'`
             const account = { accountId: input.accountId, plan: input.plan }
