@@ -2,7 +2,6 @@ import { Effect, Exit } from "effect"
 import { AppConfig } from "../config.ts"
 import type { Envelope } from "../contract/envelope.ts"
 import {
-  type ApiError,
   ConcurrencyLimit,
   IdempotencyKeyRequired,
   IdempotencyKeyReused,
@@ -115,7 +114,8 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
       account: who
     })
   }
-  const giveBack = limit.giveBack
+  // A call rejected before it runs (idempotency, concurrency, funds) gives its token back.
+  let running = false
 
   return yield* Effect.gen(function* () {
     // Idempotency
@@ -179,6 +179,7 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
 
       // Run, then settle; any failure or interruption releases the reservation.
       return yield* Effect.gen(function* () {
+        running = true
         const result = yield* operation.run(prepared.args, { freshness: request.freshness })
         const size = JSON.stringify(result.data).length
         if (size > maxResponseBytes) {
@@ -220,7 +221,7 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
         )
       )
     }).pipe(Effect.onError(() => releaseKey))
-  }).pipe(Effect.tapError((error: ApiError) => (isPreRunRejection(error) ? giveBack : Effect.void)))
+  }).pipe(Effect.tapError(() => (running ? Effect.void : limit.giveBack)))
 })
 
 /** The operation's own refunds, plus the realtime surcharge when a cached copy had to stand in. */
@@ -236,13 +237,3 @@ export const notEntitled = (account: Account, platform: Platform) =>
     entitled: account.entitlements,
     account: { accountId: account.id, plan: account.plan }
   })
-
-/** Checks that reject a call before it runs; they must not leave a rate-limit token spent. */
-const isPreRunRejection = (error: ApiError): boolean =>
-  error._tag === "IdempotencyKeyRequired" ||
-  error._tag === "IdempotencyKeyReused" ||
-  error._tag === "ConcurrencyLimit" ||
-  error._tag === "NotFound" ||
-  error._tag === "InsufficientCredits" ||
-  error._tag === "TrialCapExceeded" ||
-  error._tag === "BudgetExhausted"

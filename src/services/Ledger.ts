@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import {
@@ -53,6 +53,9 @@ export interface ReserveInput {
 }
 
 export type ReserveError = ConcurrencyLimit | InsufficientCredits | TrialCapExceeded | BudgetExhausted
+
+/** Signals, inside a reservation, that the account's slot is held by a dead call. */
+class LeaseExpired extends Data.TaggedError("LeaseExpired") {}
 
 /** How long a reservation holds the account's in-flight slot if its holder dies. */
 export const leaseMs = 60_000
@@ -164,9 +167,7 @@ export class Ledger extends Context.Service<
           return receiptOf(updated[0]!)
         })
 
-      // Each refund in its own transaction, as the sweeper does: inside the reservation it would lock
-      // the dead call's IP row and the day's row before this call's IP row, and deadlock with a
-      // concurrent reservation from that IP.
+      // Each refund in its own transaction, as the sweeper does.
       const sweepAccount = (accountId: string, now: number) =>
         Effect.gen(function* () {
           const expired = yield* sql<{ readonly id: string }>`SELECT id FROM calls
@@ -179,101 +180,114 @@ export class Ledger extends Context.Service<
         const day = dayOf(now)
         const operator = yield* settings.current
         const callId = yield* ids.newId("rcpt")
-        yield* sweepAccount(input.accountId, now)
-        return yield* sql.withTransaction(
-          Effect.gen(function* () {
-            const accountRows = yield* sql<{
-              readonly grant_credits: number
-              readonly balance_credits: number
-            }>`
+        const attempt = (afterSweep: boolean) =>
+          sql.withTransaction(
+            Effect.gen(function* () {
+              const accountRows = yield* sql<{
+                readonly grant_credits: number
+                readonly balance_credits: number
+              }>`
               SELECT grant_credits, balance_credits FROM accounts WHERE id = ${input.accountId} FOR UPDATE`
-            const inFlight =
-              yield* sql`SELECT id FROM calls WHERE account_id = ${input.accountId} AND state = 'reserved'`
-            const account = { accountId: input.accountId, plan: input.plan }
-            if (inFlight.length > 0) {
-              return yield* new ConcurrencyLimit({
-                message:
-                  "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
-                retry_after_seconds: 1,
-                account
-              })
-            }
-            const grant = Number(accountRows[0]?.grant_credits ?? 0)
-            const balance = Number(accountRows[0]?.balance_credits ?? 0)
-
-            let freeAvailable = 0
-            let globalExhausted = false
-            const freeEligible = input.plan === "trial" && !input.realtime && operator.freeTierOpen
-            if (freeEligible) {
-              yield* sql`INSERT INTO free_tier_usage (ip, day, credits_used) VALUES (${input.ip}, ${day}, 0)
-                ON CONFLICT (ip, day) DO NOTHING`
-              const used = yield* sql<{
-                readonly credits_used: number
-              }>`SELECT credits_used FROM free_tier_usage
-                WHERE ip = ${input.ip} AND day = ${day} FOR UPDATE`
-              freeAvailable = freeTier.creditsPerIpDay - Number(used[0]?.credits_used ?? 0)
-              yield* sql`INSERT INTO free_tier_days (day, credits_used) VALUES (${day}, 0) ON CONFLICT (day) DO NOTHING`
-              const global = yield* sql<{
-                readonly credits_used: number
-              }>`SELECT credits_used FROM free_tier_days
-                WHERE day = ${day} FOR UPDATE`
-              if (operator.globalDailyFreeCredits !== undefined) {
-                const globalLeft = operator.globalDailyFreeCredits - Number(global[0]?.credits_used ?? 0)
-                globalExhausted = globalLeft < Math.min(input.quoted, Math.max(freeAvailable, 0))
-                freeAvailable = Math.min(freeAvailable, globalLeft)
+              const inFlight = yield* sql<{ readonly lease_expires_at: number }>`
+              SELECT lease_expires_at FROM calls WHERE account_id = ${input.accountId} AND state = 'reserved'`
+              const account = { accountId: input.accountId, plan: input.plan }
+              if (!afterSweep && inFlight.some((row) => Number(row.lease_expires_at) <= now)) {
+                return yield* new LeaseExpired()
               }
-              freeAvailable = Math.max(0, freeAvailable)
-            }
-            const fromFree = Math.min(freeAvailable, input.quoted)
-            const fromGrant = Math.min(grant, input.quoted - fromFree)
-            const fromBalance = Math.min(balance, input.quoted - fromFree - fromGrant)
-            if (fromFree + fromGrant + fromBalance < input.quoted) {
-              const funded =
-                yield* sql`SELECT 1 FROM credit_events WHERE account_id = ${input.accountId} LIMIT 1`
-              if (funded.length > 0 || input.plan !== "trial") {
-                return yield* new InsufficientCredits({
-                  message: `This call is quoted ${input.quoted} credits and the account can cover ${fromFree + grant + balance}. Buy a pack at upgrade_url, then retry with the SAME Idempotency-Key.`,
-                  credits_required: input.quoted,
-                  credits_available: fromFree + grant + balance,
-                  account
-                })
-              }
-              if (!operator.freeTierOpen || globalExhausted) {
-                return yield* new BudgetExhausted({
+              if (inFlight.length > 0) {
+                return yield* new ConcurrencyLimit({
                   message:
-                    "The shared free-tier budget is used up or closed for today. Buy a pack to keep calling; cached data still serves paid keys.",
+                    "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
+                  retry_after_seconds: 1,
                   account
                 })
               }
-              return yield* new TrialCapExceeded({
-                message: `Free keys from this IP share ${freeTier.creditsPerIpDay} credits per UTC day; ${freeAvailable} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
-                account
-              })
-            }
-            if (fromFree > 0) {
-              yield* sql`UPDATE free_tier_usage SET credits_used = credits_used + ${fromFree}
+              const grant = Number(accountRows[0]?.grant_credits ?? 0)
+              const balance = Number(accountRows[0]?.balance_credits ?? 0)
+
+              let freeAvailable = 0
+              let globalExhausted = false
+              const freeEligible = input.plan === "trial" && !input.realtime && operator.freeTierOpen
+              if (freeEligible) {
+                yield* sql`INSERT INTO free_tier_usage (ip, day, credits_used) VALUES (${input.ip}, ${day}, 0)
+                ON CONFLICT (ip, day) DO NOTHING`
+                const used = yield* sql<{
+                  readonly credits_used: number
+                }>`SELECT credits_used FROM free_tier_usage
+                WHERE ip = ${input.ip} AND day = ${day} FOR UPDATE`
+                freeAvailable = freeTier.creditsPerIpDay - Number(used[0]?.credits_used ?? 0)
+                yield* sql`INSERT INTO free_tier_days (day, credits_used) VALUES (${day}, 0) ON CONFLICT (day) DO NOTHING`
+                const global = yield* sql<{
+                  readonly credits_used: number
+                }>`SELECT credits_used FROM free_tier_days
+                WHERE day = ${day} FOR UPDATE`
+                if (operator.globalDailyFreeCredits !== undefined) {
+                  const globalLeft = operator.globalDailyFreeCredits - Number(global[0]?.credits_used ?? 0)
+                  globalExhausted = globalLeft < Math.min(input.quoted, Math.max(freeAvailable, 0))
+                  freeAvailable = Math.min(freeAvailable, globalLeft)
+                }
+                freeAvailable = Math.max(0, freeAvailable)
+              }
+              const fromFree = Math.min(freeAvailable, input.quoted)
+              const fromGrant = Math.min(grant, input.quoted - fromFree)
+              const fromBalance = Math.min(balance, input.quoted - fromFree - fromGrant)
+              if (fromFree + fromGrant + fromBalance < input.quoted) {
+                const funded =
+                  yield* sql`SELECT 1 FROM credit_events WHERE account_id = ${input.accountId} LIMIT 1`
+                if (funded.length > 0 || input.plan !== "trial") {
+                  return yield* new InsufficientCredits({
+                    message: `This call is quoted ${input.quoted} credits and the account can cover ${fromFree + grant + balance}. Buy a pack at upgrade_url, then retry with the SAME Idempotency-Key.`,
+                    credits_required: input.quoted,
+                    credits_available: fromFree + grant + balance,
+                    account
+                  })
+                }
+                if (!operator.freeTierOpen || globalExhausted) {
+                  return yield* new BudgetExhausted({
+                    message:
+                      "The shared free-tier budget is used up or closed for today. Buy a pack to keep calling; cached data still serves paid keys.",
+                    account
+                  })
+                }
+                return yield* new TrialCapExceeded({
+                  message: `Free keys from this IP share ${freeTier.creditsPerIpDay} credits per UTC day; ${freeAvailable} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+                  account
+                })
+              }
+              if (fromFree > 0) {
+                yield* sql`UPDATE free_tier_usage SET credits_used = credits_used + ${fromFree}
                 WHERE ip = ${input.ip} AND day = ${day}`
-              yield* sql`UPDATE free_tier_days SET credits_used = credits_used + ${fromFree} WHERE day = ${day}`
-            }
-            if (fromGrant + fromBalance > 0) {
-              yield* sql`UPDATE accounts SET grant_credits = grant_credits - ${fromGrant},
+                yield* sql`UPDATE free_tier_days SET credits_used = credits_used + ${fromFree} WHERE day = ${day}`
+              }
+              if (fromGrant + fromBalance > 0) {
+                yield* sql`UPDATE accounts SET grant_credits = grant_credits - ${fromGrant},
                 balance_credits = balance_credits - ${fromBalance} WHERE id = ${input.accountId}`
-            }
-            yield* sql`INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted,
+              }
+              yield* sql`INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted,
                 reserved_free, reserved_grant, reserved_balance, idempotency_key, lease_expires_at, created_at)
               VALUES (${callId}, ${input.accountId}, ${input.keyId}, ${input.operation}, 'reserved', ${input.ip}, ${day},
                 ${input.quoted}, ${fromFree}, ${fromGrant}, ${fromBalance}, ${input.idempotencyKey ?? null},
                 ${now + leaseMs}, ${now})`
-            return {
-              callId,
-              accountId: input.accountId,
-              operation: input.operation,
-              quoted: input.quoted,
-              reserved: { free_tier: fromFree, grant: fromGrant, balance: fromBalance },
-              idempotencyKey: input.idempotencyKey,
-              createdAt: now
-            } satisfies Reservation
-          })
+              return {
+                callId,
+                accountId: input.accountId,
+                operation: input.operation,
+                quoted: input.quoted,
+                reserved: { free_tier: fromFree, grant: fromGrant, balance: fromBalance },
+                idempotencyKey: input.idempotencyKey,
+                createdAt: now
+              } satisfies Reservation
+            })
+          )
+        // A dead holder's lease blocks the slot: refund it in transactions of its own (the lock order
+        // of a reservation must not be broken by another IP's rows), then try once more.
+        return yield* attempt(false).pipe(
+          Effect.catchTag("LeaseExpired", () =>
+            Effect.andThen(
+              sweepAccount(input.accountId, now),
+              attempt(true).pipe(Effect.catchTag("LeaseExpired", (signal) => Effect.die(signal)))
+            )
+          )
         )
       })
 
