@@ -4,12 +4,12 @@ import { AppConfig, links } from "../../config.ts"
 import { BaseApi, Caller, ClientIp } from "../../contract/api.ts"
 import { InvalidInput, NotFound, RateLimited } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
-import { freeTier, isPaid, ratePerMinute } from "../../domain/plans.ts"
-import { nextDayStartIso } from "../../domain/time.ts"
+import { freeTier } from "../../domain/plans.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { Ledger } from "../../services/Ledger.ts"
 import { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
+import { usageReport } from "../usageReport.ts"
 import { Problems } from "./problems.ts"
 
 export const mintLimit = { perIp: 5, window: "1 hour" } as const
@@ -106,48 +106,9 @@ export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
       )
       .handle("get_usage", () =>
         Effect.gen(function* () {
-          const { account, key, ip } = yield* Caller
-          const facts = yield* Effect.orDie(usage.facts(account.id, ip))
-          const now = yield* Clock.currentTimeMillis
-          const paid = isPaid(account.plan)
-          const hasCredits = paid || account.grantCredits > 0 || account.balanceCredits > 0
-          return {
-            account_id: account.id,
-            plan: account.plan,
-            state: account.state,
-            key_hint: key.hint,
-            claimed: account.claimed,
-            platforms: account.entitlements,
-            ...(paid
-              ? {}
-              : {
-                  free_tier: {
-                    credits_per_ip_day: freeTier.creditsPerIpDay,
-                    used_today: facts.freeUsedToday,
-                    remaining_today: Math.max(0, freeTier.creditsPerIpDay - facts.freeUsedToday),
-                    ip,
-                    resets_at: nextDayStartIso(now),
-                    freshness: freeTier.freshness,
-                    first_page_only: freeTier.firstPageOnly
-                  }
-                }),
-            ...(hasCredits
-              ? {
-                  balance: {
-                    grant: account.grantCredits,
-                    purchased: account.balanceCredits,
-                    total: account.grantCredits + account.balanceCredits
-                  }
-                }
-              : {}),
-            today: facts.today,
-            history: facts.history,
-            rate_limit_per_minute: ratePerMinute[account.plan],
-            upgrade_url: upgradeUrl(config.baseUrl, account.id),
-            ...(account.plan === "trial" && !account.claimed
-              ? { claim_url: `${links(config.baseUrl).claim}?account=${account.id}` }
-              : {})
-          }
+          const caller = yield* Caller
+          const facts = yield* Effect.orDie(usage.facts(caller.account.id, caller.ip))
+          return usageReport(caller, facts, yield* Clock.currentTimeMillis, config.baseUrl)
         })
       )
   })

@@ -4,6 +4,7 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { makeApi } from "../../contract/api.ts"
 import { NotFound } from "../../contract/errors.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
+import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
 import { dataRoutes } from "./dataRoutes.ts"
@@ -37,5 +38,11 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) => {
     Layer.provide([KeysRoutes, UsageRoutes, dataRoutes(api, operations)]),
     Layer.provide([ClientLayer, InputProblemsLayer, SpendKeyAuthLayer])
   )
-  return Layer.mergeAll(apiRoutes, HttpApiScalar.layer(api, { path: "/docs" }), AdminRpcRoutes, OpsRoutes)
+  return Layer.mergeAll(
+    apiRoutes,
+    HttpApiScalar.layer(api, { path: "/docs" }),
+    AdminRpcRoutes,
+    McpRoutes(operations),
+    OpsRoutes
+  )
 }

@@ -1,0 +1,87 @@
+import { createMcpHandler, type McpHttpHandler } from "@modelcontextprotocol/server"
+import { Context, Effect, Redacted } from "effect"
+import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
+import { AppConfig } from "../../config.ts"
+import { Caller } from "../../contract/api.ts"
+import { PayloadTooLarge } from "../../contract/errors.ts"
+import type { AnyOperation } from "../../operations/Operation.ts"
+import { requestIp } from "../http/middleware.ts"
+import { Problems } from "../http/problems.ts"
+import {
+  authenticateMcpBearer,
+  challengeResponse,
+  protectedResourceMetadata,
+  protectedResourcePath
+} from "./auth.ts"
+import { allowedHostnames, foreignHostRejection } from "./guards.ts"
+import { type McpMount, mcpMounts, mountTools } from "./mounts.ts"
+import { authInfoOf, makeSession, mcpServerFactory } from "./server.ts"
+import { registryTools, type ToolServices } from "./tools.ts"
+
+/**
+ * The MCP surface, a Layer of routes beside REST: one stateless Streamable HTTP endpoint per mount
+ * (2026-07-28 and, through the SDK's stateless fallback, 2025 clients) and the RFC 9728 documents.
+ */
+export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
+  HttpRouter.use((router) =>
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const problems = yield* Problems
+      const tools = registryTools(operations)
+      const allowed = allowedHostnames(config.baseUrl)
+      const metadata = (path: "" | `/${string}`, name: string) =>
+        router.add(
+          "GET",
+          protectedResourcePath(path),
+          HttpServerResponse.jsonUnsafe(protectedResourceMetadata(config.baseUrl, path, name), {
+            headers: { "access-control-allow-origin": "*" }
+          })
+        )
+      const tooLarge = (detail: string) =>
+        problems.render(
+          new PayloadTooLarge({ message: `${detail} The limit is ${config.maxBodyBytes} bytes.` })
+        )
+
+      const serve = Effect.fn("mcp.request")(function* (mount: McpMount, handler: McpHttpHandler) {
+        yield* Effect.annotateCurrentSpan("mcp.mount", mount.path)
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const refused = foreignHostRejection(request.headers, allowed)
+        if (refused !== undefined) return refused
+        const length = Number(request.headers["content-length"] ?? "0")
+        if (length > config.maxBodyBytes) return tooLarge(`The request body is ${length} bytes.`)
+
+        const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
+        const found = yield* Effect.result(authenticateMcpBearer(secret))
+        if (found._tag === "Failure") {
+          const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`
+          return challengeResponse(problems, found.failure, metadataUrl)
+        }
+        // Tool calls run as this caller, in this request's context (services, span).
+        const caller = { ...found.success, ip: requestIp(request, config.trustedProxies) }
+        const context = yield* Effect.context<R | Exclude<ToolServices, Caller>>()
+        const session = makeSession(Context.add(context, Caller, caller))
+        const authInfo = authInfoOf(secret, caller.account.id, session)
+        const response = yield* HttpEffect.fromWebHandler((web) => handler.fetch(web, { authInfo }))
+        // A body without Content-Length is measured by the SDK; its 413 becomes our problem too.
+        return response.status === 413 ? tooLarge("The request body is too large.") : response
+      })
+
+      // The SDK reports requests it refused (bad headers, unsupported versions) out of band.
+      const runFork = Effect.runForkWith(yield* Effect.context<never>())
+      const onerror = (error: Error) => runFork(Effect.logDebug("MCP request refused", error.message))
+
+      yield* metadata("", "svc data API")
+      for (const mount of mcpMounts) {
+        const handler = createMcpHandler(mcpServerFactory(mount, mountTools(mount, tools)), {
+          legacy: "stateless",
+          maxRequestBodySize: config.maxBodyBytes,
+          onerror
+        })
+        yield* Effect.addFinalizer(() => Effect.promise(() => handler.close()))
+        const catalog = mount.platform === undefined ? "every tool" : `${mount.platform} tools`
+        yield* metadata(mount.path, `svc data API over MCP (${catalog})`)
+        yield* router.add("*", mount.path, serve(mount, handler))
+      }
+    })
+  )

@@ -1,0 +1,65 @@
+import {
+  type AuthInfo,
+  type CallToolResult,
+  type McpRequestContext,
+  McpServer
+} from "@modelcontextprotocol/server"
+import { type Context, Effect } from "effect"
+import type { McpMount } from "./mounts.ts"
+import type { McpTool } from "./tools.ts"
+
+/** What authentication hands the per-request MCP server: how to run a tool call as the caller. */
+export interface McpSession<R> {
+  readonly run: (
+    call: Effect.Effect<CallToolResult, never, R>,
+    signal: AbortSignal
+  ) => Promise<CallToolResult>
+}
+
+/** Runs tool calls in a request's context: its services, its span, and the authenticated caller. */
+export const makeSession = <R>(context: Context.Context<R>): McpSession<R> => ({
+  run: (call, signal) => Effect.runPromiseWith(context)(call, { signal })
+})
+
+const sessionKey = "svc/session"
+
+/** The session travels to the factory as the SDK's pass-through `authInfo`. */
+export const authInfoOf = <R>(token: string, accountId: string, session: McpSession<R>): AuthInfo => ({
+  token,
+  clientId: accountId,
+  scopes: [],
+  extra: { [sessionKey]: session }
+})
+
+const sessionOf = <R>(context: McpRequestContext): McpSession<R> => {
+  const session = context.authInfo?.extra?.[sessionKey]
+  if (session === undefined) throw new Error("MCP request reached the server without authentication")
+  return session as McpSession<R>
+}
+
+const instructions =
+  "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt; errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
+
+/** A fresh server per request (stateless Streamable HTTP), serving the mount's tools as the caller. */
+export const mcpServerFactory =
+  <R>(mount: McpMount, tools: ReadonlyArray<McpTool<R>>) =>
+  (context: McpRequestContext) => {
+    const session = sessionOf<R>(context)
+    const server = new McpServer(
+      { name: mount.platform === undefined ? "svc-data" : `svc-data-${mount.platform}`, version: "2.2" },
+      { capabilities: { tools: { listChanged: false } }, instructions }
+    )
+    for (const tool of tools) {
+      server.registerTool(
+        tool.name,
+        {
+          description: tool.description,
+          inputSchema: tool.inputSchema,
+          outputSchema: tool.outputSchema,
+          annotations: { readOnlyHint: true, openWorldHint: true }
+        },
+        (args, ctx) => session.run(tool.call(args), ctx.mcpReq.signal)
+      )
+    }
+    return server
+  }

@@ -1,0 +1,48 @@
+import type { CallToolResult } from "@modelcontextprotocol/server"
+import { Cause, Effect, Option } from "effect"
+import { AppConfig } from "../../config.ts"
+import { type ApiError, Internal, isApiError } from "../../contract/errors.ts"
+import { type ProblemBody, toProblem } from "../../contract/problem.ts"
+import { Ids } from "../../services/Ids.ts"
+
+/** The checkout rails offers name; the same list REST's problem renderer uses. */
+const rails = ["local"]
+
+/** A value as both structured content and its JSON text, for clients that read only text. */
+export const structuredResult = (value: object): CallToolResult => ({
+  content: [{ type: "text", text: JSON.stringify(value) }],
+  structuredContent: value as Record<string, unknown>
+})
+
+/** A metered failure: the problem body REST would send, as an error result. */
+export const problemResult = (problem: ProblemBody): CallToolResult => ({
+  ...structuredResult(problem),
+  isError: true
+})
+
+/**
+ * Settles one tool call into a result and never fails: an ApiError becomes its problem, anything
+ * else (a defect) is logged and becomes INTERNAL with a trace id, so a `tools/call` never hangs.
+ */
+export const toToolResult = <R>(effect: Effect.Effect<object, ApiError, R>) =>
+  effect.pipe(
+    Effect.map(structuredResult),
+    Effect.catchCause((cause) =>
+      Effect.gen(function* () {
+        const config = yield* AppConfig
+        const context = { baseUrl: config.baseUrl, rails }
+        const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
+        if (isApiError(failure)) return problemResult(toProblem(failure, context))
+        const traceId = yield* (yield* Ids).newId("trace")
+        yield* Effect.logError("MCP tool call failed", { traceId }, Cause.pretty(cause))
+        return problemResult(
+          toProblem(
+            new Internal({
+              message: `The service failed while handling this call (trace ${traceId}). Retry once; if it fails again, report this id.`
+            }),
+            context
+          )
+        )
+      })
+    )
+  )

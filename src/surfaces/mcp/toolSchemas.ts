@@ -1,0 +1,61 @@
+import { fromJsonSchema, type JsonSchemaType, type jsonSchemaValidator } from "@modelcontextprotocol/server"
+import { Schema } from "effect"
+import { commonFields } from "../../contract/api.ts"
+import { envelopeOf } from "../../contract/envelope.ts"
+import { Usage } from "../../contract/schemas.ts"
+import type { AnyOperation } from "../../operations/Operation.ts"
+
+/**
+ * An Effect Schema as one self-contained JSON Schema object, its definitions as `$defs`. A root
+ * that is only a reference (a schema with an `identifier`) is inlined: MCP wants an object root.
+ */
+export const jsonSchemaOf = (schema: Schema.Top): JsonSchemaType => {
+  const document = Schema.toJsonSchemaDocument(schema)
+  const defs = document.definitions
+  const { $ref, ...rest } = document.schema as { $ref?: string }
+  const root =
+    $ref !== undefined && Object.keys(rest).length === 0
+      ? defs[$ref.replace("#/$defs/", "")]
+      : document.schema
+  return (Object.keys(defs).length === 0 ? root : { ...root, $defs: defs }) as JsonSchemaType
+}
+
+/**
+ * Written as JSON Schema rather than derived: it is a header on REST, and Effect's derived
+ * `minLength` counts code points (a looser bound) where the pipeline counts UTF-16 units.
+ */
+const idempotencyKey = {
+  type: "string",
+  minLength: 8,
+  maxLength: 128,
+  description:
+    "REST's Idempotency-Key: 8 to 128 characters, unique per logical call (UUID recommended). Required on paid keys. The same key with the same arguments, over MCP or REST, returns the stored result without charging again."
+} as const
+
+/** A tool's arguments: the operation's own parameters (decoded types), the common ones, and `idempotency_key`. */
+export const toolInputJsonSchema = (operation: AnyOperation): JsonSchemaType => {
+  const fields = operation.common ? { ...operation.params.fields, ...commonFields } : operation.params.fields
+  const schema = jsonSchemaOf(Schema.toType(Schema.Struct(fields)))
+  return { ...schema, properties: { ...schema.properties, idempotency_key: idempotencyKey } }
+}
+
+export const toolOutputJsonSchema = (operation: AnyOperation): JsonSchemaType =>
+  jsonSchemaOf(envelopeOf(operation.kind, operation.data))
+
+export const usageOutputJsonSchema: JsonSchemaType = jsonSchemaOf(Usage)
+
+export const noArguments: JsonSchemaType = { type: "object", properties: {}, additionalProperties: true }
+
+/**
+ * Tool arguments are advertised as JSON Schema but judged by the same Effect Schema REST uses, so
+ * that an invalid argument is the same INVALID_INPUT problem (with its `param`) on both surfaces.
+ */
+const acceptAll: jsonSchemaValidator = {
+  getValidator: () => (input) => ({ valid: true, data: input as never, errorMessage: undefined })
+}
+
+export const inputSchema = (schema: JsonSchemaType) =>
+  fromJsonSchema<Record<string, unknown>>(schema, acceptAll)
+
+/** Structured results are checked against the advertised schema (the SDK's default validator). */
+export const outputSchema = (schema: JsonSchemaType) => fromJsonSchema(schema)

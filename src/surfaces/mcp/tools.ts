@@ -1,0 +1,79 @@
+import type { CallToolResult, StandardSchemaWithJSON } from "@modelcontextprotocol/server"
+import { Clock, Effect } from "effect"
+import { AppConfig } from "../../config.ts"
+import { Caller } from "../../contract/api.ts"
+import type { Platform } from "../../domain/plans.ts"
+import { notEntitled, runMetered } from "../../metering/pipeline.ts"
+import type { AnyOperation } from "../../operations/Operation.ts"
+import type { IdempotencyStore } from "../../services/IdempotencyStore.ts"
+import type { Ids } from "../../services/Ids.ts"
+import type { Ledger } from "../../services/Ledger.ts"
+import type { RateLimits } from "../../services/RateLimits.ts"
+import { Usage } from "../../services/Usage.ts"
+import { usageReport } from "../usageReport.ts"
+import { toolArgumentsDecoder } from "./toolArguments.ts"
+import { toToolResult } from "./toolResults.ts"
+import {
+  inputSchema,
+  noArguments,
+  outputSchema,
+  toolInputJsonSchema,
+  toolOutputJsonSchema,
+  usageOutputJsonSchema
+} from "./toolSchemas.ts"
+
+/** What every tool call needs besides the operations' own services. */
+export type ToolServices = Caller | AppConfig | Ids | Usage | Ledger | IdempotencyStore | RateLimits
+
+export interface McpTool<R> {
+  readonly name: string
+  /** The platform of a data tool; `get_usage` belongs to every mount. */
+  readonly platform: Platform | undefined
+  readonly description: string
+  readonly inputSchema: StandardSchemaWithJSON<Record<string, unknown>>
+  readonly outputSchema: StandardSchemaWithJSON
+  /** Never fails: metered failures and defects are error results. */
+  readonly call: (args: Record<string, unknown>) => Effect.Effect<CallToolResult, never, R>
+}
+
+/** One registry operation as a tool: REST's parameters as arguments, the metered pipeline, the envelope. */
+export const operationTool = <R>(operation: AnyOperation<R>): McpTool<R | ToolServices> => {
+  const decode = toolArgumentsDecoder(operation)
+  return {
+    name: operation.id,
+    platform: operation.platform,
+    description: operation.description,
+    inputSchema: inputSchema(toolInputJsonSchema(operation)),
+    outputSchema: outputSchema(toolOutputJsonSchema(operation)),
+    call: Effect.fn(`mcp.${operation.id}`)(function* (args: Record<string, unknown>) {
+      const caller = yield* Caller
+      // As on REST, entitlement precedes validation.
+      if (!caller.account.entitlements.includes(operation.platform))
+        return yield* notEntitled(caller.account, operation.platform)
+      const call = yield* decode(args)
+      const outcome = yield* runMetered(operation, { caller, ...call })
+      return outcome.envelope
+    }, toToolResult)
+  }
+}
+
+export const usageTool: McpTool<ToolServices> = {
+  name: "get_usage",
+  platform: undefined,
+  description:
+    "Free, and exempt from the rate limit. The key's plan, the platforms it can call, the free-tier budget left today for this IP, the balance, today's spend and 30 days of history, and the upgrade link.",
+  inputSchema: inputSchema(noArguments),
+  outputSchema: outputSchema(usageOutputJsonSchema),
+  call: Effect.fn("mcp.get_usage")(function* () {
+    const caller = yield* Caller
+    const config = yield* AppConfig
+    const facts = yield* Effect.orDie((yield* Usage).facts(caller.account.id, caller.ip))
+    return usageReport(caller, facts, yield* Clock.currentTimeMillis, config.baseUrl)
+  }, toToolResult)
+}
+
+/** Every tool of a registry, built once: the mounts share them. */
+export const registryTools = <R>(operations: ReadonlyArray<AnyOperation<R>>) => [
+  ...operations.map(operationTool),
+  usageTool
+]

@@ -1,0 +1,55 @@
+import { links } from "../config.ts"
+import { upgradeUrl } from "../contract/problem.ts"
+import type { Usage } from "../contract/schemas.ts"
+import { freeTier, isPaid, ratePerMinute } from "../domain/plans.ts"
+import { nextDayStartIso } from "../domain/time.ts"
+import type { CallRequest } from "../metering/pipeline.ts"
+import type { UsageFacts } from "../services/Usage.ts"
+
+/** The body of `get_usage` (REST `GET /v1/usage` and the MCP tool) for the calling key. */
+export const usageReport = (
+  { account, key, ip }: CallRequest["caller"],
+  facts: UsageFacts,
+  now: number,
+  baseUrl: string
+): typeof Usage.Type => {
+  const paid = isPaid(account.plan)
+  const hasCredits = paid || account.grantCredits > 0 || account.balanceCredits > 0
+  return {
+    account_id: account.id,
+    plan: account.plan,
+    state: account.state,
+    key_hint: key.hint,
+    claimed: account.claimed,
+    platforms: account.entitlements,
+    ...(paid
+      ? {}
+      : {
+          free_tier: {
+            credits_per_ip_day: freeTier.creditsPerIpDay,
+            used_today: facts.freeUsedToday,
+            remaining_today: Math.max(0, freeTier.creditsPerIpDay - facts.freeUsedToday),
+            ip,
+            resets_at: nextDayStartIso(now),
+            freshness: freeTier.freshness,
+            first_page_only: freeTier.firstPageOnly
+          }
+        }),
+    ...(hasCredits
+      ? {
+          balance: {
+            grant: account.grantCredits,
+            purchased: account.balanceCredits,
+            total: account.grantCredits + account.balanceCredits
+          }
+        }
+      : {}),
+    today: facts.today,
+    history: facts.history,
+    rate_limit_per_minute: ratePerMinute[account.plan],
+    upgrade_url: upgradeUrl(baseUrl, account.id),
+    ...(account.plan === "trial" && !account.claimed
+      ? { claim_url: `${links(baseUrl).claim}?account=${account.id}` }
+      : {})
+  }
+}
