@@ -87,6 +87,10 @@ export class Cache extends Context.Service<
           const fetched = paused
             ? Exit.fail<UpstreamFailure | "paused">("paused")
             : yield* Effect.exit(singleFlight(key, live))
+          // A defect in the fetcher is ours, not the platform's: it surfaces as INTERNAL.
+          if (Exit.isFailure(fetched) && Option.isNone(Cause.findErrorOption(fetched.cause))) {
+            return yield* Effect.failCause(fetched.cause as Cause.Cause<never>)
+          }
           if (Exit.isSuccess(fetched)) {
             yield* write(key, fetched.value, now)
             return { value: fetched.value, served: "realtime", fetchedAt: now } satisfies Fetched<A>

@@ -1,9 +1,9 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { operations } from "../../src/operations/registry.ts"
 import { Admin } from "../../src/services/Admin.ts"
 import { Cache } from "../../src/services/Cache.ts"
-import { UpstreamFaults } from "../../src/upstream/Upstream.ts"
+import { Upstream, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { TestApp, testApp, testSeed } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -123,6 +123,28 @@ describe(`freshness and the cache (${storeName})`, () => {
         yield* faults.set({ latencyMs: { min: 0, max: 0 } })
         assert.strictEqual(fetches, 1)
         assert.isTrue(results.every((r) => r.value === 1))
+      })
+    )
+  })
+})
+
+/** An upstream adapter with a bug: every call dies. */
+const brokenUpstream = Layer.succeed(
+  Upstream,
+  Upstream.of({ call: () => Effect.die(new Error("adapter bug")) })
+).pipe(Layer.provideMerge(UpstreamFaults.layer))
+
+describe(`a defect in the upstream adapter (${storeName})`, () => {
+  layer(testApp(operations, {}, brokenUpstream), { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect("is INTERNAL, not UPSTREAM_UNAVAILABLE, and charges nothing", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const { key } = yield* app.mint(ip)
+        const reply = yield* app.call(`/v1/profnet/profiles?identifier=${nextSlug()}`, { key, ip })
+        assert.strictEqual(reply.status, 500)
+        assert.strictEqual(reply.body.code, "INTERNAL")
+        assert.strictEqual((yield* app.call("/v1/usage", { key, ip })).body.free_tier.used_today, 0)
       })
     )
   })
