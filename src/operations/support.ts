@@ -2,9 +2,11 @@ import { Effect, Schema, SchemaGetter } from "effect"
 import { InvalidInput, NotFound } from "../contract/errors.ts"
 import { canonicalJson } from "../domain/fingerprint.ts"
 import type { Parsed } from "../domain/identifiers.ts"
-import { Cache } from "../services/Cache.ts"
+import { Cache, type Fetched } from "../services/Cache.ts"
 import type { Domains } from "../services/Domains.ts"
+import type { Page } from "../upstream/contract.ts"
 import { type Args, type Method, Upstream } from "../upstream/Upstream.ts"
+import { InvalidCursor } from "../upstream/world/index.ts"
 import type { Freshness, RunResult } from "./Operation.ts"
 
 /** What data operations need to run. */
@@ -53,3 +55,24 @@ export const served = <A>(
   data: A,
   refunds: RunResult["refunds"] = []
 ): RunResult => ({ data, refunds, served: fetched.served, fetchedAt: fetched.fetchedAt })
+
+/**
+ * A fetched page as an operation's data, `{ [field]: items, cursor }`. A cursor of another query is
+ * INVALID_INPUT; a page whose owner does not exist (undefined) is NOT_FOUND with `missing`.
+ */
+export const pageResult = <A>(
+  fetched: Fetched<Page<A> | InvalidCursor | undefined>,
+  field: string,
+  missing: string,
+  refunds: RunResult["refunds"] = []
+): Effect.Effect<RunResult, InvalidInput | NotFound> => {
+  const page = fetched.value
+  if (page === InvalidCursor) return Effect.fail(invalidCursor)
+  if (page === undefined) return Effect.fail(notFound(missing))
+  return Effect.succeed({
+    data: { [field]: page.items, cursor: page.next_cursor },
+    refunds,
+    served: fetched.served,
+    fetchedAt: fetched.fetchedAt
+  })
+}

@@ -8,9 +8,8 @@ import {
   ForumSearchType,
   ForumSort
 } from "../../upstream/contract.ts"
-import { InvalidCursor } from "../../upstream/world/index.ts"
 import { defineOperation } from "../Operation.ts"
-import { fetchVia, invalid, invalidCursor } from "../support.ts"
+import { fetchVia, invalid, pageResult } from "../support.ts"
 
 export const ForumSearchData = Schema.Struct({
   results: Schema.Array(ForumSearchItem),
@@ -84,13 +83,6 @@ export const forumSearch = defineOperation({
   run: ({ search, cursor }, context) =>
     Effect.gen(function* () {
       const fetched = yield* fetchVia(context.freshness, "forumSearch", search, cursor)
-      const page = fetched.value
-      if (page === InvalidCursor) return yield* invalidCursor
-      return {
-        data: { results: page.items, cursor: page.next_cursor },
-        refunds: [],
-        served: fetched.served,
-        fetchedAt: fetched.fetchedAt
-      }
+      return yield* pageResult(fetched, "results", "No results.")
     })
 })

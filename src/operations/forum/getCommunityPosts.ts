@@ -2,9 +2,8 @@ import { Effect, Schema } from "effect"
 import { hosts, parseCommunity } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { CommunitySort, ForumPostSummary, ForumRange } from "../../upstream/contract.ts"
-import { InvalidCursor } from "../../upstream/world/index.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, invalid, invalidCursor, notFound } from "../support.ts"
+import { cleaned, fetchVia, invalid, pageResult } from "../support.ts"
 import { CommunityName } from "./getCommunity.ts"
 
 export const CommunityPostsData = Schema.Struct({
@@ -60,16 +59,10 @@ export const getCommunityPosts = defineOperation({
         range ?? "all_time",
         cursor
       )
-      const page = fetched.value
-      if (page === InvalidCursor) return yield* invalidCursor
-      if (page === undefined) {
-        return yield* notFound(`No community "${name}". Find communities with forumSearch type=communities.`)
-      }
-      return {
-        data: { posts: page.items, cursor: page.next_cursor },
-        refunds: [],
-        served: fetched.served,
-        fetchedAt: fetched.fetchedAt
-      }
+      return yield* pageResult(
+        fetched,
+        "posts",
+        `No community "${name}". Find communities with forumSearch type=communities.`
+      )
     })
 })

@@ -2,9 +2,8 @@ import { Effect, Schema } from "effect"
 import { hosts, parseMicroblogAccount } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { Tweet } from "../../upstream/contract.ts"
-import { InvalidCursor } from "../../upstream/world/index.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, invalidCursor, notFound } from "../support.ts"
+import { cleaned, fetchVia, pageResult } from "../support.ts"
 import { MicroblogIdentifier } from "./getMicroblogProfile.ts"
 
 export const TweetsData = Schema.Struct({
@@ -39,14 +38,6 @@ export const getTweets = defineOperation({
     Effect.gen(function* () {
       const handleOrId = "handle" in account ? account.handle : account.id
       const fetched = yield* fetchVia(context.freshness, "getTweets", handleOrId, include_replies, cursor)
-      const page = fetched.value
-      if (page === InvalidCursor) return yield* invalidCursor
-      if (page === undefined) return yield* notFound(`No ${hosts.microblog} account with this handle or id.`)
-      return {
-        data: { tweets: page.items, cursor: page.next_cursor },
-        refunds: [],
-        served: fetched.served,
-        fetchedAt: fetched.fetchedAt
-      }
+      return yield* pageResult(fetched, "tweets", `No ${hosts.microblog} account with this handle or id.`)
     })
 })

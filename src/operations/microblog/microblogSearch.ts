@@ -2,9 +2,8 @@ import { Effect, Schema } from "effect"
 import { hosts } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { MicroblogSort, Tweet } from "../../upstream/contract.ts"
-import { InvalidCursor } from "../../upstream/world/index.ts"
 import { defineOperation } from "../Operation.ts"
-import { fetchVia, invalid, invalidCursor } from "../support.ts"
+import { fetchVia, invalid, pageResult } from "../support.ts"
 
 export const MicroblogSearchData = Schema.Struct({
   results: Schema.Array(Tweet),
@@ -39,13 +38,6 @@ export const microblogSearch = defineOperation({
   run: ({ search, cursor }, context) =>
     Effect.gen(function* () {
       const fetched = yield* fetchVia(context.freshness, "microblogSearch", search, cursor)
-      const page = fetched.value
-      if (page === InvalidCursor) return yield* invalidCursor
-      return {
-        data: { results: page.items, cursor: page.next_cursor },
-        refunds: [],
-        served: fetched.served,
-        fetchedAt: fetched.fetchedAt
-      }
+      return yield* pageResult(fetched, "results", "No results.")
     })
 })

@@ -2,9 +2,8 @@ import { Effect, Schema } from "effect"
 import { hosts, parsePostsOwner } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { ProfnetPost } from "../../upstream/contract.ts"
-import { InvalidCursor } from "../../upstream/world/index.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, invalidCursor, notFound } from "../support.ts"
+import { cleaned, fetchVia, pageResult } from "../support.ts"
 import { lookupCompany } from "./company.ts"
 
 export const PostsData = Schema.Struct({
@@ -60,14 +59,6 @@ export const getPosts = defineOperation({
           }
         }
       })
-      const page = fetched.value
-      if (page === InvalidCursor) return yield* invalidCursor
-      if (page === undefined) return yield* notFound("No person or company with this identifier.")
-      return {
-        data: { posts: page.items, cursor: page.next_cursor },
-        refunds,
-        served: fetched.served,
-        fetchedAt: fetched.fetchedAt
-      }
+      return yield* pageResult(fetched, "posts", "No person or company with this identifier.", refunds)
     })
 })
