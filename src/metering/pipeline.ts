@@ -117,111 +117,119 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
   // A call rejected before it runs (idempotency, concurrency, funds) gives its token back.
   let running = false
 
-  return yield* Effect.gen(function* () {
-    // Idempotency
-    const store = yield* IdempotencyStore
-    if (idempotencyKey === undefined && isPaid(account.plan)) {
-      return yield* new IdempotencyKeyRequired({
-        message:
-          "Paid keys must send an Idempotency-Key header (8 to 128 characters, a UUID is best) on metered calls.",
-        account: who
-      })
-    }
-    const print = fingerprint(account.id, operation.id, { args: prepared.args, freshness: request.freshness })
-    if (idempotencyKey !== undefined) {
-      const begun = yield* Effect.orDie(store.begin(account.id, idempotencyKey, print))
-      switch (begun._tag) {
-        case "Replay": {
-          const stored = JSON.parse(begun.response) as Envelope
-          return { envelope: { ...stored, receipt: { ...stored.receipt, replayed: true } }, replayed: true }
-        }
-        case "Reused":
-          return yield* new IdempotencyKeyReused({
-            message:
-              "This Idempotency-Key was already used with other arguments. Use a fresh key for a new call.",
-            account: who
-          })
-        case "Running":
-          return yield* new ConcurrencyLimit({
-            message:
-              "The original call with this Idempotency-Key is still running. Retry after retry_after_seconds to get its result.",
-            retry_after_seconds: 1,
-            account: who
-          })
-        case "Expired":
-          return yield* new NotFound({
-            message:
-              "The stored result of this Idempotency-Key has expired (24 hours). Resend with a fresh Idempotency-Key.",
-            account: who
-          })
-        case "Fresh":
-          break
+  // From the idempotency claim to the settlement nothing may be interrupted but the upstream run
+  // itself: a client that hangs up between a claim (or a reservation) and the cleanup attached to it
+  // would otherwise leave the key 'running' and the account's slot taken until their leases expire.
+  return yield* Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function* () {
+      // Idempotency
+      const store = yield* IdempotencyStore
+      if (idempotencyKey === undefined && isPaid(account.plan)) {
+        return yield* new IdempotencyKeyRequired({
+          message:
+            "Paid keys must send an Idempotency-Key header (8 to 128 characters, a UUID is best) on metered calls.",
+          account: who
+        })
       }
-    }
-    const releaseKey =
-      idempotencyKey === undefined ? Effect.void : Effect.ignore(store.release(account.id, idempotencyKey))
-
-    return yield* Effect.gen(function* () {
-      // Reserve (takes the one in-flight slot of the account)
-      const ledger = yield* Ledger
-      const reservation = yield* ledger
-        .reserve({
-          accountId: account.id,
-          plan: account.plan,
-          keyId: key.id,
-          ip,
-          operation: operation.id,
-          quoted: quote.credits,
-          realtime: request.freshness === "realtime",
-          idempotencyKey
-        })
-        .pipe(Effect.catchTag("SqlError", Effect.die))
-
-      // Run, then settle; any failure or interruption releases the reservation.
-      return yield* Effect.gen(function* () {
-        running = true
-        const result = yield* operation.run(prepared.args, { freshness: request.freshness })
-        const size = JSON.stringify(result.data).length
-        if (size > maxResponseBytes) {
-          return yield* new PayloadTooLarge({
-            message: `The response would be ${size} bytes, above the ${maxResponseBytes}-byte limit. Ask for less (fewer ids, sections or comments); nothing was charged.`,
-            account: who
-          })
+      const print = fingerprint(account.id, operation.id, {
+        args: prepared.args,
+        freshness: request.freshness
+      })
+      if (idempotencyKey !== undefined) {
+        const begun = yield* Effect.orDie(store.begin(account.id, idempotencyKey, print))
+        switch (begun._tag) {
+          case "Replay": {
+            const stored = JSON.parse(begun.response) as Envelope
+            return { envelope: { ...stored, receipt: { ...stored.receipt, replayed: true } }, replayed: true }
+          }
+          case "Reused":
+            return yield* new IdempotencyKeyReused({
+              message:
+                "This Idempotency-Key was already used with other arguments. Use a fresh key for a new call.",
+              account: who
+            })
+          case "Running":
+            return yield* new ConcurrencyLimit({
+              message:
+                "The original call with this Idempotency-Key is still running. Retry after retry_after_seconds to get its result.",
+              retry_after_seconds: 1,
+              account: who
+            })
+          case "Expired":
+            return yield* new NotFound({
+              message:
+                "The stored result of this Idempotency-Key has expired (24 hours). Resend with a fresh Idempotency-Key.",
+              account: who
+            })
+          case "Fresh":
+            break
         }
-        const envelopeFor = (receipt: Receipt): Envelope => ({
-          schema_version: 2,
-          kind: operation.kind,
-          data: result.data,
-          freshness: {
-            requested: request.freshness,
-            served: result.served,
-            fetched_at: new Date(result.fetchedAt).toISOString(),
-            cache_age_seconds: Math.max(0, Math.floor((reservation.createdAt - result.fetchedAt) / 1000))
-          },
-          cost: {
-            quoted: receipt.quoted,
-            charged: receipt.charged,
-            refunded: receipt.quoted - receipt.charged
-          },
-          receipt
-        })
-        const receipt = yield* ledger
-          .settle(reservation, refundsOf(result, request.freshness), (receipt) =>
-            idempotencyKey === undefined
-              ? Effect.void
-              : store.complete(account.id, idempotencyKey, receipt.id, JSON.stringify(envelopeFor(receipt)))
+      }
+      const releaseKey =
+        idempotencyKey === undefined ? Effect.void : Effect.ignore(store.release(account.id, idempotencyKey))
+
+      return yield* Effect.gen(function* () {
+        // Reserve (takes the one in-flight slot of the account)
+        const ledger = yield* Ledger
+        const reservation = yield* ledger
+          .reserve({
+            accountId: account.id,
+            plan: account.plan,
+            keyId: key.id,
+            ip,
+            operation: operation.id,
+            quoted: quote.credits,
+            realtime: request.freshness === "realtime",
+            idempotencyKey
+          })
+          .pipe(Effect.catchTag("SqlError", Effect.die))
+
+        // Run, then settle; any failure or interruption releases the reservation.
+        return yield* Effect.gen(function* () {
+          running = true
+          const result = yield* restore(operation.run(prepared.args, { freshness: request.freshness }))
+          const size = JSON.stringify(result.data).length
+          if (size > maxResponseBytes) {
+            return yield* new PayloadTooLarge({
+              message: `The response would be ${size} bytes, above the ${maxResponseBytes}-byte limit. Ask for less (fewer ids, sections or comments); nothing was charged.`,
+              account: who
+            })
+          }
+          const envelopeFor = (receipt: Receipt): Envelope => ({
+            schema_version: 2,
+            kind: operation.kind,
+            data: result.data,
+            freshness: {
+              requested: request.freshness,
+              served: result.served,
+              fetched_at: new Date(result.fetchedAt).toISOString(),
+              cache_age_seconds: Math.max(0, Math.floor((reservation.createdAt - result.fetchedAt) / 1000))
+            },
+            cost: {
+              quoted: receipt.quoted,
+              charged: receipt.charged,
+              refunded: receipt.quoted - receipt.charged
+            },
+            receipt
+          })
+          const receipt = yield* ledger
+            .settle(reservation, refundsOf(result, request.freshness), (receipt) =>
+              idempotencyKey === undefined
+                ? Effect.void
+                : store.complete(account.id, idempotencyKey, receipt.id, JSON.stringify(envelopeFor(receipt)))
+            )
+            .pipe(Effect.orDie)
+          if (receipt === undefined)
+            return yield* Effect.die(new Error(`reservation ${reservation.callId} expired before settlement`))
+          return { envelope: envelopeFor(receipt), replayed: false }
+        }).pipe(
+          Effect.onExit((exit) =>
+            Exit.isSuccess(exit) ? Effect.void : Effect.ignore(ledger.release(reservation))
           )
-          .pipe(Effect.orDie)
-        if (receipt === undefined)
-          return yield* Effect.die(new Error(`reservation ${reservation.callId} expired before settlement`))
-        return { envelope: envelopeFor(receipt), replayed: false }
-      }).pipe(
-        Effect.onExit((exit) =>
-          Exit.isSuccess(exit) ? Effect.void : Effect.ignore(ledger.release(reservation))
         )
-      )
-    }).pipe(Effect.onError(() => releaseKey))
-  }).pipe(Effect.tapError(() => (running ? Effect.void : limit.giveBack)))
+      }).pipe(Effect.onError(() => releaseKey))
+    })
+  ).pipe(Effect.tapError(() => (running ? Effect.void : limit.giveBack)))
 })
 
 /** The operation's own refunds, plus the realtime surcharge when a cached copy had to stand in. */

@@ -110,6 +110,8 @@ export class IdempotencyStore extends Context.Service<
       const purgeExpired = Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         yield* sql`DELETE FROM idempotency_keys WHERE state = 'done' AND tombstone_until <= ${now}`
+        // A claim whose call died and was never retried.
+        yield* sql`DELETE FROM idempotency_keys WHERE state = 'running' AND lease_expires_at <= ${now}`
       })
 
       return IdempotencyStore.of({ begin, complete, release, purgeExpired })

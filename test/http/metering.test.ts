@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import { SqlClient } from "effect/sql"
 import { Admin } from "../../src/services/Admin.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -423,4 +424,52 @@ describe(`response size limit (${storeName})`, () => {
       )
     }
   )
+})
+
+describe(`abandoned requests (${storeName})`, () => {
+  layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect("a client that hangs up at any moment leaves no claim or reservation behind", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const sql = yield* SqlClient.SqlClient
+        const { key, ip, account_id } = yield* paidAccount(10_000)
+        const abandoned = Array.from({ length: 60 }, (_, i) =>
+          Effect.promise(async () => {
+            const controller = new AbortController()
+            setTimeout(() => controller.abort(), 1 + (i % 12))
+            await fetch(`${app.url}/v1/profnet/test-echo?value=${i}&delay_ms=${(i % 3) * 15}`, {
+              headers: {
+                authorization: `Bearer ${key}`,
+                "x-forwarded-for": ip,
+                "idempotency-key": `abandoned-${i}-${uuid()}`
+              },
+              signal: controller.signal
+            }).then(
+              (r) => r.text(),
+              () => "aborted"
+            )
+          })
+        )
+        yield* Effect.all(abandoned, { concurrency: 10 })
+        yield* Effect.sleep("1500 millis")
+        const reserved =
+          yield* sql`SELECT id FROM calls WHERE account_id = ${account_id} AND state = 'reserved'`
+        const running =
+          yield* sql`SELECT idem_key FROM idempotency_keys WHERE account_id = ${account_id} AND state = 'running'`
+        assert.strictEqual(reserved.length, 0)
+        assert.strictEqual(running.length, 0)
+        const charged = yield* sql<{
+          readonly n: number
+        }>`SELECT COALESCE(SUM(charged_balance), 0) AS n FROM calls WHERE account_id = ${account_id} AND state = 'settled'`
+        const usage = yield* app.call("/v1/usage", { key, ip })
+        assert.strictEqual(usage.body.balance.purchased, 10_000 - Number(charged[0]!.n))
+        const after = yield* app.call("/v1/profnet/test-echo?value=after", {
+          key,
+          ip,
+          idempotencyKey: uuid()
+        })
+        assert.strictEqual(after.status, 200)
+      }).pipe(Effect.orDie)
+    )
+  })
 })

@@ -38,6 +38,8 @@ export class Problems extends Context.Service<
         Effect.gen(function* () {
           const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
           if (isApiError(failure)) return render(failure)
+          // The client hung up: nobody reads this answer, and it is not a failure of ours.
+          if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
           const traceId = yield* ids.newId("trace")
           yield* Effect.logError("request failed", { traceId }, Cause.pretty(cause))
           return render(

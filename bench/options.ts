@@ -1,0 +1,67 @@
+import { parseArgs } from "node:util"
+
+export interface Options {
+  /** Seconds of load per case. */
+  readonly duration: number
+  /** Open connections of the load generator. */
+  readonly connections: number
+  /** Paid accounts the load rotates over (the one-call-in-flight rule is per account). */
+  readonly accounts: number
+  /** Base URL of a PostgreSQL server; the bench creates and drops its own database there. */
+  readonly pg: string | undefined
+  /** Soak mode: a steady mixed load for this many seconds, then the ledger invariants. */
+  readonly soak: number | undefined
+  readonly profile: boolean
+  readonly tool: "wrk" | "autocannon" | undefined
+}
+
+export const usage = `npm run bench -- [options]
+
+  --duration N      seconds of load per case (default 10)
+  --connections N   open connections (default 50)
+  --accounts N      paid accounts the load rotates over (default 200)
+  --pg URL          also measure on PostgreSQL (a fresh database svc_bench_<ts> is created and dropped);
+                    BENCH_DATABASE_URL does the same
+  --soak N          soak mode: N seconds of mixed load, then ledger invariants and memory growth
+  --no-profile      skip the CPU profile of the cache-hit case
+  --tool wrk|autocannon   force the load generator (default: wrk when installed)
+`
+
+const positiveInt = (name: string, text: string | undefined, fallback: number): number => {
+  if (text === undefined) return fallback
+  const n = Number(text)
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${text}`)
+  return n
+}
+
+export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      duration: { type: "string" },
+      connections: { type: "string" },
+      accounts: { type: "string" },
+      pg: { type: "string" },
+      soak: { type: "string" },
+      "no-profile": { type: "boolean" },
+      tool: { type: "string" },
+      help: { type: "boolean", short: "h" }
+    },
+    strict: true
+  })
+  if (values.help === true) return "help"
+  const tool = values.tool
+  if (tool !== undefined && tool !== "wrk" && tool !== "autocannon") {
+    throw new Error(`--tool must be wrk or autocannon, got ${tool}`)
+  }
+  const pg = values.pg ?? process.env.BENCH_DATABASE_URL
+  return {
+    duration: positiveInt("duration", values.duration, 10),
+    connections: positiveInt("connections", values.connections, 50),
+    accounts: positiveInt("accounts", values.accounts, 200),
+    pg: pg === undefined || pg.length === 0 ? undefined : pg,
+    soak: values.soak === undefined ? undefined : positiveInt("soak", values.soak, 60),
+    profile: values["no-profile"] !== true,
+    tool
+  }
+}

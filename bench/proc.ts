@@ -1,0 +1,153 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { appendFileSync, mkdirSync, openSync, readFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { join } from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
+
+export const repoRoot = new URL("..", import.meta.url).pathname
+export const benchDir = join(repoRoot, ".bench")
+
+const onPath = (command: string): boolean => {
+  try {
+    execFileSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" })
+    return true
+  } catch {
+    return false
+  }
+}
+
+export const has = { taskset: onPath("taskset"), wrk: onPath("wrk") }
+
+/** The server gets core 0, the load generator core 1, when `taskset` exists. */
+export const pinned = (core: number, command: string, args: ReadonlyArray<string>) =>
+  has.taskset
+    ? { command: "taskset", args: ["-c", String(core), command, ...args] }
+    : { command, args: [...args] }
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+const running = new Set<ChildProcess>()
+
+/** Whatever the bench started dies with it, even on Ctrl-C. */
+export const killAll = () => {
+  for (const child of running) child.kill("SIGKILL")
+  running.clear()
+}
+process.once("exit", killAll)
+
+export interface Started {
+  readonly pid: number
+  /** `performance.now()` when it was spawned. */
+  readonly spawnedAt: number
+  readonly url: string
+  readonly logFile: string
+  /** Peak and current resident set size of the process, in MiB. */
+  readonly memory: () => { readonly peakMb: number; readonly rssMb: number } | undefined
+  readonly stop: () => Promise<void>
+}
+
+const statusKb = (pid: number, field: string): number | undefined => {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))
+    return match === null ? undefined : Number(match[1])
+  } catch {
+    return undefined
+  }
+}
+
+export const waitFor = async (url: string, child: ChildProcess, timeoutMs: number, logFile: string) => {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${url}: the process exited (${child.exitCode ?? child.signalCode}); see ${logFile}`)
+    }
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2000) })
+      if (response.ok) return
+    } catch {}
+    await sleep(200)
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s; see ${logFile}`)
+}
+
+/** Starts `node <args>` on core 0 with its output in `.bench/logs/<label>.log`, and waits for `readyPath`. */
+export const startNode = async (options: {
+  readonly label: string
+  readonly args: ReadonlyArray<string>
+  readonly env: Record<string, string | undefined>
+  readonly port: number
+  readonly readyPath: string
+  readonly timeoutMs?: number
+}): Promise<Started> => {
+  mkdirSync(join(benchDir, "logs"), { recursive: true })
+  const logFile = join(benchDir, "logs", `${options.label}.log`)
+  const out = openSync(logFile, "w")
+  const { command, args } = pinned(0, process.execPath, options.args)
+  const spawnedAt = performance.now()
+  const child = spawn(command, args, { cwd: repoRoot, env: options.env, stdio: ["ignore", out, out] })
+  running.add(child)
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", (code, signal) => {
+      appendFileSync(logFile, `\n[bench] ${options.label} exited: code ${code}, signal ${signal}\n`)
+      resolve()
+    })
+  )
+  const url = `http://127.0.0.1:${options.port}`
+  const pid = child.pid ?? 0
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM")
+      const killed = await Promise.race([exited.then(() => false), sleep(15_000).then(() => true)])
+      if (killed) {
+        child.kill("SIGKILL")
+        await exited
+      }
+    }
+    running.delete(child)
+  }
+  try {
+    await waitFor(`${url}${options.readyPath}`, child, options.timeoutMs ?? 180_000, logFile)
+  } catch (error) {
+    await stop()
+    throw error
+  }
+  return {
+    pid,
+    spawnedAt,
+    url,
+    logFile,
+    memory: () => {
+      const peak = statusKb(pid, "VmHWM")
+      const rss = statusKb(pid, "VmRSS")
+      return peak === undefined || rss === undefined ? undefined : { peakMb: peak / 1024, rssMb: rss / 1024 }
+    },
+    stop
+  }
+}
+
+/** The environment of a child service: ours, less anything that would point it elsewhere. */
+export const serviceEnv = (
+  overrides: Record<string, string | undefined>
+): Record<string, string | undefined> => {
+  const env: Record<string, string | undefined> = { ...process.env }
+  for (const name of Object.keys(env)) {
+    if (
+      name.startsWith("UPSTREAM_") ||
+      ["DATABASE_URL", "REDIS_URL", "PORT", "HOST", "BASE_URL", "DATA_DIR", "ADMIN_TOKEN"].includes(name) ||
+      name === "TRUSTED_PROXIES" ||
+      name === "NODE_OPTIONS"
+    ) {
+      delete env[name]
+    }
+  }
+  return { ...env, ...overrides }
+}

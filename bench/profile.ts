@@ -1,0 +1,129 @@
+import { readFileSync } from "node:fs"
+import { repoRoot } from "./proc.ts"
+
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: {
+    readonly functionName: string
+    readonly url: string
+    readonly lineNumber: number
+  }
+  readonly children?: ReadonlyArray<number>
+}
+
+interface CpuProfile {
+  readonly nodes: ReadonlyArray<ProfileNode>
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+  readonly startTime: number
+  readonly endTime: number
+}
+
+export interface Line {
+  readonly name: string
+  readonly ms: number
+  readonly percent: number
+}
+
+export interface ProfileSummary {
+  readonly file: string
+  /** Sampled time inside the window (startup and set-up excluded). */
+  readonly totalMs: number
+  /** The part of it the process was not idle (waiting for I/O). */
+  readonly busyMs: number
+  /** Where the samples were taken, by package or folder (self time). */
+  readonly byArea: ReadonlyArray<Line>
+  /** Functions by self time. */
+  readonly topSelf: ReadonlyArray<Line>
+  /**
+   * Functions of src/ by inclusive time (each sample counted once per function). Only synchronous
+   * stacks: an Effect generator's frames sit under the fiber's run loop, not under their callers.
+   */
+  readonly topSrcInclusive: ReadonlyArray<Line>
+}
+
+const shortUrl = (url: string): string => {
+  const path = url.replace(/^file:\/\//, "")
+  if (path.startsWith(repoRoot)) return path.slice(repoRoot.length)
+  return path
+}
+
+/** The package or folder a frame belongs to. */
+const areaOf = (node: ProfileNode): string => {
+  const { url, functionName } = node.callFrame
+  if (url === "") {
+    if (functionName === "(garbage collector)") return "GC"
+    if (functionName === "(idle)") return "idle (waiting for I/O)"
+    if (functionName === "(program)") return "(program: V8/native outside JS)"
+    return `native: ${functionName || "(anonymous)"}`
+  }
+  if (url.startsWith("node:")) return url.startsWith("node:internal/") ? "node internals" : url
+  const path = shortUrl(url)
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)(\/dist\/([^/]+))?/.exec(path)
+  if (pkg !== null) return pkg[1] === "effect" && pkg[3] !== undefined ? `effect/${pkg[3]}` : pkg[1]!
+  const src = /^src\/([^/]+)(\/[^/]+)?/.exec(path)
+  if (src !== null) return `src/${src[1]}${src[2]?.endsWith(".ts") ? "" : (src[2] ?? "")}`
+  return path
+}
+
+const nameOf = (node: ProfileNode): string => {
+  const { url, functionName, lineNumber } = node.callFrame
+  const where = url === "" ? "" : ` ${shortUrl(url)}:${lineNumber + 1}`
+  return `${functionName || "(anonymous)"}${where}`
+}
+
+const top = (totals: Map<string, number>, totalMs: number, n: number): Array<Line> =>
+  [...totals.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, ms]) => ({ name, ms: Math.round(ms), percent: Math.round((ms / totalMs) * 1000) / 10 }))
+
+/**
+ * Aggregates a V8 .cpuprofile by function and by area, self and inclusive time. `window` keeps
+ * the samples taken between `fromMs` and `toMs` after the profile's start (the process start):
+ * the load, not the start-up or the set-up before it.
+ */
+export const summariseProfile = (
+  file: string,
+  window: { readonly fromMs: number; readonly toMs: number },
+  n = 20
+): ProfileSummary => {
+  const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const parent = new Map<number, number>()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
+
+  const self = new Map<string, number>()
+  const area = new Map<string, number>()
+  const inclusive = new Map<string, number>()
+  const from = profile.startTime + window.fromMs * 1000
+  const to = profile.startTime + window.toMs * 1000
+  let totalMs = 0
+  let at = profile.startTime
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0
+    const ms = (profile.timeDeltas[i + 1] ?? 0) / 1000
+    const node = byId.get(id)
+    if (node === undefined || at < from || at > to) return
+    totalMs += ms
+    self.set(nameOf(node), (self.get(nameOf(node)) ?? 0) + ms)
+    area.set(areaOf(node), (area.get(areaOf(node)) ?? 0) + ms)
+    const seen = new Set<string>()
+    for (let up: number | undefined = id; up !== undefined; up = parent.get(up)) {
+      const frame = byId.get(up)
+      if (frame === undefined || !frame.callFrame.url.includes(`${repoRoot}src/`)) continue
+      const name = nameOf(frame)
+      if (seen.has(name)) continue
+      seen.add(name)
+      inclusive.set(name, (inclusive.get(name) ?? 0) + ms)
+    }
+  })
+  return {
+    file,
+    totalMs: Math.round(totalMs),
+    busyMs: Math.round(totalMs - (area.get("idle (waiting for I/O)") ?? 0)),
+    byArea: top(area, totalMs, n),
+    topSelf: top(self, totalMs, n),
+    topSrcInclusive: top(inclusive, totalMs, n)
+  }
+}

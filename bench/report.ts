@@ -1,0 +1,104 @@
+import type { CaseResult } from "./cases.ts"
+import type { Line } from "./profile.ts"
+import type { RoundTrips } from "./roundtrips.ts"
+import type { SoakResult } from "./soak.ts"
+
+const pad = (cells: ReadonlyArray<string>, widths: ReadonlyArray<number>, right: ReadonlyArray<boolean>) =>
+  cells.map((cell, i) => (right[i] ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join("  ")
+
+export const table = (
+  header: ReadonlyArray<string>,
+  rows: ReadonlyArray<ReadonlyArray<string>>,
+  right: ReadonlyArray<boolean>
+) => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)))
+  return [
+    pad(header, widths, right),
+    widths.map((w) => "-".repeat(w)).join("  "),
+    ...rows.map((row) => pad(row, widths, right))
+  ].join("\n")
+}
+
+const fixed = (n: number, digits: number) => n.toFixed(digits)
+
+/** Statuses other than the expected one, as "429x12 500x1". */
+const others = (row: CaseResult): string => {
+  if (row.load === undefined) return ""
+  const parts = Object.entries(row.load.statuses)
+    .filter(([status, n]) => n > 0 && status !== String(row.expected) && status !== "2xx")
+    .map(([status, n]) => `${status}x${n}`)
+  if (row.load.socketErrors > 0) parts.push(`socket x${row.load.socketErrors}`)
+  return parts.join(" ")
+}
+
+export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number): string =>
+  table(
+    ["store", "case", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "x baseline", "notes"],
+    rows.map((row) =>
+      row.load === undefined
+        ? [row.store, row.name, "-", "-", "-", "-", "-", "-", `not available: ${row.unavailable ?? ""}`]
+        : [
+            row.store,
+            row.name,
+            fixed(row.load.rps, 0),
+            fixed(row.load.p50Ms, 2),
+            fixed(row.load.p99Ms, 2),
+            fixed(row.load.maxMs, 1),
+            String(row.errors ?? 0),
+            fixed(row.load.rps / baselineRps, 3),
+            [`expect ${row.expected}`, others(row), row.note ?? ""].filter((s) => s.length > 0).join("; ")
+          ]
+    ),
+    [false, false, true, true, true, true, true, true, false]
+  )
+
+export const roundTripTable = (rows: ReadonlyArray<RoundTrips>): string =>
+  table(
+    ["call", "round trips", "statements (BEGIN/COMMIT included)"],
+    rows.map((row) => [
+      row.call,
+      row.min === row.max ? String(row.min) : `${row.min} (up to ${row.max})`,
+      String(row.statements.length)
+    ]),
+    [false, true, true]
+  )
+
+export const linesTable = (title: string, lines: ReadonlyArray<Line>): string =>
+  `${title}\n${table(
+    ["ms", "%", "where"],
+    lines.map((line) => [String(line.ms), fixed(line.percent, 1), line.name]),
+    [true, true, false]
+  )}`
+
+export const soakReport = (result: SoakResult): string => {
+  const statusLine = (counts: Record<string, number>) =>
+    Object.entries(counts)
+      .map(([status, n]) => `${status}x${n}`)
+      .join(" ")
+  return [
+    `soak on ${result.store}: ${result.requests} requests in ${fixed(result.seconds, 0)} s (${fixed(result.rps, 0)} req/s, ${result.workers} workers), p50 ${fixed(result.p50Ms, 1)} ms, p99 ${fixed(result.p99Ms, 1)} ms`,
+    "",
+    table(
+      ["request", "statuses"],
+      Object.entries(result.statuses).map(([kind, counts]) => [kind, statusLine(counts)]),
+      [false, false]
+    ),
+    "",
+    table(
+      ["operation", "statuses"],
+      Object.entries(result.operations).map(([id, counts]) => [id, statusLine(counts)]),
+      [false, false]
+    ),
+    ...(result.skippedOperations.length === 0 ? [] : [`skipped: ${result.skippedOperations.join(", ")}`]),
+    "",
+    ...result.faults.map((line) => `faults: ${line}`),
+    "",
+    table(
+      ["invariant", "pass", "detail"],
+      result.checks.map((check) => [check.name, check.pass ? "yes" : "NO", check.detail]),
+      [false, false, false]
+    ),
+    "",
+    result.pass ? "soak: every invariant held" : "soak: FAILED"
+  ].join("\n")
+}

@@ -1,0 +1,230 @@
+// `npm run bench`: starts what it measures, measures, stops it, prints a table and writes it to
+// .bench/results-<timestamp>.json. See README.md, "Benchmarks".
+import { mkdirSync, writeFileSync } from "node:fs"
+import { cpus, loadavg } from "node:os"
+import { join } from "node:path"
+import {
+  type CaseResult,
+  errorsOf,
+  measureStore,
+  type ProfileResult,
+  profileStore,
+  type StoreResult
+} from "./cases.ts"
+import { type LoadResult, runLoad } from "./load.ts"
+import { type Options, parseOptions, usage } from "./options.ts"
+import { createBenchDatabase, pgSession } from "./pg.ts"
+import { benchDir, freePort, has, killAll, serviceEnv, startNode } from "./proc.ts"
+import { linesTable, loadTable, roundTripTable, soakReport } from "./report.ts"
+import { countRoundTrips, type RoundTrips } from "./roundtrips.ts"
+import { type Store, startService } from "./service.ts"
+import { soak } from "./soak.ts"
+
+const begun = performance.now()
+const log = (line: string) =>
+  process.stderr.write(`[bench ${((performance.now() - begun) / 1000).toFixed(0).padStart(4)} s] ${line}\n`)
+
+const cleanups: Array<() => Promise<void>> = []
+const cleanUp = async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) {
+    try {
+      await cleanup()
+    } catch (error) {
+      log(`clean-up failed: ${String(error)}`)
+    }
+  }
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping what the bench started`)
+    killAll()
+    void cleanUp().finally(() => process.exit(130))
+  })
+}
+
+const machine = () => ({
+  cores: cpus().length,
+  cpu: cpus()[0]?.model ?? "unknown",
+  node: process.version,
+  loadavg: loadavg().map((n) => Number(n.toFixed(2))),
+  pinned: has.taskset ? "server on core 0, load generator on core 1 (taskset)" : "not pinned (no taskset)"
+})
+
+const baseline = async (options: Options, tool: "wrk" | "autocannon"): Promise<LoadResult> => {
+  const port = await freePort()
+  const server = await startNode({
+    label: "baseline",
+    args: ["bench/baseline-server.ts", String(port)],
+    port,
+    readyPath: "/",
+    env: serviceEnv({})
+  })
+  try {
+    return await runLoad({
+      label: "baseline",
+      baseUrl: server.url,
+      method: "GET",
+      entries: [{ path: "/", headers: {} }],
+      duration: options.duration,
+      connections: options.connections,
+      tool,
+      countStatuses: false
+    })
+  } finally {
+    await server.stop()
+  }
+}
+
+/** The database the run measures PostgreSQL in, dropped when the run ends. */
+const benchDatabase = async (options: Options, stamp: string) => {
+  if (options.pg === undefined) return undefined
+  const database = await createBenchDatabase(options.pg, stamp)
+  cleanups.push(database.drop)
+  log(`postgres: created ${database.name}`)
+  return database
+}
+
+const write = (stamp: string, result: object) => {
+  mkdirSync(benchDir, { recursive: true })
+  const file = join(benchDir, `results-${stamp}.json`)
+  writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`)
+  return file
+}
+
+const runSoak = async (options: Options, seconds: number, stamp: string) => {
+  const database = await benchDatabase(options, stamp)
+  const service = await startService({
+    label: "soak",
+    store: database === undefined ? "pglite" : "postgres",
+    databaseUrl: database?.url
+  })
+  cleanups.push(service.stop)
+  const db = database === undefined ? undefined : pgSession(database.url)
+  if (db !== undefined) cleanups.push(db.close)
+  log(`soak: ${service.store} service up (pid ${service.pid}) for ${seconds} s`)
+  const result = await soak({
+    service,
+    seconds,
+    workers: Math.min(options.connections, options.accounts),
+    accounts: options.accounts,
+    db,
+    log
+  })
+  const file = write(stamp, { kind: "soak", machine: machine(), options, soak: result })
+  process.stdout.write(`\n${soakReport(result)}\n\nwritten to ${file}\n`)
+  return result.pass
+}
+
+/** The service's busy CPU time over the requests served while the profile was sampled. */
+const cpuPerRequest = (profile: ProfileResult) =>
+  profile.summary.busyMs / Math.max(1, profile.load.rps * (profile.summary.totalMs / 1000))
+
+const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp: string) => {
+  const startMachine = machine()
+  log(`baseline: node:http, ${options.duration} s, ${options.connections} connections, ${tool}`)
+  const before = await baseline(options, tool)
+  const stores: Array<StoreResult> = []
+  stores.push(await measureStore("pglite", undefined, options, tool, log))
+  const database = await benchDatabase(options, stamp)
+  if (database !== undefined) stores.push(await measureStore("postgres", database.url, options, tool, log))
+  let roundTrips: ReadonlyArray<RoundTrips> | undefined
+  if (database !== undefined) {
+    log("postgres: counting database round trips of single calls")
+    roundTrips = await countRoundTrips(database.url)
+  }
+  const profiles: Array<ProfileResult> = []
+  if (options.profile) {
+    const targets: Array<readonly [Store, string | undefined]> = [["pglite", undefined]]
+    if (database !== undefined) targets.push(["postgres", database.url])
+    for (const [store, url] of targets) {
+      log(`${store}: cache-hit case again under --cpu-prof`)
+      profiles.push(await profileStore(store, url, options, tool, join(benchDir, `profiles-${stamp}`)))
+    }
+  }
+  log("baseline again, to see how much the machine's load moved")
+  const after = await baseline(options, tool)
+  const baselineRps = (before.rps + after.rps) / 2
+  const baselineRows: Array<CaseResult> = [before, after].map((load, i) => ({
+    store: "node:http",
+    name: i === 0 ? "baseline (before)" : "baseline (after)",
+    expected: 200,
+    load,
+    errors: errorsOf(load, 200)
+  }))
+  const rows = [...baselineRows, ...stores.flatMap((store) => store.rows)]
+
+  const out: Array<string> = [
+    "",
+    loadTable(rows, baselineRps),
+    "",
+    `x baseline: req/s over the mean of the two baseline runs (${baselineRps.toFixed(0)} req/s)`,
+    ...stores.map(
+      (store) => `${store.store}: peak RSS of the service (VmHWM) ${store.peakRssMb?.toFixed(0) ?? "?"} MiB`
+    ),
+    `machine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end`
+  ]
+  if (roundTrips !== undefined)
+    out.push("", "database round trips of one call (PostgreSQL)", roundTripTable(roundTrips))
+  for (const profile of profiles) {
+    out.push(
+      "",
+      `CPU profile, ${profile.store}, cache hit: ${profile.load.rps.toFixed(0)} req/s under the profiler, ${profile.summary.totalMs} ms sampled during the load, ${profile.summary.busyMs} ms busy: about ${cpuPerRequest(profile).toFixed(2)} ms of the service's CPU per request${profile.store === "postgres" ? " (PostgreSQL's own CPU not included)" : " (PGlite's included)"}`,
+      linesTable("by area (self time)", profile.summary.byArea.slice(0, 12)),
+      linesTable("functions by self time", profile.summary.topSelf.slice(0, 15)),
+      linesTable(
+        "src/ functions by inclusive time (synchronous stacks only: Effect's fiber loop hides the callers)",
+        profile.summary.topSrcInclusive.slice(0, 10)
+      )
+    )
+  }
+  const file = write(stamp, {
+    kind: "load",
+    machine: { ...startMachine, loadavgAtEnd: machine().loadavg },
+    options,
+    tool,
+    baselineRps,
+    rows: rows.map((row) => ({
+      ...row,
+      ratioToBaseline: row.load === undefined ? null : row.load.rps / baselineRps
+    })),
+    peakRssMb: Object.fromEntries(stores.map((store) => [store.store, store.peakRssMb])),
+    roundTrips: roundTrips ?? null,
+    profiles
+  })
+  process.stdout.write(`${out.join("\n")}\n\nwritten to ${file}\n`)
+}
+
+const main = async (): Promise<number> => {
+  const options = parseOptions(process.argv.slice(2))
+  if (options === "help") {
+    process.stdout.write(usage)
+    return 0
+  }
+  const tool = options.tool ?? (has.wrk ? "wrk" : "autocannon")
+  if (tool === "wrk" && !has.wrk)
+    throw new Error("wrk is not installed (apt-get install -y wrk); or --tool autocannon")
+  if (tool === "autocannon")
+    log("wrk not found: autocannon instead (it saturates sooner: fast cases read low)")
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "")
+    .replace("T", "_")
+    .toLowerCase()
+  try {
+    if (options.soak !== undefined) return (await runSoak(options, options.soak, stamp)) ? 0 : 1
+    await runLoadTable(options, tool, stamp)
+    return 0
+  } finally {
+    await cleanUp()
+  }
+}
+
+// Exit outright: idle keep-alive sockets of the clients would otherwise hold the process a while.
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    log(error instanceof Error ? (error.stack ?? error.message) : String(error))
+    process.exit(1)
+  }
+)

@@ -1,0 +1,99 @@
+import { randomBytes } from "node:crypto"
+import { type Admin, adminOf } from "./accounts.ts"
+import { freePort, type Started, serviceEnv, startNode } from "./proc.ts"
+import { serviceSeed } from "./world.ts"
+
+export type Store = "pglite" | "postgres"
+
+export interface Service extends Started {
+  readonly store: Store
+  readonly admin: Admin
+  readonly adminToken: string
+}
+
+/**
+ * `node src/main.ts` on a free port and core 0: PGlite in memory, or PostgreSQL at `databaseUrl`.
+ * Loopback is a trusted proxy, so X-Forwarded-For gives every minted key its own client IP.
+ */
+export const startService = async (options: {
+  readonly label: string
+  readonly store: Store
+  readonly databaseUrl?: string | undefined
+  readonly nodeFlags?: ReadonlyArray<string>
+  readonly env?: Record<string, string>
+}): Promise<Service> => {
+  if (options.store === "postgres" && options.databaseUrl === undefined) {
+    throw new Error("the PostgreSQL store needs a database URL")
+  }
+  const port = await freePort()
+  const adminToken = randomBytes(24).toString("hex")
+  const started = await startNode({
+    label: options.label,
+    args: [...(options.nodeFlags ?? []), "src/main.ts"],
+    port,
+    readyPath: "/readyz",
+    env: serviceEnv({
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: ":memory:",
+      ADMIN_TOKEN: adminToken,
+      TRUSTED_PROXIES: "127.0.0.1,::1",
+      WORLD_SEED: serviceSeed,
+      ...(options.store === "postgres" ? { DATABASE_URL: options.databaseUrl } : {}),
+      ...options.env
+    })
+  })
+  const admin = adminOf(started.url, adminToken)
+  return {
+    ...started,
+    store: options.store,
+    admin,
+    adminToken,
+    stop: async () => {
+      await admin.close()
+      await started.stop()
+    }
+  }
+}
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: any
+}
+
+/** One request with a bearer key (and an Idempotency-Key when given). */
+export const call = async (
+  baseUrl: string,
+  path: string,
+  options: {
+    readonly key?: string | undefined
+    readonly idempotencyKey?: string | undefined
+    readonly ip?: string | undefined
+    readonly signal?: AbortSignal | undefined
+  } = {}
+): Promise<Reply> => {
+  const headers: Record<string, string> = {}
+  if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
+  if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey
+  if (options.ip !== undefined) headers["x-forwarded-for"] = options.ip
+  const response = await fetch(`${baseUrl}${path}`, {
+    headers,
+    ...(options.signal === undefined ? {} : { signal: options.signal })
+  })
+  const text = await response.text()
+  let body: unknown = text
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  return { status: response.status, headers: response.headers, body }
+}
+
+export const expectStatus = (what: string, reply: Reply, status: number): Reply => {
+  if (reply.status !== status) {
+    throw new Error(
+      `${what}: expected ${status}, got ${reply.status} ${JSON.stringify(reply.body).slice(0, 400)}`
+    )
+  }
+  return reply
+}
