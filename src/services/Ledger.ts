@@ -22,6 +22,8 @@ export interface Funding {
 export interface Reservation {
   readonly callId: string
   readonly accountId: string
+  readonly ip: string
+  readonly day: number
   readonly operation: string
   readonly quoted: number
   readonly reserved: Funding
@@ -80,6 +82,21 @@ interface CallRow {
   readonly created_at: number | string
 }
 
+/** What a reserved call holds, as finishing it needs it. */
+type Held = Pick<Reservation, "callId" | "accountId" | "ip" | "day" | "reserved">
+
+const heldOf = (row: CallRow): Held => ({
+  callId: row.id,
+  accountId: row.account_id,
+  ip: row.ip,
+  day: Number(row.day),
+  reserved: {
+    free_tier: Number(row.reserved_free),
+    grant: Number(row.reserved_grant),
+    balance: Number(row.reserved_balance)
+  }
+})
+
 export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
   id: row.id,
   operation: row.operation,
@@ -134,37 +151,47 @@ export class Ledger extends Context.Service<
       const settings = yield* Settings
 
       /** Ends a reserved call: charge `charged` (free first, then grant, then balance), return the rest. */
-      const finish = (callId: string, charged: number, refunds: ReadonlyArray<Refund>, now: number) =>
+      /**
+       * Ends a reserved call: charge `charged` (free first, then grant, then balance), return the
+       * rest where it came from. The call row's state guards against finishing twice; the account is
+       * locked first (the ledger's lock order) only when credits go back to it.
+       */
+      const finish = (call: Held, charged: number, refunds: ReadonlyArray<Refund>, now: number) =>
         Effect.gen(function* () {
-          const owner = yield* sql<{
-            readonly account_id: string
-          }>`SELECT account_id FROM calls WHERE id = ${callId}`
-          if (owner[0] === undefined) return undefined
-          yield* sql`SELECT id FROM accounts WHERE id = ${owner[0].account_id} FOR UPDATE`
-          const rows = yield* sql<CallRow>`SELECT * FROM calls WHERE id = ${callId} FOR UPDATE`
-          const call = rows[0]
-          if (call === undefined || call.state !== "reserved") return undefined
-          const free = Number(call.reserved_free)
-          const grant = Number(call.reserved_grant)
-          const chargedFree = Math.min(free, charged)
-          const chargedGrant = Math.min(grant, charged - chargedFree)
+          const chargedFree = Math.min(call.reserved.free_tier, charged)
+          const chargedGrant = Math.min(call.reserved.grant, charged - chargedFree)
           const chargedBalance = charged - chargedFree - chargedGrant
-          const backFree = free - chargedFree
+          const backFree = call.reserved.free_tier - chargedFree
+          const backGrant = call.reserved.grant - chargedGrant
+          const backBalance = call.reserved.balance - chargedBalance
+          if (backGrant + backBalance > 0) {
+            yield* sql`SELECT id FROM accounts WHERE id = ${call.accountId} FOR UPDATE`
+          }
+          const state = charged === 0 && refunds.length === 0 ? "released" : "settled"
+          const updated = yield* sql<CallRow>`UPDATE calls SET state = ${state}, charged = ${charged},
+              charged_free = ${chargedFree}, charged_grant = ${chargedGrant}, charged_balance = ${chargedBalance},
+              refunds = ${JSON.stringify(refunds)}, settled_at = ${now}
+            WHERE id = ${call.callId} AND state = 'reserved' RETURNING *`
+          if (updated[0] === undefined) return undefined
           if (backFree > 0) {
             yield* sql`UPDATE free_tier_usage SET credits_used = credits_used - ${backFree}
               WHERE ip = ${call.ip} AND day = ${call.day}`
             yield* sql`UPDATE free_tier_days SET credits_used = credits_used - ${backFree} WHERE day = ${call.day}`
           }
-          yield* sql`UPDATE accounts SET
-              grant_credits = grant_credits + ${grant - chargedGrant},
-              balance_credits = balance_credits + ${Number(call.reserved_balance) - chargedBalance}
-            WHERE id = ${call.account_id}`
-          const state = charged === 0 && refunds.length === 0 ? "released" : "settled"
-          const updated = yield* sql<CallRow>`UPDATE calls SET state = ${state}, charged = ${charged},
-              charged_free = ${chargedFree}, charged_grant = ${chargedGrant}, charged_balance = ${chargedBalance},
-              refunds = ${JSON.stringify(refunds)}, settled_at = ${now}
-            WHERE id = ${callId} RETURNING *`
-          return receiptOf(updated[0]!)
+          if (backGrant + backBalance > 0) {
+            yield* sql`UPDATE accounts SET grant_credits = grant_credits + ${backGrant},
+              balance_credits = balance_credits + ${backBalance} WHERE id = ${call.accountId}`
+          }
+          return receiptOf(updated[0])
+        })
+
+      /** A reserved call known only by its id (the sweeper's case). */
+      const finishById = (callId: string, now: number) =>
+        Effect.gen(function* () {
+          const rows = yield* sql<CallRow>`SELECT * FROM calls WHERE id = ${callId}`
+          const row = rows[0]
+          if (row === undefined || row.state !== "reserved") return undefined
+          return yield* finish(heldOf(row), 0, [], now)
         })
 
       // Each refund in its own transaction, as the sweeper does.
@@ -172,7 +199,7 @@ export class Ledger extends Context.Service<
         Effect.gen(function* () {
           const expired = yield* sql<{ readonly id: string }>`SELECT id FROM calls
             WHERE account_id = ${accountId} AND state = 'reserved' AND lease_expires_at <= ${now}`
-          for (const row of expired) yield* sql.withTransaction(finish(row.id, 0, [], now))
+          for (const row of expired) yield* sql.withTransaction(finishById(row.id, now))
         })
 
       const reserve = Effect.fn("Ledger.reserve")(function* (input: ReserveInput) {
@@ -271,6 +298,8 @@ export class Ledger extends Context.Service<
               return {
                 callId,
                 accountId: input.accountId,
+                ip: input.ip,
+                day,
                 operation: input.operation,
                 quoted: input.quoted,
                 reserved: { free_tier: fromFree, grant: fromGrant, balance: fromBalance },
@@ -305,7 +334,7 @@ export class Ledger extends Context.Service<
           )
           return yield* sql.withTransaction(
             Effect.gen(function* () {
-              const receipt = yield* finish(reservation.callId, reservation.quoted - refunded, kept, now)
+              const receipt = yield* finish(reservation, reservation.quoted - refunded, kept, now)
               if (receipt !== undefined) yield* alsoInTransaction(receipt)
               return receipt
             })
@@ -314,14 +343,14 @@ export class Ledger extends Context.Service<
 
       const release = Effect.fn("Ledger.release")(function* (reservation: Reservation) {
         const now = yield* Clock.currentTimeMillis
-        yield* sql.withTransaction(finish(reservation.callId, 0, [], now))
+        yield* sql.withTransaction(finish(reservation, 0, [], now))
       })
 
       const sweepExpired = Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
         const expired = yield* sql<{ readonly id: string }>`SELECT id FROM calls
           WHERE state = 'reserved' AND lease_expires_at <= ${now} LIMIT 500`
-        for (const row of expired) yield* sql.withTransaction(finish(row.id, 0, [], now))
+        for (const row of expired) yield* sql.withTransaction(finishById(row.id, now))
         return expired.length
       }).pipe(Effect.withSpan("Ledger.sweepExpired"))
 
