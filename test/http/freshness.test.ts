@@ -5,6 +5,7 @@ import { Admin } from "../../src/services/Admin.ts"
 import { Cache } from "../../src/services/Cache.ts"
 import { Upstream, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
+import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp, testSeed } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 
@@ -16,16 +17,12 @@ const slugs = (() => {
 })()
 let next = 0
 const nextSlug = () => slugs[next++]!
-let ipCounter = 0
-const freshIp = () => `10.40.${Math.floor(++ipCounter / 250)}.${ipCounter % 250}`
+const freshIp = ipSequence("10.40")
 
 const paid = Effect.gen(function* () {
   const app = yield* TestApp
-  const admin = yield* Admin
-  const ip = freshIp()
-  const minted = yield* app.mint(ip)
-  yield* Effect.orDie(admin.setPlan(minted.account_id, "flex"))
-  yield* Effect.orDie(admin.credit(minted.account_id, 200, "balance", "test"))
+  const minted = yield* paidKey(freshIp(), 200)
+  const ip = minted.ip
   const call = (path: string) => app.call(path, { key: minted.key, ip, idempotencyKey: crypto.randomUUID() })
   const balance = Effect.map(
     app.call("/v1/usage", { key: minted.key, ip }),

@@ -2,25 +2,17 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import { Admin } from "../../src/services/Admin.ts"
+import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 
-let ipCounter = 0
-const freshIp = () => `10.20.${Math.floor(++ipCounter / 250)}.${ipCounter % 250}`
+const freshIp = ipSequence("10.20")
 const uuid = () => crypto.randomUUID()
 
 /** A minted key moved to a paid plan with purchased credits. */
 const paidAccount = (credits: number, plan: "flex" | "production" = "flex") =>
-  Effect.gen(function* () {
-    const app = yield* TestApp
-    const admin = yield* Admin
-    const ip = freshIp()
-    const minted = yield* app.mint(ip)
-    yield* admin.setPlan(minted.account_id, plan)
-    if (credits > 0) yield* admin.credit(minted.account_id, credits, "balance", "test purchase")
-    return { ...minted, ip }
-  }).pipe(Effect.orDie)
+  paidKey(freshIp(), credits, plan)
 
 describe(`metering (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {

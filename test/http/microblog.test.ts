@@ -1,15 +1,14 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, type Schema, SchemaAST } from "effect"
 import { operations } from "../../src/operations/registry.ts"
-import { Admin } from "../../src/services/Admin.ts"
 import type { Page, Tweet } from "../../src/upstream/contract.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
+import { ipSequence, paidKey } from "../support/accounts.ts"
 import { type CallOptions, TestApp, testApp, testSeed } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 
 const world = makeWorld(testSeed)
-let ipCounter = 0
-const freshIp = () => `10.42.${Math.floor(++ipCounter / 250)}.${ipCounter % 250}`
+const freshIp = ipSequence("10.42")
 const uuid = () => crypto.randomUUID()
 const q = encodeURIComponent
 
@@ -41,11 +40,8 @@ const trial = Effect.gen(function* () {
 
 const paid = Effect.gen(function* () {
   const app = yield* TestApp
-  const admin = yield* Admin
-  const ip = freshIp()
-  const minted = yield* app.mint(ip)
-  yield* Effect.orDie(admin.setPlan(minted.account_id, "flex"))
-  yield* Effect.orDie(admin.credit(minted.account_id, 1000, "balance", "test purchase"))
+  const minted = yield* paidKey(freshIp(), 1000)
+  const ip = minted.ip
   return (path: string) => app.call(path, { key: minted.key, ip, idempotencyKey: uuid() })
 })
 

@@ -3,12 +3,12 @@ import { Effect } from "effect"
 import { operations } from "../../src/operations/registry.ts"
 import { Admin } from "../../src/services/Admin.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
+import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp, testSeed } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 
 const world = makeWorld(testSeed)
-let ipCounter = 0
-const freshIp = () => `10.30.${Math.floor(++ipCounter / 250)}.${ipCounter % 250}`
+const freshIp = ipSequence("10.30")
 
 const someone = (() => {
   const page = world.searchPeople({ keywords: "engineer" }, undefined, 30)

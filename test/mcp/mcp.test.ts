@@ -5,14 +5,14 @@ import type { AnyOperation } from "../../src/operations/Operation.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { Admin } from "../../src/services/Admin.ts"
 import { UpstreamFaults } from "../../src/upstream/Upstream.ts"
+import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { person, sampleArguments } from "./samples.ts"
 import { callTool, connect, initializeBody, jsonRpcHeaders, type Mode, modes, rawRequest } from "./support.ts"
 
-let ipCounter = 0
-const freshIp = () => `10.50.${Math.floor(++ipCounter / 250)}.${ipCounter % 250}`
+const freshIp = ipSequence("10.50")
 const uuid = () => crypto.randomUUID()
 /** BASE_URL of the test configuration. */
 const baseUrl = "http://svc.test"
