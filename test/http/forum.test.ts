@@ -5,6 +5,7 @@ import type { ForumCommentSummary, ForumPostSummary, Page } from "../../src/upst
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { type CallOptions, TestApp, testApp, testSeed } from "../support/app.ts"
+import { assertInvalid, operationsById } from "../support/assertions.ts"
 import { storeName } from "../support/database.ts"
 
 const world = makeWorld(testSeed)
@@ -40,13 +41,6 @@ const paid = Effect.gen(function* () {
   const ip = minted.ip
   return (path: string, idempotencyKey = uuid()) => app.call(path, { key: minted.key, ip, idempotencyKey })
 })
-
-const assertInvalid = (reply: { status: number; body: any }, param: string, pattern?: RegExp) => {
-  assert.strictEqual(reply.status, 400, JSON.stringify(reply.body))
-  assert.strictEqual(reply.body.code, "INVALID_INPUT")
-  assert.strictEqual(reply.body.param, param)
-  if (pattern !== undefined) assert.match(reply.body.message, pattern)
-}
 
 const assertCharged = (reply: { status: number; body: any }, operation: string, credits: number) => {
   assert.strictEqual(reply.status, 200, JSON.stringify(reply.body))
@@ -402,11 +396,7 @@ describe(`forum operations (${storeName})`, () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         const spec = (yield* app.call("/v1/openapi.json")).body
-        const byId = new Map<string, any>(
-          Object.entries(spec.paths).flatMap(([path, item]: [string, any]) =>
-            Object.values(item).map((op: any) => [op.operationId, { ...op, path }] as const)
-          )
-        )
+        const byId = operationsById(spec)
         for (const operation of operations) assert.isTrue(byId.has(operation.id), operation.id)
         const expected: Record<string, [string, ReadonlyArray<string>]> = {
           forumSearch: [

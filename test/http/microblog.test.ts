@@ -5,6 +5,7 @@ import type { Page, Tweet } from "../../src/upstream/contract.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { type CallOptions, TestApp, testApp, testSeed } from "../support/app.ts"
+import { assertInvalid, operationsById } from "../support/assertions.ts"
 import { storeName } from "../support/database.ts"
 
 const world = makeWorld(testSeed)
@@ -44,13 +45,6 @@ const paid = Effect.gen(function* () {
   const ip = minted.ip
   return (path: string) => app.call(path, { key: minted.key, ip, idempotencyKey: uuid() })
 })
-
-const assertInvalid = (reply: { status: number; body: any }, param: string, pattern?: RegExp) => {
-  assert.strictEqual(reply.status, 400, JSON.stringify(reply.body))
-  assert.strictEqual(reply.body.code, "INVALID_INPUT")
-  assert.strictEqual(reply.body.param, param)
-  if (pattern !== undefined) assert.match(reply.body.message, pattern)
-}
 
 const assertCharged = (
   reply: { status: number; body: any },
@@ -253,11 +247,7 @@ describe(`microblog operations (${storeName})`, () => {
         Effect.gen(function* () {
           const app = yield* TestApp
           const spec = (yield* app.call("/v1/openapi.json")).body
-          const byId = new Map<string, any>(
-            Object.entries(spec.paths).flatMap(([path, item]: [string, any]) =>
-              Object.values(item).map((op: any) => [op.operationId, { ...op, path }] as const)
-            )
-          )
+          const byId = operationsById(spec)
           for (const operation of operations) assert.isTrue(byId.has(operation.id), operation.id)
           assert.deepStrictEqual(
             operations.map((operation) => operation.platform),

@@ -9,12 +9,9 @@ import {
   ForumSort
 } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { fetchVia, invalid, pageResult } from "../support.ts"
+import { fetchVia, invalid, pageData, pageResult } from "../support.ts"
 
-export const ForumSearchData = Schema.Struct({
-  results: Schema.Array(ForumSearchItem),
-  cursor: Schema.NullOr(Schema.String)
-})
+export const ForumSearchData = pageData("results", ForumSearchItem)
 
 const urlLike = (word: string) =>
   looksLikeUrl(word) || /^www\./i.test(word) || urlPath(word, hosts.forum) !== undefined

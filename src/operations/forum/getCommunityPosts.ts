@@ -3,13 +3,10 @@ import { hosts, parseCommunity } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { CommunitySort, ForumPostSummary, ForumRange } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, invalid, pageResult } from "../support.ts"
+import { cleaned, fetchVia, invalid, pageData, pageResult } from "../support.ts"
 import { CommunityName } from "./getCommunity.ts"
 
-export const CommunityPostsData = Schema.Struct({
-  posts: Schema.Array(ForumPostSummary),
-  cursor: Schema.NullOr(Schema.String)
-})
+export const CommunityPostsData = pageData("posts", ForumPostSummary)
 
 interface FeedArgs {
   readonly name: string

@@ -3,13 +3,10 @@ import { hosts, parseMicroblogAccount } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { Tweet } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, pageResult } from "../support.ts"
+import { cleaned, fetchVia, pageData, pageResult } from "../support.ts"
 import { MicroblogIdentifier } from "./getMicroblogProfile.ts"
 
-export const TweetsData = Schema.Struct({
-  tweets: Schema.Array(Tweet),
-  cursor: Schema.NullOr(Schema.String)
-})
+export const TweetsData = pageData("tweets", Tweet)
 
 export const getTweets = defineOperation({
   id: "getTweets",

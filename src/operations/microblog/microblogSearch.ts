@@ -3,12 +3,9 @@ import { hosts } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { MicroblogSort, Tweet } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { fetchVia, invalid, pageResult } from "../support.ts"
+import { fetchVia, invalid, pageData, pageResult } from "../support.ts"
 
-export const MicroblogSearchData = Schema.Struct({
-  results: Schema.Array(Tweet),
-  cursor: Schema.NullOr(Schema.String)
-})
+export const MicroblogSearchData = pageData("results", Tweet)
 
 export const microblogSearch = defineOperation({
   id: "microblogSearch",

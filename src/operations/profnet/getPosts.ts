@@ -3,13 +3,10 @@ import { hosts, parsePostsOwner } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { ProfnetPost } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, pageResult } from "../support.ts"
+import { cleaned, fetchVia, pageData, pageResult } from "../support.ts"
 import { lookupCompany } from "./company.ts"
 
-export const PostsData = Schema.Struct({
-  posts: Schema.Array(ProfnetPost),
-  cursor: Schema.NullOr(Schema.String)
-})
+export const PostsData = pageData("posts", ProfnetPost)
 
 export const getPosts = defineOperation({
   id: "getPosts",
