@@ -16,6 +16,12 @@ export interface AppConfigShape {
   readonly maxBodyBytes: number
   /** Largest data response served, in bytes (PAYLOAD_TOO_LARGE above it). */
   readonly maxResponseBytes: number
+  /**
+   * How long a metered call may hold its idempotency claim and the account's in-flight slot
+   * without settling, in milliseconds. Past it the call is taken for dead: its reservation is
+   * refunded and its key may be claimed again. A call that outlives its lease is fenced off.
+   */
+  readonly leaseMs: number
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
@@ -37,7 +43,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       logLevel: yield* Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
       adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")),
       maxBodyBytes: yield* Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(64 * 1024)),
-      maxResponseBytes: yield* Config.Int("MAX_RESPONSE_BYTES").pipe(Config.withDefault(4 * 1024 * 1024))
+      maxResponseBytes: yield* Config.Int("MAX_RESPONSE_BYTES").pipe(Config.withDefault(4 * 1024 * 1024)),
+      leaseMs: (yield* Config.Int("LEASE_SECONDS").pipe(Config.withDefault(60))) * 1000
     })
   })
 
@@ -58,6 +65,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         adminToken: Option.some(Redacted.make("test-admin-token")),
         maxBodyBytes: 64 * 1024,
         maxResponseBytes: 4 * 1024 * 1024,
+        leaseMs: 60_000,
         ...overrides
       })
     )

@@ -226,7 +226,7 @@ export class PayloadTooLarge extends Data.TaggedError("PayloadTooLarge")<Base> {
   readonly code = "PAYLOAD_TOO_LARGE"
 }
 export class Internal extends Data.TaggedError("Internal")<
-  Base & { readonly receipt_id?: string | undefined }
+  Base & { readonly receipt_id?: string | undefined; readonly retry_after_seconds?: number | undefined }
 > {
   readonly code = "INTERNAL"
 }

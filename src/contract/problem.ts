@@ -127,6 +127,7 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
       break
     case "Internal":
       if (error.receipt_id !== undefined) body.receipt_id = error.receipt_id
+      if (error.retry_after_seconds !== undefined) body.retry_after_seconds = error.retry_after_seconds
       break
     case "AuthRequired":
       if (error.account_ids !== undefined) body.account_ids = error.account_ids

@@ -5,6 +5,7 @@ import {
   ConcurrencyLimit,
   IdempotencyKeyRequired,
   IdempotencyKeyReused,
+  Internal,
   InvalidInput,
   NotEntitled,
   NotFound,
@@ -14,12 +15,14 @@ import {
   TrialCapExceeded
 } from "../contract/errors.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
+import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Platform, ratePerMinute, trialCaps } from "../domain/plans.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
 import type { AnyOperation, Freshness, RunResult } from "../operations/Operation.ts"
 import type { Account, KeyRecord } from "../services/Accounts.ts"
 import { IdempotencyStore } from "../services/IdempotencyStore.ts"
-import { Ledger, type Receipt } from "../services/Ledger.ts"
+import { Ids } from "../services/Ids.ts"
+import { Ledger, type Receipt, ReservationLost } from "../services/Ledger.ts"
 import { RateLimits } from "../services/RateLimits.ts"
 
 export interface CallRequest {
@@ -56,9 +59,13 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
 
   // Validate
   const idempotencyKey = request.idempotencyKey
-  if (idempotencyKey !== undefined && (idempotencyKey.length < 8 || idempotencyKey.length > 128)) {
+  if (
+    idempotencyKey !== undefined &&
+    (idempotencyKey.length < 8 || idempotencyKey.length > 128 || controlCharacter.test(idempotencyKey))
+  ) {
     return yield* new InvalidInput({
-      message: "Idempotency-Key must be 8 to 128 characters; a UUID is recommended.",
+      message:
+        "Idempotency-Key must be 8 to 128 characters without control characters; a UUID is recommended.",
       param: "Idempotency-Key"
     })
   }
@@ -116,6 +123,9 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
   }
   // A call rejected before it runs (idempotency, concurrency, funds) gives its token back.
   let running = false
+  // The call's id names its receipt, and fences its idempotency claim and its reservation: a call
+  // that outlives its lease can neither complete, release nor settle what a newer call holds.
+  const callId = yield* (yield* Ids).newId("rcpt")
 
   // From the idempotency claim to the settlement nothing may be interrupted but the upstream run
   // itself: a client that hangs up between a claim (or a reservation) and the cleanup attached to it
@@ -136,7 +146,7 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
         freshness: request.freshness
       })
       if (idempotencyKey !== undefined) {
-        const begun = yield* Effect.orDie(store.begin(account.id, idempotencyKey, print))
+        const begun = yield* Effect.orDie(store.begin(account.id, idempotencyKey, print, callId))
         switch (begun._tag) {
           case "Replay": {
             const stored = JSON.parse(begun.response) as Envelope
@@ -152,7 +162,7 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
             return yield* new ConcurrencyLimit({
               message:
                 "The original call with this Idempotency-Key is still running. Retry after retry_after_seconds to get its result.",
-              retry_after_seconds: 1,
+              retry_after_seconds: begun.retryAfterSeconds,
               account: who
             })
           case "Expired":
@@ -166,13 +176,23 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
         }
       }
       const releaseKey =
-        idempotencyKey === undefined ? Effect.void : Effect.ignore(store.release(account.id, idempotencyKey))
+        idempotencyKey === undefined
+          ? Effect.void
+          : store.release(account.id, idempotencyKey, callId).pipe(
+              Effect.flatMap((released) =>
+                released
+                  ? Effect.void
+                  : Effect.logDebug("idempotency claim already taken over; left to its new holder")
+              ),
+              Effect.ignore
+            )
 
       return yield* Effect.gen(function* () {
         // Reserve (takes the one in-flight slot of the account)
         const ledger = yield* Ledger
         const reservation = yield* ledger
           .reserve({
+            callId,
             accountId: account.id,
             plan: account.plan,
             keyId: key.id,
@@ -187,7 +207,17 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
         // Run, then settle; any failure or interruption releases the reservation.
         return yield* Effect.gen(function* () {
           running = true
-          const result = yield* restore(operation.run(prepared.args, { freshness: request.freshness }))
+          // While the upstream runs, the call beats (so a waiting caller knows it is alive), and
+          // stops as soon as its reservation is found gone (its lease expired and it was refunded).
+          const beating = ledger.heartbeat(callId).pipe(
+            Effect.catchTag("SqlError", () => Effect.succeed(true)),
+            Effect.delay(heartbeatMs),
+            Effect.flatMap((alive) => (alive ? Effect.void : Effect.fail(new ReservationLost({ callId })))),
+            Effect.forever
+          )
+          const result = yield* restore(
+            Effect.raceFirst(operation.run(prepared.args, { freshness: request.freshness }), beating)
+          )
           const size = JSON.stringify(result.data).length
           if (size > maxResponseBytes) {
             return yield* new PayloadTooLarge({
@@ -216,11 +246,9 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
             .settle(reservation, refundsOf(result, request.freshness), (receipt) =>
               idempotencyKey === undefined
                 ? Effect.void
-                : store.complete(account.id, idempotencyKey, receipt.id, JSON.stringify(envelopeFor(receipt)))
+                : store.complete(account.id, idempotencyKey, callId, JSON.stringify(envelopeFor(receipt)))
             )
-            .pipe(Effect.orDie)
-          if (receipt === undefined)
-            return yield* Effect.die(new Error(`reservation ${reservation.callId} expired before settlement`))
+            .pipe(Effect.catchTag("SqlError", Effect.die))
           return { envelope: envelopeFor(receipt), replayed: false }
         }).pipe(
           Effect.onExit((exit) =>
@@ -229,8 +257,32 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
         )
       }).pipe(Effect.onError(() => releaseKey))
     })
-  ).pipe(Effect.tapError(() => (running ? Effect.void : limit.giveBack)))
+  ).pipe(
+    Effect.catchTags({ ReservationLost: outlivedLease, ClaimLost: outlivedLease }),
+    Effect.tapError(() => (running ? Effect.void : limit.giveBack))
+  )
 })
+
+/**
+ * The call stalled past its lease (a paused process, a hung upstream): its reservation was refunded
+ * or its key taken over by a newer call, and it was fenced off. It charged nothing and touched
+ * nothing of the newer call's; the same Idempotency-Key, sent again, returns that call's result or
+ * runs the call afresh.
+ */
+const outlivedLease = (lost: { readonly _tag: string }) =>
+  Effect.andThen(
+    Effect.logWarning(`metered call outlived its lease (${lost._tag}); fenced off, nothing charged`),
+    Effect.fail(
+      new Internal({
+        message:
+          "This call took longer than its lease and was stopped; nothing was charged. Retry with the SAME Idempotency-Key: you get the result of the call that replaced it, or a fresh run.",
+        retry_after_seconds: 1
+      })
+    )
+  )
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const controlCharacter = /[\u0000-\u001f\u007f]/
 
 /** The operation's own refunds, plus the realtime surcharge when a cached copy had to stand in. */
 const refundsOf = (result: RunResult, freshness: Freshness): ReadonlyArray<Refund> =>

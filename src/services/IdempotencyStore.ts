@@ -1,22 +1,34 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import { retryAfterSeconds } from "../domain/lease.ts"
 
 export const replayWindowMs = 24 * 3_600_000
 export const tombstoneMs = 7 * 24 * 3_600_000
-/** A running claim older than this belongs to a dead call and may be taken over. */
-export const runningLeaseMs = 60_000
 
 export type BeginResult =
   | { readonly _tag: "Fresh" }
   | { readonly _tag: "Replay"; readonly response: string }
   | { readonly _tag: "Reused" }
-  | { readonly _tag: "Running" }
+  | { readonly _tag: "Running"; readonly retryAfterSeconds: number }
   | { readonly _tag: "Expired" }
 
 /**
- * Idempotency keys per account. Only a 200 result is stored (inside the settlement transaction,
- * so a charge and its stored result commit together); any error releases the key.
+ * The claim this call took is no longer its own: its lease expired and the key was purged or
+ * taken over by a newer call. Completing it would overwrite or lose that call's result.
+ */
+export class ClaimLost extends Data.TaggedError("ClaimLost")<{
+  readonly accountId: string
+  readonly key: string
+  readonly owner: string
+}> {}
+
+/**
+ * Idempotency keys per account. A claim is taken by one call, named by `owner` (the call's id),
+ * and only that call can complete or release it: a call that outlived its lease is fenced off.
+ * Only a 200 result is stored (inside the settlement transaction, so a charge and its stored result
+ * commit together, or neither does); any error releases the key.
  */
 export class IdempotencyStore extends Context.Service<
   IdempotencyStore,
@@ -24,16 +36,18 @@ export class IdempotencyStore extends Context.Service<
     readonly begin: (
       accountId: string,
       key: string,
-      fingerprint: string
+      fingerprint: string,
+      owner: string
     ) => Effect.Effect<BeginResult, SqlError>
-    /** Runs inside the settlement transaction. */
+    /** Runs inside the settlement transaction; fails with ClaimLost (rolling it back) if `owner` lost the claim. */
     readonly complete: (
       accountId: string,
       key: string,
-      callId: string,
+      owner: string,
       response: string
-    ) => Effect.Effect<void, SqlError>
-    readonly release: (accountId: string, key: string) => Effect.Effect<void, SqlError>
+    ) => Effect.Effect<void, SqlError | ClaimLost>
+    /** Frees the key for a new try; false when the claim was no longer `owner`'s (nothing is touched). */
+    readonly release: (accountId: string, key: string, owner: string) => Effect.Effect<boolean, SqlError>
     readonly purgeExpired: Effect.Effect<void, SqlError>
   }
 >()("app/IdempotencyStore") {
@@ -41,20 +55,23 @@ export class IdempotencyStore extends Context.Service<
     IdempotencyStore,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const { leaseMs } = yield* AppConfig
 
       const begin: (
         accountId: string,
         key: string,
-        fingerprint: string
+        fingerprint: string,
+        owner: string
       ) => Effect.Effect<BeginResult, SqlError> = Effect.fn("IdempotencyStore.begin")(function* (
         accountId: string,
         key: string,
-        fingerprint: string
+        fingerprint: string,
+        owner: string
       ) {
         const now = yield* Clock.currentTimeMillis
         const inserted = yield* sql`INSERT INTO idempotency_keys
-            (account_id, idem_key, fingerprint, state, lease_expires_at, created_at)
-          VALUES (${accountId}, ${key}, ${fingerprint}, 'running', ${now + runningLeaseMs}, ${now})
+            (account_id, idem_key, fingerprint, state, owner, lease_expires_at, created_at)
+          VALUES (${accountId}, ${key}, ${fingerprint}, 'running', ${owner}, ${now + leaseMs}, ${now})
           ON CONFLICT (account_id, idem_key) DO NOTHING RETURNING idem_key`
         if (inserted.length > 0) return { _tag: "Fresh" } as const
         const rows = yield* sql<{
@@ -62,24 +79,30 @@ export class IdempotencyStore extends Context.Service<
           readonly state: string
           readonly response: string | null
           readonly lease_expires_at: number | string
+          readonly created_at: number | string
+          readonly heartbeat_at: number | string | null
           readonly replay_until: number | string | null
           readonly tombstone_until: number | string | null
-        }>`SELECT fingerprint, state, response, lease_expires_at, replay_until, tombstone_until
-          FROM idempotency_keys WHERE account_id = ${accountId} AND idem_key = ${key}`
+        }>`SELECT k.fingerprint, k.state, k.response, k.lease_expires_at, k.created_at, c.heartbeat_at,
+            k.replay_until, k.tombstone_until
+          FROM idempotency_keys k LEFT JOIN calls c ON c.id = k.owner AND c.state = 'reserved'
+          WHERE k.account_id = ${accountId} AND k.idem_key = ${key}`
         const row = rows[0]
-        if (row === undefined) return yield* begin(accountId, key, fingerprint)
+        if (row === undefined) return yield* begin(accountId, key, fingerprint, owner)
         if (row.state === "running") {
-          if (Number(row.lease_expires_at) > now) {
-            return row.fingerprint === fingerprint
-              ? ({ _tag: "Running" } as const)
-              : ({ _tag: "Reused" } as const)
+          const leaseExpiresAt = Number(row.lease_expires_at)
+          if (leaseExpiresAt > now) {
+            if (row.fingerprint !== fingerprint) return { _tag: "Reused" } as const
+            const lastSeenAt = Math.max(Number(row.created_at), Number(row.heartbeat_at ?? 0))
+            return { _tag: "Running", retryAfterSeconds: retryAfterSeconds({ leaseExpiresAt, lastSeenAt }, now) } as const
           }
-          // The call holding it died: take the key over.
-          const taken = yield* sql`UPDATE idempotency_keys SET fingerprint = ${fingerprint},
-              lease_expires_at = ${now + runningLeaseMs}, created_at = ${now}
+          // The call holding it died (or stalled past its lease): take the key over. The holder is
+          // fenced off from now on, since completing and releasing match on the owner.
+          const taken = yield* sql`UPDATE idempotency_keys SET fingerprint = ${fingerprint}, owner = ${owner},
+              lease_expires_at = ${now + leaseMs}, created_at = ${now}
             WHERE account_id = ${accountId} AND idem_key = ${key} AND state = 'running'
               AND lease_expires_at = ${row.lease_expires_at} RETURNING idem_key`
-          return taken.length > 0 ? ({ _tag: "Fresh" } as const) : ({ _tag: "Running" } as const)
+          return taken.length > 0 ? ({ _tag: "Fresh" } as const) : yield* begin(accountId, key, fingerprint, owner)
         }
         if (row.fingerprint !== fingerprint) return { _tag: "Reused" } as const
         if (Number(row.replay_until) > now && row.response !== null) {
@@ -87,24 +110,34 @@ export class IdempotencyStore extends Context.Service<
         }
         if (Number(row.tombstone_until) > now) return { _tag: "Expired" } as const
         // Past the tombstone the key is free again.
-        yield* sql`DELETE FROM idempotency_keys WHERE account_id = ${accountId} AND idem_key = ${key}`
-        return yield* begin(accountId, key, fingerprint)
+        yield* sql`DELETE FROM idempotency_keys WHERE account_id = ${accountId} AND idem_key = ${key}
+          AND state = 'done' AND tombstone_until <= ${now}`
+        return yield* begin(accountId, key, fingerprint, owner)
       })
 
       const complete = Effect.fn("IdempotencyStore.complete")(function* (
         accountId: string,
         key: string,
-        callId: string,
+        owner: string,
         response: string
       ) {
         const now = yield* Clock.currentTimeMillis
-        yield* sql`UPDATE idempotency_keys SET state = 'done', call_id = ${callId}, response = ${response},
+        const updated = yield* sql`UPDATE idempotency_keys SET state = 'done', call_id = ${owner}, response = ${response},
             replay_until = ${now + replayWindowMs}, tombstone_until = ${now + replayWindowMs + tombstoneMs}
-          WHERE account_id = ${accountId} AND idem_key = ${key}`
+          WHERE account_id = ${accountId} AND idem_key = ${key} AND state = 'running' AND owner = ${owner}
+          RETURNING idem_key`
+        if (updated.length === 0) return yield* new ClaimLost({ accountId, key, owner })
       })
 
-      const release = Effect.fn("IdempotencyStore.release")(function* (accountId: string, key: string) {
-        yield* sql`DELETE FROM idempotency_keys WHERE account_id = ${accountId} AND idem_key = ${key} AND state = 'running'`
+      const release = Effect.fn("IdempotencyStore.release")(function* (
+        accountId: string,
+        key: string,
+        owner: string
+      ) {
+        const deleted = yield* sql`DELETE FROM idempotency_keys
+          WHERE account_id = ${accountId} AND idem_key = ${key} AND state = 'running' AND owner = ${owner}
+          RETURNING idem_key`
+        return deleted.length > 0
       })
 
       const purgeExpired = Effect.gen(function* () {

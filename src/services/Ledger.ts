@@ -7,10 +7,11 @@ import {
   InsufficientCredits,
   TrialCapExceeded
 } from "../contract/errors.ts"
+import { AppConfig } from "../config.ts"
+import { retryAfterSeconds } from "../domain/lease.ts"
 import { freeTier, type Plan } from "../domain/plans.ts"
 import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
-import { Ids } from "./Ids.ts"
 import { Settings } from "./Settings.ts"
 
 export interface Funding {
@@ -44,6 +45,8 @@ export interface Receipt {
 }
 
 export interface ReserveInput {
+  /** The call's id: its receipt id once settled, and the token that fences its reservation and claim. */
+  readonly callId: string
   readonly accountId: string
   readonly plan: Plan
   readonly keyId: string
@@ -59,8 +62,11 @@ export type ReserveError = ConcurrencyLimit | InsufficientCredits | TrialCapExce
 /** Signals, inside a reservation, that the account's slot is held by a dead call. */
 class LeaseExpired extends Data.TaggedError("LeaseExpired") {}
 
-/** How long a reservation holds the account's in-flight slot if its holder dies. */
-export const leaseMs = 60_000
+/**
+ * The reservation is no longer this call's: its lease expired and it was refunded (by the sweeper
+ * or by the account's next call) before it could settle. The call charges nothing.
+ */
+export class ReservationLost extends Data.TaggedError("ReservationLost")<{ readonly callId: string }> {}
 
 interface CallRow {
   readonly id: string
@@ -123,14 +129,19 @@ export class Ledger extends Context.Service<
   Ledger,
   {
     readonly reserve: (input: ReserveInput) => Effect.Effect<Reservation, ReserveError | SqlError>
-    /** Charges the quote less the refunds; `alsoInTransaction` commits with it (the idempotent result). */
+    /**
+     * Charges the quote less the refunds; `alsoInTransaction` commits with it (the idempotent
+     * result), and its failure rolls the charge back. A reservation already refunded is ReservationLost.
+     */
     readonly settle: <E>(
       reservation: Reservation,
       refunds: ReadonlyArray<Refund>,
       alsoInTransaction: (receipt: Receipt) => Effect.Effect<void, E>
-    ) => Effect.Effect<Receipt | undefined, SqlError | E>
-    /** Returns every reserved credit; the call is charged nothing. */
-    readonly release: (reservation: Reservation) => Effect.Effect<void, SqlError>
+    ) => Effect.Effect<Receipt, SqlError | ReservationLost | E>
+    /** Returns every reserved credit; the call is charged nothing. False when it was already finished. */
+    readonly release: (reservation: Reservation) => Effect.Effect<boolean, SqlError>
+    /** A live call shows it is alive (see `domain/lease.ts`); false once its reservation is gone. */
+    readonly heartbeat: (callId: string) => Effect.Effect<boolean, SqlError>
     /** Releases reservations whose lease expired (their holder died); returns how many. */
     readonly sweepExpired: Effect.Effect<number, SqlError>
     readonly receipts: (
@@ -147,10 +158,9 @@ export class Ledger extends Context.Service<
     Ledger,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const ids = yield* Ids
       const settings = yield* Settings
+      const { leaseMs } = yield* AppConfig
 
-      /** Ends a reserved call: charge `charged` (free first, then grant, then balance), return the rest. */
       /**
        * Ends a reserved call: charge `charged` (free first, then grant, then balance), return the
        * rest where it came from. The call row's state guards against finishing twice; the account is
@@ -206,7 +216,7 @@ export class Ledger extends Context.Service<
         const now = yield* Clock.currentTimeMillis
         const day = dayOf(now)
         const operator = yield* settings.current
-        const callId = yield* ids.newId("rcpt")
+        const callId = input.callId
         const attempt = (afterSweep: boolean) =>
           sql.withTransaction(
             Effect.gen(function* () {
@@ -215,17 +225,29 @@ export class Ledger extends Context.Service<
                 readonly balance_credits: number
               }>`
               SELECT grant_credits, balance_credits FROM accounts WHERE id = ${input.accountId} FOR UPDATE`
-              const inFlight = yield* sql<{ readonly lease_expires_at: number }>`
-              SELECT lease_expires_at FROM calls WHERE account_id = ${input.accountId} AND state = 'reserved'`
+              const inFlight = yield* sql<{
+                readonly lease_expires_at: number
+                readonly created_at: number
+                readonly heartbeat_at: number | null
+              }>`
+              SELECT lease_expires_at, created_at, heartbeat_at FROM calls
+              WHERE account_id = ${input.accountId} AND state = 'reserved'`
               const account = { accountId: input.accountId, plan: input.plan }
               if (!afterSweep && inFlight.some((row) => Number(row.lease_expires_at) <= now)) {
                 return yield* new LeaseExpired()
               }
-              if (inFlight.length > 0) {
+              const holder = inFlight[0]
+              if (holder !== undefined) {
                 return yield* new ConcurrencyLimit({
                   message:
                     "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
-                  retry_after_seconds: 1,
+                  retry_after_seconds: retryAfterSeconds(
+                    {
+                      leaseExpiresAt: Number(holder.lease_expires_at),
+                      lastSeenAt: Math.max(Number(holder.created_at), Number(holder.heartbeat_at ?? 0))
+                    },
+                    now
+                  ),
                   account
                 })
               }
@@ -335,7 +357,8 @@ export class Ledger extends Context.Service<
           return yield* sql.withTransaction(
             Effect.gen(function* () {
               const receipt = yield* finish(reservation, reservation.quoted - refunded, kept, now)
-              if (receipt !== undefined) yield* alsoInTransaction(receipt)
+              if (receipt === undefined) return yield* new ReservationLost({ callId: reservation.callId })
+              yield* alsoInTransaction(receipt)
               return receipt
             })
           )
@@ -343,7 +366,15 @@ export class Ledger extends Context.Service<
 
       const release = Effect.fn("Ledger.release")(function* (reservation: Reservation) {
         const now = yield* Clock.currentTimeMillis
-        yield* sql.withTransaction(finish(reservation, 0, [], now))
+        const finished = yield* sql.withTransaction(finish(reservation, 0, [], now))
+        return finished !== undefined
+      })
+
+      const heartbeat = Effect.fn("Ledger.heartbeat")(function* (callId: string) {
+        const now = yield* Clock.currentTimeMillis
+        const beaten = yield* sql`UPDATE calls SET heartbeat_at = ${now}
+          WHERE id = ${callId} AND state = 'reserved' RETURNING id`
+        return beaten.length > 0
       })
 
       const sweepExpired = Effect.gen(function* () {
@@ -377,7 +408,7 @@ export class Ledger extends Context.Service<
         return rows[0] === undefined ? undefined : receiptOf(rows[0])
       })
 
-      return Ledger.of({ reserve, settle, release, sweepExpired, receipts, receipt })
+      return Ledger.of({ reserve, settle, release, heartbeat, sweepExpired, receipts, receipt })
     })
   )
 }

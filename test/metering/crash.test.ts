@@ -44,8 +44,10 @@ const reserveInput = (
     readonly plan: "trial" | "flex"
   },
   quoted: number,
-  idempotencyKey?: string
-): ReserveInput => ({ ...account, operation: "testEcho", quoted, realtime: false, idempotencyKey })
+  idempotencyKey?: string,
+  callId = `rcpt_crash_${++callCounter}`
+): ReserveInput => ({ ...account, callId, operation: "testEcho", quoted, realtime: false, idempotencyKey })
+let callCounter = 0
 
 /** What the database says about an account's money and its calls. */
 const snapshot = (account: { readonly accountId: string; readonly ip: string }) =>
@@ -147,9 +149,11 @@ describe(`a call that dies between reserve and settle (${storeName})`, () => {
         assert.isUndefined(yield* Effect.orDie(ledger.receipt(paid.accountId, deadPaid.callId)))
 
         // The holder comes back to life after the sweep: its settle and release change nothing.
-        const late = yield* Effect.orDie(ledger.settle(deadPaid, [], () => Effect.void))
-        assert.isUndefined(late)
-        yield* Effect.orDie(ledger.release(deadFree))
+        const late = yield* ledger
+          .settle(deadPaid, [], () => Effect.void)
+          .pipe(Effect.catchTag("SqlError", Effect.die), Effect.flip)
+        assert.strictEqual(late._tag, "ReservationLost")
+        assert.isFalse(yield* Effect.orDie(ledger.release(deadFree)))
         assert.deepStrictEqual(yield* snapshot(paid), sweptPaid)
         assert.deepStrictEqual(yield* snapshot(trial), sweptTrial)
 
@@ -223,10 +227,11 @@ describe(`a call that dies between reserve and settle (${storeName})`, () => {
         const sql = yield* SqlClient.SqlClient
         const paid = yield* paidAccount(60)
         const key = "idem-takeover-0001"
-        const begin = (fingerprint: string) => Effect.orDie(store.begin(paid.accountId, key, fingerprint))
+        const begin = (fingerprint: string, owner = "rcpt_takeover_waiting") =>
+          Effect.orDie(store.begin(paid.accountId, key, fingerprint, owner))
 
-        assert.strictEqual((yield* begin("print-a"))._tag, "Fresh")
-        yield* Effect.orDie(ledger.reserve(reserveInput(paid, 20, key)))
+        assert.strictEqual((yield* begin("print-a", "rcpt_takeover_dead"))._tag, "Fresh")
+        yield* Effect.orDie(ledger.reserve(reserveInput(paid, 20, key, "rcpt_takeover_dead")))
         // The process dies: neither `complete` nor `release` runs for this key.
 
         assert.strictEqual((yield* begin("print-a"))._tag, "Running")
@@ -235,10 +240,18 @@ describe(`a call that dies between reserve and settle (${storeName})`, () => {
         assert.strictEqual((yield* begin("print-a"))._tag, "Running")
         yield* TestClock.adjust("31 seconds")
 
-        assert.strictEqual((yield* begin("print-a"))._tag, "Fresh", "the retry takes the dead key over")
+        assert.strictEqual(
+          (yield* begin("print-a", "rcpt_takeover_retry"))._tag,
+          "Fresh",
+          "the retry takes the dead key over"
+        )
         assert.strictEqual((yield* begin("print-a"))._tag, "Running", "and holds it with a new lease")
+        assert.isFalse(
+          yield* Effect.orDie(store.release(paid.accountId, key, "rcpt_takeover_dead")),
+          "the dead holder cannot release the new holder's claim"
+        )
 
-        const retry = yield* Effect.orDie(ledger.reserve(reserveInput(paid, 20, key)))
+        const retry = yield* Effect.orDie(ledger.reserve(reserveInput(paid, 20, key, "rcpt_takeover_retry")))
         const receipt = yield* Effect.orDie(
           ledger.settle(retry, [], (receipt) =>
             store.complete(paid.accountId, key, receipt.id, JSON.stringify({ receipt }))
