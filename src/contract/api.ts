@@ -46,15 +46,23 @@ export class Client extends HttpApiMiddleware.Service<Client, { provides: Client
 /** Turns request decoding failures into INVALID_INPUT problems naming the parameter. */
 export class InputProblems extends HttpApiMiddleware.Service<InputProblems>()("app/InputProblems") {}
 
-export const KeysGroup = HttpApiGroup.make("keys", { topLevel: true }).add(
-  HttpApiEndpoint.post("mintKey", "/keys/mint", {
-    success: MintResponse,
-    error: problems("RATE_LIMITED", "PAYLOAD_TOO_LARGE", "INTERNAL")
-  }).annotate(
-    OpenApi.Description,
-    "Mint a free trial key. No authentication; rate limited per IP. The key is shown once."
+/**
+ * Refuses control characters in path and query parameters (INVALID_INPUT naming the parameter).
+ * Innermost on every group, so that as for any malformed parameter authentication answers first.
+ */
+export class PlainInput extends HttpApiMiddleware.Service<PlainInput>()("app/PlainInput") {}
+
+export const KeysGroup = HttpApiGroup.make("keys", { topLevel: true })
+  .add(
+    HttpApiEndpoint.post("mintKey", "/keys/mint", {
+      success: MintResponse,
+      error: problems("RATE_LIMITED", "PAYLOAD_TOO_LARGE", "INTERNAL")
+    }).annotate(
+      OpenApi.Description,
+      "Mint a free trial key. No authentication; rate limited per IP. The key is shown once."
+    )
   )
-)
+  .middleware(PlainInput)
 
 export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
   .add(
@@ -88,6 +96,7 @@ export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
       error: problems("NOT_FOUND", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
     }).annotate(OpenApi.Description, "Free. One receipt of the key's own account.")
   )
+  .middleware(PlainInput)
   .middleware(SpendKeyAuth)
 
 const apiAnnotations = OpenApi.annotations({
@@ -198,9 +207,11 @@ export const dataGroups = (operations: ReadonlyArray<AnyOperation>) =>
       (acc, operation) => (acc as any).add(dataEndpoint(operation)),
       HttpApiGroup.make(platform, { topLevel: true }) as unknown as HttpApiGroup.Top
     )
-    // Middleware order as on BaseApi: the bearer check runs before the query is decoded.
+    // Middleware order as on BaseApi (the first is innermost): the bearer check runs before the
+    // parameters are checked and decoded.
     return [
       (group as any)
+        .middleware(PlainInput)
         .middleware(SpendKeyAuth)
         .middleware(InputProblems)
         .middleware(Client)

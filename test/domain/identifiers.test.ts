@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import {
   forumUrlOf,
+  hosts,
   microblogUrlOf,
   type Parsed,
   parseCommunity,
@@ -9,7 +10,9 @@ import {
   parseForumUser,
   parseMicroblogAccount,
   parseMicroblogUrl,
-  parseTweetId
+  parseProfnetUrl,
+  parseTweetId,
+  urlPath
 } from "../../src/domain/identifiers.ts"
 
 const value = <A>(parsed: Parsed<A>): A => {
@@ -156,5 +159,18 @@ describe("microblog identifiers", () => {
     )
     assert.match(message(parseTweetId("https://microblog.com/theSteven52995")), /profile URL/)
     assert.match(message(parseTweetId("abc")), /numeric tweet id/)
+  })
+})
+
+describe("URL identifiers and hostile percent-encoding", () => {
+  it("urlPath never throws on a malformed escape and never decodes to a control character", () => {
+    assert.deepStrictEqual(urlPath("https://profnet.com/in/%ZZ", hosts.profnet), ["in", "%ZZ"])
+    assert.deepStrictEqual(urlPath("https://profnet.com/in/a%E0%A4%A", hosts.profnet), ["in", "a%E0%A4%A"])
+    assert.deepStrictEqual(urlPath("https://profnet.com/in/a%00b", hosts.profnet), ["in", "a%00b"])
+    assert.deepStrictEqual(urlPath("https://profnet.com/in/caf%C3%A9", hosts.profnet), ["in", "café"])
+    assert.match(message(parseProfnetUrl("https://profnet.com/in/%ZZ")), /not a profile/)
+    assert.match(message(parseForumUrl("https://forum.com/u/%00bob")), /not a community/)
+    const post = value(parseProfnetUrl("https://profnet.com/posts/%00_x-activity-1234567890"))
+    assert.deepStrictEqual(post, { type: "post", activityId: "1234567890", authorSlug: "%00" })
   })
 })

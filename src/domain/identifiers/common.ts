@@ -1,3 +1,5 @@
+import { hasControlCharacter } from "../controlCharacters.ts"
+
 /**
  * Cleaning what agents send as identifiers: URLs (tracking parameters, `www`/`m` hosts and trailing
  * slashes tolerated), slugs, URNs and website domains. Pure: each returns a cleaned identifier or
@@ -27,7 +29,21 @@ export const urlPath = (raw: string, host: string): ReadonlyArray<string> | unde
   return url.pathname
     .split("/")
     .filter((segment) => segment.length > 0)
-    .map((segment) => decodeURIComponent(segment))
+    .map(decodeSegment)
+}
+
+/**
+ * A path segment percent-decoded, or left as sent when it does not decode (`%ZZ`) or would decode
+ * to a control character (`%00`): either way no pattern accepts it, and it never reaches storage.
+ */
+const decodeSegment = (segment: string): string => {
+  let decoded: string
+  try {
+    decoded = decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+  return hasControlCharacter(decoded) ? segment : decoded
 }
 
 export const looksLikeUrl = (raw: string): boolean =>

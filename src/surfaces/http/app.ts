@@ -9,7 +9,7 @@ import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
 import { dataRoutes } from "./dataRoutes.ts"
 import { errorDocsPage } from "./errorDocs.ts"
-import { ClientLayer, InputProblemsLayer, SpendKeyAuthLayer } from "./middleware.ts"
+import { ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer } from "./middleware.ts"
 import { Problems } from "./problems.ts"
 
 const OpsRoutes = HttpRouter.use((router) =>
@@ -36,7 +36,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) => {
   const api = makeApi(operations)
   const apiRoutes = HttpApiBuilder.layer(api, { openapiPath: "/v1/openapi.json" }).pipe(
     Layer.provide([KeysRoutes, UsageRoutes, dataRoutes(api, operations)]),
-    Layer.provide([ClientLayer, InputProblemsLayer, SpendKeyAuthLayer])
+    Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer])
   )
   return Layer.mergeAll(
     apiRoutes,

@@ -1,8 +1,9 @@
 import { Effect, Layer, Option, Redacted } from "effect"
-import { HttpServerRequest } from "effect/http"
+import { HttpRouter, HttpServerRequest } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { Caller, Client, ClientIp, InputProblems, SpendKeyAuth } from "../../contract/api.ts"
+import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "../../contract/api.ts"
+import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { KeyRequired, PayloadTooLarge, Unauthorized } from "../../contract/errors.ts"
 import { clientIp } from "../../domain/clientIp.ts"
 import { platforms } from "../../domain/plans.ts"
@@ -49,6 +50,20 @@ export const InputProblemsLayer = Layer.unwrap(
         : Effect.succeed(problems.render(invalidInputFromSchemaError(error)))
     )
   )
+)
+
+export const PlainInputLayer = Layer.effect(
+  PlainInput,
+  Effect.gen(function* () {
+    const problems = yield* Problems
+    return (httpEffect) =>
+      Effect.gen(function* () {
+        const route = yield* HttpRouter.RouteContext
+        const query = yield* HttpServerRequest.ParsedSearchParams
+        const refused = controlCharacterInput(route.params) ?? controlCharacterInput(query)
+        return refused === undefined ? yield* httpEffect : problems.render(refused)
+      })
+  })
 )
 
 /** Bearer spend keys: KEY_REQUIRED without one, UNAUTHORIZED for unknown, revoked or suspended. */

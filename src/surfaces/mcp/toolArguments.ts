@@ -1,6 +1,7 @@
 import { Effect, Schema } from "effect"
 import { HttpApiError } from "effect/http-api"
 import { restQuerySchema } from "../../contract/api.ts"
+import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { InvalidInput } from "../../contract/errors.ts"
 import type { CallRequest } from "../../metering/pipeline.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
@@ -31,6 +32,9 @@ export const toolArgumentsDecoder = (operation: AnyOperation) => {
         .filter(([, value]) => value !== undefined)
         .map(([name, value]) => [name, restValue(value)])
     )
+    // The same refusal as REST's path and query parameters (the idempotency key is the pipeline's).
+    const refused = controlCharacterInput(query)
+    if (refused !== undefined) return Effect.fail(refused)
     return decode(query).pipe(
       Effect.mapError((cause) =>
         invalidInputFromSchemaError(new HttpApiError.HttpApiSchemaError({ kind: "Query", cause }))
