@@ -50,6 +50,37 @@ describe(`hostile input (${storeName})`, () => {
         assert.strictEqual((yield* app.call("/v1/receipts/rcpt_%00")).body.code, "KEY_REQUIRED")
       })
     )
+    it.effect("spellings of one forwarded address share one free budget and one mint limit", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key } = yield* app.mint("198.51.100.211:1")
+        const spent = yield* app.call("/v1/profnet/test-echo?value=x&cost=150", {
+          key,
+          ip: "198.51.100.211:2"
+        })
+        assert.strictEqual(spent.status, 200)
+        const usage = yield* app.call("/v1/usage", { key, ip: "[::FFFF:198.51.100.211]:443" })
+        assert.strictEqual(usage.body.free_tier.ip, "198.51.100.211")
+        assert.strictEqual(usage.body.free_tier.remaining_today, 50)
+        const capped = yield* app.call("/v1/profnet/test-echo?value=x&cost=100", {
+          key,
+          ip: "198.51.100.211"
+        })
+        assert.strictEqual(capped.body.code, "TRIAL_CAP_EXCEEDED")
+        for (const ip of ["198.51.100.211:2", "198.51.100.211:3", "::ffff:198.51.100.211", "198.51.100.211"])
+          assert.strictEqual((yield* app.call("/v1/keys/mint", { method: "POST", ip })).status, 200, ip)
+        const limited = yield* app.call("/v1/keys/mint", { method: "POST", ip: "198.51.100.211:9" })
+        assert.strictEqual(limited.body.code, "RATE_LIMITED")
+        // Not an address: the trusted proxy's own address (here the loopback peer) stands, one limit for all.
+        const junk = ["198.51.100.211.x", "unknown", "[198.51.100.211]", "1.2.3.4.5", "x, 198.51.100.211.x"]
+        for (const ip of junk)
+          assert.strictEqual((yield* app.call("/v1/keys/mint", { method: "POST", ip })).status, 200, ip)
+        const junkLimited = yield* app.call("/v1/keys/mint", { method: "POST", ip: "anything-else" })
+        assert.strictEqual(junkLimited.body.code, "RATE_LIMITED")
+        const proxied = yield* app.call("/v1/usage", { key, ip: "198.51.100.211.x" })
+        assert.strictEqual(proxied.body.free_tier.ip, "127.0.0.1")
+      })
+    )
   })
 
   layer(testApp(operations), { timeout: 60_000, excludeTestServices: true })((it) => {
