@@ -24,13 +24,17 @@ export const ServicesLayer = Layer.mergeAll(
   Usage.layer,
   RateLimits.layer,
   Problems.layer,
-  Ledger.layer,
   IdempotencyStore.layer,
   Admin.layer,
   AdminToken.layer,
   Cache.layer,
   Domains.layer
-).pipe(Layer.provideMerge(Accounts.layer), Layer.provideMerge(Settings.layer), Layer.provideMerge(Ids.layer))
+).pipe(
+  Layer.provideMerge(Ledger.layer),
+  Layer.provideMerge(Accounts.layer),
+  Layer.provideMerge(Settings.layer),
+  Layer.provideMerge(Ids.layer)
+)
 
 /** Releases reservations whose holder died; forgets expired idempotency tombstones and cache copies. */
 export const Housekeeping = Layer.effectDiscard(

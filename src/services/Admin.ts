@@ -4,7 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { Plan, Platform } from "../domain/plans.ts"
 import { dayOf } from "../domain/time.ts"
 import { type Account, Accounts } from "./Accounts.ts"
-import { Ids } from "./Ids.ts"
+import { Ledger } from "./Ledger.ts"
 import { type OperatorSettings, Settings } from "./Settings.ts"
 
 export interface AccountReport {
@@ -46,7 +46,7 @@ export class Admin extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const accounts = yield* Accounts
-      const ids = yield* Ids
+      const ledger = yield* Ledger
       const settings = yield* Settings
 
       const account = Effect.fn("Admin.account")(function* (accountId: string) {
@@ -75,20 +75,7 @@ export class Admin extends Context.Service<
         kind: "balance" | "grant",
         reason: string
       ) {
-        const now = yield* Clock.currentTimeMillis
-        const id = yield* ids.newId("cred")
-        const updated = yield* sql.withTransaction(
-          Effect.gen(function* () {
-            const rows =
-              kind === "grant"
-                ? yield* sql`UPDATE accounts SET grant_credits = grant_credits + ${credits} WHERE id = ${accountId} RETURNING id`
-                : yield* sql`UPDATE accounts SET balance_credits = balance_credits + ${credits} WHERE id = ${accountId} RETURNING id`
-            if (rows.length === 0) return false
-            yield* sql`INSERT INTO credit_events (id, account_id, kind, credits, reason, created_at)
-              VALUES (${id}, ${accountId}, ${kind}, ${credits}, ${reason}, ${now})`
-            return true
-          })
-        )
+        const updated = yield* ledger.credit({ accountId, credits, kind, reason })
         return updated ? yield* accounts.get(accountId) : undefined
       })
 

@@ -94,7 +94,10 @@ export class IdempotencyStore extends Context.Service<
           if (leaseExpiresAt > now) {
             if (row.fingerprint !== fingerprint) return { _tag: "Reused" } as const
             const lastSeenAt = Math.max(Number(row.created_at), Number(row.heartbeat_at ?? 0))
-            return { _tag: "Running", retryAfterSeconds: retryAfterSeconds({ leaseExpiresAt, lastSeenAt }, now) } as const
+            return {
+              _tag: "Running",
+              retryAfterSeconds: retryAfterSeconds({ leaseExpiresAt, lastSeenAt }, now)
+            } as const
           }
           // The call holding it died (or stalled past its lease): take the key over. The holder is
           // fenced off from now on, since completing and releasing match on the owner.
@@ -102,7 +105,9 @@ export class IdempotencyStore extends Context.Service<
               lease_expires_at = ${now + leaseMs}, created_at = ${now}
             WHERE account_id = ${accountId} AND idem_key = ${key} AND state = 'running'
               AND lease_expires_at = ${row.lease_expires_at} RETURNING idem_key`
-          return taken.length > 0 ? ({ _tag: "Fresh" } as const) : yield* begin(accountId, key, fingerprint, owner)
+          return taken.length > 0
+            ? ({ _tag: "Fresh" } as const)
+            : yield* begin(accountId, key, fingerprint, owner)
         }
         if (row.fingerprint !== fingerprint) return { _tag: "Reused" } as const
         if (Number(row.replay_until) > now && row.response !== null) {
@@ -122,7 +127,8 @@ export class IdempotencyStore extends Context.Service<
         response: string
       ) {
         const now = yield* Clock.currentTimeMillis
-        const updated = yield* sql`UPDATE idempotency_keys SET state = 'done', call_id = ${owner}, response = ${response},
+        const updated =
+          yield* sql`UPDATE idempotency_keys SET state = 'done', call_id = ${owner}, response = ${response},
             replay_until = ${now + replayWindowMs}, tombstone_until = ${now + replayWindowMs + tombstoneMs}
           WHERE account_id = ${accountId} AND idem_key = ${key} AND state = 'running' AND owner = ${owner}
           RETURNING idem_key`

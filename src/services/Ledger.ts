@@ -1,24 +1,22 @@
 import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
 import {
   BudgetExhausted,
   ConcurrencyLimit,
   InsufficientCredits,
   TrialCapExceeded
 } from "../contract/errors.ts"
-import { AppConfig } from "../config.ts"
+import { draw, type Funding, split, total } from "../domain/funding.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import { freeTier, type Plan } from "../domain/plans.ts"
 import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
+import { Ids } from "./Ids.ts"
 import { Settings } from "./Settings.ts"
 
-export interface Funding {
-  readonly free_tier: number
-  readonly grant: number
-  readonly balance: number
-}
+export type { Funding }
 
 export interface Reservation {
   readonly callId: string
@@ -140,6 +138,16 @@ export class Ledger extends Context.Service<
     ) => Effect.Effect<Receipt, SqlError | ReservationLost | E>
     /** Returns every reserved credit; the call is charged nothing. False when it was already finished. */
     readonly release: (reservation: Reservation) => Effect.Effect<boolean, SqlError>
+    /**
+     * Adds credits to an account's grant or purchased balance, with the credit event that is the
+     * other side of every debit (operator credit, claim grant, purchase). False: no such account.
+     */
+    readonly credit: (input: {
+      readonly accountId: string
+      readonly credits: number
+      readonly kind: "balance" | "grant"
+      readonly reason: string
+    }) => Effect.Effect<boolean, SqlError>
     /** A live call shows it is alive (see `domain/lease.ts`); false once its reservation is gone. */
     readonly heartbeat: (callId: string) => Effect.Effect<boolean, SqlError>
     /** Releases reservations whose lease expired (their holder died); returns how many. */
@@ -159,6 +167,7 @@ export class Ledger extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const settings = yield* Settings
+      const ids = yield* Ids
       const { leaseMs } = yield* AppConfig
 
       /**
@@ -168,18 +177,16 @@ export class Ledger extends Context.Service<
        */
       const finish = (call: Held, charged: number, refunds: ReadonlyArray<Refund>, now: number) =>
         Effect.gen(function* () {
-          const chargedFree = Math.min(call.reserved.free_tier, charged)
-          const chargedGrant = Math.min(call.reserved.grant, charged - chargedFree)
-          const chargedBalance = charged - chargedFree - chargedGrant
-          const backFree = call.reserved.free_tier - chargedFree
-          const backGrant = call.reserved.grant - chargedGrant
-          const backBalance = call.reserved.balance - chargedBalance
+          const settled = split(call.reserved, charged)
+          const { free_tier: backFree, grant: backGrant, balance: backBalance } = settled.returned
           if (backGrant + backBalance > 0) {
             yield* sql`SELECT id FROM accounts WHERE id = ${call.accountId} FOR UPDATE`
           }
           const state = charged === 0 && refunds.length === 0 ? "released" : "settled"
-          const updated = yield* sql<CallRow>`UPDATE calls SET state = ${state}, charged = ${charged},
-              charged_free = ${chargedFree}, charged_grant = ${chargedGrant}, charged_balance = ${chargedBalance},
+          const updated =
+            yield* sql<CallRow>`UPDATE calls SET state = ${state}, charged = ${total(settled.charged)},
+              charged_free = ${settled.charged.free_tier}, charged_grant = ${settled.charged.grant},
+              charged_balance = ${settled.charged.balance},
               refunds = ${JSON.stringify(refunds)}, settled_at = ${now}
             WHERE id = ${call.callId} AND state = 'reserved' RETURNING *`
           if (updated[0] === undefined) return undefined
@@ -277,10 +284,9 @@ export class Ledger extends Context.Service<
                 }
                 freeAvailable = Math.max(0, freeAvailable)
               }
-              const fromFree = Math.min(freeAvailable, input.quoted)
-              const fromGrant = Math.min(grant, input.quoted - fromFree)
-              const fromBalance = Math.min(balance, input.quoted - fromFree - fromGrant)
-              if (fromFree + fromGrant + fromBalance < input.quoted) {
+              const drawn = draw(input.quoted, { free_tier: freeAvailable, grant, balance })
+              if (drawn === undefined) {
+                const fromFree = Math.min(freeAvailable, input.quoted)
                 const funded =
                   yield* sql`SELECT 1 FROM credit_events WHERE account_id = ${input.accountId} LIMIT 1`
                 if (funded.length > 0 || input.plan !== "trial") {
@@ -303,6 +309,7 @@ export class Ledger extends Context.Service<
                   account
                 })
               }
+              const { free_tier: fromFree, grant: fromGrant, balance: fromBalance } = drawn
               if (fromFree > 0) {
                 yield* sql`UPDATE free_tier_usage SET credits_used = credits_used + ${fromFree}
                 WHERE ip = ${input.ip} AND day = ${day}`
@@ -324,7 +331,7 @@ export class Ledger extends Context.Service<
                 day,
                 operation: input.operation,
                 quoted: input.quoted,
-                reserved: { free_tier: fromFree, grant: fromGrant, balance: fromBalance },
+                reserved: drawn,
                 idempotencyKey: input.idempotencyKey,
                 createdAt: now
               } satisfies Reservation
@@ -370,6 +377,30 @@ export class Ledger extends Context.Service<
         return finished !== undefined
       })
 
+      const credit = Effect.fn("Ledger.credit")(function* (input: {
+        readonly accountId: string
+        readonly credits: number
+        readonly kind: "balance" | "grant"
+        readonly reason: string
+      }) {
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("cred")
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const rows =
+              input.kind === "grant"
+                ? yield* sql`UPDATE accounts SET grant_credits = grant_credits + ${input.credits}
+                    WHERE id = ${input.accountId} RETURNING id`
+                : yield* sql`UPDATE accounts SET balance_credits = balance_credits + ${input.credits}
+                    WHERE id = ${input.accountId} RETURNING id`
+            if (rows.length === 0) return false
+            yield* sql`INSERT INTO credit_events (id, account_id, kind, credits, reason, created_at)
+              VALUES (${id}, ${input.accountId}, ${input.kind}, ${input.credits}, ${input.reason}, ${now})`
+            return true
+          })
+        )
+      })
+
       const heartbeat = Effect.fn("Ledger.heartbeat")(function* (callId: string) {
         const now = yield* Clock.currentTimeMillis
         const beaten = yield* sql`UPDATE calls SET heartbeat_at = ${now}
@@ -408,7 +439,7 @@ export class Ledger extends Context.Service<
         return rows[0] === undefined ? undefined : receiptOf(rows[0])
       })
 
-      return Ledger.of({ reserve, settle, release, heartbeat, sweepExpired, receipts, receipt })
+      return Ledger.of({ reserve, settle, release, credit, heartbeat, sweepExpired, receipts, receipt })
     })
   )
 }
