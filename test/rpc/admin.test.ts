@@ -4,6 +4,7 @@ import { AdminClient } from "../../src/surfaces/cli/AdminClient.ts"
 import { UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
+import { rawExchange } from "../support/rawHttp.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { runCli } from "./cli.ts"
 
@@ -172,22 +173,77 @@ describe(`admin RPC and CLI (${storeName})`, () => {
       }).pipe(Effect.ensuring(Effect.ignore(withAdmin((admin) => admin.live({ paused: false })))))
     )
 
-    it.effect("a wrong or missing token is AdminUnauthorized; an unknown account is AccountNotFound", () =>
+    it.effect("a wrong or missing token is refused with 401; an unknown account is AccountNotFound", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
         const { account_id } = yield* app.mint("10.40.6.1")
-        for (const token of ["wrong-token", ""]) {
+        for (const [token, message] of [
+          ["wrong-token", "The admin token is not valid."],
+          ["", "Send the operator token"]
+        ] as const) {
           const refused = yield* Effect.flip(
             withAdmin((admin) => admin.suspend({ accountId: account_id }), token)
           )
-          assert.strictEqual(refused._tag, "AdminUnauthorized")
+          assert.strictEqual(refused._tag, "RpcClientError")
+          assert.include(String((refused as any).reason.cause), message)
         }
+        const cli = yield* runCli(["admin", "live", "--pause"], {
+          SVC_BASE_URL: app.url,
+          SVC_ADMIN_TOKEN: "wrong-token"
+        })
+        assert.strictEqual(cli.code, 1)
+        assert.include(JSON.parse(cli.stderr).message, "401")
+        assert.include(JSON.parse(cli.stderr).message, "The admin token is not valid.")
         const report = yield* withAdmin((admin) => admin.account({ accountId: account_id }))
         assert.strictEqual(report.account.state, "active")
         const missing = yield* Effect.flip(
           withAdmin((admin) => admin.credit({ accountId: "acct_nope", credits: 1, kind: "grant" }))
         )
         assert.deepStrictEqual(missing._tag === "AccountNotFound" && missing.accountId, "acct_nope")
+      })
+    )
+
+    it.effect(
+      "without the token a huge body is refused with 401 before it is read; the service keeps serving",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          for (const authorization of ["", "Authorization: Bearer wrong-token\r\n"]) {
+            const started = Date.now()
+            // 50 MB announced, 1 KB sent: an answer at all shows the body was not awaited.
+            const reply = yield* rawExchange(
+              app.url,
+              `POST /admin/rpc HTTP/1.1\r\nHost: 127.0.0.1\r\n${authorization}Content-Type: application/json\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n${"x".repeat(1024)}`
+            )
+            assert.strictEqual(reply.status, 401, reply.statusLine)
+            assert.strictEqual(reply.headers["content-type"], "application/problem+json")
+            assert.strictEqual(reply.body.code, "UNAUTHORIZED")
+            assert.isBelow(Date.now() - started, 3_000)
+          }
+          assert.strictEqual((yield* app.call("/healthz")).status, 200)
+        })
+    )
+
+    it.effect("with the token a body over the limit is PAYLOAD_TOO_LARGE, announced or chunked", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const head =
+          "POST /admin/rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-admin-token\r\nContent-Type: application/json\r\n"
+        const announced = yield* rawExchange(app.url, `${head}Content-Length: ${1024 * 1024}\r\n\r\n`)
+        assert.strictEqual(announced.status, 413, announced.statusLine)
+        assert.strictEqual(announced.body.code, "PAYLOAD_TOO_LARGE")
+        const chunk = "x".repeat(8 * 1024)
+        const chunks = Array.from({ length: 10 }, () => `${chunk.length.toString(16)}\r\n${chunk}\r\n`).join(
+          ""
+        )
+        const chunked = yield* rawExchange(
+          app.url,
+          `${head}Transfer-Encoding: chunked\r\n\r\n${chunks}0\r\n\r\n`
+        )
+        assert.strictEqual(chunked.status, 413, chunked.statusLine)
+        assert.strictEqual(chunked.headers["content-type"], "application/problem+json")
+        assert.strictEqual(chunked.body.code, "PAYLOAD_TOO_LARGE")
+        assert.strictEqual((yield* withAdmin((admin) => admin.live({ paused: false }))).livePaused, false)
       })
     )
 

@@ -1,6 +1,12 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { Config, Context, Data, Effect, FileSystem, Layer, Option, Redacted } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import {
+  FetchHttpClient,
+  HttpClient,
+  HttpClientError,
+  HttpClientRequest,
+  type HttpClientResponse
+} from "effect/http"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
 import { adminTokenPath } from "../../services/AdminToken.ts"
@@ -30,6 +36,34 @@ const connection = Effect.gen(function* () {
   return { baseUrl, token: Redacted.make(text.trim()) }
 }).pipe(Effect.provide(NodeFileSystem.layer))
 
+/**
+ * The service refuses a request without the operator token at the HTTP layer (401 with a problem
+ * body, before the RPC server reads it); the operator sees the problem's message.
+ */
+const refusedAsError = (response: HttpClientResponse.HttpClientResponse) =>
+  response.status !== 401
+    ? Effect.succeed(response)
+    : Effect.flatMap(
+        Effect.orElseSucceed(response.json, () => undefined),
+        (body) =>
+          Effect.fail(
+            new HttpClientError.HttpClientError({
+              reason: new HttpClientError.StatusCodeError({
+                request: response.request,
+                response,
+                description:
+                  (body as { readonly message?: string } | undefined)?.message ??
+                  "The admin token was refused."
+              })
+            })
+          )
+      )
+
+const refusalsExplained = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.map(HttpClient.HttpClient, HttpClient.transformResponse(Effect.flatMap(refusedAsError)))
+).pipe(Layer.provide(FetchHttpClient.layer))
+
 /** The operator procedures of a running service, over `POST /admin/rpc` with the admin bearer token. */
 export class AdminClient extends Context.Service<
   AdminClient,
@@ -44,7 +78,7 @@ export class AdminClient extends Context.Service<
           transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
         })
       ),
-      Layer.provide([RpcSerialization.layerJson, FetchHttpClient.layer])
+      Layer.provide([RpcSerialization.layerJson, refusalsExplained])
     )
 
   /** The client the CLI uses: SVC_BASE_URL and SVC_ADMIN_TOKEN (or the token file). */

@@ -1,23 +1,36 @@
-import { Effect, Layer } from "effect"
+import { ByteSize, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
+import { AppConfig } from "../../config.ts"
+import { PayloadTooLarge, Unauthorized } from "../../contract/errors.ts"
 import { AdminToken } from "../../services/AdminToken.ts"
+import { Problems } from "../http/problems.ts"
 import { AdminAuth, AdminRpcs, AdminUnauthorized, adminRpcPath } from "./AdminRpc.ts"
 import { AdminHandlers } from "./handlers.ts"
 
 const bearer = /^Bearer\s+(\S+)\s*$/i
 
-/** Refuses every procedure unless the call carries the operator token; never logs what was sent. */
+/** Why a request's `Authorization` header does not carry the operator token, or undefined when it does. */
+const refusal = (token: AdminToken["Service"], authorization: string | undefined): string | undefined => {
+  const candidate = bearer.exec(authorization ?? "")?.[1]
+  if (candidate !== undefined && token.check(candidate)) return undefined
+  return candidate === undefined
+    ? "Send the operator token as `Authorization: Bearer <admin token>`."
+    : "The admin token is not valid."
+}
+
+/**
+ * Refuses every procedure unless the call carries the operator token; never logs what was sent.
+ * The route checks the token before it reads the body; this keeps the procedures refused on any
+ * other transport the group is served over.
+ */
 export const AdminAuthLayer = Layer.effect(
   AdminAuth,
   Effect.gen(function* () {
     const token = yield* AdminToken
     return AdminAuth.of((effect, { headers, rpc }) => {
-      const candidate = bearer.exec(headers.authorization ?? "")?.[1]
-      if (candidate !== undefined && token.check(candidate)) return effect
-      const message =
-        candidate === undefined
-          ? "Send the operator token as `Authorization: Bearer <admin token>`."
-          : "The admin token is not valid."
+      const message = refusal(token, headers.authorization)
+      if (message === undefined) return effect
       return Effect.logWarning(`admin RPC: refused ${rpc._tag}: ${message}`).pipe(
         Effect.andThen(Effect.fail(new AdminUnauthorized({ message })))
       )
@@ -25,9 +38,50 @@ export const AdminAuthLayer = Layer.effect(
   })
 )
 
-/** `POST /admin/rpc`: the operator procedures as JSON RPC over HTTP, on the service's router. */
-export const AdminRpcRoutes = RpcServer.layerHttp({
-  group: AdminRpcs,
-  path: adminRpcPath,
-  protocol: "http"
-}).pipe(Layer.provide([AdminHandlers, AdminAuthLayer, RpcSerialization.layerJson]))
+const isBodyTooLarge = (error: unknown) =>
+  typeof error === "object" &&
+  error !== null &&
+  "reason" in error &&
+  (error.reason as { readonly reason?: string } | undefined)?.reason === "BodyTooLarge"
+
+/**
+ * `POST /admin/rpc`: the operator procedures as JSON RPC over HTTP, on the service's router.
+ * A caller without the token gets 401 before a byte of the body is read; the body is then read
+ * under the request body limit (PAYLOAD_TOO_LARGE above it, with or without Content-Length).
+ */
+export const AdminRpcRoutes = HttpRouter.use((router) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const problems = yield* Problems
+    const token = yield* AdminToken
+    const rpc = yield* RpcServer.toHttpEffect(AdminRpcs)
+    const limit = ByteSize.bytes(config.maxBodyBytes)
+    const tooLarge = (detail: string) =>
+      problems.render(
+        new PayloadTooLarge({ message: `${detail} The limit is ${config.maxBodyBytes} bytes.` })
+      )
+
+    yield* router.add(
+      "POST",
+      adminRpcPath,
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const message = refusal(token, request.headers.authorization)
+        if (message !== undefined) {
+          yield* Effect.logWarning(`admin RPC: refused: ${message}`)
+          return problems.render(new Unauthorized({ message }))
+        }
+        const length = Number(request.headers["content-length"] ?? "0")
+        if (length > config.maxBodyBytes) return tooLarge(`The request body is ${length} bytes.`)
+        // Read once under the limit; the RPC server then reads the same cached body.
+        const read = yield* request.arrayBuffer.pipe(
+          Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
+          Effect.result
+        )
+        if (read._tag === "Failure" && isBodyTooLarge(read.failure))
+          return tooLarge("The request body is too large.")
+        return yield* rpc
+      })
+    )
+  })
+).pipe(Layer.provide([AdminHandlers, AdminAuthLayer, RpcSerialization.layerJson]))
