@@ -252,7 +252,26 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
           return { envelope: envelopeFor(receipt), replayed: false }
         }).pipe(
           Effect.onExit((exit) =>
-            Exit.isSuccess(exit) ? Effect.void : Effect.ignore(ledger.release(reservation))
+            Exit.isSuccess(exit)
+              ? Effect.void
+              : ledger.release(reservation).pipe(
+                  Effect.flatMap((released) =>
+                    released ? Effect.void : Effect.logDebug("reservation already refunded (lease expired)")
+                  ),
+                  Effect.ignore
+                )
+          ),
+          // A defect once the call has its row: the answer names the call, so it can be reported.
+          Effect.catchDefect((defect) =>
+            Effect.andThen(
+              Effect.logError("metered call failed", { callId }, defect),
+              Effect.fail(
+                new Internal({
+                  message: `The service failed while running this call (receipt ${callId}); nothing was charged. Retry once; if it fails again, report the receipt id.`,
+                  receipt_id: callId
+                })
+              )
+            )
           )
         )
       }).pipe(Effect.onError(() => releaseKey))

@@ -147,16 +147,33 @@ describe(`foundation (${storeName})`, () => {
       })
     )
 
-    it.effect("a defect is INTERNAL with a trace id and no stack trace", () =>
+    it.effect(
+      "a defect is INTERNAL naming the call's receipt id, with no stack trace, and charges nothing",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = "10.77.0.1"
+          const { key } = yield* app.mint(ip)
+          const reply = yield* app.call("/v1/profnet/test-echo?value=x&fail=defect", { key, ip })
+          assert.strictEqual(reply.status, 500)
+          assert.strictEqual(reply.body.code, "INTERNAL")
+          assert.isTrue(reply.body.is_retriable)
+          assert.match(reply.body.receipt_id, /^rcpt_[0-9A-Za-z]+$/)
+          assert.include(reply.body.message, reply.body.receipt_id)
+          assert.notInclude(JSON.stringify(reply.body), "at ")
+          assert.strictEqual((yield* app.call("/v1/usage", { key, ip })).body.free_tier.used_today, 0)
+        })
+    )
+
+    it.effect("a defect outside a metered call is INTERNAL with a trace id", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
         const { key } = yield* app.mint()
-        const reply = yield* app.call("/v1/profnet/test-echo?value=x&fail=defect", { key })
+        const reply = yield* app.call("/v1/profnet/test-echo?value=defect-in-prepare", { key })
         assert.strictEqual(reply.status, 500)
         assert.strictEqual(reply.body.code, "INTERNAL")
-        assert.isTrue(reply.body.is_retriable)
         assert.match(reply.body.message, /trace_[0-9A-Za-z]+/)
-        assert.notInclude(JSON.stringify(reply.body), "at ")
+        assert.isUndefined(reply.body.receipt_id)
       })
     )
 

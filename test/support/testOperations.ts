@@ -27,15 +27,17 @@ export const echo = defineOperation({
   prepare: (params) =>
     params.value === "bad"
       ? Effect.fail(new InvalidInput({ message: "value must not be 'bad'", param: "value" }))
-      : Effect.succeed({
-          args: params,
-          quote:
-            params.limit !== undefined
-              ? prices.searchPeople(params.limit)
-              : { credits: params.cost ?? 4, lines: [{ item: "echo", credits: params.cost ?? 4 }] },
-          searchLimit: params.limit,
-          continuation: params.cursor !== undefined
-        }),
+      : params.value === "defect-in-prepare"
+        ? Effect.die(new Error("simulated defect before the call is reserved"))
+        : Effect.succeed({
+            args: params,
+            quote:
+              params.limit !== undefined
+                ? prices.searchPeople(params.limit)
+                : { credits: params.cost ?? 4, lines: [{ item: "echo", credits: params.cost ?? 4 }] },
+            searchLimit: params.limit,
+            continuation: params.cursor !== undefined
+          }),
   run: (args, context) =>
     Effect.gen(function* () {
       if (args.delay_ms !== undefined) yield* Effect.sleep(args.delay_ms)
