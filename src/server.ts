@@ -1,7 +1,7 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Schedule } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "./config.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Accounts } from "./services/Accounts.ts"
@@ -17,7 +17,8 @@ import { Settings } from "./services/Settings.ts"
 import { Usage } from "./services/Usage.ts"
 import * as Database from "./store/Database.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
-import { Problems } from "./surfaces/http/problems.ts"
+import { Problems, problemContext } from "./surfaces/http/problems.ts"
+import { answerProtocolErrors, missingHost } from "./surfaces/http/protocolErrors.ts"
 
 /** The services behind every surface, over one migrated SqlClient. */
 export const ServicesLayer = Layer.mergeAll(
@@ -61,11 +62,24 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
       const config = yield* AppConfig
       const problems = yield* Problems
       const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations))
-      // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
-      const app = Effect.catchCause(routes, problems.fromUnknown)
+      const app = Effect.gen(function* () {
+        const refused = missingHost(yield* HttpServerRequest.HttpServerRequest)
+        if (refused !== undefined)
+          return problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close"))
+        return yield* routes
+      }).pipe(
+        // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
+        Effect.catchCause(problems.fromUnknown)
+      )
+      // Node's parser answers malformed requests itself; the server hands them to us instead.
+      const server = () => {
+        const node = createServer({ requireHostHeader: false })
+        answerProtocolErrors(node, problemContext(config))
+        return node
+      }
       return HttpServer.serve(app).pipe(
         HttpServer.withLogAddress,
-        Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+        Layer.provideMerge(NodeHttpServer.layer(server, { port: config.port, host: config.host }))
       )
     })
   ).pipe(Layer.provide(NodeHttpServer.layerHttpServices))

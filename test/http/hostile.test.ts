@@ -1,15 +1,33 @@
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { operations } from "../../src/operations/registry.ts"
+import { refusalOf } from "../../src/surfaces/http/protocolErrors.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { assertInvalid } from "../support/assertions.ts"
 import { storeName } from "../support/database.ts"
+import { rawExchange } from "../support/rawHttp.ts"
 import { testOperations } from "../support/testOperations.ts"
 
 const freshIp = ipSequence("10.60")
 
 describe(`hostile input (${storeName})`, () => {
+  it("each of Node's parse failures maps to a status and a contract code", () => {
+    const cases = [
+      ["HPE_HEADER_OVERFLOW", 431, "PAYLOAD_TOO_LARGE"],
+      ["HPE_CHUNK_EXTENSIONS_OVERFLOW", 413, "PAYLOAD_TOO_LARGE"],
+      ["ERR_HTTP_REQUEST_TIMEOUT", 408, "INVALID_INPUT"],
+      ["HPE_INVALID_METHOD", 400, "INVALID_INPUT"],
+      ["HPE_LF_EXPECTED", 400, "INVALID_INPUT"],
+      [undefined, 400, "INVALID_INPUT"]
+    ] as const
+    for (const [code, status, contractCode] of cases) {
+      const refusal = refusalOf(Object.assign(new Error("Parse Error"), { code }))
+      assert.strictEqual(refusal.status, status, code)
+      assert.strictEqual(refusal.error.code, contractCode, code)
+    }
+  })
+
   layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
     it.effect("a control character in a path parameter is INVALID_INPUT naming it, not INTERNAL", () =>
       Effect.gen(function* () {
@@ -79,6 +97,84 @@ describe(`hostile input (${storeName})`, () => {
         assert.strictEqual(junkLimited.body.code, "RATE_LIMITED")
         const proxied = yield* app.call("/v1/usage", { key, ip: "198.51.100.211.x" })
         assert.strictEqual(proxied.body.free_tier.ip, "127.0.0.1")
+      })
+    )
+    it.effect("requests Node's parser refuses get a problem document, and the connection closes", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const long = "a".repeat(20 * 1024)
+        const cases: ReadonlyArray<readonly [string, string | Buffer, number, string]> = [
+          [
+            "headers over 16 KB",
+            `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${long}\r\n\r\n`,
+            431,
+            "PAYLOAD_TOO_LARGE"
+          ],
+          [
+            "a URL over 16 KB",
+            `GET /v1/usage?q=${long} HTTP/1.1\r\nHost: x\r\n\r\n`,
+            431,
+            "PAYLOAD_TOO_LARGE"
+          ],
+          [
+            "raw non-ASCII in the request line",
+            Buffer.concat([
+              Buffer.from("GET /v1/caf"),
+              Buffer.from([0xc3, 0xa9]),
+              Buffer.from(" HTTP/1.1\r\nHost: x\r\n\r\n")
+            ]),
+            400,
+            "INVALID_INPUT"
+          ],
+          [
+            "NUL in the request line",
+            "GET /v1/receipts/a\u0000b HTTP/1.1\r\nHost: x\r\n\r\n",
+            400,
+            "INVALID_INPUT"
+          ],
+          [
+            "a bad Content-Length",
+            "POST /v1/keys/mint HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+            400,
+            "INVALID_INPUT"
+          ],
+          [
+            "two Content-Lengths",
+            "POST /v1/keys/mint HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+            400,
+            "INVALID_INPUT"
+          ],
+          [
+            "a header without a colon",
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n",
+            400,
+            "INVALID_INPUT"
+          ],
+          ["no Host on HTTP/1.1", "GET /healthz HTTP/1.1\r\n\r\n", 400, "INVALID_INPUT"],
+          ["method FOO", "FOO /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400, "INVALID_INPUT"],
+          [
+            "TLS to the plain port",
+            Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03]),
+            400,
+            "INVALID_INPUT"
+          ],
+          ["CONNECT", "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n", 404, "NOT_FOUND"]
+        ]
+        for (const [name, request, status, code] of cases) {
+          const reply = yield* rawExchange(app.url, request, { untilClose: true })
+          assert.match(reply.statusLine, new RegExp(`^HTTP/1\\.1 ${status} `), name)
+          assert.strictEqual(reply.headers["content-type"], "application/problem+json", name)
+          assert.strictEqual(reply.body.code, code, name)
+          assert.strictEqual(reply.body.status, status, name)
+          assert.strictEqual(reply.body.doc_url, `http://svc.test/docs/errors#${code}`, name)
+          assert.isTrue(reply.closed, `${name}: the connection closes`)
+          assert.strictEqual((yield* app.call("/healthz")).status, 200, `${name}: still serving`)
+        }
+        const noHost = yield* rawExchange(app.url, "GET /healthz HTTP/1.1\r\n\r\n", { untilClose: true })
+        assert.strictEqual(noHost.body.param, "Host")
+        // HTTP/1.0 needs no Host.
+        const old = yield* rawExchange(app.url, "GET /healthz HTTP/1.0\r\n\r\n", { untilClose: true })
+        assert.strictEqual(old.status, 200)
       })
     )
   })

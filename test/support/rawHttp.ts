@@ -33,10 +33,15 @@ const parseResponse = (bytes: Buffer, closed: boolean): RawReply | undefined => 
 
 /**
  * Writes `request` as raw bytes on a fresh TCP connection (so a test can send what no HTTP client
- * would) and reads the first response: as soon as it is complete, or whatever came when the server
- * closed the connection or `waitMs` passed. The request body need not be complete.
+ * would) and reads the first response: as soon as it is complete (or, with `untilClose`, once the
+ * server closed the connection), else whatever came when `waitMs` passed. The request body need
+ * not be complete.
  */
-export const rawExchange = (url: string, request: string | Buffer, waitMs = 5_000) =>
+export const rawExchange = (
+  url: string,
+  request: string | Buffer,
+  options: { readonly untilClose?: boolean; readonly waitMs?: number } = {}
+) =>
   Effect.callback<RawReply>((resume) => {
     const { hostname, port } = new URL(url)
     const socket = connect(Number(port), hostname)
@@ -45,7 +50,7 @@ export const rawExchange = (url: string, request: string | Buffer, waitMs = 5_00
     const finish = (closed: boolean, gaveUp = false) => {
       if (done) return
       const reply = parseResponse(received, closed)
-      if (reply === undefined && !closed && !gaveUp) return
+      if ((reply === undefined || options.untilClose === true) && !closed && !gaveUp) return
       done = true
       clearTimeout(timer)
       socket.destroy()
@@ -55,7 +60,7 @@ export const rawExchange = (url: string, request: string | Buffer, waitMs = 5_00
         )
       )
     }
-    const timer = setTimeout(() => finish(false, true), waitMs)
+    const timer = setTimeout(() => finish(false, true), options.waitMs ?? 5_000)
     socket.on("data", (chunk) => {
       received = Buffer.concat([received, chunk])
       finish(false)
