@@ -18,7 +18,7 @@ import { Usage } from "./services/Usage.ts"
 import * as Database from "./store/Database.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { Problems, problemContext } from "./surfaces/http/problems.ts"
-import { answerProtocolErrors, missingHost } from "./surfaces/http/protocolErrors.ts"
+import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 
 /** The services behind every surface, over one migrated SqlClient. */
 export const ServicesLayer = Layer.mergeAll(
@@ -63,7 +63,7 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
       const problems = yield* Problems
       const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations))
       const app = Effect.gen(function* () {
-        const refused = missingHost(yield* HttpServerRequest.HttpServerRequest)
+        const refused = unroutable(yield* HttpServerRequest.HttpServerRequest)
         if (refused !== undefined)
           return problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close"))
         return yield* routes

@@ -99,6 +99,18 @@ describe(`hostile input (${storeName})`, () => {
         assert.strictEqual(proxied.body.free_tier.ip, "127.0.0.1")
       })
     )
+    it.effect("a path whose percent-escapes do not decode is INVALID_INPUT, not INTERNAL", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        for (const path of ["/v1/receipts/%ZZ", "/v1/receipts/%E0%A4%A", "/%ED%A0%80", "/v1/nothing/%"]) {
+          const reply = yield* app.call(path)
+          assert.strictEqual(reply.status, 400, path)
+          assert.strictEqual(reply.body.code, "INVALID_INPUT", path)
+          assert.match(reply.body.message, /percent-escape/, path)
+        }
+      })
+    )
+
     it.effect("requests Node's parser refuses get a problem document, and the connection closes", () =>
       Effect.gen(function* () {
         const app = yield* TestApp

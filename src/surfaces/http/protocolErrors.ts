@@ -114,15 +114,34 @@ export const answerProtocolErrors = (server: Server, context: ProblemContext): v
   )
 }
 
+const decodes = (path: string) => {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
- * HTTP/1.1 requires Host (RFC 9112 §3.2). Node's own check answers an empty 400, so it is turned
- * off on the server and made here, as a problem.
+ * What the parser lets through but no route can serve. HTTP/1.1 requires Host (RFC 9112 §3.2);
+ * Node's own check answers an empty 400, so it is turned off on the server and made here. A path
+ * whose percent-escapes do not decode (`%ZZ`, broken UTF-8) matches no route, not even the
+ * catch-all, and would otherwise surface as an internal error.
  */
-export const missingHost = (request: HttpServerRequest.HttpServerRequest): InvalidInput | undefined => {
+export const unroutable = (request: HttpServerRequest.HttpServerRequest): InvalidInput | undefined => {
   const version = (request.source as { readonly httpVersion?: string }).httpVersion
-  if (version !== "1.1" || request.headers.host !== undefined) return undefined
-  return new InvalidInput({
-    message: "An HTTP/1.1 request needs a Host header. Send `Host: <the service's host name>`.",
-    param: "Host"
-  })
+  if (version === "1.1" && request.headers.host === undefined) {
+    return new InvalidInput({
+      message: "An HTTP/1.1 request needs a Host header. Send `Host: <the service's host name>`.",
+      param: "Host"
+    })
+  }
+  if (!decodes(request.url.split("?")[0]!)) {
+    return new InvalidInput({
+      message:
+        "The URL path has a malformed percent-escape. Encode each reserved or non-ASCII byte of UTF-8 as %XX."
+    })
+  }
+  return undefined
 }
