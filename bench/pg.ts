@@ -32,9 +32,9 @@ export const withDatabase = (url: string, database: string): string => {
   return parsed.toString()
 }
 
-/** Creates `svc_bench_<ts>` on the server of `baseUrl`; `drop` removes it (and its connections). */
-export const createBenchDatabase = async (baseUrl: string, stamp: string) => {
-  const name = `svc_bench_${stamp}`
+/** Creates `<prefix>_<ts>` on the server of `baseUrl`; `drop` removes it (and its connections). */
+export const createBenchDatabase = async (baseUrl: string, stamp: string, prefix = "svc_bench") => {
+  const name = `${prefix}_${stamp}`
   const admin = pgSession(baseUrl)
   try {
     await admin.query(`CREATE DATABASE ${name}`)

@@ -53,6 +53,10 @@ export interface Started {
   /** Peak and current resident set size of the process, in MiB. */
   readonly memory: () => { readonly peakMb: number; readonly rssMb: number } | undefined
   readonly stop: () => Promise<void>
+  /** Sends a signal (SIGKILL, SIGSTOP, SIGCONT, ...) to the process. */
+  readonly signal: (signal: NodeJS.Signals) => void
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<void>
 }
 
 const statusKb = (pid: number, field: string): number | undefined => {
@@ -79,7 +83,10 @@ export const waitFor = async (url: string, child: ChildProcess, timeoutMs: numbe
   throw new Error(`${url} did not answer within ${timeoutMs / 1000} s; see ${logFile}`)
 }
 
-/** Starts `node <args>` on core 0 with its output in `.bench/logs/<label>.log`, and waits for `readyPath`. */
+/**
+ * Starts `node <args>` on core 0 (any core with `pin: false`) with its output in
+ * `.bench/logs/<label>.log`, and waits for `readyPath`.
+ */
 export const startNode = async (options: {
   readonly label: string
   readonly args: ReadonlyArray<string>
@@ -87,11 +94,15 @@ export const startNode = async (options: {
   readonly port: number
   readonly readyPath: string
   readonly timeoutMs?: number
+  readonly pin?: boolean
 }): Promise<Started> => {
   mkdirSync(join(benchDir, "logs"), { recursive: true })
   const logFile = join(benchDir, "logs", `${options.label}.log`)
   const out = openSync(logFile, "w")
-  const { command, args } = pinned(0, process.execPath, options.args)
+  const { command, args } =
+    options.pin === false
+      ? { command: process.execPath, args: [...options.args] }
+      : pinned(0, process.execPath, options.args)
   const spawnedAt = performance.now()
   const child = spawn(command, args, { cwd: repoRoot, env: options.env, stdio: ["ignore", out, out] })
   running.add(child)
@@ -130,7 +141,11 @@ export const startNode = async (options: {
       const rss = statusKb(pid, "VmRSS")
       return peak === undefined || rss === undefined ? undefined : { peakMb: peak / 1024, rssMb: rss / 1024 }
     },
-    stop
+    stop,
+    signal: (signal) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    },
+    exited
   }
 }
 

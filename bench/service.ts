@@ -21,14 +21,20 @@ export const startService = async (options: {
   readonly databaseUrl?: string | undefined
   readonly nodeFlags?: ReadonlyArray<string>
   readonly env?: Record<string, string>
+  /** A given port and admin token (several instances of one database share a token); free and fresh otherwise. */
+  readonly port?: number
+  readonly adminToken?: string
+  /** `false`: not pinned to core 0 (several instances share the cores). */
+  readonly pin?: boolean
 }): Promise<Service> => {
   if (options.store === "postgres" && options.databaseUrl === undefined) {
     throw new Error("the PostgreSQL store needs a database URL")
   }
-  const port = await freePort()
-  const adminToken = randomBytes(24).toString("hex")
+  const port = options.port ?? (await freePort())
+  const adminToken = options.adminToken ?? randomBytes(24).toString("hex")
   const started = await startNode({
     label: options.label,
+    ...(options.pin === undefined ? {} : { pin: options.pin }),
     args: [...(options.nodeFlags ?? []), "src/main.ts"],
     port,
     readyPath: "/readyz",

@@ -1,0 +1,230 @@
+import { setTimeout as sleep } from "node:timers/promises"
+import type { BenchAccount } from "../accounts.ts"
+import { soakOperations } from "../soak.ts"
+import { query, type Sample } from "../world.ts"
+import type { Instance } from "./cluster.ts"
+import type { Random } from "./options.ts"
+
+export type Phase = "load" | "replay" | "reconcile" | "final replay"
+
+/** One HTTP answer (or its absence) to one attempt of a logical call. */
+export interface Attempt {
+  readonly phase: Phase
+  readonly instance: number
+  /** Seconds since the load began, when it was sent. */
+  readonly at: number
+  readonly ms: number
+  readonly status: number | "timeout" | "network"
+  readonly code?: string
+  /** X-Receipt-Id, X-Credits-Charged and Idempotent-Replayed of a 200, and the body's receipt charge. */
+  readonly receipt?: string
+  readonly charged?: number
+  readonly bodyCharged?: number
+  readonly replayed?: boolean
+  /** retry_after_seconds of a problem that has one. */
+  readonly retryAfterSeconds?: number
+}
+
+/** One call as a client means it: one Idempotency-Key, retried until it has a final answer. */
+export interface LogicalCall {
+  readonly n: number
+  readonly kind: "paid" | "trial"
+  readonly accountId: string
+  readonly ip: string
+  readonly idem: string
+  readonly path: string
+  readonly attempts: Array<Attempt>
+  /** The final answer of the load phase or of the reconcile: "200", "402 TRIAL_CAP_EXCEEDED", ... */
+  final: string | undefined
+}
+
+type Answer = "final" | { readonly retryAfterMs: number }
+
+/** Network errors, timeouts, 5xx and 429 (CONCURRENCY_LIMIT, RATE_LIMITED) are retried; the rest is final. */
+const classify = (attempt: Attempt): Answer => {
+  if (attempt.status === "timeout") return { retryAfterMs: 0 }
+  if (attempt.status === "network") return { retryAfterMs: 200 }
+  if (attempt.status >= 500) return { retryAfterMs: 300 }
+  if (attempt.status === 429) return { retryAfterMs: -1 }
+  return "final"
+}
+
+export const describe = (attempt: Attempt): string =>
+  typeof attempt.status === "number"
+    ? `${attempt.status}${attempt.code === undefined ? "" : ` ${attempt.code}`}`
+    : attempt.status
+
+/**
+ * Clients of the storm: `concurrency` workers, each sending logical calls (paid accounts and, one
+ * in seven, trial keys on a few shared IPs) to a random instance and retrying every one with the
+ * SAME Idempotency-Key on another instance until it has a final answer.
+ */
+export const makeClients = (options: {
+  readonly instances: ReadonlyArray<Instance>
+  readonly paid: ReadonlyArray<BenchAccount>
+  readonly trial: ReadonlyArray<BenchAccount>
+  readonly sample: Sample
+  readonly leaseSeconds: number
+  readonly begun: number
+  readonly runTag: string
+}) => {
+  const { instances } = options
+  const { supported } = soakOperations(options.sample)
+  const calls: Array<LogicalCall> = []
+  const keyOf = new Map<string, string>()
+  for (const account of [...options.paid, ...options.trial]) keyOf.set(account.accountId, account.key)
+  // A client waits a little longer than the lease before it takes an attempt for lost.
+  const attemptTimeoutMs = (options.leaseSeconds + 1) * 1000
+  const nextFree = new Map<string, number>()
+  // Under the plans' per-minute limits: production 600 (one per 100 ms), trial 30 (one per 2 s).
+  const gapMs = (call: LogicalCall) => (call.kind === "paid" ? 120 : 2100)
+
+  const send = async (call: LogicalCall, phase: Phase, instance: Instance): Promise<Attempt> => {
+    const wait = (nextFree.get(call.accountId) ?? 0) - Date.now()
+    nextFree.set(call.accountId, Math.max(Date.now(), nextFree.get(call.accountId) ?? 0) + gapMs(call))
+    if (wait > 0) await sleep(wait)
+    const sent = performance.now()
+    const base = { phase, instance: instance.index, at: (sent - options.begun) / 1000 }
+    let attempt: Attempt
+    try {
+      const response = await fetch(`${instance.url}${call.path}`, {
+        headers: {
+          authorization: `Bearer ${keyOf.get(call.accountId)}`,
+          "idempotency-key": call.idem,
+          "x-forwarded-for": call.ip
+        },
+        signal: AbortSignal.timeout(attemptTimeoutMs)
+      })
+      const text = await response.text()
+      let body: any
+      try {
+        body = JSON.parse(text)
+      } catch {}
+      const ms = performance.now() - sent
+      if (response.status === 200) {
+        const receipt = response.headers.get("x-receipt-id") ?? undefined
+        const charged = response.headers.get("x-credits-charged")
+        attempt = {
+          ...base,
+          ms,
+          status: 200,
+          ...(receipt === undefined ? {} : { receipt }),
+          ...(charged === null ? {} : { charged: Number(charged) }),
+          ...(typeof body?.receipt?.charged === "number" ? { bodyCharged: body.receipt.charged } : {}),
+          replayed: response.headers.get("idempotent-replayed") === "true"
+        }
+      } else {
+        const retryAfter = Number(body?.retry_after_seconds)
+        attempt = {
+          ...base,
+          ms,
+          status: response.status,
+          ...(typeof body?.code === "string" ? { code: body.code } : {}),
+          ...(Number.isFinite(retryAfter) ? { retryAfterSeconds: retryAfter } : {})
+        }
+      }
+    } catch (error) {
+      const timedOut =
+        error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")
+      attempt = { ...base, ms: performance.now() - sent, status: timedOut ? "timeout" : "network" }
+    }
+    call.attempts.push(attempt)
+    return attempt
+  }
+
+  /**
+   * Attempts until a final answer, at most `maxAttempts`, each on another instance than the last;
+   * a 429 waits its retry_after_seconds, capped at 2 s.
+   */
+  const drive = async (
+    call: LogicalCall,
+    phase: Phase,
+    random: Random,
+    maxAttempts: number,
+    hardEnd: number
+  ): Promise<Attempt | undefined> => {
+    let at = random.int(instances.length)
+    for (let i = 0; i < maxAttempts && Date.now() < hardEnd; i++) {
+      const attempt = await send(call, phase, instances[at]!)
+      const answer = classify(attempt)
+      if (answer === "final") return attempt
+      const retryAfter = attempt.retryAfterSeconds ?? 1
+      const waitMs = answer.retryAfterMs >= 0 ? answer.retryAfterMs : Math.min(2, retryAfter) * 1000
+      await sleep(waitMs + random.int(100))
+      if (instances.length > 1) at = (at + 1 + random.int(instances.length - 1)) % instances.length
+    }
+    return undefined
+  }
+
+  const newCall = (random: Random): LogicalCall => {
+    const n = calls.length
+    // An account that may call now (the plans' rate limits), so a slow trial key does not hold up a client.
+    const ready = (list: ReadonlyArray<BenchAccount>) => {
+      const now = Date.now()
+      const free = list.filter((account) => (nextFree.get(account.accountId) ?? 0) <= now)
+      return free.length > 0 ? random.pick(free) : undefined
+    }
+    const trialAccount = random.next() < 1 / 7 ? ready(options.trial) : undefined
+    const trial = trialAccount !== undefined
+    const account = trialAccount ?? ready(options.paid) ?? random.pick(options.paid)
+    const op = random.pick(supported)
+    const realtime = !trial && op.common && random.next() < 0.3
+    const call: LogicalCall = {
+      n,
+      kind: trial ? "trial" : "paid",
+      accountId: account.accountId,
+      ip: account.ip,
+      idem: `storm-${options.runTag}-${n}`,
+      path: `${op.path}${query({ ...op.params(n), ...(realtime ? { freshness: "realtime" } : {}) })}`,
+      attempts: [],
+      final: undefined
+    }
+    calls.push(call)
+    return call
+  }
+
+  /** The load: logical calls until `until`; a call under way may run on until `hardEnd`. */
+  const load = async (random: Random, until: number, hardEnd: number) => {
+    while (Date.now() < until) {
+      const call = newCall(random)
+      const final = await drive(call, "load", random, 25, hardEnd)
+      if (final !== undefined) call.final = describe(final)
+      // Now and then the client asks again right away (a replay, on any instance).
+      if (final?.status === 200 && random.next() < 0.1) await drive(call, "replay", random, 10, hardEnd)
+      await sleep(random.int(30))
+    }
+  }
+
+  /** Calls left without a final answer are asked again with their key, as a real client would. */
+  const reconcile = async (random: Random, hardEnd: number) => {
+    for (const call of calls) {
+      if (call.final !== undefined) continue
+      const final = await drive(call, "reconcile", random, 15, hardEnd)
+      if (final !== undefined) call.final = describe(final)
+    }
+  }
+
+  /**
+   * Every call that had a 200 and took more than one attempt (or crossed chaos), and one in ten of
+   * the rest, asked once more with its key: each must replay the same receipt.
+   */
+  const finalReplays = async (random: Random, width: number, hardEnd: number) => {
+    const chosen = calls.filter(
+      (call) =>
+        call.attempts.some((attempt) => attempt.status === 200) &&
+        (call.attempts.length > 1 || random.next() < 0.1)
+    )
+    let next = 0
+    await Promise.all(
+      Array.from({ length: width }, async () => {
+        while (next < chosen.length) {
+          const call = chosen[next++]!
+          await drive(call, "final replay", random, 10, hardEnd)
+        }
+      })
+    )
+    return chosen.length
+  }
+
+  return { calls, load, reconcile, finalReplays, attemptTimeoutMs }
+}

@@ -1,0 +1,222 @@
+// `npm run storm`: several instances on one PostgreSQL and Redis, concurrent calls retried with
+// their Idempotency-Key across instances, faults, kill -9, a stall past the lease, then the ledger
+// invariants. See README.md, "Storm".
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
+import { type BenchAccount, mint, pool } from "../accounts.ts"
+import { createBenchDatabase, pgSession } from "../pg.ts"
+import { benchDir, killAll } from "../proc.ts"
+import { sampleWorld } from "../world.ts"
+import { runChaos } from "./chaos.ts"
+import { stormChecks } from "./checks.ts"
+import { makeClients } from "./clients.ts"
+import { type Cluster, pingRedis, startCluster } from "./cluster.ts"
+import { parseStormOptions, type StormOptions, seeded, usage } from "./options.ts"
+import { stormReport } from "./report.ts"
+
+const begun = performance.now()
+const log = (line: string) =>
+  process.stderr.write(`[storm ${((performance.now() - begun) / 1000).toFixed(0).padStart(4)} s] ${line}\n`)
+
+const cleanups: Array<() => Promise<void>> = []
+const cleanUp = async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) {
+    try {
+      await cleanup()
+    } catch (error) {
+      log(`clean-up failed: ${String(error)}`)
+    }
+  }
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping what the storm started`)
+    killAll()
+    void cleanUp().finally(() => process.exit(130))
+  })
+}
+
+/** Distinct client addresses for this run: the mint limit (5 per IP per hour) lives in the shared Redis. */
+const addresses = (random: () => number) => {
+  const a = 16 + Math.floor(random() * 200)
+  const b = Math.floor(random() * 250)
+  return (block: number, i: number) => `10.${a}.${(b + block) % 256}.${(i % 250) + 1}`
+}
+
+const accounts = async (cluster: Cluster, options: StormOptions) => {
+  const base = cluster.instances[0]!.url
+  const ip = addresses(Math.random)
+  const admin = cluster.admin()
+  const paid = await pool(
+    Array.from({ length: options.concurrency * 4 }, (_, i) => ip(0, i)),
+    4,
+    async (address) => {
+      const account = await mint(base, address)
+      await admin.production(account.accountId, 1_000_000)
+      return account
+    }
+  )
+  // Three IPs with three trial keys each: the keys of one IP draw on one free budget at once.
+  const trial: Array<BenchAccount> = await pool(
+    Array.from({ length: 9 }, (_, i) => ip(1, Math.floor(i / 3))),
+    3,
+    (address) => mint(base, address)
+  )
+  return { paid, trial }
+}
+
+/** The lease the instances really put on a reservation and on a claim (ms), read back from the rows. */
+const observedLeases = async (db: ReturnType<typeof pgSession>) => {
+  const rows = await db.query<{ calls: number | null; claims: number | null }>(
+    `SELECT (SELECT max(lease_expires_at - created_at) FROM calls) AS calls,
+            (SELECT max(lease_expires_at - created_at) FROM idempotency_keys) AS claims`
+  )
+  return { calls: Number(rows[0]?.calls ?? 0), claims: Number(rows[0]?.claims ?? 0) }
+}
+
+/** Warnings and errors the instances logged (LOG_LEVEL=Warn), per log file, with the commonest. */
+const logSummary = (stamp: string): Array<string> => {
+  const dir = join(benchDir, "logs")
+  const files = readdirSync(dir).filter((file) => file.startsWith(`storm-${stamp}-i`))
+  const out = [`instance logs (${dir}):`]
+  for (const file of files.sort()) {
+    const lines = readFileSync(join(dir, file), "utf8")
+      .split("\n")
+      .filter((line) => /\b(WARN|ERROR|FATAL)\b/.test(line))
+    const kinds = new Map<string, number>()
+    for (const line of lines) {
+      const kind = line
+        .replace(/^\[[^\]]*\]\s*/, "")
+        .replace(/\(#\d+\)/, "")
+        .slice(0, 120)
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
+    }
+    const top = [...kinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)
+    out.push(
+      `  ${file}: ${lines.length} warning/error lines${top.length === 0 ? "" : `; ${top.map(([kind, n]) => `${n} x ${kind}`).join(" / ")}`}`
+    )
+  }
+  return out
+}
+
+const storm = async (options: StormOptions, stamp: string): Promise<boolean> => {
+  await pingRedis(options.redis)
+  const database = await createBenchDatabase(options.pg, stamp, "svc_storm")
+  cleanups.push(database.drop)
+  log(`postgres: created ${database.name}`)
+  const cluster = await startCluster({
+    stamp,
+    instances: options.instances,
+    databaseUrl: database.url,
+    redisUrl: options.redis,
+    leaseSeconds: options.leaseSeconds,
+    log
+  })
+  cleanups.push(cluster.stop)
+  const db = pgSession(database.url)
+  cleanups.push(db.close)
+  log(
+    `${options.instances} instances up (${cluster.instances.map((i) => `${i.url} pid ${i.service.pid}`).join(", ")}), upstream ${cluster.upstream.url}`
+  )
+  const { paid, trial } = await accounts(cluster, options)
+  log(`${paid.length} production accounts, ${trial.length} trial keys on 3 IPs`)
+
+  const loadBegun = performance.now()
+  const clients = makeClients({
+    instances: cluster.instances,
+    paid,
+    trial,
+    sample: sampleWorld(),
+    leaseSeconds: options.leaseSeconds,
+    begun: loadBegun,
+    runTag: `${stamp}-${options.seed}`
+  })
+  const until = Date.now() + options.seconds * 1000
+  const hardEnd = until + (2 * options.leaseSeconds + 15) * 1000
+  const chaos = runChaos({
+    cluster,
+    leaseSeconds: options.leaseSeconds,
+    restartPostgres: options.restartPostgres,
+    pgCluster: options.pgCluster,
+    pgUrl: options.pg,
+    random: seeded(options.seed),
+    until,
+    begun: loadBegun,
+    log
+  })
+  log(`load: ${options.concurrency} clients for ${options.seconds} s, chaos running`)
+  await Promise.all([
+    chaos.done,
+    ...Array.from({ length: options.concurrency }, (_, w) =>
+      clients.load(seeded(options.seed * 31 + w + 1), until, hardEnd)
+    )
+  ])
+  const loadSeconds = (performance.now() - loadBegun) / 1000
+
+  // Let every lease lapse and every instance's sweeper (every 5 s) run, then ask the open calls again.
+  const leases = await observedLeases(db)
+  const leaseMs = Math.max(leases.calls, leases.claims, options.leaseSeconds * 1000)
+  log(`load done; waiting ${((leaseMs + 6000) / 1000).toFixed(0)} s for leases to lapse and sweepers to run`)
+  await sleep(leaseMs + 6000)
+  const random = seeded(options.seed + 7)
+  await clients.reconcile(random, Date.now() + 60_000)
+  const finalReplays = await clients.finalReplays(random, options.concurrency, Date.now() + 60_000)
+  await sleep(1000)
+  log("checking the invariants")
+  const checks = await stormChecks(db, clients.calls)
+
+  const asked = options.leaseSeconds * 1000
+  const leaseNote =
+    leases.calls === asked && leases.claims === asked
+      ? `lease: ${options.leaseSeconds} s on reservations and claims (read back from the rows)`
+      : `WARNING: LEASE_SECONDS=${options.leaseSeconds} asked, but the instances leased reservations for ${leases.calls / 1000} s and claims for ${leases.claims / 1000} s: the stall did not outlast those leases`
+  const report = stormReport({
+    header: `storm: ${options.instances} instances on PostgreSQL (${database.name}) and Redis, ${options.seconds} s, concurrency ${options.concurrency}, lease ${options.leaseSeconds} s, client timeout ${clients.attemptTimeoutMs / 1000} s, seed ${options.seed}${options.restartPostgres ? ", PostgreSQL restarts" : ""}${options.short ? " (--short)" : ""}`,
+    leaseNote,
+    events: chaos.events,
+    calls: clients.calls,
+    loadSeconds,
+    finalReplays,
+    checks,
+    logs: logSummary(stamp)
+  })
+  mkdirSync(benchDir, { recursive: true })
+  const file = join(benchDir, `storm-${stamp}.json`)
+  writeFileSync(
+    file,
+    `${JSON.stringify({ kind: "storm", options, leases, events: chaos.events, checks, calls: clients.calls }, null, 1)}\n`
+  )
+  const pass = checks.every((check) => check.pass)
+  process.stdout.write(
+    `\n${report}\n\n${pass ? "PASS" : "FAIL"}: ${checks.filter((c) => !c.pass).length} of ${checks.length} invariants failed; every call and answer in ${file}\n`
+  )
+  return pass
+}
+
+const main = async (): Promise<number> => {
+  const options = parseStormOptions(process.argv.slice(2))
+  if (options === "help") {
+    process.stdout.write(usage)
+    return 0
+  }
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d+Z$/, "")
+    .replace("T", "_")
+    .toLowerCase()
+  try {
+    return (await storm(options, stamp)) ? 0 : 1
+  } finally {
+    await cleanUp()
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    log(error instanceof Error ? (error.stack ?? error.message) : String(error))
+    void cleanUp().finally(() => process.exit(1))
+  }
+)
