@@ -30,6 +30,24 @@ export const CommaList = <S extends Schema.Top & { readonly Type: string; readon
 
 export const invalid = (param: string, message: string) => new InvalidInput({ message, param })
 
+/**
+ * A list of sections, each at most once (so at most one of each), sorted: the price counts what is
+ * delivered and the fingerprint ignores the order. A repeat or too many is INVALID_INPUT naming `param`.
+ */
+export const sectionList = <A extends string>(
+  param: string,
+  given: ReadonlyArray<A>,
+  allowed: ReadonlyArray<A>
+): Effect.Effect<Array<A>, InvalidInput> => {
+  const instead = `Send each of ${allowed.join(", ")} at most once, comma-separated (e.g. ${allowed.slice(0, 2).join(",")}).`
+  if (given.length > allowed.length)
+    return Effect.fail(invalid(param, `At most ${allowed.length} ${param} (got ${given.length}). ${instead}`))
+  const repeated = given.find((item, i) => given.indexOf(item) !== i)
+  if (repeated !== undefined)
+    return Effect.fail(invalid(param, `"${repeated}" is listed more than once in ${param}. ${instead}`))
+  return Effect.succeed([...given].sort())
+}
+
 /** A cleaned identifier, or INVALID_INPUT naming `param`. */
 export const cleaned = <A>(param: string, parsed: Parsed<A>): Effect.Effect<A, InvalidInput> =>
   parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(invalid(param, parsed.message))

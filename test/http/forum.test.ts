@@ -253,11 +253,20 @@ describe(`forum operations (${storeName})`, () => {
         const both = yield* get(`/v1/forum/users?username=${url}&sections=posts,comments`)
         assertCharged(both, "getForumUser", 8)
         assert.deepStrictEqual(both.body.data, world.getForumUser(author.username, ["comments", "posts"]))
-        const once = yield* get(`/v1/forum/users?username=u/${author.username}&sections=posts,posts`)
-        assertCharged(once, "getForumUser", 6)
-        assert.property(once.body.data, "posts")
-        assert.notProperty(once.body.data, "comments")
+        const reordered = yield* get(`/v1/forum/users?username=u/${author.username}&sections=comments,posts`)
+        assertCharged(reordered, "getForumUser", 8)
+        assert.deepStrictEqual(reordered.body.data, both.body.data)
         const spent = yield* usedToday
+        assertInvalid(
+          yield* get(`/v1/forum/users?username=${author.username}&sections=posts,posts`),
+          "sections",
+          /"posts" is listed more than once in sections\. Send each of posts, comments at most once/
+        )
+        assertInvalid(
+          yield* get(`/v1/forum/users?username=${author.username}&sections=posts,comments,posts`),
+          "sections",
+          /At most 2 sections \(got 3\)/
+        )
         assertInvalid(yield* get(`/v1/forum/users?username=${author.username}&sections=karma`), "sections")
         assertInvalid(yield* get("/v1/forum/users?username=a%20b"), "username")
         assertInvalid(yield* get("/v1/forum/users?username=https%3A%2F%2Fforum.com%2Fc%2Fpython"), "username")

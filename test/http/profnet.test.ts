@@ -5,6 +5,7 @@ import { Admin } from "../../src/services/Admin.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp, testSeed } from "../support/app.ts"
+import { assertInvalid } from "../support/assertions.ts"
 import { storeName } from "../support/database.ts"
 
 const world = makeWorld(testSeed)
@@ -141,6 +142,34 @@ describe(`profnet operations (${storeName})`, () => {
         assert.strictEqual(missing.status, 404)
         assert.strictEqual((yield* app.call("/v1/usage", { key, ip })).body.free_tier.used_today, before)
       })
+    )
+
+    it.effect(
+      "getProfile: a repeated section or more than 4 is INVALID_INPUT on sections, nothing charged",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const { key, ip } = yield* trial()
+          const profile = (sections: string) =>
+            app.call(`/v1/profnet/profiles?identifier=${someone.public_identifier}&sections=${sections}`, {
+              key,
+              ip
+            })
+          const twice = yield* profile("about,experience,about")
+          assertInvalid(twice, "sections", /"about" is listed more than once/)
+          assert.include(twice.body.message, "about, experience, education, skills at most once")
+          assertInvalid(yield* profile("skills,skills"), "sections", /"skills"/)
+          assertInvalid(yield* profile("about,,about"), "sections", /more than once/)
+          assertInvalid(
+            yield* profile("about,experience,education,skills,about"),
+            "sections",
+            /At most 4 sections \(got 5\)/
+          )
+          assert.strictEqual((yield* app.call("/v1/usage", { key, ip })).body.free_tier.used_today, 0)
+          const reordered = yield* profile("skills,about,education,experience")
+          assert.strictEqual(reordered.status, 200)
+          assert.strictEqual(reordered.body.cost.quoted, 8)
+        })
     )
 
     it.effect("searchPeople: ranked results, the search rules, trial cap and fewer_results refund", () =>

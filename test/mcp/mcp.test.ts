@@ -149,6 +149,24 @@ describe(`MCP (${storeName})`, () => {
             ],
             ["getProfile", { sections: ["about"] }, "/v1/profnet/profiles?sections=about", "identifier"],
             [
+              "getProfile",
+              { identifier: slug, sections: ["skills", "about", "skills"] },
+              `/v1/profnet/profiles?identifier=${slug}&sections=skills,about,skills`,
+              "sections"
+            ],
+            [
+              "getProfile",
+              { identifier: slug, sections: ["about", "experience", "education", "skills", "about"] },
+              `/v1/profnet/profiles?identifier=${slug}&sections=about,experience,education,skills,about`,
+              "sections"
+            ],
+            [
+              "getForumUser",
+              { username: "someone", sections: ["posts", "posts"] },
+              "/v1/forum/users?username=someone&sections=posts,posts",
+              "sections"
+            ],
+            [
               "searchPeople",
               { keywords: "engineer", limit: 99 },
               "/v1/profnet/search?keywords=engineer&limit=99",

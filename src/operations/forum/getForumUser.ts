@@ -3,7 +3,7 @@ import { hosts, parseForumUser } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { ForumUser, ForumUserSection } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { CommaList, cleaned, fetchVia, notFound, served } from "../support.ts"
+import { CommaList, cleaned, fetchVia, notFound, sectionList, served } from "../support.ts"
 
 export const getForumUser = defineOperation({
   id: "getForumUser",
@@ -17,13 +17,14 @@ export const getForumUser = defineOperation({
       description: `Username (without u/) or a ${hosts.forum}/user/<name> URL.`
     }),
     sections: Schema.optionalKey(CommaList(ForumUserSection)).annotate({
-      description: "Comma-separated: posts, comments (each +2 credits)."
+      description: "Comma-separated: posts, comments, each at most once (+2 credits each)."
     })
   }),
   data: ForumUser,
   prepare: (params) =>
-    Effect.map(cleaned("username", parseForumUser(params.username)), (username) => {
-      const sections = [...new Set(params.sections ?? [])].sort()
+    Effect.gen(function* () {
+      const username = yield* cleaned("username", parseForumUser(params.username))
+      const sections = yield* sectionList("sections", params.sections ?? [], ForumUserSection.literals)
       return { args: { username, sections }, quote: prices.getForumUser(sections.length) }
     }),
   run: ({ username, sections }, context) =>

@@ -3,10 +3,9 @@ import { hosts, parsePerson } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { Person } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { CommaList, cleaned, fetchVia, invalid, notFound, served } from "../support.ts"
+import { CommaList, cleaned, fetchVia, notFound, sectionList, served } from "../support.ts"
 
 export const profileSections = ["about", "experience", "education", "skills"] as const
-type Section = (typeof profileSections)[number]
 const { about, experience, education, skills, ...overviewFields } = Person.fields
 
 export const PersonData = Schema.Struct({
@@ -27,16 +26,15 @@ export const getProfile = defineOperation({
   params: Schema.Struct({
     identifier: Schema.String.annotate({ description: "Profile URL, slug, or urn:li:fsd_profile:<id>." }),
     sections: Schema.optionalKey(CommaList(Schema.Literals(profileSections))).annotate({
-      description: "Comma-separated: about, experience, education, skills (at most 4; 2 included)."
+      description:
+        "Comma-separated: about, experience, education, skills each at most once (so at most 4); 2 included."
     })
   }),
   data: PersonData,
   prepare: (params) =>
     Effect.gen(function* () {
       const ref = yield* cleaned("identifier", parsePerson(params.identifier))
-      const sections = [...new Set(params.sections ?? [])].sort() as Array<Section>
-      if (sections.length > 4)
-        return yield* invalid("sections", "At most 4 sections: about, experience, education, skills.")
+      const sections = yield* sectionList("sections", params.sections ?? [], profileSections)
       return { args: { ref, sections }, quote: prices.getProfile(sections.length) }
     }),
   run: ({ ref, sections }, context) =>
