@@ -53,6 +53,7 @@ export const prices = {
   getMicroblogProfile: () => quote(["microblog profile", 4]),
   getTweets: () => quote(["tweets page", 4]),
   getTweet: () => quote(["tweet", 4]),
+  getTweetReplies: () => quote(["tweet replies page", 4]),
   resolveMicroblogUrl: () => quote(["resolveMicroblogUrl", 2])
 } as const
 

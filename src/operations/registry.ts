@@ -6,6 +6,7 @@ import { getForumUser } from "./forum/getForumUser.ts"
 import { resolveForumUrl } from "./forum/resolveForumUrl.ts"
 import { getMicroblogProfile } from "./microblog/getMicroblogProfile.ts"
 import { getTweet } from "./microblog/getTweet.ts"
+import { getTweetReplies } from "./microblog/getTweetReplies.ts"
 import { getTweets } from "./microblog/getTweets.ts"
 import { microblogSearch } from "./microblog/microblogSearch.ts"
 import { resolveMicroblogUrl } from "./microblog/resolveMicroblogUrl.ts"
@@ -34,5 +35,6 @@ export const operations: ReadonlyArray<AnyOperation<OperationServices>> = [
   getMicroblogProfile,
   getTweets,
   getTweet,
-  resolveMicroblogUrl
+  resolveMicroblogUrl,
+  getTweetReplies
 ]

@@ -29,6 +29,7 @@ export const methodPlatform: Record<Method, Platform> = {
   getMicroblogProfile: "microblog",
   getTweets: "microblog",
   getTweet: "microblog",
+  getTweetReplies: "microblog",
   resolveMicroblogUrl: "microblog"
 }
 

@@ -29,6 +29,12 @@ const account = (() => {
   throw new Error("no account with replies and two pages")
 })()
 const tweet: Tweet = page(world.getTweets(account.handle, false, undefined)).items[0]!
+/** A popular tweet with more than one page of replies, and one without any. */
+const popular = ["coffee", "cooking", "chess", "python", "rust", "gaming"].flatMap(
+  (query) => page(world.microblogSearch({ query, sort: "top" }, undefined)).items
+)
+const conversation = popular.find((t) => t.replies > 20)!
+const quiet = popular.find((t) => t.replies === 0)!
 
 const trial = Effect.gen(function* () {
   const app = yield* TestApp
@@ -211,6 +217,79 @@ describe(`microblog operations (${storeName})`, () => {
       })
     )
 
+    it.effect(
+      "getTweetReplies: a page of replies for 4 credits, top by default or latest; id or status URL",
+      () =>
+        Effect.gen(function* () {
+          const { get, usedToday } = yield* trial
+          const replies = (query: string) => get(`/v1/microblog/tweet/replies?${query}`)
+          const top = yield* replies(`id=${conversation.id}`)
+          assertCharged(top, "getTweetReplies", "tweet_replies", 4)
+          const expected = page(world.getTweetReplies(conversation.id, "top", undefined))
+          assert.deepStrictEqual(top.body.data, { replies: expected.items, cursor: expected.next_cursor })
+          assert.strictEqual(top.body.data.replies.length, 20)
+          assert.isString(top.body.data.cursor)
+          const likes = top.body.data.replies.map((t: Tweet) => t.likes)
+          assert.deepStrictEqual(
+            likes,
+            [...likes].sort((a: number, b: number) => b - a)
+          )
+          for (const reply of top.body.data.replies as ReadonlyArray<Tweet>) {
+            assert.isTrue(reply.is_reply)
+            assert.isTrue(reply.text.startsWith(`@${conversation.author.handle} `))
+          }
+          assert.deepStrictEqual((yield* replies(`id=${conversation.id}&sort=top`)).body.data, top.body.data)
+          const path = new URL(conversation.url).pathname
+          const latest = yield* replies(`id=${q(`https://m.microblog.com${path}?s=20`)}&sort=latest`)
+          assertCharged(latest, "getTweetReplies", "tweet_replies", 4)
+          const newest = page(world.getTweetReplies(conversation.id, "latest", undefined))
+          assert.deepStrictEqual(latest.body.data, { replies: newest.items, cursor: newest.next_cursor })
+          const times = latest.body.data.replies.map((t: Tweet) => t.created_at)
+          assert.deepStrictEqual(times, [...times].sort().reverse())
+          // A reply is a tweet of its own: getTweet reads the same record.
+          const reply = top.body.data.replies[0] as Tweet
+          assert.deepStrictEqual((yield* get(`/v1/microblog/tweet?id=${reply.id}`)).body.data, reply)
+          const none = yield* replies(`id=${quiet.id}`)
+          assertCharged(none, "getTweetReplies", "tweet_replies", 4)
+          assert.deepStrictEqual(none.body.data, { replies: [], cursor: null })
+          const spent = yield* usedToday
+          assertInvalid(yield* replies(`id=${conversation.id}&sort=oldest`), "sort")
+          assertInvalid(yield* replies("id=abc"), "id")
+          assertInvalid(yield* replies(`id=${q(account.url)}`), "id", /getTweets/)
+          assertInvalid(yield* replies(`id=${q(`https://forum.com${path}`)}`), "id")
+          assertInvalid(yield* replies(""), "id")
+          assertNotFound(yield* replies("id=1234567890123456789"))
+          const capped = yield* replies(`id=${conversation.id}&cursor=${q(expected.next_cursor!)}`)
+          assert.strictEqual(capped.status, 403)
+          assert.strictEqual(capped.body.code, "TRIAL_CAP_EXCEEDED")
+          assert.strictEqual(capped.body.param, "cursor")
+          assert.strictEqual(yield* usedToday, spent)
+        })
+    )
+
+    it.effect(
+      "getTweetReplies: more replies with the cursor on a paid key; the cursor is bound to its query",
+      () =>
+        Effect.gen(function* () {
+          const call = yield* paid
+          const replies = (query: string) => call(`/v1/microblog/tweet/replies?${query}`)
+          const cursor = page(world.getTweetReplies(conversation.id, "top", undefined)).next_cursor!
+          const second = yield* replies(`id=${conversation.id}&cursor=${q(cursor)}`)
+          assertCharged(second, "getTweetReplies", "tweet_replies", 4)
+          const expected = page(world.getTweetReplies(conversation.id, "top", cursor))
+          assert.deepStrictEqual(second.body.data, { replies: expected.items, cursor: expected.next_cursor })
+          assert.isAbove(second.body.data.replies.length, 0)
+          const first = page(world.getTweetReplies(conversation.id, "top", undefined)).items
+          for (const reply of second.body.data.replies as ReadonlyArray<Tweet>)
+            assert.isFalse(first.some((t) => t.id === reply.id))
+          assertInvalid(yield* replies(`id=${conversation.id}&sort=latest&cursor=${q(cursor)}`), "cursor")
+          assertInvalid(yield* replies(`id=${quiet.id}&cursor=${q(cursor)}`), "cursor")
+          const timeline = page(world.getTweets(account.handle, false, undefined)).next_cursor!
+          assertInvalid(yield* replies(`id=${conversation.id}&cursor=${q(timeline)}`), "cursor")
+          assertInvalid(yield* replies(`id=${conversation.id}&cursor=forged`), "cursor")
+        })
+    )
+
     it.effect("resolveMicroblogUrl: profiles and tweets for 2 credits; other URLs refused", () =>
       Effect.gen(function* () {
         const { get, usedToday } = yield* trial
@@ -251,7 +330,7 @@ describe(`microblog operations (${storeName})`, () => {
           for (const operation of operations) assert.isTrue(byId.has(operation.id), operation.id)
           assert.deepStrictEqual(
             operations.map((operation) => operation.platform),
-            [...Array(5).fill("profnet"), ...Array(6).fill("forum"), ...Array(5).fill("microblog")]
+            [...Array(5).fill("profnet"), ...Array(6).fill("forum"), ...Array(6).fill("microblog")]
           )
           const expected: Record<string, [string, ReadonlyArray<string>]> = {
             microblogSearch: [
@@ -261,7 +340,11 @@ describe(`microblog operations (${storeName})`, () => {
             getMicroblogProfile: ["/v1/microblog/profiles", ["identifier", "freshness"]],
             getTweets: ["/v1/microblog/tweets", ["identifier", "include_replies", "cursor"]],
             getTweet: ["/v1/microblog/tweet", ["id"]],
-            resolveMicroblogUrl: ["/v1/microblog/resolve-url", ["url"]]
+            resolveMicroblogUrl: ["/v1/microblog/resolve-url", ["url"]],
+            getTweetReplies: [
+              "/v1/microblog/tweet/replies",
+              ["id", "sort", "cursor", "freshness", "max_credits"]
+            ]
           }
           for (const [id, [path, params]] of Object.entries(expected)) {
             const op = byId.get(id)

@@ -34,5 +34,6 @@ export const sampleArguments: Record<string, Record<string, unknown>> = {
   getMicroblogProfile: { identifier: tweet.author.handle },
   getTweets: { identifier: tweet.author.handle, include_replies: true },
   getTweet: { id: tweet.id },
-  resolveMicroblogUrl: { url: tweet.url }
+  resolveMicroblogUrl: { url: tweet.url },
+  getTweetReplies: { id: tweet.url, sort: "latest" }
 }

@@ -130,6 +130,8 @@ const sameAsWorld = (upstream: Upstream["Service"]) =>
     assert.isUndefined(posts[1])
     const tweets = page<Tweet>(yield* same("microblogSearch", { query: "rust" }, undefined))
     yield* same("getTweet", tweets.items[0]!.id)
+    yield* same("getTweetReplies", tweets.items[0]!.id, "latest", undefined)
+    assert.strictEqual(yield* same("getTweetReplies", tweets.items[0]!.id, "top", "forged"), InvalidCursor)
     assert.isUndefined(yield* upstream.call("getPerson", { slug: "no-such-person-anywhere" }))
     assert.strictEqual(
       yield* upstream.call("searchPeople", { keywords: "designer" }, first.next_cursor!, 10),

@@ -8,6 +8,7 @@ import {
   ForumUserSection,
   MicroblogProfileRef,
   MicroblogSearchQuery,
+  MicroblogSort,
   PeopleQuery,
   PersonRef
 } from "../contract.ts"
@@ -42,6 +43,7 @@ export const argsSchemas = {
   getMicroblogProfile: Tuple([MicroblogProfileRef]),
   getTweets: Tuple([Str, Schema.Boolean, Cursor]),
   getTweet: Tuple([Str]),
+  getTweetReplies: Tuple([Str, MicroblogSort, Cursor]),
   resolveMicroblogUrl: Tuple([Str])
 } satisfies { readonly [M in Method]: Schema.Decoder<Readonly<Args<M>>> }
 

@@ -31,6 +31,7 @@ const KINDS = [
   "fuser",
   "account",
   "tweet",
+  "reply",
   "search"
 ] as const
 type Kind = (typeof KINDS)[number]

@@ -16,6 +16,7 @@ import type {
   MicroblogProfile,
   MicroblogProfileRef,
   MicroblogSearchQuery,
+  MicroblogSort,
   MicroblogUrlResolution,
   Page,
   PeopleQuery,
@@ -47,7 +48,8 @@ import {
 } from "./forum.ts"
 import { communityTable } from "./forum-core.ts"
 import { FORUM_SEARCH_CAP, forumSearch } from "./forum-search.ts"
-import { accountIndex, getTweet, getTweets, profile, TWEETS_PAGE } from "./microblog.ts"
+import { accountIndex, getTweets, profile, TWEETS_PAGE } from "./microblog.ts"
+import { getTweet, getTweetReplies, REPLIES_MAX, REPLIES_PAGE } from "./microblog-replies.ts"
 import { accountsByTopic, MICROBLOG_SEARCH_CAP, microblogSearch } from "./microblog-search.ts"
 import { person, personIndexBySlug, personIndexByUrn } from "./people.ts"
 import { peopleTable } from "./people-index.ts"
@@ -66,6 +68,8 @@ export const LIMITS = {
   forumSearchCap: FORUM_SEARCH_CAP,
   communityFeedCap: COMMUNITY_FEED_CAP,
   tweetsPage: TWEETS_PAGE,
+  tweetRepliesPage: REPLIES_PAGE,
+  tweetRepliesCap: REPLIES_MAX,
   microblogSearchCap: MICROBLOG_SEARCH_CAP,
   threadCommentsMax: 500
 } as const
@@ -115,6 +119,12 @@ export interface World {
     cursor: string | undefined
   ): Page<Tweet> | InvalidCursor | undefined
   getTweet(id: string): Tweet | undefined
+  /** Undefined when no such tweet exists; a tweet without replies has an empty page. */
+  getTweetReplies(
+    id: string,
+    sort: MicroblogSort,
+    cursor: string | undefined
+  ): Page<Tweet> | InvalidCursor | undefined
   resolveMicroblogUrl(url: string): MicroblogUrlResolution | undefined
 }
 
@@ -211,6 +221,7 @@ export const makeWorld = (seed: string | number): World => {
     },
     getTweets: (handleOrId, includeReplies, cursor) => getTweets(ctx, handleOrId, includeReplies, cursor),
     getTweet: (id) => getTweet(ctx, id),
+    getTweetReplies: (id, sort, cursor) => getTweetReplies(ctx, id, sort, cursor),
     resolveMicroblogUrl: (url) => resolveMicroblogUrl(ctx, url)
   }
   contexts.set(world, ctx)

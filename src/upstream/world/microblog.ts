@@ -11,7 +11,9 @@ import { TOPIC_GROUPS } from "./words-text.ts"
 export const MICROBLOG_HOST = "microblog.com"
 export const TWEETS_PAGE = 20
 const TIMELINE_MAX = 1000
-const TWEET_BITS = 1024
+/** A timeline tweet's key is `account * TWEET_BITS + k`; keys from TIMELINE_KEYS on are replies. */
+export const TWEET_BITS = 1024
+export const TIMELINE_KEYS = SIZES.microblogAccounts * TWEET_BITS
 const ID_OFFSET = 100_000_000
 /** The microblog's own id epoch (2010-11-04), as its snowflake ids use. */
 const TW_EPOCH_S = 1_288_834_974
@@ -182,7 +184,7 @@ export const tweetLikes = (ctx: Ctx, c: AccountStats, k: number): number =>
 export const tweet = (ctx: Ctx, c: AccountCore, k: number, text = tweetTextOf(ctx, c, k)): Tweet => {
   const key = c.index * TWEET_BITS + k
   const created = tweetTime(ctx, c, k)
-  const id = encodeSnowflake(Math.floor(created / 1000), TW_EPOCH_S, ctx.perm.tweetKey.forward(key))
+  const id = tweetId(ctx, created, key)
   const rng = rngFor(ctx.k.tweet, key, 1)
   const reply = isReply(ctx, c.index, k)
   const likes = tweetLikes(ctx, c, k)
@@ -203,17 +205,22 @@ export const tweet = (ctx: Ctx, c: AccountCore, k: number, text = tweetTextOf(ct
   }
 }
 
-export const getTweet = (ctx: Ctx, id: string): Tweet | undefined => {
+/** The key a tweet id carries (its low 32 bits, unpermuted); the id itself is checked by its owner. */
+export const tweetKeyOf = (ctx: Ctx, id: string): number | undefined => {
   const low = decodeSnowflakeLow(id)
-  if (low === undefined) return undefined
-  const key = ctx.perm.tweetKey.inverse(low)
+  return low === undefined ? undefined : ctx.perm.tweetKey.inverse(low)
+}
+
+export const tweetId = (ctx: Ctx, createdMs: number, key: number): string =>
+  encodeSnowflake(Math.floor(createdMs / 1000), TW_EPOCH_S, ctx.perm.tweetKey.forward(key))
+
+/** The timeline tweet of a key below TIMELINE_KEYS, or undefined past its account's timeline. */
+export const timelineTweet = (ctx: Ctx, key: number): Tweet | undefined => {
   const a = Math.floor(key / TWEET_BITS)
   const k = key % TWEET_BITS
   if (a >= SIZES.microblogAccounts) return undefined
   const c = accountCore(ctx, a)
-  if (k >= c.timeline) return undefined
-  const t = tweet(ctx, c, k)
-  return t.id === id ? t : undefined
+  return k < c.timeline ? tweet(ctx, c, k) : undefined
 }
 
 /** A numeric identifier is a user id; anything else is a handle. */

@@ -15,7 +15,8 @@ import {
   forumPostId,
   postSummary
 } from "./forum-posts.ts"
-import { accountCore, accountIndexByHandle, getTweet, MICROBLOG_HOST } from "./microblog.ts"
+import { accountCore, accountIndexByHandle, MICROBLOG_HOST } from "./microblog.ts"
+import { getTweet } from "./microblog-replies.ts"
 import { personCore, personIndexBySlug, profileUrl } from "./people.ts"
 import { profnetPostById } from "./profnet-posts.ts"
 import { platformPath } from "./text.ts"
