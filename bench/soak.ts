@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
-import { freeTier } from "../src/domain/plans.ts"
+import { defaultPolicy } from "../src/domain/policy.ts"
 import { operations } from "../src/operations/registry.ts"
 import { type BenchAccount, ipOf, mint, paidAccounts, pool } from "./accounts.ts"
 import { type Faults, startFaults } from "./faults.ts"
@@ -281,7 +281,9 @@ export const soak = async (options: {
       [...paid, ...trial].map((account) => account.key),
       seen
     )),
-    ...(options.db === undefined ? [] : await ledgerInvariants(options.db, freeTier.creditsPerIpDay)),
+    ...(options.db === undefined
+      ? []
+      : await ledgerInvariants(options.db, defaultPolicy.freeCreditsPerIpDay)),
     {
       name: "memory: last quarter's RSS at most 50% above the first quarter's",
       pass: growthPercent <= 50,

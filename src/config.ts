@@ -1,5 +1,6 @@
 import type { LogLevel } from "effect"
-import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { defaultPolicy, type Policy } from "./domain/policy.ts"
 
 /** Everything an operator can set, read once at start-up through Effect `Config`. */
 export interface AppConfigShape {
@@ -22,6 +23,12 @@ export interface AppConfigShape {
    * refunded and its key may be claimed again. A call that outlives its lease is fenced off.
    */
   readonly leaseMs: number
+  /** The product's numbers (budgets, limits, ages, packs); decisions.md's are the defaults. */
+  readonly policy: Policy
+  /** Where offers and usage send a person to pay (`?account=` is added for an account). */
+  readonly upgradeUrl: string
+  /** The checkout rails offers list: `local` (the built-in test-mode checkout). */
+  readonly checkoutRails: ReadonlyArray<string>
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
@@ -44,7 +51,12 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")),
       maxBodyBytes: yield* Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(64 * 1024)),
       maxResponseBytes: yield* Config.Int("MAX_RESPONSE_BYTES").pipe(Config.withDefault(4 * 1024 * 1024)),
-      leaseMs: (yield* Config.Int("LEASE_SECONDS").pipe(Config.withDefault(60))) * 1000
+      leaseMs: (yield* Config.Int("LEASE_SECONDS").pipe(Config.withDefault(60))) * 1000,
+      policy: yield* policyFromEnv,
+      upgradeUrl: yield* Config.String("UPGRADE_URL").pipe(
+        Config.withDefault(`${baseUrl.replace(/\/+$/, "")}/upgrade`)
+      ),
+      checkoutRails: ["local"]
     })
   })
 
@@ -66,10 +78,53 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         maxBodyBytes: 64 * 1024,
         maxResponseBytes: 4 * 1024 * 1024,
         leaseMs: 60_000,
+        policy: defaultPolicy,
+        upgradeUrl: "http://svc.test/upgrade",
+        checkoutRails: ["local"],
         ...overrides
       })
     )
 }
+
+const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
+const positive = (name: string, fallback: number) =>
+  Config.schema(PositiveInt, name).pipe(Config.withDefault(fallback))
+
+/** Every number of `Policy` from the environment, defaulting to decisions.md's. */
+const policyFromEnv = Effect.gen(function* () {
+  const hour = 3_600_000
+  const [flex, production] = defaultPolicy.packs
+  return {
+    freeCreditsPerIpDay: yield* positive("FREE_CREDITS_PER_IP_DAY", defaultPolicy.freeCreditsPerIpDay),
+    ratePerMinute: {
+      trial: yield* positive("RATE_LIMIT_TRIAL", defaultPolicy.ratePerMinute.trial),
+      flex: yield* positive("RATE_LIMIT_FLEX", defaultPolicy.ratePerMinute.flex),
+      production: yield* positive("RATE_LIMIT_PRODUCTION", defaultPolicy.ratePerMinute.production)
+    },
+    trialSearchLimit: yield* positive("TRIAL_SEARCH_LIMIT", defaultPolicy.trialSearchLimit),
+    claimGrantCredits: yield* positive("CLAIM_GRANT_CREDITS", defaultPolicy.claimGrantCredits),
+    mintPerIpHour: yield* positive("MINT_PER_IP_HOUR", defaultPolicy.mintPerIpHour),
+    replayWindowMs: (yield* positive("REPLAY_HOURS", defaultPolicy.replayWindowMs / hour)) * hour,
+    tombstoneMs: (yield* positive("TOMBSTONE_DAYS", defaultPolicy.tombstoneMs / (24 * hour))) * 24 * hour,
+    cacheRecentMs: (yield* positive("CACHE_RECENT_HOURS", defaultPolicy.cacheRecentMs / hour)) * hour,
+    cacheKeepMs: (yield* positive("CACHE_KEEP_DAYS", defaultPolicy.cacheKeepMs / (24 * hour))) * 24 * hour,
+    packs: [
+      {
+        ...flex!,
+        price_usd_cents: yield* positive("PACK_FLEX_PRICE_CENTS", flex!.price_usd_cents),
+        credits: yield* positive("PACK_FLEX_CREDITS", flex!.credits ?? 0)
+      },
+      {
+        ...production!,
+        price_usd_cents: yield* positive("PACK_PRODUCTION_PRICE_CENTS", production!.price_usd_cents),
+        credits_per_month: yield* positive(
+          "PACK_PRODUCTION_CREDITS_PER_MONTH",
+          production!.credits_per_month ?? 0
+        )
+      }
+    ]
+  } satisfies Policy
+})
 
 /** Public links derived from BASE_URL. */
 export const links = (baseUrl: string) => ({

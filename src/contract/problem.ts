@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { links } from "../config.ts"
-import { isPaid, packs } from "../domain/plans.ts"
+import { isPaid, type Pack } from "../domain/plans.ts"
 import { type ApiError, type ErrorCode, errorCatalog } from "./errors.ts"
 
 export const Offer = Schema.Struct({
@@ -48,10 +48,25 @@ export const ProblemBody = Schema.Struct({
 }).annotate({ identifier: "Problem" })
 export type ProblemBody = typeof ProblemBody.Type
 
+/** What a problem document needs from the configuration: its links, the packs and rails offers list. */
 export interface ProblemContext {
   readonly baseUrl: string
+  readonly upgradeUrl: string
   readonly rails: ReadonlyArray<string>
+  readonly packs: ReadonlyArray<Pack>
 }
+
+export const problemContext = (config: {
+  readonly baseUrl: string
+  readonly upgradeUrl: string
+  readonly checkoutRails: ReadonlyArray<string>
+  readonly policy: { readonly packs: ReadonlyArray<Pack> }
+}): ProblemContext => ({
+  baseUrl: config.baseUrl,
+  upgradeUrl: config.upgradeUrl,
+  rails: config.checkoutRails,
+  packs: config.policy.packs
+})
 
 const resumeFor = (code: ErrorCode): Offer["resume"] => {
   switch (code) {
@@ -74,15 +89,18 @@ const resumeFor = (code: ErrorCode): Offer["resume"] => {
   }
 }
 
-export const upgradeUrl = (baseUrl: string, accountId: string | undefined) =>
-  accountId === undefined ? links(baseUrl).upgrade : `${links(baseUrl).upgrade}?account=${accountId}`
+/** The configured upgrade URL, bound to the account when there is one. */
+export const upgradeUrl = (base: string, accountId: string | undefined) =>
+  accountId === undefined
+    ? base
+    : `${base}${base.includes("?") ? "&" : "?"}account=${encodeURIComponent(accountId)}`
 
-export const makeOffer = (code: ErrorCode, checkoutUrl: string, rails: ReadonlyArray<string>): Offer => ({
+export const makeOffer = (code: ErrorCode, checkoutUrl: string, context: ProblemContext): Offer => ({
   offer_version: 1,
   reason: code,
   currency: "usd",
-  packs: packs.map((pack) => ({ ...pack })),
-  rails: [...rails],
+  packs: context.packs.map((pack) => ({ ...pack })),
+  rails: [...context.rails],
   checkout_url: checkoutUrl,
   resume: resumeFor(code),
   refund_policy: "A failed call is never charged; unused reservations are refunded at settlement."
@@ -94,7 +112,7 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
   const docUrl = links(context.baseUrl).errorDoc(error.code)
   const carriesOffer =
     spec.offer === "always" || (spec.offer === "trial" && !isPaid(error.account?.plan ?? "trial"))
-  const checkoutUrl = upgradeUrl(context.baseUrl, error.account?.accountId)
+  const checkoutUrl = upgradeUrl(context.upgradeUrl, error.account?.accountId)
   const body: { -readonly [K in keyof ProblemBody]: ProblemBody[K] } = {
     type: docUrl,
     title: spec.title,
@@ -107,7 +125,7 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
   }
   if (carriesOffer) {
     body.upgrade_url = checkoutUrl
-    body.offer = makeOffer(error.code, checkoutUrl, context.rails)
+    body.offer = makeOffer(error.code, checkoutUrl, context)
   }
   switch (error._tag) {
     case "InvalidInput":

@@ -16,7 +16,7 @@ import {
 } from "../contract/errors.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { heartbeatMs } from "../domain/lease.ts"
-import { isPaid, type Platform, ratePerMinute, trialCaps } from "../domain/plans.ts"
+import { isPaid, type Platform } from "../domain/plans.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
 import type { AnyOperation, Freshness, RunResult } from "../operations/Operation.ts"
 import type { Account, KeyRecord } from "../services/Accounts.ts"
@@ -50,7 +50,7 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
   request: CallRequest
 ) {
   const { account, key, ip } = request.caller
-  const { maxResponseBytes } = yield* AppConfig
+  const { maxResponseBytes, policy } = yield* AppConfig
   const who = { accountId: account.id, plan: account.plan }
 
   // Entitle
@@ -91,9 +91,9 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
         account: who
       })
     }
-    if (prepared.searchLimit !== undefined && prepared.searchLimit > trialCaps.searchLimit) {
+    if (prepared.searchLimit !== undefined && prepared.searchLimit > policy.trialSearchLimit) {
       return yield* new TrialCapExceeded({
-        message: `Trial keys get at most ${trialCaps.searchLimit} results per search; send limit=${trialCaps.searchLimit} or less, or buy a pack.`,
+        message: `Trial keys get at most ${policy.trialSearchLimit} results per search; send limit=${policy.trialSearchLimit} or less, or buy a pack.`,
         param: "limit",
         account: who
       })
@@ -111,12 +111,12 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
   const limits = yield* RateLimits
   const limit = yield* limits.take({
     key: `plan:${account.id}`,
-    limit: ratePerMinute[account.plan],
+    limit: policy.ratePerMinute[account.plan],
     window: "1 minute"
   })
   if (!limit.allowed) {
     return yield* new RateLimited({
-      message: `At most ${ratePerMinute[account.plan]} calls per minute on the ${account.plan} plan. Retry after retry_after_seconds.`,
+      message: `At most ${policy.ratePerMinute[account.plan]} calls per minute on the ${account.plan} plan. Retry after retry_after_seconds.`,
       retry_after_seconds: limit.retryAfterSeconds,
       account: who
     })

@@ -1,12 +1,10 @@
 import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config.ts"
 import { UpstreamUnavailable } from "../contract/errors.ts"
 import type { Freshness, Served } from "../operations/Operation.ts"
 import type { UpstreamFailure } from "../upstream/Upstream.ts"
 import { Settings } from "./Settings.ts"
-
-export const recentMs = 6 * 3_600_000
-export const keepMs = 7 * 24 * 3_600_000
 
 export interface Fetched<A> {
   readonly value: A
@@ -36,6 +34,7 @@ export class Cache extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const settings = yield* Settings
+      const { cacheRecentMs: recentMs, cacheKeepMs: keepMs } = (yield* AppConfig).policy
       const inFlight = new Map<string, Deferred.Deferred<unknown, UpstreamFailure>>()
 
       const read = (key: string) =>

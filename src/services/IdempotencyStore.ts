@@ -4,9 +4,6 @@ import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 
-export const replayWindowMs = 24 * 3_600_000
-export const tombstoneMs = 7 * 24 * 3_600_000
-
 export type BeginResult =
   | { readonly _tag: "Fresh" }
   | { readonly _tag: "Replay"; readonly response: string }
@@ -55,7 +52,8 @@ export class IdempotencyStore extends Context.Service<
     IdempotencyStore,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      const { leaseMs } = yield* AppConfig
+      const { leaseMs, policy } = yield* AppConfig
+      const { replayWindowMs, tombstoneMs } = policy
 
       const begin: (
         accountId: string,

@@ -10,7 +10,7 @@ import {
 } from "../contract/errors.ts"
 import { draw, type Funding, split, total } from "../domain/funding.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
-import { freeTier, type Plan } from "../domain/plans.ts"
+import type { Plan } from "../domain/plans.ts"
 import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
 import { Ids } from "./Ids.ts"
@@ -168,7 +168,7 @@ export class Ledger extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const settings = yield* Settings
       const ids = yield* Ids
-      const { leaseMs } = yield* AppConfig
+      const { leaseMs, policy } = yield* AppConfig
 
       /**
        * Ends a reserved call: charge `charged` (free first, then grant, then balance), return the
@@ -271,7 +271,7 @@ export class Ledger extends Context.Service<
                   readonly credits_used: number
                 }>`SELECT credits_used FROM free_tier_usage
                 WHERE ip = ${input.ip} AND day = ${day} FOR UPDATE`
-                freeAvailable = freeTier.creditsPerIpDay - Number(used[0]?.credits_used ?? 0)
+                freeAvailable = policy.freeCreditsPerIpDay - Number(used[0]?.credits_used ?? 0)
                 yield* sql`INSERT INTO free_tier_days (day, credits_used) VALUES (${day}, 0) ON CONFLICT (day) DO NOTHING`
                 const global = yield* sql<{
                   readonly credits_used: number
@@ -305,7 +305,7 @@ export class Ledger extends Context.Service<
                   })
                 }
                 return yield* new TrialCapExceeded({
-                  message: `Free keys from this IP share ${freeTier.creditsPerIpDay} credits per UTC day; ${freeAvailable} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+                  message: `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${freeAvailable} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
                   account
                 })
               }

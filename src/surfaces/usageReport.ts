@@ -1,7 +1,7 @@
-import { links } from "../config.ts"
+import { type AppConfigShape, links } from "../config.ts"
 import { upgradeUrl } from "../contract/problem.ts"
 import type { Usage } from "../contract/schemas.ts"
-import { freeTier, isPaid, ratePerMinute } from "../domain/plans.ts"
+import { freeTier, isPaid } from "../domain/plans.ts"
 import { nextDayStartIso } from "../domain/time.ts"
 import type { CallRequest } from "../metering/pipeline.ts"
 import type { UsageFacts } from "../services/Usage.ts"
@@ -11,8 +11,9 @@ export const usageReport = (
   { account, key, ip }: CallRequest["caller"],
   facts: UsageFacts,
   now: number,
-  baseUrl: string
+  config: Pick<AppConfigShape, "baseUrl" | "upgradeUrl" | "policy">
 ): typeof Usage.Type => {
+  const perIpDay = config.policy.freeCreditsPerIpDay
   const paid = isPaid(account.plan)
   const hasCredits = paid || account.grantCredits > 0 || account.balanceCredits > 0
   return {
@@ -26,9 +27,9 @@ export const usageReport = (
       ? {}
       : {
           free_tier: {
-            credits_per_ip_day: freeTier.creditsPerIpDay,
+            credits_per_ip_day: perIpDay,
             used_today: facts.freeUsedToday,
-            remaining_today: Math.max(0, freeTier.creditsPerIpDay - facts.freeUsedToday),
+            remaining_today: Math.max(0, perIpDay - facts.freeUsedToday),
             ip,
             resets_at: nextDayStartIso(now),
             freshness: freeTier.freshness,
@@ -46,10 +47,10 @@ export const usageReport = (
       : {}),
     today: facts.today,
     history: facts.history,
-    rate_limit_per_minute: ratePerMinute[account.plan],
-    upgrade_url: upgradeUrl(baseUrl, account.id),
+    rate_limit_per_minute: config.policy.ratePerMinute[account.plan],
+    upgrade_url: upgradeUrl(config.upgradeUrl, account.id),
     ...(account.plan === "trial" && !account.claimed
-      ? { claim_url: `${links(baseUrl).claim}?account=${account.id}` }
+      ? { claim_url: `${links(config.baseUrl).claim}?account=${account.id}` }
       : {})
   }
 }

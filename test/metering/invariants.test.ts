@@ -2,7 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import fc from "fast-check"
-import { freeTier } from "../../src/domain/plans.ts"
+import { defaultPolicy } from "../../src/domain/policy.ts"
 import { Admin } from "../../src/services/Admin.ts"
 import { type Reply, TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -254,7 +254,8 @@ const checkLedger = Effect.gen(function* () {
       AS credits
     FROM calls GROUP BY ip, day`
   const used = new Map(freeRows.map((row) => [`${row.ip}/${row.day}`, num(row.credits_used)]))
-  for (const row of freeRows) assert.isAtMost(num(row.credits_used), freeTier.creditsPerIpDay, row.ip)
+  for (const row of freeRows)
+    assert.isAtMost(num(row.credits_used), defaultPolicy.freeCreditsPerIpDay, row.ip)
   for (const row of freeCharged) {
     assert.strictEqual(used.get(`${row.ip}/${row.day}`) ?? 0, num(row.credits), `free budget of ${row.ip}`)
     used.delete(`${row.ip}/${row.day}`)

@@ -12,8 +12,6 @@ import { Usage } from "../../services/Usage.ts"
 import { usageReport } from "../usageReport.ts"
 import { Problems } from "./problems.ts"
 
-export const mintLimit = { perIp: 5, window: "1 hour" } as const
-
 export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
@@ -26,13 +24,13 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
         const ip = yield* ClientIp
         const limit = yield* limits.take({
           key: `mint:${ip}`,
-          limit: mintLimit.perIp,
-          window: mintLimit.window
+          limit: config.policy.mintPerIpHour,
+          window: "1 hour"
         })
         if (!limit.allowed) {
           return problems.render(
             new RateLimited({
-              message: `At most ${mintLimit.perIp} keys per IP per hour. Keys from one IP share one free budget, so another key gains nothing; reuse the key you have.`,
+              message: `At most ${config.policy.mintPerIpHour} keys per IP per hour. Keys from one IP share one free budget, so another key gains nothing; reuse the key you have.`,
               retry_after_seconds: limit.retryAfterSeconds
             })
           )
@@ -44,17 +42,17 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
           account_id: minted.account.id,
           plan: "trial" as const,
           free_tier: {
-            credits_per_ip_day: freeTier.creditsPerIpDay,
+            credits_per_ip_day: config.policy.freeCreditsPerIpDay,
             freshness: freeTier.freshness,
             first_page_only: freeTier.firstPageOnly
           },
-          upgrade_url: upgradeUrl(config.baseUrl, minted.account.id),
+          upgrade_url: upgradeUrl(config.upgradeUrl, minted.account.id),
           setup: {
             env: `export SVC_API_KEY=${minted.secret}`,
             rest: `curl -s -H "Authorization: Bearer ${minted.secret}" ${config.baseUrl}/v1/usage`,
             mcp: { url: link.mcp, headers: { Authorization: `Bearer ${minted.secret}` } }
           },
-          note: `This key is shown once; store it now. Free keys from one IP share ${freeTier.creditsPerIpDay} credits per UTC day, recent (cached) data only, first page only. Buy a pack at upgrade_url to lift the caps on this same key.`,
+          note: `This key is shown once; store it now. Free keys from one IP share ${config.policy.freeCreditsPerIpDay} credits per UTC day, recent (cached) data only, first page only. Buy a pack at upgrade_url to lift the caps on this same key.`,
           docs: link.docs
         }
       })
@@ -108,7 +106,7 @@ export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
         Effect.gen(function* () {
           const caller = yield* Caller
           const facts = yield* Effect.orDie(usage.facts(caller.account.id, caller.ip))
-          return usageReport(caller, facts, yield* Clock.currentTimeMillis, config.baseUrl)
+          return usageReport(caller, facts, yield* Clock.currentTimeMillis, config)
         })
       )
   })

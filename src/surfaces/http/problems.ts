@@ -3,14 +3,8 @@ import { HttpServerResponse } from "effect/http"
 import type { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { type ApiError, errorCatalog, Internal, InvalidInput, isApiError } from "../../contract/errors.ts"
-import { type ProblemContext, toProblem } from "../../contract/problem.ts"
+import { problemContext, toProblem } from "../../contract/problem.ts"
 import { Ids } from "../../services/Ids.ts"
-
-/** What a problem document needs from the configuration: its links and the checkout rails offered. */
-export const problemContext = (config: { readonly baseUrl: string }): ProblemContext => ({
-  baseUrl: config.baseUrl,
-  rails: ["local"]
-})
 
 /** Renders errors as `application/problem+json` responses; the one place REST turns a failure into bytes. */
 export class Problems extends Context.Service<

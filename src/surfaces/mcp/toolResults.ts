@@ -2,11 +2,8 @@ import type { CallToolResult } from "@modelcontextprotocol/server"
 import { Cause, Effect, Option } from "effect"
 import { AppConfig } from "../../config.ts"
 import { type ApiError, Internal, isApiError } from "../../contract/errors.ts"
-import { type ProblemBody, toProblem } from "../../contract/problem.ts"
+import { type ProblemBody, problemContext, toProblem } from "../../contract/problem.ts"
 import { Ids } from "../../services/Ids.ts"
-
-/** The checkout rails offers name; the same list REST's problem renderer uses. */
-const rails = ["local"]
 
 /** A value as both structured content and its JSON text, for clients that read only text. */
 export const structuredResult = (value: object): CallToolResult => ({
@@ -30,7 +27,7 @@ export const toToolResult = <R>(effect: Effect.Effect<object, ApiError, R>) =>
     Effect.catchCause((cause) =>
       Effect.gen(function* () {
         const config = yield* AppConfig
-        const context = { baseUrl: config.baseUrl, rails }
+        const context = problemContext(config)
         const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
         if (isApiError(failure)) return problemResult(toProblem(failure, context))
         const traceId = yield* (yield* Ids).newId("trace")

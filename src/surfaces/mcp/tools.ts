@@ -68,7 +68,7 @@ export const usageTool: McpTool<ToolServices> = {
     const caller = yield* Caller
     const config = yield* AppConfig
     const facts = yield* Effect.orDie((yield* Usage).facts(caller.account.id, caller.ip))
-    return usageReport(caller, facts, yield* Clock.currentTimeMillis, config.baseUrl)
+    return usageReport(caller, facts, yield* Clock.currentTimeMillis, config)
   }, toToolResult)
 }
 

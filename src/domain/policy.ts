@@ -1,0 +1,45 @@
+import type { Pack, Plan } from "./plans.ts"
+
+/**
+ * The numbers of the product (decisions.md): budgets, plan limits, caps, ages and packs. Each is a
+ * default an operator can change through configuration (`AppConfig.policy`, read from the
+ * environment); nothing else in the code repeats them.
+ */
+export interface Policy {
+  /** The free budget every trial key of one IP shares, per UTC day. */
+  readonly freeCreditsPerIpDay: number
+  readonly ratePerMinute: Readonly<Record<Plan, number>>
+  /** The largest search page a trial key may ask for. */
+  readonly trialSearchLimit: number
+  /** Credits granted when an account is claimed by email. */
+  readonly claimGrantCredits: number
+  /** Keys one IP may mint per hour. */
+  readonly mintPerIpHour: number
+  /** How long a stored idempotent result is replayed, then how long its tombstone answers NOT_FOUND. */
+  readonly replayWindowMs: number
+  readonly tombstoneMs: number
+  /** `recent` serves copies younger than this; copies are kept this long for fallback. */
+  readonly cacheRecentMs: number
+  readonly cacheKeepMs: number
+  /** The packs every offer lists. */
+  readonly packs: ReadonlyArray<Pack>
+}
+
+const hour = 3_600_000
+const day = 24 * hour
+
+export const defaultPolicy: Policy = {
+  freeCreditsPerIpDay: 200,
+  ratePerMinute: { trial: 30, flex: 120, production: 600 },
+  trialSearchLimit: 10,
+  claimGrantCredits: 10_000,
+  mintPerIpHour: 5,
+  replayWindowMs: day,
+  tombstoneMs: 7 * day,
+  cacheRecentMs: 6 * hour,
+  cacheKeepMs: 7 * day,
+  packs: [
+    { pack: "flex", mode: "one_time", price_usd_cents: 2_000, credits: 10_000 },
+    { pack: "production", mode: "subscription", price_usd_cents: 9_900, credits_per_month: 75_000 }
+  ]
+}

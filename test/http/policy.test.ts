@@ -1,0 +1,121 @@
+import { assert, describe, it, layer } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit } from "effect"
+import { AppConfig } from "../../src/config.ts"
+import { defaultPolicy } from "../../src/domain/policy.ts"
+import { TestApp, testApp } from "../support/app.ts"
+import { storeName } from "../support/database.ts"
+import { testOperations } from "../support/testOperations.ts"
+
+const fromEnv = (env: Record<string, string>) =>
+  AppConfig.fromEnv.pipe(
+    Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env))
+  )
+
+describe("policy configuration", () => {
+  it.effect("decisions.md's numbers are the defaults", () =>
+    Effect.gen(function* () {
+      const config = yield* fromEnv({})
+      assert.deepStrictEqual(config.policy, defaultPolicy)
+      assert.strictEqual(config.upgradeUrl, "http://127.0.0.1:8787/upgrade")
+      assert.deepStrictEqual(config.checkoutRails, ["local"])
+    })
+  )
+
+  it.effect("every number is read from the environment", () =>
+    Effect.gen(function* () {
+      const config = yield* fromEnv({
+        FREE_CREDITS_PER_IP_DAY: "50",
+        RATE_LIMIT_TRIAL: "3",
+        RATE_LIMIT_FLEX: "4",
+        RATE_LIMIT_PRODUCTION: "5",
+        TRIAL_SEARCH_LIMIT: "7",
+        CLAIM_GRANT_CREDITS: "500",
+        MINT_PER_IP_HOUR: "2",
+        REPLAY_HOURS: "1",
+        TOMBSTONE_DAYS: "2",
+        CACHE_RECENT_HOURS: "3",
+        CACHE_KEEP_DAYS: "4",
+        PACK_FLEX_PRICE_CENTS: "1000",
+        PACK_FLEX_CREDITS: "4000",
+        PACK_PRODUCTION_PRICE_CENTS: "5000",
+        PACK_PRODUCTION_CREDITS_PER_MONTH: "30000",
+        LEASE_SECONDS: "30",
+        UPGRADE_URL: "https://pay.example.test/buy"
+      })
+      const hour = 3_600_000
+      assert.deepStrictEqual(config.policy, {
+        freeCreditsPerIpDay: 50,
+        ratePerMinute: { trial: 3, flex: 4, production: 5 },
+        trialSearchLimit: 7,
+        claimGrantCredits: 500,
+        mintPerIpHour: 2,
+        replayWindowMs: hour,
+        tombstoneMs: 48 * hour,
+        cacheRecentMs: 3 * hour,
+        cacheKeepMs: 96 * hour,
+        packs: [
+          { pack: "flex", mode: "one_time", price_usd_cents: 1000, credits: 4000 },
+          { pack: "production", mode: "subscription", price_usd_cents: 5000, credits_per_month: 30000 }
+        ]
+      })
+      assert.strictEqual(config.leaseMs, 30_000)
+      assert.strictEqual(config.upgradeUrl, "https://pay.example.test/buy")
+    })
+  )
+
+  it.effect("a number that is not a positive integer stops the start-up", () =>
+    Effect.gen(function* () {
+      for (const bad of ["0", "-3", "1.5", "many"]) {
+        const exit = yield* Effect.exit(fromEnv({ FREE_CREDITS_PER_IP_DAY: bad }))
+        assert.isTrue(Exit.isFailure(exit), bad)
+      }
+    })
+  )
+})
+
+describe(`a configured policy reaches every answer (${storeName})`, () => {
+  const packs = [
+    { pack: "flex" as const, mode: "one_time" as const, price_usd_cents: 990, credits: 1_234 },
+    {
+      pack: "production" as const,
+      mode: "subscription" as const,
+      price_usd_cents: 4_900,
+      credits_per_month: 9_999
+    }
+  ]
+  layer(
+    testApp(testOperations, {
+      policy: { ...defaultPolicy, freeCreditsPerIpDay: 10, mintPerIpHour: 2, trialSearchLimit: 5, packs },
+      upgradeUrl: "https://pay.example.test/buy"
+    }),
+    { timeout: 60_000, excludeTestServices: true }
+  )((it) => {
+    it.effect("mint, usage, caps and offers use the configured numbers and upgrade URL", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = "10.88.0.1"
+        const minted = (yield* app.call("/v1/keys/mint", { method: "POST", ip })).body
+        assert.strictEqual(minted.free_tier.credits_per_ip_day, 10)
+        assert.strictEqual(minted.upgrade_url, `https://pay.example.test/buy?account=${minted.account_id}`)
+        const key = minted.key
+        assert.strictEqual((yield* app.call("/v1/usage", { key, ip })).body.free_tier.credits_per_ip_day, 10)
+
+        const wide = yield* app.call("/v1/profnet/test-echo?value=x&limit=6", { key, ip })
+        assert.strictEqual(wide.body.code, "TRIAL_CAP_EXCEEDED")
+        assert.include(wide.body.message, "at most 5 results")
+
+        assert.strictEqual((yield* app.call("/v1/profnet/test-echo?value=x&cost=8", { key, ip })).status, 200)
+        const over = yield* app.call("/v1/profnet/test-echo?value=x&cost=4", { key, ip })
+        assert.strictEqual(over.body.code, "TRIAL_CAP_EXCEEDED")
+        assert.deepStrictEqual(over.body.offer.packs, packs)
+        assert.strictEqual(over.body.upgrade_url, `https://pay.example.test/buy?account=${minted.account_id}`)
+        assert.strictEqual(over.body.offer.checkout_url, over.body.upgrade_url)
+
+        assert.strictEqual((yield* app.call("/v1/keys/mint", { method: "POST", ip })).status, 200)
+        const third = yield* app.call("/v1/keys/mint", { method: "POST", ip })
+        assert.strictEqual(third.body.code, "RATE_LIMITED")
+        assert.include(third.body.message, "At most 2 keys")
+      })
+    )
+  })
+})
