@@ -3,6 +3,7 @@ import { AppConfig } from "../config.ts"
 import type { Envelope } from "../contract/envelope.ts"
 import {
   ConcurrencyLimit,
+  type ErrorAccount,
   IdempotencyKeyRequired,
   IdempotencyKeyReused,
   Internal,
@@ -14,6 +15,7 @@ import {
   RateLimited,
   TrialCapExceeded
 } from "../contract/errors.ts"
+import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Platform } from "../domain/plans.ts"
@@ -22,7 +24,7 @@ import type { AnyOperation, Freshness, RunResult } from "../operations/Operation
 import type { Account, KeyRecord } from "../services/Accounts.ts"
 import { IdempotencyStore } from "../services/IdempotencyStore.ts"
 import { Ids } from "../services/Ids.ts"
-import { Ledger, type Receipt, ReservationLost } from "../services/Ledger.ts"
+import { Ledger, type Receipt, type Reservation, ReservationLost } from "../services/Ledger.ts"
 import { RateLimits } from "../services/RateLimits.ts"
 
 export interface CallRequest {
@@ -39,29 +41,62 @@ export interface CallOutcome {
   readonly replayed: boolean
 }
 
+/** What admission makes of a request: the call as it will be claimed, reserved, run and settled. */
+interface Admitted<R> {
+  readonly operation: AnyOperation<R>
+  readonly request: CallRequest
+  readonly who: ErrorAccount
+  readonly args: unknown
+  readonly quoted: number
+}
+
 /**
- * The metered path every data operation runs, REST or MCP:
- * entitle, validate, quote, max_credits, trial caps, rate limit, idempotency, then reserve
- * (which takes the account's in-flight slot), run, settle with refunds, and the receipt.
- * Anything that fails after the reservation releases it: a failed call charges nothing.
+ * The metered path every data operation runs, REST or MCP, as its steps:
+ * admit (entitle, validate, quote, max_credits, trial caps), take a rate token, hold (claim the
+ * Idempotency-Key, reserve the quote, which also takes the account's in-flight slot), run, settle
+ * with refunds, and answer with the receipt.
+ *
+ * What the call holds is released by its own finaliser when the call fails or is interrupted: the
+ * rate token when it is turned away before it runs, the claim and the reservation whenever it does
+ * not settle. A failed call charges nothing.
  */
 export const runMetered = Effect.fn("runMetered")(function* <R>(
   operation: AnyOperation<R>,
   request: CallRequest
 ) {
-  const { account, key, ip } = request.caller
-  const { maxResponseBytes, policy } = yield* AppConfig
+  const call = yield* admit(operation, request)
+  // The call's id names its receipt, and fences its claim and its reservation: a call that outlives
+  // its lease can neither complete, release nor settle what a newer call holds.
+  const callId = yield* (yield* Ids).newId("rcpt")
+
+  // From the claim to the settlement nothing may be interrupted but the upstream run itself.
+  return yield* Effect.uninterruptibleMask((restore) =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const token = yield* takeRateToken(call)
+        const held = yield* hold(call, callId).pipe(Effect.tapError(() => token.giveBack))
+        if (held._tag === "Replay") return held.outcome
+        return yield* runAndSettle(call, callId, held.reservation, restore).pipe(
+          Effect.catchDefect((defect) => failedWhileHeld(callId, defect))
+        )
+      })
+    )
+  ).pipe(Effect.catchTags({ ReservationLost: outlivedLease, ClaimLost: outlivedLease }))
+})
+
+/** Entitle, validate, quote, max_credits and trial caps: everything decided before anything is held. */
+const admit = Effect.fnUntraced(function* <R>(operation: AnyOperation<R>, request: CallRequest) {
+  const { account } = request.caller
+  const { policy } = yield* AppConfig
   const who = { accountId: account.id, plan: account.plan }
 
-  // Entitle
   if (!account.entitlements.includes(operation.platform))
     return yield* notEntitled(account, operation.platform)
 
-  // Validate
   const idempotencyKey = request.idempotencyKey
   if (
     idempotencyKey !== undefined &&
-    (idempotencyKey.length < 8 || idempotencyKey.length > 128 || controlCharacter.test(idempotencyKey))
+    (idempotencyKey.length < 8 || idempotencyKey.length > 128 || hasControlCharacter(idempotencyKey))
   ) {
     return yield* new InvalidInput({
       message:
@@ -69,9 +104,9 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
       param: "Idempotency-Key"
     })
   }
+  // The surface decoded the parameters with this operation's own schema.
   const prepared = yield* operation.prepare(request.params as never)
 
-  // Quote and max_credits
   const quote = withFreshness(prepared.quote, request.freshness)
   if (request.maxCredits !== undefined && quote.credits > request.maxCredits) {
     return yield* new QuoteExceedsMaxCredits({
@@ -82,7 +117,6 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
     })
   }
 
-  // Trial caps
   if (!isPaid(account.plan)) {
     if (request.freshness === "realtime") {
       return yield* new TrialCapExceeded({
@@ -106,181 +140,195 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
       })
     }
   }
+  return { operation, request, who, args: prepared.args, quoted: quote.credits } satisfies Admitted<R>
+})
 
-  // Rate limit: its token is given back if a later check rejects the call.
-  const limits = yield* RateLimits
-  const limit = yield* limits.take({
+/** One call of the account's per-minute allowance; the caller gives it back if the call is turned away. */
+const takeRateToken = Effect.fnUntraced(function* <R>(call: Admitted<R>) {
+  const { policy } = yield* AppConfig
+  const { account } = call.request.caller
+  const token = yield* (yield* RateLimits).take({
     key: `plan:${account.id}`,
     limit: policy.ratePerMinute[account.plan],
     window: "1 minute"
   })
-  if (!limit.allowed) {
+  if (!token.allowed) {
     return yield* new RateLimited({
       message: `At most ${policy.ratePerMinute[account.plan]} calls per minute on the ${account.plan} plan. Retry after retry_after_seconds.`,
-      retry_after_seconds: limit.retryAfterSeconds,
-      account: who
+      retry_after_seconds: token.retryAfterSeconds,
+      account: call.who
     })
   }
-  // A call rejected before it runs (idempotency, concurrency, funds) gives its token back.
-  let running = false
-  // The call's id names its receipt, and fences its idempotency claim and its reservation: a call
-  // that outlives its lease can neither complete, release nor settle what a newer call holds.
-  const callId = yield* (yield* Ids).newId("rcpt")
-
-  // From the idempotency claim to the settlement nothing may be interrupted but the upstream run
-  // itself: a client that hangs up between a claim (or a reservation) and the cleanup attached to it
-  // would otherwise leave the key 'running' and the account's slot taken until their leases expire.
-  return yield* Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function* () {
-      // Idempotency
-      const store = yield* IdempotencyStore
-      if (idempotencyKey === undefined && isPaid(account.plan)) {
-        return yield* new IdempotencyKeyRequired({
-          message:
-            "Paid keys must send an Idempotency-Key header (8 to 128 characters, a UUID is best) on metered calls.",
-          account: who
-        })
-      }
-      const print = fingerprint(account.id, operation.id, {
-        args: prepared.args,
-        freshness: request.freshness
-      })
-      if (idempotencyKey !== undefined) {
-        const begun = yield* Effect.orDie(store.begin(account.id, idempotencyKey, print, callId))
-        switch (begun._tag) {
-          case "Replay": {
-            const stored = JSON.parse(begun.response) as Envelope
-            return { envelope: { ...stored, receipt: { ...stored.receipt, replayed: true } }, replayed: true }
-          }
-          case "Reused":
-            return yield* new IdempotencyKeyReused({
-              message:
-                "This Idempotency-Key was already used with other arguments. Use a fresh key for a new call.",
-              account: who
-            })
-          case "Running":
-            return yield* new ConcurrencyLimit({
-              message:
-                "The original call with this Idempotency-Key is still running. Retry after retry_after_seconds to get its result.",
-              retry_after_seconds: begun.retryAfterSeconds,
-              account: who
-            })
-          case "Expired":
-            return yield* new NotFound({
-              message:
-                "The stored result of this Idempotency-Key has expired (24 hours). Resend with a fresh Idempotency-Key.",
-              account: who
-            })
-          case "Fresh":
-            break
-        }
-      }
-      const releaseKey =
-        idempotencyKey === undefined
-          ? Effect.void
-          : store.release(account.id, idempotencyKey, callId).pipe(
-              Effect.flatMap((released) =>
-                released
-                  ? Effect.void
-                  : Effect.logDebug("idempotency claim already taken over; left to its new holder")
-              ),
-              Effect.ignore
-            )
-
-      return yield* Effect.gen(function* () {
-        // Reserve (takes the one in-flight slot of the account)
-        const ledger = yield* Ledger
-        const reservation = yield* ledger
-          .reserve({
-            callId,
-            accountId: account.id,
-            plan: account.plan,
-            keyId: key.id,
-            ip,
-            operation: operation.id,
-            quoted: quote.credits,
-            realtime: request.freshness === "realtime",
-            idempotencyKey
-          })
-          .pipe(Effect.catchTag("SqlError", Effect.die))
-
-        // Run, then settle; any failure or interruption releases the reservation.
-        return yield* Effect.gen(function* () {
-          running = true
-          // While the upstream runs, the call beats (so a waiting caller knows it is alive), and
-          // stops as soon as its reservation is found gone (its lease expired and it was refunded).
-          const beating = ledger.heartbeat(callId).pipe(
-            Effect.catchTag("SqlError", () => Effect.succeed(true)),
-            Effect.delay(heartbeatMs),
-            Effect.flatMap((alive) => (alive ? Effect.void : Effect.fail(new ReservationLost({ callId })))),
-            Effect.forever
-          )
-          const result = yield* restore(
-            Effect.raceFirst(operation.run(prepared.args, { freshness: request.freshness }), beating)
-          )
-          const size = JSON.stringify(result.data).length
-          if (size > maxResponseBytes) {
-            return yield* new PayloadTooLarge({
-              message: `The response would be ${size} bytes, above the ${maxResponseBytes}-byte limit. Ask for less (fewer ids, sections or comments); nothing was charged.`,
-              account: who
-            })
-          }
-          const envelopeFor = (receipt: Receipt): Envelope => ({
-            schema_version: 2,
-            kind: operation.kind,
-            data: result.data,
-            freshness: {
-              requested: request.freshness,
-              served: result.served,
-              fetched_at: new Date(result.fetchedAt).toISOString(),
-              cache_age_seconds: Math.max(0, Math.floor((reservation.createdAt - result.fetchedAt) / 1000))
-            },
-            cost: {
-              quoted: receipt.quoted,
-              charged: receipt.charged,
-              refunded: receipt.quoted - receipt.charged
-            },
-            receipt
-          })
-          const receipt = yield* ledger
-            .settle(reservation, refundsOf(result, request.freshness), (receipt) =>
-              idempotencyKey === undefined
-                ? Effect.void
-                : store.complete(account.id, idempotencyKey, callId, JSON.stringify(envelopeFor(receipt)))
-            )
-            .pipe(Effect.catchTag("SqlError", Effect.die))
-          return { envelope: envelopeFor(receipt), replayed: false }
-        }).pipe(
-          Effect.onExit((exit) =>
-            Exit.isSuccess(exit)
-              ? Effect.void
-              : ledger.release(reservation).pipe(
-                  Effect.flatMap((released) =>
-                    released ? Effect.void : Effect.logDebug("reservation already refunded (lease expired)")
-                  ),
-                  Effect.ignore
-                )
-          ),
-          // A defect once the call has its row: the answer names the call, so it can be reported.
-          Effect.catchDefect((defect) =>
-            Effect.andThen(
-              Effect.logError("metered call failed", { callId }, defect),
-              Effect.fail(
-                new Internal({
-                  message: `The service failed while running this call (receipt ${callId}); nothing was charged. Retry once; if it fails again, report the receipt id.`,
-                  receipt_id: callId
-                })
-              )
-            )
-          )
-        )
-      }).pipe(Effect.onError(() => releaseKey))
-    })
-  ).pipe(
-    Effect.catchTags({ ReservationLost: outlivedLease, ClaimLost: outlivedLease }),
-    Effect.tapError(() => (running ? Effect.void : limit.giveBack))
-  )
+  return token
 })
+
+/**
+ * Claims the Idempotency-Key (or finds its stored result), then reserves the quote. Each is
+ * released, fenced by `callId`, if the call then fails: in reverse order, reservation first.
+ */
+const hold = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) {
+  const claim = yield* claimKey(call, callId)
+  if (claim._tag === "Replay") return claim
+  const { request } = call
+  const ledger = yield* Ledger
+  const reservation = yield* Effect.acquireRelease(
+    ledger
+      .reserve({
+        callId,
+        accountId: request.caller.account.id,
+        plan: request.caller.account.plan,
+        keyId: request.caller.key.id,
+        ip: request.caller.ip,
+        operation: call.operation.id,
+        quoted: call.quoted,
+        realtime: request.freshness === "realtime",
+        idempotencyKey: request.idempotencyKey
+      })
+      .pipe(Effect.catchTag("SqlError", Effect.die)),
+    (reservation, exit) =>
+      Exit.isSuccess(exit)
+        ? Effect.void
+        : ledger.release(reservation).pipe(
+            Effect.flatMap((released) =>
+              released ? Effect.void : Effect.logDebug("reservation already refunded (lease expired)")
+            ),
+            Effect.ignore
+          )
+  )
+  return { _tag: "Held" as const, reservation }
+})
+
+type Claim = { readonly _tag: "Claimed" } | { readonly _tag: "Replay"; readonly outcome: CallOutcome }
+
+const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) {
+  const { account } = call.request.caller
+  const key = call.request.idempotencyKey
+  if (key === undefined) {
+    if (!isPaid(account.plan)) return { _tag: "Claimed" } satisfies Claim
+    return yield* new IdempotencyKeyRequired({
+      message:
+        "Paid keys must send an Idempotency-Key header (8 to 128 characters, a UUID is best) on metered calls.",
+      account: call.who
+    })
+  }
+  const store = yield* IdempotencyStore
+  const print = fingerprint(account.id, call.operation.id, {
+    args: call.args,
+    freshness: call.request.freshness
+  })
+  const begun = yield* Effect.acquireRelease(
+    Effect.orDie(store.begin(account.id, key, print, callId)),
+    (begun, exit) =>
+      begun._tag !== "Fresh" || Exit.isSuccess(exit)
+        ? Effect.void
+        : store.release(account.id, key, callId).pipe(
+            Effect.flatMap((released) =>
+              released
+                ? Effect.void
+                : Effect.logDebug("idempotency claim already taken over; left to its new holder")
+            ),
+            Effect.ignore
+          )
+  )
+  switch (begun._tag) {
+    case "Fresh":
+      return { _tag: "Claimed" } satisfies Claim
+    case "Replay": {
+      const stored = JSON.parse(begun.response) as Envelope
+      const envelope = { ...stored, receipt: { ...stored.receipt, replayed: true } }
+      return { _tag: "Replay", outcome: { envelope, replayed: true } } satisfies Claim
+    }
+    case "Reused":
+      return yield* new IdempotencyKeyReused({
+        message:
+          "This Idempotency-Key was already used with other arguments. Use a fresh key for a new call.",
+        account: call.who
+      })
+    case "Running":
+      return yield* new ConcurrencyLimit({
+        message:
+          "The original call with this Idempotency-Key is still running. Retry after retry_after_seconds to get its result.",
+        retry_after_seconds: begun.retryAfterSeconds,
+        account: call.who
+      })
+    case "Expired":
+      return yield* new NotFound({
+        message:
+          "The stored result of this Idempotency-Key has expired (24 hours). Resend with a fresh Idempotency-Key.",
+        account: call.who
+      })
+  }
+})
+
+/**
+ * Runs the upstream (the one interruptible step) while the call beats, checks the response size,
+ * then settles: the charge and the stored result commit together.
+ */
+const runAndSettle = Effect.fnUntraced(function* <R>(
+  call: Admitted<R>,
+  callId: string,
+  reservation: Reservation,
+  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+) {
+  const { request, operation } = call
+  const { maxResponseBytes } = yield* AppConfig
+  const ledger = yield* Ledger
+  // While the upstream runs, the call beats (so a waiting caller knows it is alive), and stops as
+  // soon as its reservation is found gone (its lease expired and it was refunded).
+  const beating = ledger.heartbeat(callId).pipe(
+    Effect.catchTag("SqlError", () => Effect.succeed(true)),
+    Effect.delay(heartbeatMs),
+    Effect.flatMap((alive) => (alive ? Effect.void : Effect.fail(new ReservationLost({ callId })))),
+    Effect.forever
+  )
+  const result = yield* restore(
+    Effect.raceFirst(operation.run(call.args, { freshness: request.freshness }), beating)
+  )
+
+  const size = JSON.stringify(result.data).length
+  if (size > maxResponseBytes) {
+    return yield* new PayloadTooLarge({
+      message: `The response would be ${size} bytes, above the ${maxResponseBytes}-byte limit. Ask for less (fewer ids, sections or comments); nothing was charged.`,
+      account: call.who
+    })
+  }
+
+  const envelopeFor = (receipt: Receipt): Envelope => ({
+    schema_version: 2,
+    kind: operation.kind,
+    data: result.data,
+    freshness: {
+      requested: request.freshness,
+      served: result.served,
+      fetched_at: new Date(result.fetchedAt).toISOString(),
+      cache_age_seconds: Math.max(0, Math.floor((reservation.createdAt - result.fetchedAt) / 1000))
+    },
+    cost: { quoted: receipt.quoted, charged: receipt.charged, refunded: receipt.quoted - receipt.charged },
+    receipt
+  })
+  const key = request.idempotencyKey
+  const store = yield* IdempotencyStore
+  const receipt = yield* ledger
+    .settle(reservation, refundsOf(result, request.freshness), (receipt) =>
+      key === undefined
+        ? Effect.void
+        : store.complete(request.caller.account.id, key, callId, JSON.stringify(envelopeFor(receipt)))
+    )
+    .pipe(Effect.catchTag("SqlError", Effect.die))
+  return { envelope: envelopeFor(receipt), replayed: false } satisfies CallOutcome
+})
+
+/** A defect once the call has its row: the answer names the call, so it can be reported. */
+const failedWhileHeld = (callId: string, defect: unknown) =>
+  Effect.andThen(
+    Effect.logError("metered call failed", { callId }, defect),
+    Effect.fail(
+      new Internal({
+        message: `The service failed while running this call (receipt ${callId}); nothing was charged. Retry once; if it fails again, report the receipt id.`,
+        receipt_id: callId
+      })
+    )
+  )
 
 /**
  * The call stalled past its lease (a paused process, a hung upstream): its reservation was refunded
@@ -299,9 +347,6 @@ const outlivedLease = (lost: { readonly _tag: string }) =>
       })
     )
   )
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-const controlCharacter = /[\u0000-\u001f\u007f]/
 
 /** The operation's own refunds, plus the realtime surcharge when a cached copy had to stand in. */
 const refundsOf = (result: RunResult, freshness: Freshness): ReadonlyArray<Refund> =>
