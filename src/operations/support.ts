@@ -4,9 +4,8 @@ import { canonicalJson } from "../domain/fingerprint.ts"
 import type { Parsed } from "../domain/identifiers.ts"
 import { Cache, type Fetched } from "../services/Cache.ts"
 import type { Domains } from "../services/Domains.ts"
-import type { Page } from "../upstream/contract.ts"
+import { InvalidCursor, type Page } from "../upstream/contract.ts"
 import { type Args, type Method, Upstream } from "../upstream/Upstream.ts"
-import { InvalidCursor } from "../upstream/world/index.ts"
 import type { Freshness, RunResult } from "./Operation.ts"
 
 /** What data operations need to run. */

@@ -2,16 +2,10 @@ import { Config, Duration, Effect, Exit, Layer, Option, Schedule, Semaphore } fr
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { CircuitBreaker } from "effect/persistence"
 import type { Platform } from "../domain/plans.ts"
-import { AttemptError, attempt, defaultRetryAfterSeconds } from "./http/attempt.ts"
-import { callPath, decodeResult, encodeArgs } from "./http/wire.ts"
-import {
-  layerWorld,
-  type Method,
-  methodPlatform,
-  Upstream,
-  UpstreamFailure,
-  type UpstreamFaults
-} from "./Upstream.ts"
+import { AttemptError, attempt, defaultRetryAfterSeconds, malformed } from "./http/attempt.ts"
+import { type CallBody, callPath, decodeAnswer, encodeArgs } from "./http/wire.ts"
+import { type Args, type Method, methodPlatform } from "./methods.ts"
+import { layerWorld, Upstream, UpstreamFailure, type UpstreamFaults } from "./Upstream.ts"
 
 export interface HttpProviderOptions {
   /** One provider for every platform, or one per platform. */
@@ -87,19 +81,39 @@ export const make = Effect.fn("HttpProvider.make")(function* (options: HttpProvi
     (typeof baseUrl === "string" ? baseUrl : baseUrl[platform]).replace(/\/+$/, "")
   )
 
-  const callJson = Effect.fn("HttpProvider.call")(function* (method: Method, args: ReadonlyArray<unknown>) {
+  /** The provider's `result` for one call, after the retries this failure allows. */
+  const send = (method: Method, body: CallBody) => {
     const platform = methodPlatform[method]
-    yield* Effect.annotateCurrentSpan({ method, platform })
-    const request = attempt(client, urls[platform] + callPath(method), encodeArgs(args), timeout)
-    return yield* permits[platform].withPermit(request).pipe(
-      Effect.retry({ schedule: backoff, times: retries, while: (error) => error.retryable }),
-      breaker.execute({ key: platform, classify }),
-      Effect.mapError((error) => toFailure(platform, error))
+    return permits[platform]
+      .withPermit(attempt(client, urls[platform] + callPath(method), body, timeout))
+      .pipe(Effect.retry({ schedule: backoff, times: retries, while: (error) => error.retryable }))
+  }
+
+  /** The provider's answer to one call, decoded with the method's answer schema. */
+  const answer = <M extends Method>(method: M, args: Args<M>) =>
+    encodeArgs(method, args).pipe(
+      Effect.flatMap((body) => send(method, body)),
+      Effect.flatMap((result) =>
+        decodeAnswer(method, result).pipe(
+          Effect.catch((error) =>
+            Effect.logWarning("Upstream answer does not match its declaration").pipe(
+              Effect.annotateLogs({ method, issue: error.message }),
+              Effect.andThen(malformed())
+            )
+          )
+        )
+      )
     )
-  })
 
   return Upstream.of({
-    call: (method, ...args) => Effect.map(callJson(method, args), (result) => decodeResult(method, result))
+    call: (method, ...args) => {
+      const platform = methodPlatform[method]
+      // Decoding runs inside the breaker: a provider answering garbage is unhealthy.
+      return breaker.execute(answer(method, args), { key: platform, classify }).pipe(
+        Effect.mapError((error) => toFailure(platform, error)),
+        Effect.withSpan("HttpProvider.call", { attributes: { method, platform } })
+      )
+    }
   })
 })
 

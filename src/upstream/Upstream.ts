@@ -1,39 +1,16 @@
 import { Context, Data, Duration, Effect, Layer, Random, Ref } from "effect"
 import type { Platform } from "../domain/plans.ts"
+import {
+  type Answer,
+  type Args,
+  type Implementation,
+  type ImplementsUpstream,
+  type Method,
+  methodPlatform
+} from "./methods.ts"
 import { makeWorld, type World } from "./world/index.ts"
 
-/** Every upstream call, named as the world names it; the HTTP provider contract uses the same names. */
-export type UpstreamMethods = Omit<World, "seed" | "sizes">
-export type Method = keyof UpstreamMethods
-export type Args<M extends Method> = Parameters<UpstreamMethods[M]>
-export type Answer<M extends Method> = ReturnType<UpstreamMethods[M]>
-
-export const methodPlatform: Record<Method, Platform> = {
-  getPerson: "profnet",
-  searchPeople: "profnet",
-  getCompany: "profnet",
-  companyByNumericId: "profnet",
-  closestDomains: "profnet",
-  getPersonPosts: "profnet",
-  getCompanyPosts: "profnet",
-  getProfnetPost: "profnet",
-  resolveProfnetUrl: "profnet",
-  forumSearch: "forum",
-  getCommunity: "forum",
-  getCommunityPosts: "forum",
-  getForumUser: "forum",
-  getForumPosts: "forum",
-  getThread: "forum",
-  resolveForumUrl: "forum",
-  microblogSearch: "microblog",
-  getMicroblogProfile: "microblog",
-  getTweets: "microblog",
-  getTweet: "microblog",
-  getTweetReplies: "microblog",
-  resolveMicroblogUrl: "microblog"
-}
-
-export const isMethod = (name: string): name is Method => Object.hasOwn(methodPlatform, name)
+export { type Answer, type Args, isMethod, type Method, methodPlatform, upstreamMethods } from "./methods.ts"
 
 /** The platform could not answer: unreachable, timed out, failing, paused or in outage. */
 export class UpstreamFailure extends Data.TaggedError("UpstreamFailure")<{
@@ -98,12 +75,22 @@ export const withFaults = <A>(
     return yield* run
   })
 
-/** The deterministic simulated world, answering in process. */
+type Assert<T extends true> = T
+/** Fails the typecheck when the world lacks a method or mistypes one. */
+export type WorldImplementsUpstream = Assert<ImplementsUpstream<World>>
+
+/** The world's methods as the declaration types them; the assignment is checked above, strictly. */
+export const worldMethods = (world: World): Implementation => world
+
+/**
+ * The deterministic simulated world, answering in process. Its answers are not decoded: they are
+ * typed against the declaration, and a test encodes samples of every method with its schemas.
+ */
 export const layerWorld = (seed: string | number) =>
   Layer.effect(
     Upstream,
     Effect.gen(function* () {
-      const world = makeWorld(seed)
+      const world = worldMethods(makeWorld(seed))
       const faults = yield* UpstreamFaults
       return Upstream.of({
         call: (method, ...args) =>
@@ -111,7 +98,7 @@ export const layerWorld = (seed: string | number) =>
             withFaults(
               current,
               methodPlatform[method],
-              Effect.sync(() => (world[method] as (...a: typeof args) => Answer<typeof method>)(...args))
+              Effect.sync(() => world[method](...args))
             )
           )
       })

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Schema, SchemaGetter } from "effect"
 
 /**
  * Records and requests of an upstream data provider. They cross an HTTP provider contract as
@@ -10,7 +10,23 @@ const Count = Schema.Int
 const Str = Schema.String
 const NullStr = Schema.NullOr(Schema.String)
 
-// ---------------------------------------------------------------- paging
+// ---------------------------------------------------------------- absence and paging
+
+/**
+ * A value that may be absent: undefined in process (as the world answers and operations test
+ * for it), null on the wire, where JSON has no undefined.
+ */
+export const Absent = <S extends Schema.Constraint>(schema: S) =>
+  Schema.NullOr(schema).pipe(
+    Schema.decodeTo(Schema.UndefinedOr(Schema.toType(schema)), {
+      decode: SchemaGetter.transform((value) => (value === null ? undefined : value)),
+      encode: SchemaGetter.transform((value) => (value === undefined ? null : value))
+    })
+  )
+
+/** A paged lookup's answer when the cursor was not issued for this very query (or world). */
+export const InvalidCursor = "invalid_cursor" as const
+export type InvalidCursor = typeof InvalidCursor
 
 export interface Page<A> {
   readonly items: ReadonlyArray<A>

@@ -1,13 +1,11 @@
 import { spawn } from "node:child_process"
-import { createServer } from "node:http"
 import { type AddressInfo, createServer as createNetServer } from "node:net"
 import { fileURLToPath } from "node:url"
-import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Exit, Layer, Option, Schedule } from "effect"
-import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Cause, ConfigProvider, Effect, Exit, Layer, Option, Schedule } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Page, PeopleSearchResult, Tweet } from "../../src/upstream/contract.ts"
-import { type HttpProviderOptions, layerFromConfig, layerHttp } from "../../src/upstream/HttpProvider.ts"
+import { layerFromConfig } from "../../src/upstream/HttpProvider.ts"
 import { parseRetryAfter } from "../../src/upstream/http/attempt.ts"
 import { upstreamRoutes } from "../../src/upstream/http/routes.ts"
 import {
@@ -17,53 +15,15 @@ import {
   type Method,
   Upstream,
   type UpstreamFailure,
-  UpstreamFaults
+  UpstreamFaults,
+  worldMethods
 } from "../../src/upstream/Upstream.ts"
 import { InvalidCursor, makeWorld, warmUp } from "../../src/upstream/world/index.ts"
+import { post, serve, withProvider } from "./provider.ts"
 
 const seed = "http-provider-test"
 const world = makeWorld(seed)
 warmUp(world)
-
-/** Calls to `/v1/call/*` as the server saw them. */
-interface Stats {
-  calls: number
-  inFlight: number
-  maxInFlight: number
-}
-
-/** Serves a routes layer in process on a random port, counting calls at the server. */
-const serve = (routes: Layer.Layer<never, never, HttpRouter.HttpRouter>) =>
-  Effect.gen(function* () {
-    const stats: Stats = { calls: 0, inFlight: 0, maxInFlight: 0 }
-    const counting = <A, E, R>(app: Effect.Effect<A, E, R>) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        if (!request.url.startsWith("/v1/call/")) return app
-        stats.calls++
-        stats.inFlight++
-        stats.maxInFlight = Math.max(stats.maxInFlight, stats.inFlight)
-        return Effect.ensuring(
-          app,
-          Effect.sync(() => {
-            stats.inFlight--
-          })
-        )
-      })
-    const server = HttpRouter.serve(routes, {
-      disableLogger: true,
-      disableListenLog: true,
-      middleware: counting
-    })
-    const node = createServer()
-    const context = yield* Layer.build(
-      server.pipe(Layer.provideMerge(NodeHttpServer.layer(() => node, { port: 0, host: "127.0.0.1" })))
-    )
-    // A request the client gave up on can leave its connection open until the client's keep-alive
-    // timer ends; the server's shutdown would wait for it.
-    yield* Effect.addFinalizer(() => Effect.sync(() => node.closeAllConnections()))
-    const address = Context.get(context, HttpServer.HttpServer).address as { readonly port: number }
-    return { url: `http://127.0.0.1:${address.port}`, stats }
-  })
 
 /** The simulated world over the provider contract, in process. */
 const startUpstream = Effect.gen(function* () {
@@ -76,31 +36,12 @@ const startUpstream = Effect.gen(function* () {
   return yield* serve(upstreamRoutes(world, faults))
 })
 
-const post = (url: string, body: unknown) =>
-  Effect.promise(async () => {
-    const response = await fetch(url, { method: "POST", body: JSON.stringify(body) })
-    return { status: response.status, body: (await response.json()) as unknown }
-  })
-
 const setFaults = (url: string, patch: Partial<Faults>) => post(`${url}/faults`, patch)
-
-/** Runs `f` with an HTTP provider for `url`; each run has its own breakers and semaphores. */
-const withProvider = <A, E>(
-  url: string,
-  options: Partial<HttpProviderOptions>,
-  f: (upstream: Upstream["Service"]) => Effect.Effect<A, E>
-) =>
-  Effect.provide(
-    Effect.gen(function* () {
-      return yield* f(yield* Upstream)
-    }),
-    layerHttp({ baseUrl: url, retryBaseMs: 5, ...options })
-  )
 
 const failure = <A>(effect: Effect.Effect<A, UpstreamFailure>) => Effect.flip(effect)
 
 const worldAnswer = <M extends Method>(method: M, ...args: Args<M>): Answer<M> =>
-  (world[method] as (...input: Args<M>) => Answer<M>)(...args)
+  worldMethods(world)[method](...args)
 
 const page = <A>(answer: Page<A> | InvalidCursor | undefined): Page<A> => {
   assert.isTrue(answer !== undefined && answer !== InvalidCursor, "expected a page")
@@ -252,21 +193,40 @@ describe("HttpProvider over the upstream server", () => {
     })
   )
 
-  it.live("does not retry a request the provider rejects, nor count it against the provider", () =>
+  it.live("answers 400 to arguments outside the method's declaration, and null for an absent cursor", () =>
+    Effect.gen(function* () {
+      const { url } = yield* startUpstream
+      const call = (method: string, args: ReadonlyArray<unknown>) =>
+        post(`${url}/v1/call/${method}`, { args })
+      for (const [method, args] of [
+        ["getPerson", [{}]],
+        ["getPerson", [{ slug: 7 }]],
+        ["getThread", ["x", 1.5, "top"]],
+        ["getThread", ["x", 1, "sideways"]],
+        ["getTweets", ["someone", false]],
+        ["getTweets", ["someone", "false", null]],
+        ["getForumPosts", ["not-a-list"]]
+      ] as const) {
+        const reply = yield* call(method, args)
+        assert.strictEqual(reply.status, 400, `${method} ${JSON.stringify(args)}`)
+        assert.deepInclude(reply.body, { error: "bad_request" })
+      }
+      const first = yield* call("getPersonPosts", ["no-such-person-anywhere", null])
+      assert.deepStrictEqual(first, { status: 200, body: { result: null } })
+      const posts = yield* call("getForumPosts", [["no-such-post"]])
+      assert.deepStrictEqual(posts, { status: 200, body: { result: [null] } })
+    })
+  )
+
+  it.live("does not send arguments outside the method's declaration: they are our bug, a defect", () =>
     Effect.gen(function* () {
       const { url, stats } = yield* startUpstream
-      yield* withProvider(url, { retries: 2 }, (upstream) =>
-        Effect.gen(function* () {
-          // More rejections than it takes failures to open the circuit.
-          for (let n = 0; n < 6; n++) {
-            const invalid = yield* failure(upstream.call("getPerson", {} as never))
-            assert.deepInclude(invalid, { reason: "bad_response", platform: "profnet" })
-          }
-          assert.strictEqual(stats.calls, 6)
-          assert.isUndefined(yield* upstream.call("getPerson", { slug: "still-closed" }))
-          assert.strictEqual(stats.calls, 7)
-        })
+      const exit = yield* withProvider(url, {}, (upstream) =>
+        // The cast forges what the typecheck refuses.
+        Effect.exit(upstream.call("getPerson", {} as never))
       )
+      assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+      assert.strictEqual(stats.calls, 0)
     })
   )
 
@@ -314,6 +274,38 @@ describe("HttpProvider over the upstream server", () => {
 describe("HttpProvider against a misbehaving provider", () => {
   const provider = (response: HttpServerResponse.HttpServerResponse) =>
     serve(HttpRouter.add("POST", "/v1/call/:method", response))
+
+  it.live("does not retry a request the provider rejects, nor count it against the provider", () =>
+    Effect.gen(function* () {
+      // A provider of another contract version: it refuses some arguments ours accepts.
+      const { url, stats } = yield* serve(
+        HttpRouter.add(
+          "POST",
+          "/v1/call/:method",
+          Effect.gen(function* () {
+            const body = yield* Effect.orDie(
+              HttpServerRequest.HttpServerRequest.pipe(Effect.flatMap((r) => r.json))
+            )
+            return JSON.stringify(body).includes("rejected")
+              ? HttpServerResponse.jsonUnsafe({ error: "bad_request" }, { status: 400 })
+              : HttpServerResponse.jsonUnsafe({ result: null })
+          })
+        )
+      )
+      yield* withProvider(url, { retries: 2 }, (upstream) =>
+        Effect.gen(function* () {
+          // More rejections than it takes failures to open the circuit.
+          for (let n = 0; n < 6; n++) {
+            const invalid = yield* failure(upstream.call("getPerson", { slug: "rejected" }))
+            assert.deepInclude(invalid, { reason: "bad_response", platform: "profnet" })
+          }
+          assert.strictEqual(stats.calls, 6)
+          assert.isUndefined(yield* upstream.call("getPerson", { slug: "still-closed" }))
+          assert.strictEqual(stats.calls, 7)
+        })
+      )
+    })
+  )
 
   it.live("honours Retry-After on 429 and retries it", () =>
     Effect.gen(function* () {

@@ -46,6 +46,12 @@ const fail = (
     new AttemptError({ reason, retryAfterSeconds: after ?? defaultRetryAfterSeconds[reason], ...flags })
   )
 
+/**
+ * An answer outside the contract: not JSON, without `result`, or not the method's declared shape.
+ * Asking again will not fix it, but it says the provider is unwell, so it counts towards the circuit.
+ */
+export const malformed = () => fail("bad_response", { retryable: false, unhealthy: true })
+
 /** 429 and 5xx: the body may name the reason (`{"error": "outage"}`), the header the wait. */
 const overloaded = (response: HttpClientResponse.HttpClientResponse) =>
   Effect.gen(function* () {
@@ -60,13 +66,11 @@ const readResponse = (response: HttpClientResponse.HttpClientResponse) => {
   if (status === 429 || status >= 500) return overloaded(response)
   // 404 (an unknown method) and other 4xx: our request is wrong, and asking again will not fix it.
   if (status >= 400) return fail("bad_response", { retryable: false, unhealthy: false })
-  if (status !== 200) return fail("bad_response", { retryable: false, unhealthy: true })
+  if (status !== 200) return malformed()
   return response.json.pipe(
-    Effect.catch(() => fail("bad_response", { retryable: false, unhealthy: true })),
+    Effect.catch(malformed),
     Effect.flatMap((body) =>
-      isObject(body) && Object.hasOwn(body, "result")
-        ? Effect.succeed(body.result as unknown)
-        : fail("bad_response", { retryable: false, unhealthy: true })
+      isObject(body) && Object.hasOwn(body, "result") ? Effect.succeed(body.result) : malformed()
     )
   )
 }

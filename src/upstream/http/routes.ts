@@ -1,9 +1,9 @@
 import { Effect, Exit, Option, Result, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { isMethod, type Method, methodPlatform, type UpstreamFaults, withFaults } from "../Upstream.ts"
+import { type Implementation, isMethod, type Method, methodPlatform, upstreamMethods } from "../methods.ts"
+import { type UpstreamFaults, withFaults, worldMethods } from "../Upstream.ts"
 import type { World } from "../world/index.ts"
-import { argsSchemas } from "./args.ts"
-import { encodeResult, FaultsPatch, isObject, readArgs } from "./wire.ts"
+import { FaultsPatch, isObject } from "./wire.ts"
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe(body, { status, headers })
@@ -14,17 +14,46 @@ const badRequest = (message: string) => json({ error: "bad_request", message }, 
 const bodyOf = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.map(Effect.option(request.json), Option.getOrUndefined)
 
-const decodeArgs = (method: Method, args: ReadonlyArray<unknown>) =>
-  Schema.decodeUnknownResult(argsSchemas[method] as Schema.Decoder<ReadonlyArray<unknown>>)(readArgs(args))
-
-const invoke = (world: World, method: Method, args: ReadonlyArray<unknown>): unknown =>
-  (world[method] as (...input: ReadonlyArray<unknown>) => unknown)(...args)
+/**
+ * One call of `method`: its arguments decoded with the method's args schema (400 when they do not
+ * match), run under the fault knobs, and its answer encoded with the answer schema for the wire.
+ */
+const answerCall = <M extends Method>(
+  world: Implementation,
+  faults: UpstreamFaults["Service"],
+  method: M,
+  wireArgs: ReadonlyArray<unknown>
+) =>
+  Effect.gen(function* () {
+    const declared = upstreamMethods[method]
+    const args = Schema.decodeUnknownResult(declared.args)(wireArgs)
+    if (Result.isFailure(args)) return badRequest(`Invalid arguments for ${method}: ${args.failure.message}`)
+    const platform = methodPlatform[method]
+    const answer = yield* Effect.exit(
+      withFaults(
+        yield* faults.get,
+        platform,
+        Effect.flatMap(
+          Effect.sync(() => world[method](...args.success)),
+          // An answer outside its declaration is the world's bug: a defect, answered 500.
+          (value) => Effect.orDie(Schema.encodeEffect(declared.answer)(value))
+        )
+      )
+    )
+    if (Exit.isSuccess(answer)) return json({ result: answer.value })
+    return Option.match(Exit.findErrorOption(answer), {
+      onNone: () => json({ error: "internal" }, 500),
+      onSome: ({ reason, retryAfterSeconds }) =>
+        json({ error: reason, platform }, 503, { "retry-after": String(retryAfterSeconds) })
+    })
+  })
 
 /**
  * The simulated world over the upstream provider contract, with its fault knobs applied to every
  * call and settable at run time through `GET`/`POST /faults`.
  */
 export const upstreamRoutes = (world: World, faults: UpstreamFaults["Service"]) => {
+  const methods = worldMethods(world)
   const call = Effect.fn("UpstreamServer.call")(function* (request: HttpServerRequest.HttpServerRequest) {
     const { method } = yield* HttpRouter.params
     if (method === undefined || !isMethod(method)) {
@@ -32,22 +61,7 @@ export const upstreamRoutes = (world: World, faults: UpstreamFaults["Service"]) 
     }
     const body = yield* bodyOf(request)
     if (!isObject(body) || !Array.isArray(body.args)) return badRequest('The body must be {"args": [...]}.')
-    const args = decodeArgs(method, body.args)
-    if (Result.isFailure(args)) return badRequest(`Invalid arguments for ${method}: ${args.failure.message}`)
-    const platform = methodPlatform[method]
-    const answer = yield* Effect.exit(
-      withFaults(
-        yield* faults.get,
-        platform,
-        Effect.sync(() => invoke(world, method, args.success))
-      )
-    )
-    if (Exit.isSuccess(answer)) return json(encodeResult(answer.value))
-    return Option.match(Exit.findErrorOption(answer), {
-      onNone: () => json({ error: "internal" }, 500),
-      onSome: ({ reason, retryAfterSeconds }) =>
-        json({ error: reason, platform }, 503, { "retry-after": String(retryAfterSeconds) })
-    })
+    return yield* answerCall(methods, faults, method, body.args)
   })
 
   const setFaults = Effect.fn("UpstreamServer.setFaults")(function* (

@@ -1,10 +1,12 @@
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { platforms } from "../../domain/plans.ts"
-import type { Answer, Method, UpstreamFailure } from "../Upstream.ts"
+import { type Answer, type Args, type Method, upstreamMethods } from "../methods.ts"
+import type { UpstreamFailure } from "../Upstream.ts"
 
 /**
  * The upstream provider contract: `POST {baseUrl}/v1/call/{method}` with `{"args": [...]}` answers
- * `200 {"result": ...}`. JSON has no undefined, so an absent argument or answer travels as null.
+ * `200 {"result": ...}`. Both are the encoded side of the method's declared schemas, so an absent
+ * argument or answer travels as null (JSON has no undefined).
  */
 export const callPath = (method: string) => `/v1/call/${encodeURIComponent(method)}`
 
@@ -12,30 +14,27 @@ export interface CallBody {
   readonly args: ReadonlyArray<unknown>
 }
 
-export const encodeArgs = (args: ReadonlyArray<unknown>): CallBody => ({
-  args: args.map((arg) => (arg === undefined ? null : arg))
-})
+/**
+ * The wire form of typed arguments. Arguments that do not encode are our bug, not the provider's
+ * (callers are typechecked against the declaration), so they are a defect and nothing is sent.
+ */
+export const encodeArgs = <M extends Method>(method: M, args: Args<M>): Effect.Effect<CallBody> =>
+  Schema.encodeEffect(upstreamMethods[method].args)(args).pipe(
+    Effect.map((encoded) => ({ args: encoded })),
+    Effect.catch((error) =>
+      Effect.die(new Error(`Arguments of ${method} do not match its declaration: ${error.message}`))
+    )
+  )
 
-/** Top-level nulls back to undefined: no upstream method takes a null argument. */
-export const readArgs = (args: ReadonlyArray<unknown>): ReadonlyArray<unknown> =>
-  args.map((arg) => (arg === null ? undefined : arg))
+/** The provider's answer, checked against the method's declared answer. */
+export const decodeAnswer = <M extends Method>(
+  method: M,
+  result: unknown
+): Effect.Effect<Answer<M>, Schema.SchemaError> =>
+  Schema.decodeUnknownEffect(upstreamMethods[method].answer)(result)
 
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
-
-export const encodeResult = (answer: unknown): { readonly result: unknown } => ({ result: answer ?? null })
-
-/**
- * The provider's answer, trusted structurally: null is "not found", and `getForumPosts` answers
- * one entry per id with null where no post exists.
- */
-export const decodeResult = <M extends Method>(method: M, result: unknown): Answer<M> => {
-  if (result === null) return undefined as Answer<M>
-  if (method === "getForumPosts" && Array.isArray(result)) {
-    return result.map((post: unknown) => (post === null ? undefined : post)) as Answer<M>
-  }
-  return result as Answer<M>
-}
 
 /** Reasons a provider may name in a failure body, `{"error": reason}`. */
 export const failureReasons = ["error", "outage", "paused"] as const satisfies ReadonlyArray<

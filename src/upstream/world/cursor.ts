@@ -1,9 +1,7 @@
 import type { Page } from "../contract.ts"
 import { hash2, hashString } from "./random.ts"
 
-/** Returned by paged lookups when a cursor was not issued for this very query. */
-export const InvalidCursor = "invalid_cursor" as const
-export type InvalidCursor = typeof InvalidCursor
+export { InvalidCursor } from "../contract.ts"
 
 /**
  * A scope identifies one query in one world: the seed key, the operation and its canonical
