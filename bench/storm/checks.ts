@@ -1,4 +1,4 @@
-import { freeTier } from "../../src/domain/plans.ts"
+import { defaultPolicy } from "../../src/domain/policy.ts"
 import { type Check, ledgerInvariants } from "../invariants.ts"
 import type { PgSession } from "../pg.ts"
 import { type Attempt, describe, type LogicalCall } from "./clients.ts"
@@ -203,19 +203,21 @@ export const stormChecks = async (
      LEFT JOIN (SELECT ip, day, SUM(charged_free) AS charged FROM calls WHERE state = 'settled' GROUP BY ip, day) c
        ON c.ip = f.ip AND c.day = f.day`
   )
-  const over = free.filter((row) => Number(row.used) > freeTier.creditsPerIpDay || Number(row.used) < 0)
+  const over = free.filter(
+    (row) => Number(row.used) > defaultPolicy.freeCreditsPerIpDay || Number(row.used) < 0
+  )
   const drift = free.filter((row) => Number(row.used) !== Number(row.charged))
   const orphanFree = await db.query<{ n: number }>(
     `SELECT count(*) AS n FROM calls c WHERE c.state = 'settled' AND c.charged_free > 0
        AND NOT EXISTS (SELECT 1 FROM free_tier_usage f WHERE f.ip = c.ip AND f.day = c.day)`
   )
   add(
-    `free budget per IP and day <= ${freeTier.creditsPerIpDay} and = the free credits charged`,
+    `free budget per IP and day <= ${defaultPolicy.freeCreditsPerIpDay} and = the free credits charged`,
     over.length + drift.length + Number(orphanFree[0]?.n ?? 0),
     `${plural(free.length, "(ip, day) row")}, most used ${Math.max(0, ...free.map((row) => Number(row.used)))}, ${over.length} over, ${drift.length} differ from the charges`,
     [...over, ...drift].map((row) => `${row.ip} day ${row.day}: used ${row.used}, charged ${row.charged}`)
   )
 
-  const ledger = await ledgerInvariants(db, freeTier.creditsPerIpDay)
+  const ledger = await ledgerInvariants(db, defaultPolicy.freeCreditsPerIpDay)
   return [...checks, ...ledger.map((check): StormCheck => ({ ...check, group: "ledger", examples: [] }))]
 }

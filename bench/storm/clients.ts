@@ -73,8 +73,9 @@ export const makeClients = (options: {
   const calls: Array<LogicalCall> = []
   const keyOf = new Map<string, string>()
   for (const account of [...options.paid, ...options.trial]) keyOf.set(account.accountId, account.key)
-  // A client waits a little longer than the lease before it takes an attempt for lost.
-  const attemptTimeoutMs = (options.leaseSeconds + 1) * 1000
+  // A client waits a little longer than the lease before it takes an attempt for lost, so its retry
+  // finds the stalled holder's claim expired and takes the key over.
+  const attemptTimeoutMs = (options.leaseSeconds + 2) * 1000
   const nextFree = new Map<string, number>()
   // Under the plans' per-minute limits: production 600 (one per 100 ms), trial 30 (one per 2 s).
   const gapMs = (call: LogicalCall) => (call.kind === "paid" ? 120 : 2100)
@@ -168,7 +169,7 @@ export const makeClients = (options: {
     const trial = trialAccount !== undefined
     const account = trialAccount ?? ready(options.paid) ?? random.pick(options.paid)
     const op = random.pick(supported)
-    const realtime = !trial && op.common && random.next() < 0.3
+    const realtime = !trial && op.common && random.next() < 0.5
     const call: LogicalCall = {
       n,
       kind: trial ? "trial" : "paid",

@@ -57,10 +57,10 @@ const accounts = async (cluster: Cluster, options: StormOptions) => {
       return account
     }
   )
-  // Three IPs with three trial keys each: the keys of one IP draw on one free budget at once.
+  // Four IPs with four trial keys each: the keys of one IP draw on one free budget at once.
   const trial: Array<BenchAccount> = await pool(
-    Array.from({ length: 9 }, (_, i) => ip(1, Math.floor(i / 3))),
-    3,
+    Array.from({ length: 16 }, (_, i) => ip(1, Math.floor(i / 4))),
+    4,
     (address) => mint(base, address)
   )
   return { paid, trial }
@@ -120,7 +120,7 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
     `${options.instances} instances up (${cluster.instances.map((i) => `${i.url} pid ${i.service.pid}`).join(", ")}), upstream ${cluster.upstream.url}`
   )
   const { paid, trial } = await accounts(cluster, options)
-  log(`${paid.length} production accounts, ${trial.length} trial keys on 3 IPs`)
+  log(`${paid.length} production accounts, ${trial.length} trial keys on 4 IPs`)
 
   const loadBegun = performance.now()
   const clients = makeClients({

@@ -28,7 +28,7 @@ instances while it injects upstream faults, kill -9s and restarts an instance an
 the lease; then checks the ledger invariants and exits 1 if any fails.
 
   --instances N         service instances (default 2)
-  --seconds S           seconds of load and chaos (default 120; 40 with --short)
+  --seconds S           seconds of load and chaos (default 180; 46 with --short: one chaos cycle)
   --concurrency C       logical calls in flight (default 12; 8 with --short)
   --lease S             LEASE_SECONDS of the instances (default 5)
   --short               the CI form: about 70 s in all on 2 cores
@@ -85,7 +85,7 @@ export const parseStormOptions = (argv: ReadonlyArray<string>): StormOptions | "
   }
   return {
     instances: positiveInt("instances", values.instances, 2),
-    seconds: positiveInt("seconds", values.seconds, short ? 40 : 120),
+    seconds: positiveInt("seconds", values.seconds, short ? 46 : 180),
     concurrency: positiveInt("concurrency", values.concurrency, short ? 8 : 12),
     leaseSeconds: positiveInt("lease", values.lease, 5),
     restartPostgres: values["restart-postgres"] === true,
