@@ -4,16 +4,15 @@ import {
   HttpApiEndpoint,
   HttpApiGroup,
   HttpApiMiddleware,
-  HttpApiSchema,
   HttpApiSecurity,
   OpenApi
 } from "effect/http-api"
-import { platforms } from "../domain/plans.ts"
-import type { AnyOperation } from "../operations/Operation.ts"
+import { type Platform, platforms } from "../domain/plans.ts"
 import type { Account, KeyRecord } from "../services/Accounts.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
-import { type ErrorCode, type ErrorSpec, errorCatalog } from "./errors.ts"
-import { ProblemBody } from "./problem.ts"
+import type { ErrorCode } from "./errors.ts"
+import type { AnyDeclaration } from "./operation.ts"
+import { errorsOf } from "./problemSchemas.ts"
 import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
 
 /** The authenticated caller of a spend-key route. */
@@ -24,17 +23,6 @@ export class Caller extends Context.Service<
 
 /** Client IP of any route (socket, or trusted X-Forwarded-For). */
 export class ClientIp extends Context.Service<ClientIp, string>()("app/ClientIp") {}
-
-/** Problem responses for the OpenAPI document, one per status. */
-export const problems = (...codes: ReadonlyArray<ErrorCode>) => {
-  const statuses = new Set<ErrorSpec["status"]>(codes.map((code) => errorCatalog[code].status))
-  return [...statuses].map((status) =>
-    ProblemBody.pipe(HttpApiSchema.asJson({ contentType: "application/problem+json" })).annotate({
-      httpApiStatus: status,
-      description: codes.filter((code) => errorCatalog[code].status === status).join(", ")
-    })
-  )
-}
 
 export class SpendKeyAuth extends HttpApiMiddleware.Service<
   SpendKeyAuth,
@@ -56,7 +44,7 @@ export const KeysGroup = HttpApiGroup.make("keys", { topLevel: true })
   .add(
     HttpApiEndpoint.post("mintKey", "/keys/mint", {
       success: MintResponse,
-      error: problems("RATE_LIMITED", "PAYLOAD_TOO_LARGE", "INTERNAL")
+      error: errorsOf("RATE_LIMITED", "PAYLOAD_TOO_LARGE", "INVALID_INPUT", "INTERNAL")
     }).annotate(
       OpenApi.Description,
       "Mint a free trial key. No authentication; rate limited per IP. The key is shown once."
@@ -68,7 +56,7 @@ export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
   .add(
     HttpApiEndpoint.get("get_usage", "/usage", {
       success: Usage,
-      error: problems("KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
+      error: errorsOf("KEY_REQUIRED", "UNAUTHORIZED", "INVALID_INPUT", "INTERNAL")
     }).annotate(
       OpenApi.Description,
       "Free. Plan, free-tier budget, balance, today's spend and 30 days of history."
@@ -83,7 +71,7 @@ export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
         })
       ),
       success: ReceiptPage,
-      error: problems("INVALID_INPUT", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
+      error: errorsOf("INVALID_INPUT", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
     }).annotate(
       OpenApi.Description,
       "Free. The account's receipts, newest first, cursor paged (limit 1 to 100, default 20)."
@@ -93,7 +81,7 @@ export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
     HttpApiEndpoint.get("getReceipt", "/receipts/:id", {
       params: { id: Schema.String },
       success: ReceiptSchema,
-      error: problems("NOT_FOUND", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
+      error: errorsOf("NOT_FOUND", "INVALID_INPUT", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
     }).annotate(OpenApi.Description, "Free. One receipt of the key's own account.")
   )
   .middleware(PlainInput)
@@ -136,60 +124,86 @@ export const IdempotencyHeaders = Schema.Struct({
 })
 
 /** The query schema of an operation's REST route: its own parameters plus the common ones, read from strings. */
-export const restQuerySchema = (operation: AnyOperation) =>
+export const restQuerySchema = (operation: AnyDeclaration) =>
   Schema.toCodecStringTree(
     Schema.Struct(
       operation.common ? { ...operation.params.fields, ...commonFields } : operation.params.fields
     )
   )
 
-const dataErrors = problems(
+/** The codes a data operation can answer with; `QUOTE_EXCEEDS_MAX_CREDITS` only where `max_credits` is taken. */
+const dataCodes = [
   "INVALID_INPUT",
-  "IDEMPOTENCY_KEY_REQUIRED",
-  "UNAUTHORIZED",
-  "AUTH_REQUIRED",
   "KEY_REQUIRED",
-  "INSUFFICIENT_CREDITS",
-  "QUOTE_EXCEEDS_MAX_CREDITS",
+  "UNAUTHORIZED",
   "NOT_ENTITLED",
   "TRIAL_CAP_EXCEEDED",
-  "NOT_FOUND",
-  "IDEMPOTENCY_KEY_REUSED",
-  "PAYLOAD_TOO_LARGE",
-  "CONCURRENCY_LIMIT",
   "RATE_LIMITED",
-  "INTERNAL",
+  "IDEMPOTENCY_KEY_REQUIRED",
+  "IDEMPOTENCY_KEY_REUSED",
+  "CONCURRENCY_LIMIT",
+  "INSUFFICIENT_CREDITS",
+  "BUDGET_EXHAUSTED",
+  "NOT_FOUND",
+  "PAYLOAD_TOO_LARGE",
   "UPSTREAM_UNAVAILABLE",
-  "BUDGET_EXHAUSTED"
-)
+  "INTERNAL"
+] as const satisfies ReadonlyArray<ErrorCode>
 
-export const dataEndpoint = (operation: AnyOperation) =>
-  HttpApiEndpoint.get(operation.id, operation.path, {
-    query: restQuerySchema(operation),
+/** A data operation taking `freshness` and `max_credits`. */
+const commonEndpoint = <D extends AnyDeclaration>(operation: D) =>
+  HttpApiEndpoint.get(operation.id as D["id"], operation.path as D["path"], {
+    query: Schema.Struct({ ...(operation.params.fields as D["params"]["fields"]), ...commonFields }),
     headers: IdempotencyHeaders,
-    success: envelopeOf(operation.kind, operation.data),
-    error: dataErrors
+    success: envelopeOf(operation.kind, operation.data as D["data"]),
+    error: errorsOf(...dataCodes, "QUOTE_EXCEEDS_MAX_CREDITS")
   })
-    .annotate(OpenApi.Description, operation.description)
-    .annotate(OpenApi.Transform, documentQueryTypes(operation))
+
+/** A resolve operation: its own parameters only. */
+const plainEndpoint = <D extends AnyDeclaration>(operation: D) =>
+  HttpApiEndpoint.get(operation.id as D["id"], operation.path as D["path"], {
+    query: Schema.Struct(operation.params.fields as D["params"]["fields"]),
+    headers: IdempotencyHeaders,
+    success: envelopeOf(operation.kind, operation.data as D["data"]),
+    error: errorsOf(...dataCodes)
+  })
+
+/** The REST endpoint of a declaration, typed from it (distributes over a union of declarations). */
+export type DataEndpoint<D extends AnyDeclaration> = D extends AnyDeclaration
+  ? D["common"] extends true
+    ? ReturnType<typeof commonEndpoint<D>>
+    : ReturnType<typeof plainEndpoint<D>>
+  : never
+
+export const dataEndpoint = <D extends AnyDeclaration>(operation: D): DataEndpoint<D> =>
+  // `common` picks the branch at run time exactly as `DataEndpoint` does at the type level.
+  (operation.common ? commonEndpoint(operation) : plainEndpoint(operation)).pipe(
+    (endpoint) => endpoint.annotate(OpenApi.Description, operation.description),
+    (endpoint) => endpoint.annotate(OpenApi.Transform, documentQueryTypes(operation))
+  ) as unknown as DataEndpoint<D>
 
 /**
  * The query codec reads strings, so the generated parameters say "string". Document each
  * parameter by its decoded type instead (integer bounds, enums, comma-separated lists).
  */
-const documentQueryTypes = (operation: AnyOperation) => {
+const documentQueryTypes = (operation: AnyDeclaration) => {
   const fields: Schema.Struct.Fields = operation.common
     ? { ...operation.params.fields, ...commonFields }
     : operation.params.fields
   const typed = Schema.toJsonSchemaDocument(Schema.toType(Schema.Struct(fields))).schema as {
     readonly properties?: Record<string, Record<string, unknown>>
   }
-  return (spec: Record<string, any>) => ({
+  type Parameter = {
+    readonly in?: string
+    readonly name?: string
+    readonly schema?: { readonly description?: string }
+  }
+  return (spec: Record<string, unknown>) => ({
     ...spec,
-    parameters: (spec.parameters ?? []).map((parameter: Record<string, any>) => {
+    parameters: ((spec.parameters ?? []) as ReadonlyArray<Parameter>).map((parameter) => {
       if (parameter.in === "header" && parameter.name === "idempotency-key")
         return { ...parameter, name: "Idempotency-Key" }
-      const schema = parameter.in === "query" ? typed.properties?.[parameter.name] : undefined
+      const schema = parameter.in === "query" ? typed.properties?.[parameter.name ?? ""] : undefined
       if (schema === undefined) return parameter
       const description = schema.description ?? parameter.schema?.description
       const list = schema.type === "array" ? { style: "form", explode: false } : {}
@@ -198,27 +212,44 @@ const documentQueryTypes = (operation: AnyOperation) => {
   })
 }
 
-/** One group per platform, derived from the operation registry. */
-export const dataGroups = (operations: ReadonlyArray<AnyOperation>) =>
-  platforms.flatMap((platform) => {
-    const own = operations.filter((operation) => operation.platform === platform)
-    if (own.length === 0) return []
-    const group = own.reduce<HttpApiGroup.Top>(
-      (acc, operation) => (acc as any).add(dataEndpoint(operation)),
-      HttpApiGroup.make(platform, { topLevel: true }) as unknown as HttpApiGroup.Top
-    )
-    // Middleware order as on BaseApi (the first is innermost): the bearer check runs before the
-    // parameters are checked and decoded.
-    return [
-      (group as any)
-        .middleware(PlainInput)
-        .middleware(SpendKeyAuth)
-        .middleware(InputProblems)
-        .middleware(Client)
-        .prefix("/v1") as HttpApiGroup.Top
-    ]
-  })
+/** The group of one platform's data operations, behind the spend-key middleware, under `/v1`. */
+const platformGroup = <const P extends Platform, const E extends ReadonlyArray<HttpApiEndpoint.Constraint>>(
+  platform: P,
+  endpoints: readonly [E[number], ...Array<E[number]>]
+) =>
+  // Middleware order as on BaseApi (the first is innermost): the bearer check runs before the
+  // parameters are checked and decoded.
+  HttpApiGroup.make(platform, { topLevel: true })
+    .add(...endpoints)
+    .middleware(PlainInput)
+    .middleware(SpendKeyAuth)
+    .middleware(InputProblems)
+    .middleware(Client)
+    .prefix("/v1")
 
-/** The whole `/v1` contract for a registry. */
-export const makeApi = (operations: ReadonlyArray<AnyOperation>) =>
-  dataGroups(operations).reduce<typeof BaseApi>((api, group) => (api as any).add(group), BaseApi)
+export type PlatformGroup<P extends Platform, D extends AnyDeclaration> = ReturnType<
+  typeof platformGroup<P, ReadonlyArray<DataEndpoint<Extract<D, { readonly platform: P }>>>>
+>
+
+type BaseGroups = typeof BaseApi extends HttpApi.HttpApi<string, infer Groups> ? Groups : never
+
+/** The whole `/v1` contract for a registry of declarations, typed from them. */
+export type Api<D extends AnyDeclaration> = HttpApi.HttpApi<
+  "svc",
+  BaseGroups | PlatformGroup<"profnet", D> | PlatformGroup<"forum", D> | PlatformGroup<"microblog", D>
+>
+
+export const makeApi = <const Operations extends ReadonlyArray<AnyDeclaration>>(
+  operations: Operations
+): Api<Operations[number]> => {
+  const groups = platforms.flatMap((platform) => {
+    const [first, ...rest] = operations
+      .filter((operation) => operation.platform === platform)
+      .map(dataEndpoint)
+    return first === undefined ? [] : [platformGroup(platform, [first, ...rest])]
+  })
+  const [first, ...rest] = groups
+  // Built group by group from the registry at run time; `Api` states the same groups by type (a
+  // platform without operations has no group at run time and an empty one by type).
+  return (first === undefined ? BaseApi : BaseApi.add(first, ...rest)) as unknown as Api<Operations[number]>
+}

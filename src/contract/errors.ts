@@ -1,5 +1,6 @@
-import { Data } from "effect"
-import type { Plan } from "../domain/plans.ts"
+import { Schema } from "effect"
+import { plans } from "../domain/plans.ts"
+import { Offer } from "./offer.ts"
 
 /**
  * The 17 error codes of the contract. Every code needs an entry in `errorCatalog`
@@ -157,130 +158,154 @@ export const errorCatalog = {
 } as const satisfies Record<ErrorCode, ErrorSpec>
 
 /** Who the failing call belonged to, so payment-fixable errors can carry an account-bound offer. */
-export interface ErrorAccount {
-  readonly accountId: string
-  readonly plan: Plan
-}
+export const ErrorAccount = Schema.Struct({ accountId: Schema.String, plan: Schema.Literals(plans) })
+export type ErrorAccount = typeof ErrorAccount.Type
 
-interface Base {
-  readonly message: string
-  readonly account?: ErrorAccount | undefined
+/**
+ * What every error carries. `account` stays on the server (it binds the offer to the account);
+ * `doc_url`, `upgrade_url`, `offer` and `mint` are rendered from the configuration, so they are
+ * set only on an error a client decoded from a problem document.
+ */
+const base = {
+  message: Schema.String,
+  account: Schema.optional(ErrorAccount),
+  doc_url: Schema.optional(Schema.String),
+  upgrade_url: Schema.optional(Schema.String),
+  offer: Schema.optional(Offer)
 }
+const retryAfter = { retry_after_seconds: Schema.Int }
 
-export class InvalidInput extends Data.TaggedError("InvalidInput")<
-  Base & { readonly param?: string | undefined; readonly closest_matches?: ReadonlyArray<string> | undefined }
-> {
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  ...base,
+  param: Schema.optional(Schema.String),
+  closest_matches: Schema.optional(Schema.Array(Schema.String))
+}) {
   readonly code = "INVALID_INPUT"
 }
-export class NotFound extends Data.TaggedError("NotFound")<Base> {
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", base) {
   readonly code = "NOT_FOUND"
 }
-export class Unauthorized extends Data.TaggedError("Unauthorized")<Base> {
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", base) {
   readonly code = "UNAUTHORIZED"
 }
-export class NotEntitled extends Data.TaggedError("NotEntitled")<
-  Base & { readonly platform: string; readonly entitled: ReadonlyArray<string> }
-> {
+export class NotEntitled extends Schema.TaggedError<NotEntitled>()("NotEntitled", {
+  ...base,
+  platform: Schema.String,
+  entitled: Schema.Array(Schema.String)
+}) {
   readonly code = "NOT_ENTITLED"
 }
-export class InsufficientCredits extends Data.TaggedError("InsufficientCredits")<
-  Base & { readonly credits_required: number; readonly credits_available: number }
-> {
+export class InsufficientCredits extends Schema.TaggedError<InsufficientCredits>()("InsufficientCredits", {
+  ...base,
+  credits_required: Schema.Int,
+  credits_available: Schema.Int
+}) {
   readonly code = "INSUFFICIENT_CREDITS"
 }
-export class QuoteExceedsMaxCredits extends Data.TaggedError("QuoteExceedsMaxCredits")<
-  Base & { readonly quoted: number; readonly max_credits: number }
-> {
+export class QuoteExceedsMaxCredits extends Schema.TaggedError<QuoteExceedsMaxCredits>()(
+  "QuoteExceedsMaxCredits",
+  {
+    ...base,
+    quoted: Schema.Int,
+    max_credits: Schema.Int
+  }
+) {
   readonly code = "QUOTE_EXCEEDS_MAX_CREDITS"
 }
-export class IdempotencyKeyRequired extends Data.TaggedError("IdempotencyKeyRequired")<Base> {
+export class IdempotencyKeyRequired extends Schema.TaggedError<IdempotencyKeyRequired>()(
+  "IdempotencyKeyRequired",
+  base
+) {
   readonly code = "IDEMPOTENCY_KEY_REQUIRED"
 }
-export class IdempotencyKeyReused extends Data.TaggedError("IdempotencyKeyReused")<Base> {
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()(
+  "IdempotencyKeyReused",
+  base
+) {
   readonly code = "IDEMPOTENCY_KEY_REUSED"
 }
-export class ConcurrencyLimit extends Data.TaggedError("ConcurrencyLimit")<
-  Base & { readonly retry_after_seconds: number }
-> {
+export class ConcurrencyLimit extends Schema.TaggedError<ConcurrencyLimit>()("ConcurrencyLimit", {
+  ...base,
+  ...retryAfter
+}) {
   readonly code = "CONCURRENCY_LIMIT"
 }
-export class RateLimited extends Data.TaggedError("RateLimited")<
-  Base & { readonly retry_after_seconds: number }
-> {
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  ...base,
+  ...retryAfter
+}) {
   readonly code = "RATE_LIMITED"
 }
-export class TrialCapExceeded extends Data.TaggedError("TrialCapExceeded")<
-  Base & { readonly param?: string | undefined }
-> {
+export class TrialCapExceeded extends Schema.TaggedError<TrialCapExceeded>()("TrialCapExceeded", {
+  ...base,
+  param: Schema.optional(Schema.String)
+}) {
   readonly code = "TRIAL_CAP_EXCEEDED"
 }
-export class BudgetExhausted extends Data.TaggedError("BudgetExhausted")<Base> {
+export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("BudgetExhausted", base) {
   readonly code = "BUDGET_EXHAUSTED"
 }
-export class UpstreamUnavailable extends Data.TaggedError("UpstreamUnavailable")<
-  Base & { readonly retry_after_seconds: number }
-> {
+export class UpstreamUnavailable extends Schema.TaggedError<UpstreamUnavailable>()("UpstreamUnavailable", {
+  ...base,
+  ...retryAfter
+}) {
   readonly code = "UPSTREAM_UNAVAILABLE"
 }
-export class PayloadTooLarge extends Data.TaggedError("PayloadTooLarge")<Base> {
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", base) {
   readonly code = "PAYLOAD_TOO_LARGE"
 }
-export class Internal extends Data.TaggedError("Internal")<
-  Base & { readonly receipt_id?: string | undefined; readonly retry_after_seconds?: number | undefined }
-> {
+export class Internal extends Schema.TaggedError<Internal>()("Internal", {
+  ...base,
+  receipt_id: Schema.optional(Schema.String),
+  retry_after_seconds: Schema.optional(Schema.Int)
+}) {
   readonly code = "INTERNAL"
 }
-export class AuthRequired extends Data.TaggedError("AuthRequired")<
-  Base & { readonly account_ids?: ReadonlyArray<string> | undefined }
-> {
+export class AuthRequired extends Schema.TaggedError<AuthRequired>()("AuthRequired", {
+  ...base,
+  account_ids: Schema.optional(Schema.Array(Schema.String))
+}) {
   readonly code = "AUTH_REQUIRED"
 }
-export class KeyRequired extends Data.TaggedError("KeyRequired")<Base> {
+export class KeyRequired extends Schema.TaggedError<KeyRequired>()("KeyRequired", {
+  ...base,
+  mint: Schema.optional(Schema.Struct({ method: Schema.String, url: Schema.String, curl: Schema.String }))
+}) {
   readonly code = "KEY_REQUIRED"
 }
 
-export type ApiError =
-  | InvalidInput
-  | NotFound
-  | Unauthorized
-  | NotEntitled
-  | InsufficientCredits
-  | QuoteExceedsMaxCredits
-  | IdempotencyKeyRequired
-  | IdempotencyKeyReused
-  | ConcurrencyLimit
-  | RateLimited
-  | TrialCapExceeded
-  | BudgetExhausted
-  | UpstreamUnavailable
-  | PayloadTooLarge
-  | Internal
-  | AuthRequired
-  | KeyRequired
+/** Every error class by its code: the closed set the wire schemas, OpenAPI and typed clients derive from. */
+export const errorClasses = {
+  INVALID_INPUT: InvalidInput,
+  NOT_FOUND: NotFound,
+  UNAUTHORIZED: Unauthorized,
+  NOT_ENTITLED: NotEntitled,
+  INSUFFICIENT_CREDITS: InsufficientCredits,
+  QUOTE_EXCEEDS_MAX_CREDITS: QuoteExceedsMaxCredits,
+  IDEMPOTENCY_KEY_REQUIRED: IdempotencyKeyRequired,
+  IDEMPOTENCY_KEY_REUSED: IdempotencyKeyReused,
+  CONCURRENCY_LIMIT: ConcurrencyLimit,
+  RATE_LIMITED: RateLimited,
+  TRIAL_CAP_EXCEEDED: TrialCapExceeded,
+  BUDGET_EXHAUSTED: BudgetExhausted,
+  UPSTREAM_UNAVAILABLE: UpstreamUnavailable,
+  PAYLOAD_TOO_LARGE: PayloadTooLarge,
+  INTERNAL: Internal,
+  AUTH_REQUIRED: AuthRequired,
+  KEY_REQUIRED: KeyRequired
+} as const satisfies Record<ErrorCode, Schema.Top>
 
-/** Fails the typecheck when a code has no class in `ApiError`. */
-type Unmapped = Exclude<ErrorCode, ApiError["code"]>
-export const everyCodeHasAClass: [Unmapped] extends [never] ? true : Unmapped = true
+export type ErrorClasses = typeof errorClasses
+/** The error of one code. */
+export type ErrorOf<C extends ErrorCode> = InstanceType<ErrorClasses[C]>
 
-const apiErrorTags = new Set<string>([
-  "InvalidInput",
-  "NotFound",
-  "Unauthorized",
-  "NotEntitled",
-  "InsufficientCredits",
-  "QuoteExceedsMaxCredits",
-  "IdempotencyKeyRequired",
-  "IdempotencyKeyReused",
-  "ConcurrencyLimit",
-  "RateLimited",
-  "TrialCapExceeded",
-  "BudgetExhausted",
-  "UpstreamUnavailable",
-  "PayloadTooLarge",
-  "Internal",
-  "AuthRequired",
-  "KeyRequired"
-] satisfies ReadonlyArray<ApiError["_tag"]>)
+export type ApiError = ErrorOf<ErrorCode>
+
+/** Each class's `code` is the code it is filed under (a class filed under another code fails here). */
+type Misfiled = { [C in ErrorCode]: ErrorOf<C>["code"] extends C ? never : C }[ErrorCode]
+export const everyClassUnderItsCode: [Misfiled] extends [never] ? true : Misfiled = true
+
+const apiErrorTags = new Set<string>(Object.values(errorClasses).map((errorClass) => errorClass.identifier))
 
 export const isApiError = (u: unknown): u is ApiError =>
   typeof u === "object" && u !== null && "_tag" in u && apiErrorTags.has((u as { _tag: string })._tag)

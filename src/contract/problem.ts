@@ -2,29 +2,9 @@ import { Schema } from "effect"
 import { links } from "../config.ts"
 import { isPaid, type Pack } from "../domain/plans.ts"
 import { type ApiError, type ErrorCode, errorCatalog } from "./errors.ts"
+import { Offer } from "./offer.ts"
 
-export const Offer = Schema.Struct({
-  offer_version: Schema.Literal(1),
-  reason: Schema.String,
-  currency: Schema.Literal("usd"),
-  packs: Schema.Array(
-    Schema.Struct({
-      pack: Schema.String,
-      mode: Schema.String,
-      price_usd_cents: Schema.Int,
-      credits: Schema.optionalKey(Schema.Int),
-      credits_per_month: Schema.optionalKey(Schema.Int)
-    })
-  ),
-  rails: Schema.Array(Schema.String),
-  checkout_url: Schema.String,
-  resume: Schema.Struct({
-    action: Schema.Literals(["retry_same_idempotency_key", "retry_fresh_idempotency_key", "wait_and_retry"]),
-    detail: Schema.String
-  }),
-  refund_policy: Schema.String
-})
-export type Offer = typeof Offer.Type
+export { Offer }
 
 /** RFC 9457 problem body with the contract's extension members. */
 export const ProblemBody = Schema.Struct({
@@ -40,6 +20,11 @@ export const ProblemBody = Schema.Struct({
   closest_matches: Schema.optionalKey(Schema.Array(Schema.String)),
   retry_after_seconds: Schema.optionalKey(Schema.Int),
   credits_required: Schema.optionalKey(Schema.Int),
+  credits_available: Schema.optionalKey(Schema.Int),
+  quoted: Schema.optionalKey(Schema.Int),
+  max_credits: Schema.optionalKey(Schema.Int),
+  platform: Schema.optionalKey(Schema.String),
+  entitled: Schema.optionalKey(Schema.Array(Schema.String)),
   upgrade_url: Schema.optionalKey(Schema.String),
   offer: Schema.optionalKey(Offer),
   receipt_id: Schema.optionalKey(Schema.String),
@@ -137,6 +122,15 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
       break
     case "InsufficientCredits":
       body.credits_required = error.credits_required
+      body.credits_available = error.credits_available
+      break
+    case "QuoteExceedsMaxCredits":
+      body.quoted = error.quoted
+      body.max_credits = error.max_credits
+      break
+    case "NotEntitled":
+      body.platform = error.platform
+      body.entitled = error.entitled
       break
     case "ConcurrencyLimit":
     case "RateLimited":

@@ -1,5 +1,6 @@
 import type { Effect, Schema } from "effect"
 import type { InvalidInput, NotFound, PayloadTooLarge, UpstreamUnavailable } from "../contract/errors.ts"
+import type { OperationDeclaration } from "../contract/operation.ts"
 import type { Platform } from "../domain/plans.ts"
 import type { Quote, Refund } from "../domain/pricing.ts"
 
@@ -32,30 +33,44 @@ export interface RunResult {
 export type RunError = UpstreamUnavailable | NotFound | InvalidInput | PayloadTooLarge
 
 /**
- * One data operation, declared once: REST routes, MCP tools, OpenAPI and docs derive from it.
- * `params` holds the operation's own parameters (the decoded types; REST reads them from the
- * query string through Schema's string codec, MCP from JSON arguments).
+ * One data operation: its declaration (the contract) and its implementation, `prepare` (validate,
+ * clean identifiers, quote) and `run` (the upstream call through the cache).
  */
 export interface Operation<
   Fields extends Schema.Struct.Fields = Schema.Struct.Fields,
   Args = unknown,
-  R = never
-> {
-  readonly id: string
-  readonly platform: Platform
-  readonly path: `/${string}`
-  readonly kind: string
-  readonly description: string
-  readonly params: Schema.Struct<Fields>
-  /** Accepts `freshness` and `max_credits` (every data call but the resolve operations). */
-  readonly common: boolean
-  readonly data: Schema.Top
+  R = never,
+  Id extends string = string,
+  Path extends `/${string}` = `/${string}`,
+  Data extends Schema.Top = Schema.Top,
+  Common extends boolean = boolean,
+  P extends Platform = Platform
+> extends OperationDeclaration<Id, Path, Fields, Data, Common, P> {
   readonly prepare: (params: Schema.Struct<Fields>["Type"]) => Effect.Effect<Prepared<Args>, InvalidInput>
   readonly run: (args: Args, context: RunContext) => Effect.Effect<RunResult, RunError, R>
 }
 
-export type AnyOperation<R = any> = Operation<any, any, R>
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds operations of every parameter and argument type
+export type AnyOperation<R = any> = Operation<
+  any,
+  any,
+  R,
+  string,
+  `/${string}`,
+  Schema.Top,
+  boolean,
+  Platform
+>
 
-export const defineOperation = <Fields extends Schema.Struct.Fields, Args, R>(
-  operation: Operation<Fields, Args, R>
-): Operation<Fields, Args, R> => operation
+export const defineOperation = <
+  Fields extends Schema.Struct.Fields,
+  Args,
+  R,
+  const Id extends string,
+  const Path extends `/${string}`,
+  Data extends Schema.Top,
+  const Common extends boolean,
+  const P extends Platform
+>(
+  operation: Operation<Fields, Args, R, Id, Path, Data, Common, P>
+): Operation<Fields, Args, R, Id, Path, Data, Common, P> => operation

@@ -19,7 +19,7 @@ import { searchPeople } from "./profnet/searchPeople.ts"
 import type { OperationServices } from "./support.ts"
 
 /** Every data operation of the service: REST routes, MCP tools and OpenAPI derive from this list. */
-export const operations: ReadonlyArray<AnyOperation<OperationServices>> = [
+export const operations = [
   resolveUrl,
   getProfile,
   searchPeople,
@@ -37,4 +37,4 @@ export const operations: ReadonlyArray<AnyOperation<OperationServices>> = [
   getTweet,
   resolveMicroblogUrl,
   getTweetReplies
-]
+] as const satisfies ReadonlyArray<AnyOperation<OperationServices>>

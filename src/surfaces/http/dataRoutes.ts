@@ -1,8 +1,9 @@
 import { Effect, Layer } from "effect"
 import { HttpServerResponse } from "effect/http"
-import { HttpApiBuilder } from "effect/http-api"
-import { Caller, type makeApi } from "../../contract/api.ts"
+import { HttpApiBuilder, type HttpApiGroup } from "effect/http-api"
+import { type Api, Caller } from "../../contract/api.ts"
 import { isApiError } from "../../contract/errors.ts"
+import { type Platform, platforms } from "../../domain/plans.ts"
 import { type CallOutcome, runMetered } from "../../metering/pipeline.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
 import type { IdempotencyStore } from "../../services/IdempotencyStore.ts"
@@ -19,53 +20,69 @@ export const envelopeResponse = (outcome: CallOutcome) =>
     }
   })
 
+/** What every data route's handler receives: the decoded query (own and common parameters) and headers. */
+interface DataRequest {
+  readonly query: { readonly freshness?: Freshness; readonly max_credits?: number } & Record<string, unknown>
+  readonly headers: { readonly "idempotency-key"?: string | undefined }
+}
+
+/** The one handler shape every data route shares; the registry's operations differ only in their schemas. */
+interface DataHandlers {
+  readonly handle: (
+    id: string,
+    handler: (request: DataRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, unknown>
+  ) => DataHandlers
+}
+
+type DataRoutes<R> = Layer.Layer<
+  HttpApiGroup.Service<"svc", Platform>,
+  never,
+  Problems | Ledger | IdempotencyStore | RateLimits | R
+>
+
 /**
  * Handlers of every data operation: split the decoded query into the operation's parameters and
  * the common ones, run the metered pipeline, answer the envelope or the problem.
  */
-export const dataRoutes = <R>(api: ReturnType<typeof makeApi>, operations: ReadonlyArray<AnyOperation<R>>) =>
-  [...new Set(operations.map((operation) => operation.platform))]
-    .map(
-      (platform) =>
-        HttpApiBuilder.group(api as any, platform as never, (handlers: any) =>
-          Effect.gen(function* () {
-            const problems = yield* Problems
-            return operations
-              .filter((operation) => operation.platform === platform)
-              .reduce(
-                (acc, operation) =>
-                  acc.handle(
-                    operation.id,
-                    ({
-                      query,
-                      headers
-                    }: {
-                      query: Record<string, unknown>
-                      headers: Record<string, string | undefined>
-                    }) =>
-                      Effect.gen(function* () {
-                        const caller = yield* Caller
-                        const { freshness, max_credits, ...params } = query
-                        const outcome = yield* runMetered(operation, {
-                          caller,
-                          params,
-                          freshness: (freshness as Freshness | undefined) ?? "recent",
-                          maxCredits: max_credits as number | undefined,
-                          idempotencyKey: headers["idempotency-key"]
-                        })
-                        return envelopeResponse(outcome)
-                      }).pipe(
-                        Effect.catch((error) =>
-                          isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
-                        )
-                      )
-                  ),
-                handlers
+export const dataRoutes = <R>(
+  api: Api<AnyOperation<R>>,
+  operations: ReadonlyArray<AnyOperation<R>>
+): DataRoutes<R> =>
+  platforms
+    .filter((platform) => operations.some((operation) => operation.platform === platform))
+    .map((platform) =>
+      HttpApiBuilder.group(api, platform, (handlers) =>
+        Effect.gen(function* () {
+          const problems = yield* Problems
+          const handle = (operation: AnyOperation<R>) => (request: DataRequest) =>
+            Effect.gen(function* () {
+              const caller = yield* Caller
+              const { freshness, max_credits, ...params } = request.query
+              const outcome = yield* runMetered(operation, {
+                caller,
+                params,
+                freshness: freshness ?? "recent",
+                maxCredits: max_credits,
+                idempotencyKey: request.headers["idempotency-key"]
+              })
+              return envelopeResponse(outcome)
+            }).pipe(
+              Effect.catch((error) =>
+                isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
               )
-          })
-        ) as DataRoutesLayer<R>
+            )
+          // The group's endpoints are the registry's, typed per operation; every one of them takes the
+          // same request shape here (`DataRequest`), so the handlers are attached through that shape.
+          const loose = handlers as unknown as DataHandlers
+          return operations
+            .filter((operation) => operation.platform === platform)
+            .reduce(
+              (acc, operation) => acc.handle(operation.id, handle(operation)),
+              loose
+            ) as unknown as typeof handlers
+        })
+      )
     )
-    .reduce((acc, layer) => Layer.merge(acc, layer), Layer.empty as DataRoutesLayer<R>)
-
-/** The group layers are built from the registry at run time, so their type says only what they need. */
-type DataRoutesLayer<R> = Layer.Layer<never, never, Problems | Ledger | IdempotencyStore | RateLimits | R>
+    // A platform without operations has no group in the Api built from the same registry, so
+    // HttpApiBuilder.layer asks for exactly the groups built here.
+    .reduce<DataRoutes<R>>((acc, layer) => Layer.merge(acc, layer), Layer.empty as unknown as DataRoutes<R>)
