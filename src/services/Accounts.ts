@@ -1,14 +1,17 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Plan, Platform } from "../domain/plans.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
+import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
+
+export const AccountState = Schema.Literals(["active", "suspended"])
 
 export interface Account {
   readonly id: string
   readonly plan: Plan
-  readonly state: "active" | "suspended"
+  readonly state: typeof AccountState.Type
   readonly email: string | null
   readonly claimed: boolean
   readonly grantCredits: number
@@ -30,28 +33,41 @@ export interface MintedKey {
   readonly account: Account
 }
 
-interface AccountRow {
-  readonly id: string
-  readonly plan: string
-  readonly state: string
-  readonly email: string | null
-  readonly claimed_at: number | bigint | null
-  readonly grant_credits: number | bigint | string
-  readonly balance_credits: number | bigint | string
-  readonly entitlements: string
-  readonly created_at: number | bigint | string
-}
+/** A row of `accounts` (`created_ip` is written, never read). */
+export const AccountRow = Schema.Struct({
+  id: Schema.String,
+  plan: Row.Plan,
+  state: AccountState,
+  email: Schema.NullOr(Schema.String),
+  claimed_at: Row.NullableInt,
+  grant_credits: Row.Int,
+  balance_credits: Row.Int,
+  entitlements: Row.Platforms,
+  created_at: Row.Int
+})
+export type AccountRow = typeof AccountRow.Type
+
+/** An account with the spend key that named it. */
+const KeyedAccountRow = Schema.Struct({
+  ...AccountRow.fields,
+  key_id: Schema.String,
+  hint: Schema.String,
+  revoked_at: Row.NullableInt
+})
+
+const decodeAccounts = Row.decoder(AccountRow, "accounts")
+const decodeKeyedAccounts = Row.decoder(KeyedAccountRow, "api_keys joined with accounts")
 
 export const toAccount = (row: AccountRow): Account => ({
   id: row.id,
-  plan: row.plan as Plan,
-  state: row.state as Account["state"],
+  plan: row.plan,
+  state: row.state,
   email: row.email,
   claimed: row.claimed_at !== null,
-  grantCredits: Number(row.grant_credits),
-  balanceCredits: Number(row.balance_credits),
-  entitlements: row.entitlements.split(",").filter((p) => p.length > 0) as Array<Platform>,
-  createdAt: Number(row.created_at)
+  grantCredits: row.grant_credits,
+  balanceCredits: row.balance_credits,
+  entitlements: row.entitlements,
+  createdAt: row.created_at
 })
 
 /** Accounts and their spend keys. Secrets never reach the database: only their hashes do. */
@@ -72,7 +88,9 @@ export class Accounts extends Context.Service<
       const ids = yield* Ids
 
       const get = Effect.fn("Accounts.get")(function* (accountId: string) {
-        const rows = yield* sql<AccountRow>`SELECT * FROM accounts WHERE id = ${accountId}`
+        const rows = yield* sql`SELECT * FROM accounts WHERE id = ${accountId}`.pipe(
+          Effect.flatMap(decodeAccounts)
+        )
         return rows[0] === undefined ? undefined : toAccount(rows[0])
       })
 
@@ -94,12 +112,10 @@ export class Accounts extends Context.Service<
       })
 
       const findByKey = Effect.fn("Accounts.findByKey")(function* (secret: string) {
-        const rows = yield* sql<
-          AccountRow & { readonly key_id: string; readonly hint: string; readonly revoked_at: unknown }
-        >`
+        const rows = yield* sql`
           SELECT a.*, k.id AS key_id, k.hint, k.revoked_at
           FROM api_keys k JOIN accounts a ON a.id = k.account_id
-          WHERE k.secret_hash = ${hashSecret(secret)}`
+          WHERE k.secret_hash = ${hashSecret(secret)}`.pipe(Effect.flatMap(decodeKeyedAccounts))
         const row = rows[0]
         if (row === undefined) return undefined
         return {

@@ -1,8 +1,9 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Plan, Platform } from "../domain/plans.ts"
 import { dayOf } from "../domain/time.ts"
+import * as Row from "../store/rows.ts"
 import { type Account, Accounts } from "./Accounts.ts"
 import { Ledger } from "./Ledger.ts"
 import { type OperatorSettings, Settings } from "./Settings.ts"
@@ -13,6 +14,16 @@ export interface AccountReport {
   readonly free_tier_used_today: ReadonlyArray<{ readonly ip: string; readonly credits: number }>
   readonly in_flight: number
 }
+
+const decodeKeys = Row.decoder(
+  Schema.Struct({ id: Schema.String, hint: Schema.String, revoked_at: Row.NullableInt }),
+  "api_keys"
+)
+const decodeFreeUse = Row.decoder(
+  Schema.Struct({ ip: Schema.String, credits: Row.Int }),
+  "free_tier_usage of the account's calls"
+)
+const decodeCount = Row.decoder(Schema.Struct({ n: Row.Int }), "calls in flight (count)")
 
 export class AccountNotFound extends Error {
   readonly _tag = "AccountNotFound"
@@ -53,19 +64,23 @@ export class Admin extends Context.Service<
         const found = yield* accounts.get(accountId)
         if (found === undefined) return undefined
         const today = dayOf(yield* Clock.currentTimeMillis)
-        const keys = yield* sql<{ readonly id: string; readonly hint: string; readonly revoked_at: unknown }>`
-          SELECT id, hint, revoked_at FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`
-        const free = yield* sql<{ readonly ip: string; readonly credits: number }>`
+        const keys = yield* sql`
+          SELECT id, hint, revoked_at FROM api_keys WHERE account_id = ${accountId} ORDER BY created_at`.pipe(
+          Effect.flatMap(decodeKeys)
+        )
+        const free = yield* sql`
           SELECT DISTINCT c.ip, f.credits_used AS credits FROM calls c
           JOIN free_tier_usage f ON f.ip = c.ip AND f.day = c.day
-          WHERE c.account_id = ${accountId} AND c.day = ${today}`
-        const inFlight = yield* sql<{ readonly n: number }>`
-          SELECT COUNT(*) AS n FROM calls WHERE account_id = ${accountId} AND state = 'reserved'`
+          WHERE c.account_id = ${accountId} AND c.day = ${today}`.pipe(Effect.flatMap(decodeFreeUse))
+        const inFlight = yield* sql`
+          SELECT COUNT(*) AS n FROM calls WHERE account_id = ${accountId} AND state = 'reserved'`.pipe(
+          Effect.flatMap(decodeCount)
+        )
         return {
           account: found,
           keys: keys.map((key) => ({ id: key.id, hint: key.hint, revoked: key.revoked_at !== null })),
-          free_tier_used_today: free.map((row) => ({ ip: row.ip, credits: Number(row.credits) })),
-          in_flight: Number(inFlight[0]?.n ?? 0)
+          free_tier_used_today: free.map((row) => ({ ip: row.ip, credits: row.credits })),
+          in_flight: inFlight[0]?.n ?? 0
         }
       })
 

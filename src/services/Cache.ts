@@ -1,10 +1,17 @@
-import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { UpstreamUnavailable } from "../contract/errors.ts"
 import type { Freshness, Served } from "../operations/Operation.ts"
+import * as Row from "../store/rows.ts"
 import type { UpstreamFailure } from "../upstream/Upstream.ts"
 import { Settings } from "./Settings.ts"
+
+/** A stored copy: the upstream value wrapped as `{ v }` in JSON (what the value is, the operation knows). */
+const decodeCopies = Row.decoder(
+  Schema.Struct({ body: Schema.fromJsonString(Schema.Struct({ v: Schema.Unknown })), fetched_at: Row.Int }),
+  "cache_entries"
+)
 
 export interface Fetched<A> {
   readonly value: A
@@ -38,14 +45,14 @@ export class Cache extends Context.Service<
       const inFlight = new Map<string, Deferred.Deferred<unknown, UpstreamFailure>>()
 
       const read = (key: string) =>
-        Effect.map(
-          sql<{ readonly body: string; readonly fetched_at: number }>`
-            SELECT body, fetched_at FROM cache_entries WHERE cache_key = ${key}`,
-          (rows) =>
-            rows[0] === undefined
-              ? undefined
-              : { value: JSON.parse(rows[0].body).v, fetchedAt: Number(rows[0].fetched_at) }
-        ).pipe(Effect.orDie)
+        sql`
+            SELECT body, fetched_at FROM cache_entries WHERE cache_key = ${key}`.pipe(
+          Effect.flatMap(decodeCopies),
+          Effect.map((rows) =>
+            rows[0] === undefined ? undefined : { value: rows[0].body.v, fetchedAt: rows[0].fetched_at }
+          ),
+          Effect.orDie
+        )
 
       const write = (key: string, value: unknown, now: number) =>
         sql`INSERT INTO cache_entries (cache_key, body, fetched_at) VALUES (${key}, ${JSON.stringify({ v: value })}, ${now})

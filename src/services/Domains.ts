@@ -1,5 +1,8 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Row from "../store/rows.ts"
+
+const decodeDomains = Row.decoder(Schema.Struct({ company_slug: Schema.String }), "resolved_domains")
 
 /** Website domains already verified against a company's website; a later call with one is refunded the 4. */
 export class Domains extends Context.Service<
@@ -14,8 +17,11 @@ export class Domains extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const known = Effect.fn("Domains.known")(function* (domain: string) {
-        const rows = yield* sql<{ readonly company_slug: string }>`
-          SELECT company_slug FROM resolved_domains WHERE domain = ${domain}`.pipe(Effect.orDie)
+        const rows = yield* sql`
+          SELECT company_slug FROM resolved_domains WHERE domain = ${domain}`.pipe(
+          Effect.orDie,
+          Effect.flatMap(decodeDomains)
+        )
         return rows[0]?.company_slug
       })
       const remember = Effect.fn("Domains.remember")(function* (domain: string, companySlug: string) {

@@ -1,8 +1,9 @@
-import { Clock, Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
+import * as Row from "../store/rows.ts"
 
 export type BeginResult =
   | { readonly _tag: "Fresh" }
@@ -10,6 +11,20 @@ export type BeginResult =
   | { readonly _tag: "Reused" }
   | { readonly _tag: "Running"; readonly retryAfterSeconds: number }
   | { readonly _tag: "Expired" }
+
+/** An idempotency key as `begin` finds it, with the heartbeat of the call holding it (if still reserved). */
+const ClaimRow = Schema.Struct({
+  fingerprint: Schema.String,
+  state: Schema.Literals(["running", "done"]),
+  response: Schema.NullOr(Schema.String),
+  lease_expires_at: Row.Int,
+  created_at: Row.Int,
+  heartbeat_at: Row.NullableInt,
+  replay_until: Row.NullableInt,
+  tombstone_until: Row.NullableInt
+})
+
+const decodeClaims = Row.decoder(ClaimRow, "idempotency_keys joined with calls")
 
 /**
  * The claim this call took is no longer its own: its lease expired and the key was purged or
@@ -72,26 +87,18 @@ export class IdempotencyStore extends Context.Service<
           VALUES (${accountId}, ${key}, ${fingerprint}, 'running', ${owner}, ${now + leaseMs}, ${now})
           ON CONFLICT (account_id, idem_key) DO NOTHING RETURNING idem_key`
         if (inserted.length > 0) return { _tag: "Fresh" } as const
-        const rows = yield* sql<{
-          readonly fingerprint: string
-          readonly state: string
-          readonly response: string | null
-          readonly lease_expires_at: number | string
-          readonly created_at: number | string
-          readonly heartbeat_at: number | string | null
-          readonly replay_until: number | string | null
-          readonly tombstone_until: number | string | null
-        }>`SELECT k.fingerprint, k.state, k.response, k.lease_expires_at, k.created_at, c.heartbeat_at,
+        const rows =
+          yield* sql`SELECT k.fingerprint, k.state, k.response, k.lease_expires_at, k.created_at, c.heartbeat_at,
             k.replay_until, k.tombstone_until
           FROM idempotency_keys k LEFT JOIN calls c ON c.id = k.owner AND c.state = 'reserved'
-          WHERE k.account_id = ${accountId} AND k.idem_key = ${key}`
+          WHERE k.account_id = ${accountId} AND k.idem_key = ${key}`.pipe(Effect.flatMap(decodeClaims))
         const row = rows[0]
         if (row === undefined) return yield* begin(accountId, key, fingerprint, owner)
         if (row.state === "running") {
-          const leaseExpiresAt = Number(row.lease_expires_at)
+          const leaseExpiresAt = row.lease_expires_at
           if (leaseExpiresAt > now) {
             if (row.fingerprint !== fingerprint) return { _tag: "Reused" } as const
-            const lastSeenAt = Math.max(Number(row.created_at), Number(row.heartbeat_at ?? 0))
+            const lastSeenAt = Math.max(row.created_at, row.heartbeat_at ?? 0)
             return {
               _tag: "Running",
               retryAfterSeconds: retryAfterSeconds({ leaseExpiresAt, lastSeenAt }, now)
@@ -108,10 +115,10 @@ export class IdempotencyStore extends Context.Service<
             : yield* begin(accountId, key, fingerprint, owner)
         }
         if (row.fingerprint !== fingerprint) return { _tag: "Reused" } as const
-        if (Number(row.replay_until) > now && row.response !== null) {
+        if ((row.replay_until ?? 0) > now && row.response !== null) {
           return { _tag: "Replay", response: row.response } as const
         }
-        if (Number(row.tombstone_until) > now) return { _tag: "Expired" } as const
+        if ((row.tombstone_until ?? 0) > now) return { _tag: "Expired" } as const
         // Past the tombstone the key is free again.
         yield* sql`DELETE FROM idempotency_keys WHERE account_id = ${accountId} AND idem_key = ${key}
           AND state = 'done' AND tombstone_until <= ${now}`

@@ -1,4 +1,4 @@
-import { Clock, Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
@@ -11,8 +11,9 @@ import {
 import { draw, type Funding, split, total } from "../domain/funding.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import type { Plan } from "../domain/plans.ts"
-import type { Refund } from "../domain/pricing.ts"
+import type { Refund, RefundReason } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
+import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
 import { Settings } from "./Settings.ts"
 
@@ -66,25 +67,48 @@ class LeaseExpired extends Data.TaggedError("LeaseExpired") {}
  */
 export class ReservationLost extends Data.TaggedError("ReservationLost")<{ readonly callId: string }> {}
 
-interface CallRow {
-  readonly id: string
-  readonly account_id: string
-  readonly operation: string
-  readonly state: string
-  readonly ip: string
-  readonly day: number
-  readonly quoted: number
-  readonly reserved_free: number
-  readonly reserved_grant: number
-  readonly reserved_balance: number
-  readonly charged: number
-  readonly charged_free: number
-  readonly charged_grant: number
-  readonly charged_balance: number
-  readonly refunds: string
-  readonly idempotency_key: string | null
-  readonly created_at: number | string
-}
+const RefundRow = Schema.Struct({
+  reason: Schema.Literals([
+    "realtime_fallback",
+    "domain_resolved_before",
+    "fewer_results"
+  ] satisfies ReadonlyArray<RefundReason>),
+  credits: Row.Int
+})
+
+/** A row of `calls`: a reservation while `reserved`, a receipt once `settled`. */
+export const CallRow = Schema.Struct({
+  id: Schema.String,
+  account_id: Schema.String,
+  operation: Schema.String,
+  state: Schema.Literals(["reserved", "settled", "released"]),
+  ip: Schema.String,
+  day: Row.Int,
+  quoted: Row.Int,
+  reserved_free: Row.Int,
+  reserved_grant: Row.Int,
+  reserved_balance: Row.Int,
+  charged: Row.Int,
+  charged_free: Row.Int,
+  charged_grant: Row.Int,
+  charged_balance: Row.Int,
+  refunds: Schema.fromJsonString(Schema.Array(RefundRow)),
+  idempotency_key: Schema.NullOr(Schema.String),
+  created_at: Row.Int
+})
+export type CallRow = typeof CallRow.Type
+
+const decodeCalls = Row.decoder(CallRow, "calls")
+const decodeCallIds = Row.decoder(Schema.Struct({ id: Schema.String }), "calls.id")
+const decodeFunds = Row.decoder(
+  Schema.Struct({ grant_credits: Row.Int, balance_credits: Row.Int }),
+  "accounts (credits)"
+)
+const decodeHolders = Row.decoder(
+  Schema.Struct({ lease_expires_at: Row.Int, created_at: Row.Int, heartbeat_at: Row.NullableInt }),
+  "calls (in flight)"
+)
+const decodeFreeUse = Row.decoder(Schema.Struct({ credits_used: Row.Int }), "free tier (credits used)")
 
 /** What a reserved call holds, as finishing it needs it. */
 type Held = Pick<Reservation, "callId" | "accountId" | "ip" | "day" | "reserved">
@@ -93,28 +117,20 @@ const heldOf = (row: CallRow): Held => ({
   callId: row.id,
   accountId: row.account_id,
   ip: row.ip,
-  day: Number(row.day),
-  reserved: {
-    free_tier: Number(row.reserved_free),
-    grant: Number(row.reserved_grant),
-    balance: Number(row.reserved_balance)
-  }
+  day: row.day,
+  reserved: { free_tier: row.reserved_free, grant: row.reserved_grant, balance: row.reserved_balance }
 })
 
 export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
   id: row.id,
   operation: row.operation,
-  quoted: Number(row.quoted),
-  charged: Number(row.charged),
-  refunds: JSON.parse(row.refunds),
-  funding: {
-    free_tier: Number(row.charged_free),
-    grant: Number(row.charged_grant),
-    balance: Number(row.charged_balance)
-  },
+  quoted: row.quoted,
+  charged: row.charged,
+  refunds: row.refunds,
+  funding: { free_tier: row.charged_free, grant: row.charged_grant, balance: row.charged_balance },
   idempotency_key: row.idempotency_key,
   replayed,
-  created_at: new Date(Number(row.created_at)).toISOString()
+  created_at: new Date(row.created_at).toISOString()
 })
 
 /**
@@ -183,12 +199,11 @@ export class Ledger extends Context.Service<
             yield* sql`SELECT id FROM accounts WHERE id = ${call.accountId} FOR UPDATE`
           }
           const state = charged === 0 && refunds.length === 0 ? "released" : "settled"
-          const updated =
-            yield* sql<CallRow>`UPDATE calls SET state = ${state}, charged = ${total(settled.charged)},
+          const updated = yield* sql`UPDATE calls SET state = ${state}, charged = ${total(settled.charged)},
               charged_free = ${settled.charged.free_tier}, charged_grant = ${settled.charged.grant},
               charged_balance = ${settled.charged.balance},
               refunds = ${JSON.stringify(refunds)}, settled_at = ${now}
-            WHERE id = ${call.callId} AND state = 'reserved' RETURNING *`
+            WHERE id = ${call.callId} AND state = 'reserved' RETURNING *`.pipe(Effect.flatMap(decodeCalls))
           if (updated[0] === undefined) return undefined
           if (backFree > 0) {
             yield* sql`UPDATE free_tier_usage SET credits_used = credits_used - ${backFree}
@@ -205,7 +220,7 @@ export class Ledger extends Context.Service<
       /** A reserved call known only by its id (the sweeper's case). */
       const finishById = (callId: string, now: number) =>
         Effect.gen(function* () {
-          const rows = yield* sql<CallRow>`SELECT * FROM calls WHERE id = ${callId}`
+          const rows = yield* sql`SELECT * FROM calls WHERE id = ${callId}`.pipe(Effect.flatMap(decodeCalls))
           const row = rows[0]
           if (row === undefined || row.state !== "reserved") return undefined
           return yield* finish(heldOf(row), 0, [], now)
@@ -214,8 +229,10 @@ export class Ledger extends Context.Service<
       // Each refund in its own transaction, as the sweeper does.
       const sweepAccount = (accountId: string, now: number) =>
         Effect.gen(function* () {
-          const expired = yield* sql<{ readonly id: string }>`SELECT id FROM calls
-            WHERE account_id = ${accountId} AND state = 'reserved' AND lease_expires_at <= ${now}`
+          const expired = yield* sql`SELECT id FROM calls
+            WHERE account_id = ${accountId} AND state = 'reserved' AND lease_expires_at <= ${now}`.pipe(
+            Effect.flatMap(decodeCallIds)
+          )
           for (const row of expired) yield* sql.withTransaction(finishById(row.id, now))
         })
 
@@ -227,20 +244,17 @@ export class Ledger extends Context.Service<
         const attempt = (afterSweep: boolean) =>
           sql.withTransaction(
             Effect.gen(function* () {
-              const accountRows = yield* sql<{
-                readonly grant_credits: number
-                readonly balance_credits: number
-              }>`
-              SELECT grant_credits, balance_credits FROM accounts WHERE id = ${input.accountId} FOR UPDATE`
-              const inFlight = yield* sql<{
-                readonly lease_expires_at: number
-                readonly created_at: number
-                readonly heartbeat_at: number | null
-              }>`
+              const accountRows = yield* sql`
+              SELECT grant_credits, balance_credits FROM accounts WHERE id = ${input.accountId} FOR UPDATE`.pipe(
+                Effect.flatMap(decodeFunds)
+              )
+              const inFlight = yield* sql`
               SELECT lease_expires_at, created_at, heartbeat_at FROM calls
-              WHERE account_id = ${input.accountId} AND state = 'reserved'`
+              WHERE account_id = ${input.accountId} AND state = 'reserved'`.pipe(
+                Effect.flatMap(decodeHolders)
+              )
               const account = { accountId: input.accountId, plan: input.plan }
-              if (!afterSweep && inFlight.some((row) => Number(row.lease_expires_at) <= now)) {
+              if (!afterSweep && inFlight.some((row) => row.lease_expires_at <= now)) {
                 return yield* new LeaseExpired()
               }
               const holder = inFlight[0]
@@ -250,16 +264,16 @@ export class Ledger extends Context.Service<
                     "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
                   retry_after_seconds: retryAfterSeconds(
                     {
-                      leaseExpiresAt: Number(holder.lease_expires_at),
-                      lastSeenAt: Math.max(Number(holder.created_at), Number(holder.heartbeat_at ?? 0))
+                      leaseExpiresAt: holder.lease_expires_at,
+                      lastSeenAt: Math.max(holder.created_at, holder.heartbeat_at ?? 0)
                     },
                     now
                   ),
                   account
                 })
               }
-              const grant = Number(accountRows[0]?.grant_credits ?? 0)
-              const balance = Number(accountRows[0]?.balance_credits ?? 0)
+              const grant = accountRows[0]?.grant_credits ?? 0
+              const balance = accountRows[0]?.balance_credits ?? 0
 
               let freeAvailable = 0
               let globalExhausted = false
@@ -267,18 +281,14 @@ export class Ledger extends Context.Service<
               if (freeEligible) {
                 yield* sql`INSERT INTO free_tier_usage (ip, day, credits_used) VALUES (${input.ip}, ${day}, 0)
                 ON CONFLICT (ip, day) DO NOTHING`
-                const used = yield* sql<{
-                  readonly credits_used: number
-                }>`SELECT credits_used FROM free_tier_usage
-                WHERE ip = ${input.ip} AND day = ${day} FOR UPDATE`
-                freeAvailable = policy.freeCreditsPerIpDay - Number(used[0]?.credits_used ?? 0)
+                const used = yield* sql`SELECT credits_used FROM free_tier_usage
+                WHERE ip = ${input.ip} AND day = ${day} FOR UPDATE`.pipe(Effect.flatMap(decodeFreeUse))
+                freeAvailable = policy.freeCreditsPerIpDay - (used[0]?.credits_used ?? 0)
                 yield* sql`INSERT INTO free_tier_days (day, credits_used) VALUES (${day}, 0) ON CONFLICT (day) DO NOTHING`
-                const global = yield* sql<{
-                  readonly credits_used: number
-                }>`SELECT credits_used FROM free_tier_days
-                WHERE day = ${day} FOR UPDATE`
+                const global = yield* sql`SELECT credits_used FROM free_tier_days
+                WHERE day = ${day} FOR UPDATE`.pipe(Effect.flatMap(decodeFreeUse))
                 if (operator.globalDailyFreeCredits !== undefined) {
-                  const globalLeft = operator.globalDailyFreeCredits - Number(global[0]?.credits_used ?? 0)
+                  const globalLeft = operator.globalDailyFreeCredits - (global[0]?.credits_used ?? 0)
                   globalExhausted = globalLeft < Math.min(input.quoted, Math.max(freeAvailable, 0))
                   freeAvailable = Math.min(freeAvailable, globalLeft)
                 }
@@ -410,8 +420,10 @@ export class Ledger extends Context.Service<
 
       const sweepExpired = Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis
-        const expired = yield* sql<{ readonly id: string }>`SELECT id FROM calls
-          WHERE state = 'reserved' AND lease_expires_at <= ${now} LIMIT 500`
+        const expired = yield* sql`SELECT id FROM calls
+          WHERE state = 'reserved' AND lease_expires_at <= ${now} LIMIT 500`.pipe(
+          Effect.flatMap(decodeCallIds)
+        )
         for (const row of expired) yield* sql.withTransaction(finishById(row.id, now))
         return expired.length
       }).pipe(Effect.withSpan("Ledger.sweepExpired"))
@@ -425,17 +437,20 @@ export class Ledger extends Context.Service<
       ) {
         const before = options.before
         const rows = yield* before === undefined
-          ? sql<CallRow>`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
+          ? sql`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
               ORDER BY created_at DESC, id DESC LIMIT ${options.limit}`
-          : sql<CallRow>`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
+          : sql`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
               AND (created_at < ${before.createdAt} OR (created_at = ${before.createdAt} AND id < ${before.id}))
               ORDER BY created_at DESC, id DESC LIMIT ${options.limit}`
-        return rows.map((row) => ({ ...receiptOf(row), createdAtMs: Number(row.created_at) }))
+        const calls = yield* decodeCalls(rows)
+        return calls.map((row) => ({ ...receiptOf(row), createdAtMs: row.created_at }))
       })
 
       const receipt = Effect.fn("Ledger.receipt")(function* (accountId: string, id: string) {
         const rows =
-          yield* sql<CallRow>`SELECT * FROM calls WHERE id = ${id} AND account_id = ${accountId} AND state = 'settled'`
+          yield* sql`SELECT * FROM calls WHERE id = ${id} AND account_id = ${accountId} AND state = 'settled'`.pipe(
+            Effect.flatMap(decodeCalls)
+          )
         return rows[0] === undefined ? undefined : receiptOf(rows[0])
       })
 

@@ -1,6 +1,7 @@
-import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { Clock, Context, Effect, Layer, Ref, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import * as Row from "../store/rows.ts"
 
 /** Operator switches, shared by every instance through the database. */
 export interface OperatorSettings {
@@ -15,6 +16,21 @@ const defaults: OperatorSettings = {
   globalDailyFreeCredits: undefined,
   livePaused: false
 }
+
+/** `settings` holds one JSON value per switch: absent when never set, null when cleared. */
+const decodeSettings = Row.decoder(
+  Schema.Struct({ name: Schema.String, value: Schema.fromJsonString(Schema.Unknown) }),
+  "settings"
+)
+/** Every stored switch as one object; a name this version does not know is ignored. */
+const decodeSwitches = Row.decoder(
+  Schema.Struct({
+    freeTierOpen: Schema.optionalKey(Schema.NullOr(Schema.Boolean)),
+    globalDailyFreeCredits: Schema.optionalKey(Schema.NullOr(Row.Int)),
+    livePaused: Schema.optionalKey(Schema.NullOr(Schema.Boolean))
+  }),
+  "settings (switches)"
+)
 
 /** Other instances see a change within this many milliseconds; the instance that made it sees it at once. */
 const ttlMs = 1_000
@@ -35,11 +51,9 @@ export class Settings extends Context.Service<
       )
 
       const load = Effect.gen(function* () {
-        const rows = yield* sql<{
-          readonly name: string
-          readonly value: string
-        }>`SELECT name, value FROM settings`
-        const stored = Object.fromEntries(rows.map((row) => [row.name, JSON.parse(row.value)]))
+        const rows = yield* sql`SELECT name, value FROM settings`.pipe(Effect.flatMap(decodeSettings))
+        const switches = yield* decodeSwitches([Object.fromEntries(rows.map((row) => [row.name, row.value]))])
+        const stored = switches[0] ?? {}
         const value: OperatorSettings = {
           freeTierOpen: stored.freeTierOpen ?? defaults.freeTierOpen,
           globalDailyFreeCredits: stored.globalDailyFreeCredits ?? undefined,

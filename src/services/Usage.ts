@@ -1,13 +1,21 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { dayOf, dayToIso } from "../domain/time.ts"
+import * as Row from "../store/rows.ts"
 
 export interface UsageFacts {
   readonly freeUsedToday: number
   readonly today: { readonly credits: number; readonly calls: number }
   readonly history: ReadonlyArray<{ readonly day: string; readonly credits: number; readonly calls: number }>
 }
+
+const decodeFreeUse = Row.decoder(Schema.Struct({ credits_used: Row.Int }), "free_tier_usage")
+/** Settled calls per UTC day (SUM of an integer column and COUNT are int8). */
+const decodeDays = Row.decoder(
+  Schema.Struct({ day: Row.Int, credits: Row.Int, calls: Row.Int }),
+  "calls per day"
+)
 
 /** Read-only facts for `get_usage`: today's free-tier use for the IP and the account's last 30 days. */
 export class Usage extends Context.Service<
@@ -20,25 +28,23 @@ export class Usage extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const facts = Effect.fn("Usage.facts")(function* (accountId: string, ip: string) {
         const today = dayOf(yield* Clock.currentTimeMillis)
-        const free = yield* sql<{ readonly credits_used: number }>`
-          SELECT credits_used FROM free_tier_usage WHERE ip = ${ip} AND day = ${today}`
-        const days = yield* sql<{
-          readonly day: number
-          readonly credits: number | string
-          readonly calls: number | string
-        }>`
+        const free = yield* sql`
+          SELECT credits_used FROM free_tier_usage WHERE ip = ${ip} AND day = ${today}`.pipe(
+          Effect.flatMap(decodeFreeUse)
+        )
+        const days = yield* sql`
           SELECT day, SUM(charged) AS credits, COUNT(*) AS calls FROM calls
           WHERE account_id = ${accountId} AND state = 'settled' AND day > ${today - 30}
-          GROUP BY day ORDER BY day DESC`
+          GROUP BY day ORDER BY day DESC`.pipe(Effect.flatMap(decodeDays))
         const history = days.map((row) => ({
-          day: dayToIso(Number(row.day)),
-          credits: Number(row.credits),
-          calls: Number(row.calls)
+          day: dayToIso(row.day),
+          credits: row.credits,
+          calls: row.calls
         }))
-        const todayRow = days.find((row) => Number(row.day) === today)
+        const todayRow = days.find((row) => row.day === today)
         return {
-          freeUsedToday: Number(free[0]?.credits_used ?? 0),
-          today: { credits: Number(todayRow?.credits ?? 0), calls: Number(todayRow?.calls ?? 0) },
+          freeUsedToday: free[0]?.credits_used ?? 0,
+          today: { credits: todayRow?.credits ?? 0, calls: todayRow?.calls ?? 0 },
           history
         }
       })
