@@ -135,7 +135,8 @@ export const commentCheap = (ctx: Ctx, post: PostCheap, i: number): CommentCheap
     key,
     parent: i === 0 || u3(k, key, 1) < 0.4 ? -1 : Math.floor(u3(k, key, 2) * i),
     createdMs: Math.floor(start + window * x * x * x),
-    upvotes: u3(k, key, 6) < 0.04 ? -Math.floor(u3(k, key, 7) * 6) : up,
+    // 0 - n rather than -n: never -0, which JSON cannot carry.
+    upvotes: u3(k, key, 6) < 0.04 ? 0 - Math.floor(u3(k, key, 7) * 6) : up,
     slot: Math.floor(SLOTS_PER_COMMUNITY * u3(k, key, 3) ** 1.5)
   }
 }
