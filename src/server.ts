@@ -17,8 +17,9 @@ import { RateLimits } from "./services/RateLimits.ts"
 import { Settings } from "./services/Settings.ts"
 import { Usage } from "./services/Usage.ts"
 import * as Database from "./store/Database.ts"
+import { Identity } from "./surfaces/common/identity.ts"
+import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
-import { Problems } from "./surfaces/http/problems.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 
 /** The services behind every surface, over one migrated SqlClient. */
@@ -26,6 +27,7 @@ export const ServicesLayer = Layer.mergeAll(
   Usage.layer,
   RateLimits.layer,
   Problems.layer,
+  Identity.layer,
   IdempotencyStore.layer,
   Admin.layer,
   AdminToken.layer,

@@ -90,8 +90,8 @@ const admit = Effect.fnUntraced(function* <R>(operation: AnyOperation<R>, reques
   const { policy } = yield* AppConfig
   const who = { accountId: account.id, plan: account.plan }
 
-  if (!account.entitlements.includes(operation.platform))
-    return yield* notEntitled(account, operation.platform)
+  const refused = entitlement(account, operation.platform)
+  if (refused !== undefined) return yield* refused
 
   const idempotencyKey = request.idempotencyKey
   if (
@@ -354,10 +354,13 @@ const refundsOf = (result: RunResult, freshness: Freshness): ReadonlyArray<Refun
     ? [...result.refunds, { reason: "realtime_fallback", credits: realtimeSurcharge }]
     : result.refunds
 
-export const notEntitled = (account: Account, platform: Platform) =>
-  new NotEntitled({
-    message: `This account is not enabled for ${platform}. GET /v1/usage lists the platforms this key can call.`,
-    platform,
-    entitled: account.entitlements,
-    account: { accountId: account.id, plan: account.plan }
-  })
+/** The entitlement step: NOT_ENTITLED when the account may not call the platform. */
+export const entitlement = (account: Account, platform: Platform): NotEntitled | undefined =>
+  account.entitlements.includes(platform)
+    ? undefined
+    : new NotEntitled({
+        message: `This account is not enabled for ${platform}. GET /v1/usage lists the platforms this key can call.`,
+        platform,
+        entitled: account.entitlements,
+        account: { accountId: account.id, plan: account.plan }
+      })

@@ -9,8 +9,8 @@ import { Accounts } from "../../services/Accounts.ts"
 import { Ledger } from "../../services/Ledger.ts"
 import { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
+import { Problems } from "../common/problems.ts"
 import { usageReport } from "../usageReport.ts"
-import { Problems } from "./problems.ts"
 
 export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
   Effect.gen(function* () {

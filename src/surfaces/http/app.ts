@@ -4,13 +4,13 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { makeApi } from "../../contract/api.ts"
 import { NotFound } from "../../contract/errors.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
+import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
 import { dataRoutes } from "./dataRoutes.ts"
 import { errorDocsPage } from "./errorDocs.ts"
 import { ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer } from "./middleware.ts"
-import { Problems } from "./problems.ts"
 
 const OpsRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {

@@ -9,7 +9,7 @@ import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
 import type { IdempotencyStore } from "../../services/IdempotencyStore.ts"
 import type { Ledger } from "../../services/Ledger.ts"
 import type { RateLimits } from "../../services/RateLimits.ts"
-import { Problems } from "./problems.ts"
+import { Problems } from "../common/problems.ts"
 
 export const envelopeResponse = (outcome: CallOutcome) =>
   HttpServerResponse.jsonUnsafe(outcome.envelope, {

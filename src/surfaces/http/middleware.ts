@@ -1,16 +1,14 @@
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
-import { KeyRequired, PayloadTooLarge, Unauthorized } from "../../contract/errors.ts"
-import { clientIp } from "../../domain/clientIp.ts"
 import { platforms } from "../../domain/plans.ts"
-import { spendKeyPattern } from "../../domain/secrets.ts"
-import { notEntitled } from "../../metering/pipeline.ts"
-import { Accounts } from "../../services/Accounts.ts"
-import { invalidInputFromSchemaError, Problems } from "./problems.ts"
+import { entitlement } from "../../metering/pipeline.ts"
+import { Identity } from "../common/identity.ts"
+import { announcedBodyTooLarge } from "../common/limits.ts"
+import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 
 /** Resolves the client IP once per request and refuses oversized bodies before anything reads them. */
 export const ClientLayer = Layer.effect(
@@ -18,29 +16,16 @@ export const ClientLayer = Layer.effect(
   Effect.gen(function* () {
     const config = yield* AppConfig
     const problems = yield* Problems
+    const identity = yield* Identity
     return (httpEffect) =>
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const length = Number(request.headers["content-length"] ?? "0")
-        if (length > config.maxBodyBytes) {
-          return problems.render(
-            new PayloadTooLarge({
-              message: `The request body is ${length} bytes; the limit is ${config.maxBodyBytes}.`
-            })
-          )
-        }
-        const ip = requestIp(request, config.trustedProxies)
-        return yield* Effect.provideService(httpEffect, ClientIp, ip)
+        const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
+        if (tooLarge !== undefined) return problems.render(tooLarge)
+        return yield* Effect.provideService(httpEffect, ClientIp, identity.clientIp(request))
       })
   })
 )
-
-export const requestIp = (request: HttpServerRequest.HttpServerRequest, trusted: ReadonlyArray<string>) =>
-  clientIp(
-    Option.getOrElse(request.remoteAddress, () => "0.0.0.0"),
-    request.headers["x-forwarded-for"],
-    trusted
-  )
 
 export const InputProblemsLayer = Layer.unwrap(
   Effect.map(Problems, (problems) =>
@@ -66,52 +51,22 @@ export const PlainInputLayer = Layer.effect(
   })
 )
 
-/** Bearer spend keys: KEY_REQUIRED without one, UNAUTHORIZED for unknown, revoked or suspended. */
-export const authenticateSpendKey = Effect.fn("authenticateSpendKey")(function* (secret: string) {
-  const accounts = yield* Accounts
-  if (secret.length === 0) {
-    return yield* new KeyRequired({
-      message:
-        "No key was sent. Mint a free trial key with POST /v1/keys/mint (no body, no auth) and send it as `Authorization: Bearer <key>`."
-    })
-  }
-  if (!spendKeyPattern.test(secret)) {
-    return yield* new Unauthorized({
-      message: "The key is not a spend key of this service (expected svc_... or svc_trial_...)."
-    })
-  }
-  const found = yield* Effect.orDie(accounts.findByKey(secret))
-  if (found === undefined || found.key.revoked) {
-    return yield* new Unauthorized({
-      message: "This key is not active. Mint a new key or recover the account."
-    })
-  }
-  if (found.account.state !== "active") {
-    return yield* new Unauthorized({ message: "The account of this key is suspended." })
-  }
-  return found
-})
-
 export const SpendKeyAuthLayer = Layer.effect(
   SpendKeyAuth,
   Effect.gen(function* () {
     const problems = yield* Problems
-    const accounts = yield* Accounts
+    const identity = yield* Identity
     return SpendKeyAuth.of({
       bearer: (httpEffect, { credential, group }) =>
         Effect.gen(function* () {
           const ip = yield* ClientIp
-          const found = yield* authenticateSpendKey(Redacted.value(credential)).pipe(
-            Effect.provideService(Accounts, accounts),
-            Effect.result
-          )
+          const found = yield* Effect.result(identity.authenticate(Redacted.value(credential)))
           if (found._tag === "Failure") return problems.render(found.failure)
-          const { account } = found.success
-          // Entitlement precedes validation: a platform's group is named after the platform.
+          // The pipeline's entitlement step, answered here already so that it precedes the
+          // validation of the parameters (a platform's group is named after the platform).
           const platform = platforms.find((p) => p === group.identifier)
-          if (platform !== undefined && !account.entitlements.includes(platform)) {
-            return problems.render(notEntitled(account, platform))
-          }
+          const refused = platform === undefined ? undefined : entitlement(found.success.account, platform)
+          if (refused !== undefined) return problems.render(refused)
           return yield* Effect.provideService(httpEffect, Caller, { ...found.success, ip })
         })
     })

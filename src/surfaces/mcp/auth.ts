@@ -1,17 +1,7 @@
-import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { links } from "../../config.ts"
 import type { KeyRequired, Unauthorized } from "../../contract/errors.ts"
-import { authenticateSpendKey } from "../http/middleware.ts"
-import type { Problems } from "../http/problems.ts"
-
-/**
- * The bearer of an MCP request. Spend keys only, for now: a management token (`svcm_`) would be
- * recognised here and widen its connection's catalog with the key-management tools (spec rule 7).
- */
-export const authenticateMcpBearer = Effect.fn("authenticateMcpBearer")(function* (secret: string) {
-  return yield* authenticateSpendKey(secret)
-})
+import type { Problems } from "../common/problems.ts"
 
 /** RFC 9728: a resource's metadata lives at the well-known prefix followed by the resource's path. */
 export const protectedResourcePath = (resourcePath: string): `/${string}` =>

@@ -6,14 +6,10 @@ import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
 import { PayloadTooLarge } from "../../contract/errors.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
-import { requestIp } from "../http/middleware.ts"
-import { Problems } from "../http/problems.ts"
-import {
-  authenticateMcpBearer,
-  challengeResponse,
-  protectedResourceMetadata,
-  protectedResourcePath
-} from "./auth.ts"
+import { Identity } from "../common/identity.ts"
+import { announcedBodyTooLarge } from "../common/limits.ts"
+import { Problems } from "../common/problems.ts"
+import { challengeResponse, protectedResourceMetadata, protectedResourcePath } from "./auth.ts"
 import { allowedHostnames, foreignHostRejection } from "./guards.ts"
 import { type McpMount, mcpMounts, mountTools } from "./mounts.ts"
 import { authInfoOf, makeSession, mcpServerFactory } from "./server.ts"
@@ -28,6 +24,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
     Effect.gen(function* () {
       const config = yield* AppConfig
       const problems = yield* Problems
+      const identity = yield* Identity
       const tools = registryTools(operations)
       const allowed = allowedHostnames(config.baseUrl)
       const metadata = (path: "" | `/${string}`, name: string) =>
@@ -48,17 +45,17 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const refused = foreignHostRejection(request.headers, allowed)
         if (refused !== undefined) return refused
-        const length = Number(request.headers["content-length"] ?? "0")
-        if (length > config.maxBodyBytes) return tooLarge(`The request body is ${length} bytes.`)
+        const announced = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
+        if (announced !== undefined) return problems.render(announced)
 
         const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
-        const found = yield* Effect.result(authenticateMcpBearer(secret))
+        const found = yield* Effect.result(identity.authenticate(secret))
         if (found._tag === "Failure") {
           const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`
           return challengeResponse(problems, found.failure, metadataUrl)
         }
         // Tool calls run as this caller, in this request's context (services, span).
-        const caller = { ...found.success, ip: requestIp(request, config.trustedProxies) }
+        const caller = { ...found.success, ip: identity.clientIp(request) }
         const context = yield* Effect.context<R | Exclude<ToolServices, Caller>>()
         const session = makeSession(Context.add(context, Caller, caller))
         const authInfo = authInfoOf(secret, caller.account.id, session)

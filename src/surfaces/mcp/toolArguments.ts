@@ -5,7 +5,7 @@ import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { InvalidInput } from "../../contract/errors.ts"
 import type { CallRequest } from "../../metering/pipeline.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
-import { invalidInputFromSchemaError } from "../http/problems.ts"
+import { invalidInputFromSchemaError } from "../common/problems.ts"
 
 export type ToolCall = Omit<CallRequest, "caller">
 

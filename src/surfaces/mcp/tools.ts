@@ -3,7 +3,7 @@ import { Clock, Effect } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
 import type { Platform } from "../../domain/plans.ts"
-import { notEntitled, runMetered } from "../../metering/pipeline.ts"
+import { entitlement, runMetered } from "../../metering/pipeline.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { IdempotencyStore } from "../../services/IdempotencyStore.ts"
 import type { Ids } from "../../services/Ids.ts"
@@ -47,9 +47,9 @@ export const operationTool = <R>(operation: AnyOperation<R>): McpTool<R | ToolSe
     outputSchema: outputSchema(toolOutputJsonSchema(operation)),
     call: Effect.fn(`mcp.${operation.id}`)(function* (args: Record<string, unknown>) {
       const caller = yield* Caller
-      // As on REST, entitlement precedes validation.
-      if (!caller.account.entitlements.includes(operation.platform))
-        return yield* notEntitled(caller.account, operation.platform)
+      // As on REST, the pipeline's entitlement step is answered before the arguments are validated.
+      const refused = entitlement(caller.account, operation.platform)
+      if (refused !== undefined) return yield* refused
       const call = yield* decode(args)
       const outcome = yield* runMetered(operation, { caller, ...call })
       return outcome.envelope

@@ -4,7 +4,7 @@ import { RpcSerialization, RpcServer } from "effect/rpc"
 import { AppConfig } from "../../config.ts"
 import { PayloadTooLarge, Unauthorized } from "../../contract/errors.ts"
 import { AdminToken } from "../../services/AdminToken.ts"
-import { Problems } from "../http/problems.ts"
+import { Problems } from "../common/problems.ts"
 import { AdminAuth, AdminRpcs, AdminUnauthorized, adminRpcPath } from "./AdminRpc.ts"
 import { AdminHandlers } from "./handlers.ts"
 
