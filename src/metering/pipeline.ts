@@ -104,7 +104,7 @@ const admit = Effect.fnUntraced(function* <R>(operation: AnyOperation<R>, reques
       param: "Idempotency-Key"
     })
   }
-  // The surface decoded the parameters with this operation's own schema.
+  // The surface decoded the parameters with this operation's own schema (a registry erases which).
   const prepared = yield* operation.prepare(request.params as never)
 
   const quote = withFreshness(prepared.quote, request.freshness)

@@ -51,6 +51,7 @@ export const noArguments: JsonSchemaType = { type: "object", properties: {}, add
  * that an invalid argument is the same INVALID_INPUT problem (with its `param`) on both surfaces.
  */
 const acceptAll: jsonSchemaValidator = {
+  // The SDK's validator is generic in the data type; the arguments are judged later, by REST's schema.
   getValidator: () => (input) => ({ valid: true, data: input as never, errorMessage: undefined })
 }
 
