@@ -4,7 +4,7 @@ import { CircuitBreaker } from "effect/persistence"
 import type { Platform } from "../domain/plans.ts"
 import { AttemptError, attempt, defaultRetryAfterSeconds, malformed } from "./http/attempt.ts"
 import { type CallBody, callPath, decodeAnswer, encodeArgs } from "./http/wire.ts"
-import { type Args, type Method, methodPlatform } from "./methods.ts"
+import { type Method, methodPlatform } from "./methods.ts"
 import { layerWorld, Upstream, UpstreamFailure, type UpstreamFaults } from "./Upstream.ts"
 
 export interface HttpProviderOptions {
@@ -90,9 +90,8 @@ export const make = Effect.fn("HttpProvider.make")(function* (options: HttpProvi
   }
 
   /** The provider's answer to one call, decoded with the method's answer schema. */
-  const answer = <M extends Method>(method: M, args: Args<M>) =>
-    encodeArgs(method, args).pipe(
-      Effect.flatMap((body) => send(method, body)),
+  const exchange = <M extends Method>(method: M, body: CallBody) =>
+    send(method, body).pipe(
       Effect.flatMap((result) =>
         decodeAnswer(method, result).pipe(
           Effect.catch((error) =>
@@ -108,8 +107,9 @@ export const make = Effect.fn("HttpProvider.make")(function* (options: HttpProvi
   return Upstream.of({
     call: (method, ...args) => {
       const platform = methodPlatform[method]
-      // Decoding runs inside the breaker: a provider answering garbage is unhealthy.
-      return breaker.execute(answer(method, args), { key: platform, classify }).pipe(
+      // Encoding is outside the breaker (a defect there is ours); decoding inside (garbage is unhealthy).
+      return encodeArgs(method, args).pipe(
+        Effect.flatMap((body) => breaker.execute(exchange(method, body), { key: platform, classify })),
         Effect.mapError((error) => toFailure(platform, error)),
         Effect.withSpan("HttpProvider.call", { attributes: { method, platform } })
       )
@@ -136,9 +136,8 @@ const platformUrl = (platform: Platform) =>
 
 /**
  * The upstream the operator configured: the HTTP provider when `UPSTREAM_URL` (or any
- * `UPSTREAM_URL_<PLATFORM>`) is set, otherwise the simulated world of `WORLD_SEED`.
+ * `UPSTREAM_URL_<PLATFORM>`) is set, otherwise the simulated world of `WORLD_SEED`, under the fault knobs.
  */
-/** The HTTP provider when an UPSTREAM_URL is set; otherwise the simulated world, under the fault knobs. */
 export const layerFromConfig: Layer.Layer<Upstream, Config.ConfigError, UpstreamFaults> = Layer.unwrap(
   Effect.gen(function* () {
     const configured = yield* Effect.all([
