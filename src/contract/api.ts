@@ -40,49 +40,55 @@ export class InputProblems extends HttpApiMiddleware.Service<InputProblems>()("a
  */
 export class PlainInput extends HttpApiMiddleware.Service<PlainInput>()("app/PlainInput") {}
 
+/** An endpoint with its OpenAPI description. */
+const described = <E extends { readonly annotate: (key: typeof OpenApi.Description, value: string) => E }>(
+  description: string,
+  endpoint: E
+): E => endpoint.annotate(OpenApi.Description, description)
+
+const ReceiptsQuery = Schema.toCodecStringTree(
+  Schema.Struct({
+    limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
+    cursor: Schema.optionalKey(Schema.String)
+  })
+)
+
 export const KeysGroup = HttpApiGroup.make("keys", { topLevel: true })
   .add(
-    HttpApiEndpoint.post("mintKey", "/keys/mint", {
-      success: MintResponse,
-      error: errorsOf("RATE_LIMITED", "PAYLOAD_TOO_LARGE", "INVALID_INPUT", "INTERNAL")
-    }).annotate(
-      OpenApi.Description,
-      "Mint a free trial key. No authentication; rate limited per IP. The key is shown once."
+    described(
+      "Mint a free trial key. No authentication; rate limited per IP. The key is shown once.",
+      HttpApiEndpoint.post("mintKey", "/keys/mint", {
+        success: MintResponse,
+        error: errorsOf("RATE_LIMITED", "PAYLOAD_TOO_LARGE", "INVALID_INPUT", "INTERNAL")
+      })
     )
   )
   .middleware(PlainInput)
 
+const freeCodes = ["INVALID_INPUT", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL"] as const
+
 export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
   .add(
-    HttpApiEndpoint.get("get_usage", "/usage", {
-      success: Usage,
-      error: errorsOf("KEY_REQUIRED", "UNAUTHORIZED", "INVALID_INPUT", "INTERNAL")
-    }).annotate(
-      OpenApi.Description,
-      "Free. Plan, free-tier budget, balance, today's spend and 30 days of history."
+    described(
+      "Free. Plan, free-tier budget, balance, today's spend and 30 days of history.",
+      HttpApiEndpoint.get("get_usage", "/usage", { success: Usage, error: errorsOf(...freeCodes) })
+    ),
+    described(
+      "Free. The account's receipts, newest first, cursor paged (limit 1 to 100, default 20).",
+      HttpApiEndpoint.get("listReceipts", "/receipts", {
+        query: ReceiptsQuery,
+        success: ReceiptPage,
+        error: errorsOf(...freeCodes)
+      })
+    ),
+    described(
+      "Free. One receipt of the key's own account.",
+      HttpApiEndpoint.get("getReceipt", "/receipts/:id", {
+        params: { id: Schema.String },
+        success: ReceiptSchema,
+        error: errorsOf("NOT_FOUND", ...freeCodes)
+      })
     )
-  )
-  .add(
-    HttpApiEndpoint.get("listReceipts", "/receipts", {
-      query: Schema.toCodecStringTree(
-        Schema.Struct({
-          limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
-          cursor: Schema.optionalKey(Schema.String)
-        })
-      ),
-      success: ReceiptPage,
-      error: errorsOf("INVALID_INPUT", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
-    }).annotate(
-      OpenApi.Description,
-      "Free. The account's receipts, newest first, cursor paged (limit 1 to 100, default 20)."
-    )
-  )
-  .add(
-    HttpApiEndpoint.get("getReceipt", "/receipts/:id", {
-      params: { id: Schema.String },
-      success: ReceiptSchema,
-      error: errorsOf("NOT_FOUND", "INVALID_INPUT", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
-    }).annotate(OpenApi.Description, "Free. One receipt of the key's own account.")
   )
   .middleware(PlainInput)
   .middleware(SpendKeyAuth)
