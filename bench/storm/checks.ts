@@ -30,7 +30,10 @@ const history = (call: LogicalCall | undefined): string => {
         ? ` ${attempt.receipt ?? "(no receipt)"} charged ${attempt.charged ?? "?"}${attempt.replayed === true ? " replayed" : ""}`
         : ""
     }`
-  return `${call.kind} ${call.idem} ${call.path}: ${call.attempts.map(step).join(" | ")}`
+  const steps = call.attempts.map(step)
+  const shown =
+    steps.length <= 10 ? steps : [...steps.slice(0, 4), `(${steps.length - 8} more)`, ...steps.slice(-4)]
+  return `${call.kind} ${call.idem} ${call.path}: ${shown.join(" | ")}`
 }
 
 /**
@@ -216,6 +219,15 @@ export const stormChecks = async (
     over.length + drift.length + Number(orphanFree[0]?.n ?? 0),
     `${plural(free.length, "(ip, day) row")}, most used ${Math.max(0, ...free.map((row) => Number(row.used)))}, ${over.length} over, ${drift.length} differ from the charges`,
     [...over, ...drift].map((row) => `${row.ip} day ${row.day}: used ${row.used}, charged ${row.charged}`)
+  )
+
+  // Liveness: once the chaos is over and the leases have lapsed, every call gets a final answer.
+  const open = calls.filter((call) => call.final === undefined)
+  add(
+    "every call had a final answer once the chaos was over (liveness, not a ledger rule)",
+    open.length,
+    `${open.length} of ${plural(calls.length, "call")} still without one after the reconcile`,
+    open.map(history)
   )
 
   const ledger = await ledgerInvariants(db, defaultPolicy.freeCreditsPerIpDay)

@@ -1,7 +1,7 @@
 // `npm run storm`: several instances on one PostgreSQL and Redis, concurrent calls retried with
 // their Idempotency-Key across instances, faults, kill -9, a stall past the lease, then the ledger
 // invariants. See README.md, "Storm".
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { type BenchAccount, mint, pool } from "../accounts.ts"
@@ -13,7 +13,7 @@ import { stormChecks } from "./checks.ts"
 import { makeClients } from "./clients.ts"
 import { type Cluster, pingRedis, startCluster } from "./cluster.ts"
 import { parseStormOptions, type StormOptions, seeded, usage } from "./options.ts"
-import { stormReport } from "./report.ts"
+import { instanceLogs, stormReport } from "./report.ts"
 
 const begun = performance.now()
 const log = (line: string) =>
@@ -73,31 +73,6 @@ const observedLeases = async (db: ReturnType<typeof pgSession>) => {
             (SELECT max(lease_expires_at - created_at) FROM idempotency_keys) AS claims`
   )
   return { calls: Number(rows[0]?.calls ?? 0), claims: Number(rows[0]?.claims ?? 0) }
-}
-
-/** Warnings and errors the instances logged (LOG_LEVEL=Warn), per log file, with the commonest. */
-const logSummary = (stamp: string): Array<string> => {
-  const dir = join(benchDir, "logs")
-  const files = readdirSync(dir).filter((file) => file.startsWith(`storm-${stamp}-i`))
-  const out = [`instance logs (${dir}):`]
-  for (const file of files.sort()) {
-    const lines = readFileSync(join(dir, file), "utf8")
-      .split("\n")
-      .filter((line) => /\b(WARN|ERROR|FATAL)\b/.test(line))
-    const kinds = new Map<string, number>()
-    for (const line of lines) {
-      const kind = line
-        .replace(/^\[[^\]]*\]\s*/, "")
-        .replace(/\(#\d+\)/, "")
-        .slice(0, 120)
-      kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
-    }
-    const top = [...kinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)
-    out.push(
-      `  ${file}: ${lines.length} warning/error lines${top.length === 0 ? "" : `; ${top.map(([kind, n]) => `${n} x ${kind}`).join(" / ")}`}`
-    )
-  }
-  return out
 }
 
 const storm = async (options: StormOptions, stamp: string): Promise<boolean> => {
@@ -179,7 +154,7 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
     loadSeconds,
     finalReplays,
     checks,
-    logs: logSummary(stamp)
+    logs: instanceLogs(join(benchDir, "logs"), `storm-${stamp}-i`)
   })
   mkdirSync(benchDir, { recursive: true })
   const file = join(benchDir, `storm-${stamp}.json`)

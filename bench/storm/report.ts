@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { table } from "../report.ts"
 import type { ChaosEvent } from "./chaos.ts"
 import type { StormCheck } from "./checks.ts"
@@ -67,4 +69,38 @@ export const stormReport = (summary: StormSummary): string => {
   }
   lines.push("", ...summary.logs)
   return lines.join("\n")
+}
+
+/**
+ * Warnings and errors the instances logged (they run with LOG_LEVEL=Warn), per log file: how many,
+ * and the commonest kinds, a record being its first line and its indented continuation with ids
+ * and times blanked out.
+ */
+export const instanceLogs = (dir: string, prefix: string): Array<string> => {
+  const out = [`instance logs (${dir}/${prefix}*):`]
+  for (const file of readdirSync(dir)
+    .filter((name) => name.startsWith(prefix))
+    .sort()) {
+    const records: Array<string> = []
+    for (const line of readFileSync(join(dir, file), "utf8").split("\n")) {
+      if (/^\[[\d:.]+\] /.test(line)) records.push(line)
+      else if (/^\s/.test(line) && records.length > 0) records[records.length - 1] += ` ${line.trim()}`
+    }
+    const kinds = new Map<string, number>()
+    for (const record of records.filter((text) => /^\[[\d:.]+\] (WARN|ERROR|FATAL)/.test(text))) {
+      const kind = record
+        .replace(/^\[[^\]]*\]\s*/, "")
+        .replace(/\(#\d+\)/, "")
+        .replace(/\b(rcpt|acct|key)_[A-Za-z0-9]+/g, "$1_*")
+        .replace(/\s+/g, " ")
+        .slice(0, 200)
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
+    }
+    const total = [...kinds.values()].reduce((sum, n) => sum + n, 0)
+    out.push(`  ${file}: ${total} warnings and errors`)
+    for (const [kind, n] of [...kinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)) {
+      out.push(`    ${n} x ${kind}`)
+    }
+  }
+  return out
 }
