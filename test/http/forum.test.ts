@@ -292,6 +292,11 @@ describe(`forum operations (${storeName})`, () => {
             posts: world.getForumPosts([a!.id, b!.id, c!.id]),
             missing: ["zzzzzzzz"]
           })
+          // The same call again is served from the cache, which must keep the missing id missing.
+          const cached = yield* get(
+            `/v1/forum/posts?ids=${a!.id.toUpperCase()},${tracked},${c!.id},${a!.permalink},zzzzzzzz`
+          )
+          assert.deepStrictEqual(cached.body.data, reply.body.data)
           const eleven = [...posts, ...morePosts].slice(0, 11).map((p) => p.id)
           const more = yield* get(`/v1/forum/posts?ids=${eleven.join(",")}`)
           assertCharged(more, "getForumPosts", 5)

@@ -90,10 +90,12 @@ export const getForumPosts = defineOperation({
         return served(fetched, { posts: [thread.post], missing: [], thread })
       }
       const fetched = yield* fetchVia(context.freshness, "getForumPosts", args.ids)
-      const posts = fetched.value.filter((post) => post !== undefined)
+      // A missing post is `undefined` as fetched and `null` once the cache's JSON copy is read back.
+      const found = fetched.value.map((post) => post ?? undefined)
+      const posts = found.filter((post) => post !== undefined)
       if (posts.length === 0) {
         return yield* notFound(`None of these ${hosts.forum} posts exists: ${args.ids.join(", ")}.`)
       }
-      return served(fetched, { posts, missing: args.ids.filter((_, i) => fetched.value[i] === undefined) })
+      return served(fetched, { posts, missing: args.ids.filter((_, i) => found[i] === undefined) })
     })
 })
