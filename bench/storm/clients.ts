@@ -38,14 +38,15 @@ export interface LogicalCall {
   final: string | undefined
 }
 
-type Answer = "final" | { readonly retryAfterMs: number }
-
-/** Network errors, timeouts, 5xx and 429 (CONCURRENCY_LIMIT, RATE_LIMITED) are retried; the rest is final. */
-const classify = (attempt: Attempt): Answer => {
-  if (attempt.status === "timeout") return { retryAfterMs: 0 }
-  if (attempt.status === "network") return { retryAfterMs: 200 }
-  if (attempt.status >= 500) return { retryAfterMs: 300 }
-  if (attempt.status === 429) return { retryAfterMs: -1 }
+/**
+ * Network errors, timeouts, 5xx and 429 (CONCURRENCY_LIMIT, RATE_LIMITED) are retried; the rest is
+ * final. How long to wait first: none after a timeout, the answer's retry_after_seconds (at most 2 s)
+ * after a 429, and a backoff from 200 ms doubling up to 2 s after a network error or a 5xx.
+ */
+const retryAfterMs = (attempt: Attempt, tries: number): number | "final" => {
+  if (attempt.status === "timeout") return 0
+  if (attempt.status === 429) return Math.min(2, attempt.retryAfterSeconds ?? 1) * 1000
+  if (attempt.status === "network" || attempt.status >= 500) return Math.min(2000, 200 * 2 ** tries)
   return "final"
 }
 
@@ -147,11 +148,9 @@ export const makeClients = (options: {
     let at = random.int(instances.length)
     for (let i = 0; i < maxAttempts && Date.now() < hardEnd; i++) {
       const attempt = await send(call, phase, instances[at]!)
-      const answer = classify(attempt)
-      if (answer === "final") return attempt
-      const retryAfter = attempt.retryAfterSeconds ?? 1
-      const waitMs = answer.retryAfterMs >= 0 ? answer.retryAfterMs : Math.min(2, retryAfter) * 1000
-      await sleep(waitMs + random.int(100))
+      const waitMs = retryAfterMs(attempt, i)
+      if (waitMs === "final") return attempt
+      await sleep(Math.min(waitMs + random.int(100), Math.max(0, hardEnd - Date.now())))
       if (instances.length > 1) at = (at + 1 + random.int(instances.length - 1)) % instances.length
     }
     return undefined
@@ -188,7 +187,7 @@ export const makeClients = (options: {
   const load = async (random: Random, until: number, hardEnd: number) => {
     while (Date.now() < until) {
       const call = newCall(random)
-      const final = await drive(call, "load", random, 25, hardEnd)
+      const final = await drive(call, "load", random, 15, hardEnd)
       if (final !== undefined) call.final = describe(final)
       // Now and then the client asks again right away (a replay, on any instance).
       if (final?.status === 200 && random.next() < 0.1) await drive(call, "replay", random, 10, hardEnd)
@@ -196,13 +195,24 @@ export const makeClients = (options: {
     }
   }
 
+  /** `task` over `items`, `width` at a time. */
+  const lanes = async <A>(items: ReadonlyArray<A>, width: number, task: (item: A) => Promise<void>) => {
+    let next = 0
+    await Promise.all(
+      Array.from({ length: width }, async () => {
+        while (next < items.length) await task(items[next++]!)
+      })
+    )
+  }
+
   /** Calls left without a final answer are asked again with their key, as a real client would. */
-  const reconcile = async (random: Random, hardEnd: number) => {
-    for (const call of calls) {
-      if (call.final !== undefined) continue
-      const final = await drive(call, "reconcile", random, 15, hardEnd)
+  const reconcile = async (random: Random, width: number, hardEnd: number) => {
+    const open = calls.filter((call) => call.final === undefined)
+    await lanes(open, width, async (call) => {
+      const final = await drive(call, "reconcile", random, 8, hardEnd)
       if (final !== undefined) call.final = describe(final)
-    }
+    })
+    return open.length
   }
 
   /**
@@ -215,15 +225,9 @@ export const makeClients = (options: {
         call.attempts.some((attempt) => attempt.status === 200) &&
         (call.attempts.length > 1 || random.next() < 0.1)
     )
-    let next = 0
-    await Promise.all(
-      Array.from({ length: width }, async () => {
-        while (next < chosen.length) {
-          const call = chosen[next++]!
-          await drive(call, "final replay", random, 10, hardEnd)
-        }
-      })
-    )
+    await lanes(chosen, width, async (call) => {
+      await drive(call, "final replay", random, 8, hardEnd)
+    })
     return chosen.length
   }
 

@@ -108,7 +108,7 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
     runTag: `${stamp}-${options.seed}`
   })
   const until = Date.now() + options.seconds * 1000
-  const hardEnd = until + (2 * options.leaseSeconds + 15) * 1000
+  const hardEnd = until + (2 * options.leaseSeconds + 10) * 1000
   const chaos = runChaos({
     cluster,
     leaseSeconds: options.leaseSeconds,
@@ -135,8 +135,8 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
   log(`load done; waiting ${((leaseMs + 6000) / 1000).toFixed(0)} s for leases to lapse and sweepers to run`)
   await sleep(leaseMs + 6000)
   const random = seeded(options.seed + 7)
-  await clients.reconcile(random, Date.now() + 60_000)
-  const finalReplays = await clients.finalReplays(random, options.concurrency, Date.now() + 60_000)
+  await clients.reconcile(random, options.concurrency, Date.now() + 30_000)
+  const finalReplays = await clients.finalReplays(random, options.concurrency, Date.now() + 30_000)
   await sleep(1000)
   log("checking the invariants")
   const checks = await stormChecks(db, clients.calls)
