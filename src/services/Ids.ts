@@ -17,4 +17,23 @@ export class Ids extends Context.Service<
       secretBytes: Effect.sync(() => randomBytes(48))
     })
   )
+
+  /**
+   * Ids counted per prefix from 1 (`rcpt_test000001`, `rcpt_test000002`, `acct_test000001`); the
+   * counters live in the layer, so each build starts afresh. After the prefix's `_` they are
+   * alphanumeric like real ids, so whatever parses a real id (a receipts cursor) parses these.
+   * Secrets stay random: no test asserts one.
+   */
+  static readonly layerTest = Layer.sync(Ids, () => {
+    const counters = new Map<string, number>()
+    return Ids.of({
+      newId: (prefix) =>
+        Effect.sync(() => {
+          const n = (counters.get(prefix) ?? 0) + 1
+          counters.set(prefix, n)
+          return `${prefix}_test${String(n).padStart(6, "0")}`
+        }),
+      secretBytes: Effect.sync(() => randomBytes(48))
+    })
+  })
 }

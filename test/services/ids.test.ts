@@ -1,0 +1,64 @@
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../src/config.ts"
+import { Accounts } from "../../src/services/Accounts.ts"
+import { Ids } from "../../src/services/Ids.ts"
+import { Ledger } from "../../src/services/Ledger.ts"
+import { Settings } from "../../src/services/Settings.ts"
+import { freshDatabase, storeName } from "../support/database.ts"
+
+describe("Ids.layerTest", () => {
+  it.effect("counts ids per prefix from 1, afresh for each build; secrets stay random", () =>
+    Effect.gen(function* () {
+      const ids = yield* Ids
+      assert.deepStrictEqual(
+        [yield* ids.newId("rcpt"), yield* ids.newId("rcpt"), yield* ids.newId("acct")],
+        ["rcpt_test000001", "rcpt_test000002", "acct_test000001"]
+      )
+      const rebuilt = yield* Effect.provide(
+        Ids.use((fresh) => fresh.newId("rcpt")),
+        Layer.fresh(Ids.layerTest)
+      )
+      assert.strictEqual(rebuilt, "rcpt_test000001")
+      const [one, two] = [yield* ids.secretBytes, yield* ids.secretBytes]
+      assert.strictEqual(one.length, 48)
+      assert.notDeepEqual(one, two)
+    }).pipe(Effect.provide(Ids.layerTest))
+  )
+})
+
+const services = Layer.mergeAll(Accounts.layer, Ledger.layer).pipe(
+  Layer.provideMerge(Settings.layer),
+  Layer.provideMerge(Ids.layerTest),
+  Layer.provideMerge(freshDatabase),
+  Layer.provide(AppConfig.layerTest())
+)
+
+describe(`services over deterministic ids (${storeName})`, () => {
+  layer(services, { timeout: 60_000 })((it) => {
+    it.effect("accounts, keys and credit events are named in the order they are made", () =>
+      Effect.gen(function* () {
+        const accounts = yield* Accounts
+        const ledger = yield* Ledger
+        const sql = yield* SqlClient.SqlClient
+        const first = yield* accounts.mintTrial("10.71.0.1")
+        const second = yield* accounts.mintTrial("10.71.0.2")
+        assert.deepStrictEqual(
+          [first.account.id, first.key.id, second.account.id, second.key.id],
+          ["acct_test000001", "key_test000001", "acct_test000002", "key_test000002"]
+        )
+        assert.isTrue(
+          yield* ledger.credit({ accountId: "acct_test000002", credits: 50, kind: "grant", reason: "t" })
+        )
+        assert.isFalse(
+          yield* ledger.credit({ accountId: "acct_test000009", credits: 50, kind: "grant", reason: "t" })
+        )
+        const events = yield* sql<{ readonly id: string; readonly account_id: string }>`
+          SELECT id, account_id FROM credit_events ORDER BY id`
+        assert.deepStrictEqual(events, [{ id: "cred_test000001", account_id: "acct_test000002" }])
+        assert.strictEqual((yield* accounts.findByKey(second.secret))?.account.grantCredits, 50)
+      }).pipe(Effect.orDie)
+    )
+  })
+})
