@@ -1,9 +1,10 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { Admin } from "../../src/services/Admin.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
+import { advanceUntilDone, untilInFlight } from "../support/clock.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 
@@ -15,7 +16,8 @@ const paidAccount = (credits: number, plan: "flex" | "production" = "flex") =>
   paidKey(freshIp(), credits, plan)
 
 describe(`metering (${storeName})`, () => {
-  layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
+  // Virtual time: a slow call (`delay_ms`) holds its slot until the test moves the TestClock.
+  layer(testApp(testOperations), { timeout: 60_000 })((it) => {
     it.effect(
       "a trial call is charged from the free budget and answered with an envelope and a receipt",
       () =>
@@ -194,12 +196,12 @@ describe(`metering (${storeName})`, () => {
       () =>
         Effect.gen(function* () {
           const app = yield* TestApp
-          const { key, ip } = yield* paidAccount(100)
+          const { key, ip, account_id } = yield* paidAccount(100)
           const idem = uuid()
           const slow = yield* Effect.forkChild(
             app.call("/v1/profnet/test-echo?value=x&delay_ms=800", { key, ip, idempotencyKey: idem })
           )
-          yield* Effect.sleep("250 millis")
+          yield* untilInFlight(account_id)
           const other = yield* app.call("/v1/forum/test-echo?value=y", { key, ip, idempotencyKey: uuid() })
           assert.strictEqual(other.status, 429)
           assert.strictEqual(other.body.code, "CONCURRENCY_LIMIT")
@@ -211,7 +213,7 @@ describe(`metering (${storeName})`, () => {
             idempotencyKey: idem
           })
           assert.strictEqual(same.body.code, "CONCURRENCY_LIMIT")
-          const done = yield* Fiber.join(slow)
+          const done = yield* advanceUntilDone(slow)
           assert.strictEqual(done.status, 200)
           const after = yield* app.call("/v1/forum/test-echo?value=y", { key, ip, idempotencyKey: uuid() })
           assert.strictEqual(after.status, 200)
@@ -224,15 +226,15 @@ describe(`metering (${storeName})`, () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         const ip = freshIp()
-        const { key } = yield* app.mint(ip)
+        const { key, account_id } = yield* app.mint(ip)
         const slow = yield* Effect.forkChild(
           app.call("/v1/profnet/test-echo?value=x&delay_ms=600", { key, ip })
         )
-        yield* Effect.sleep("200 millis")
+        yield* untilInFlight(account_id)
         const other = yield* app.call("/v1/profnet/test-echo?value=y", { key, ip })
         assert.strictEqual(other.body.code, "CONCURRENCY_LIMIT")
         assert.strictEqual(other.body.offer.resume.action, "wait_and_retry")
-        yield* Fiber.join(slow)
+        assert.strictEqual((yield* advanceUntilDone(slow)).status, 200)
       })
     )
 
@@ -443,6 +445,8 @@ describe(`abandoned requests (${storeName})`, () => {
           })
         )
         yield* Effect.all(abandoned, { concurrency: 10 })
+        // Real time (live clock in this block): the hung-up calls are released by finalizers on the
+        // server's fibers once Node sees each socket close, which no clock adjustment can hasten.
         yield* Effect.sleep("1500 millis")
         const reserved =
           yield* sql`SELECT id FROM calls WHERE account_id = ${account_id} AND state = 'reserved'`
