@@ -73,12 +73,6 @@ export const served = <A>(
   refunds: RunResult["refunds"] = []
 ): RunResult => ({ data, refunds, served: fetched.served, fetchedAt: fetched.fetchedAt })
 
-/** The data schema of a paged operation: `{ [field]: items, cursor }`, the shape `pageResult` builds. */
-export const pageData = <const F extends string, S extends Schema.Top>(field: F, item: S) =>
-  Schema.Struct({ [field]: Schema.Array(item), cursor: Schema.NullOr(Schema.String) } as {
-    readonly [K in F]: Schema.$Array<S>
-  } & { readonly cursor: Schema.NullOr<Schema.String> })
-
 /**
  * A fetched page as an operation's data, `{ [field]: items, cursor }`. A cursor of another query is
  * INVALID_INPUT; a page whose owner does not exist (undefined) is NOT_FOUND with `missing`.

@@ -1,35 +1,37 @@
 import { Record, Schema } from "effect"
-import type { Platform } from "../domain/plans.ts"
 import {
-  Absent,
   CommentSort,
   Community,
   CommunitySort,
   Company,
-  CompanyRef,
   ForumPost,
   ForumPostSummary,
   ForumRange,
   ForumSearchItem,
-  ForumSearchQuery,
   ForumThread,
   ForumUrlResolution,
   ForumUser,
   ForumUserSection,
-  InvalidCursor,
   MicroblogProfile,
-  MicroblogProfileRef,
-  MicroblogSearchQuery,
   MicroblogSort,
   MicroblogUrlResolution,
-  Page,
-  PeopleQuery,
   PeopleSearchResult,
   Person,
-  PersonRef,
   ProfnetPost,
   ProfnetUrlResolution,
   Tweet
+} from "../contract/records.ts"
+import type { Platform } from "../domain/plans.ts"
+import {
+  Absent,
+  CompanyRef,
+  ForumSearchQuery,
+  InvalidCursor,
+  MicroblogProfileRef,
+  MicroblogSearchQuery,
+  Page,
+  PeopleQuery,
+  PersonRef
 } from "./contract.ts"
 
 /** What one upstream call takes (positional arguments) and answers, and whose platform it reads. */

@@ -1,4 +1,5 @@
-import type { ForumPostSummary, Page, PeopleSearchResult, Tweet } from "../../src/upstream/contract.ts"
+import type { ForumPostSummary, PeopleSearchResult, Tweet } from "../../src/contract/records.ts"
+import type { Page } from "../../src/upstream/contract.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { testSeed } from "../support/app.ts"
 

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
+import * as R from "../../src/contract/records.ts"
 import * as C from "../../src/upstream/contract.ts"
 import { makeCtx, SIZES } from "../../src/upstream/world/context.ts"
 import { InvalidCursor, LIMITS, makeWorld, type World } from "../../src/upstream/world/index.ts"
@@ -16,8 +17,8 @@ const ok = <A>(p: C.Page<A> | InvalidCursor | undefined): C.Page<A> => {
 }
 
 /** Every reply of a tweet in one sort order, page by page, with the cursors that led there. */
-const allReplies = (world: World, id: string, sort: C.MicroblogSort) => {
-  const pages: Array<C.Page<C.Tweet>> = []
+const allReplies = (world: World, id: string, sort: R.MicroblogSort) => {
+  const pages: Array<C.Page<R.Tweet>> = []
   let cursor: string | undefined
   do {
     const page = ok(world.getTweetReplies(id, sort, cursor))
@@ -31,7 +32,7 @@ const allReplies = (world: World, id: string, sort: C.MicroblogSort) => {
 const popular = ["rust", "gaming", "chess", "coffee", "cooking", "music"].flatMap(
   (query) => ok(w.microblogSearch({ query, sort: "top" }, undefined)).items
 )
-const withReplies = (min: number, max = Number.POSITIVE_INFINITY): C.Tweet => {
+const withReplies = (min: number, max = Number.POSITIVE_INFINITY): R.Tweet => {
   const found = popular.find((t) => t.replies >= min && t.replies <= max)
   if (found === undefined) throw new Error(`no searched tweet with ${min} to ${max} replies`)
   return found
@@ -89,7 +90,7 @@ describe("tweet replies", () => {
       expect(w.getTweetReplies(reply.id, "top", undefined)).toEqual({ items: [], next_cursor: null })
     }
     expect(
-      Schema.decodeUnknownSync(C.Page(C.Tweet))(ok(w.getTweetReplies(twoPages.id, "top", undefined)))
+      Schema.decodeUnknownSync(C.Page(R.Tweet))(ok(w.getTweetReplies(twoPages.id, "top", undefined)))
     ).toEqual(ok(w.getTweetReplies(twoPages.id, "top", undefined)))
   })
 

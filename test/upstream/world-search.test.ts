@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest"
-import type {
-  ForumSearchItem,
-  ForumSearchQuery,
-  Page,
-  PeopleQuery,
-  Tweet
-} from "../../src/upstream/contract.ts"
+import type { ForumSearchItem, Tweet } from "../../src/contract/records.ts"
+import type { ForumSearchQuery, Page, PeopleQuery } from "../../src/upstream/contract.ts"
 import { InvalidCursor, LIMITS, makeWorld } from "../../src/upstream/world/index.ts"
 
 const w = makeWorld("search")

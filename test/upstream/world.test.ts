@@ -1,6 +1,8 @@
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import type { Page, PeopleSearchResult } from "../../src/upstream/contract.ts"
+import type { PeopleSearchResult } from "../../src/contract/records.ts"
+import * as R from "../../src/contract/records.ts"
+import type { Page } from "../../src/upstream/contract.ts"
 import * as C from "../../src/upstream/contract.ts"
 import { InvalidCursor, makeWorld, type World, warmUp } from "../../src/upstream/world/index.ts"
 
@@ -195,20 +197,20 @@ describe("contract", () => {
       expect(JSON.parse(JSON.stringify(value))).toEqual(value)
       expect(Schema.decodeUnknownSync(schema)(value)).toEqual(value)
     }
-    check(C.Page(C.PeopleSearchResult), s.search)
-    check(C.Person, s.person)
-    check(C.Page(C.ProfnetPost), s.posts)
-    check(C.Company, s.company)
-    check(C.Page(C.ForumSearchItem), s.forum)
-    check(C.Community, s.community)
-    check(C.Page(C.ForumPostSummary), s.feed)
-    check(C.ForumThread, s.thread)
-    check(C.ForumUser, s.user)
-    check(C.Page(C.Tweet), s.tweets)
-    check(C.MicroblogProfile, s.profile)
-    check(C.ProfnetUrlResolution, w.resolveProfnetUrl(s.company.url))
-    check(C.ForumUrlResolution, w.resolveForumUrl(s.community!.url))
-    check(C.MicroblogUrlResolution, w.resolveMicroblogUrl(s.profile!.url))
+    check(C.Page(R.PeopleSearchResult), s.search)
+    check(R.Person, s.person)
+    check(C.Page(R.ProfnetPost), s.posts)
+    check(R.Company, s.company)
+    check(C.Page(R.ForumSearchItem), s.forum)
+    check(R.Community, s.community)
+    check(C.Page(R.ForumPostSummary), s.feed)
+    check(R.ForumThread, s.thread)
+    check(R.ForumUser, s.user)
+    check(C.Page(R.Tweet), s.tweets)
+    check(R.MicroblogProfile, s.profile)
+    check(R.ProfnetUrlResolution, w.resolveProfnetUrl(s.company.url))
+    check(R.ForumUrlResolution, w.resolveForumUrl(s.community!.url))
+    check(R.MicroblogUrlResolution, w.resolveMicroblogUrl(s.profile!.url))
   })
 })
 

@@ -1,15 +1,10 @@
 import { Effect, Schema } from "effect"
+import { ForumRange, ForumSearchItem, ForumSearchType, ForumSort, pageData } from "../../contract/records.ts"
 import { hosts, looksLikeUrl, urlPath } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import {
-  ForumRange,
-  ForumSearchItem,
-  type ForumSearchQuery,
-  ForumSearchType,
-  ForumSort
-} from "../../upstream/contract.ts"
+import type { ForumSearchQuery } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { fetchVia, invalid, pageData, pageResult } from "../support.ts"
+import { fetchVia, invalid, pageResult } from "../support.ts"
 
 export const ForumSearchData = pageData("results", ForumSearchItem)
 

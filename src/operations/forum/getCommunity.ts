@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { Community } from "../../contract/records.ts"
 import { hosts, parseCommunity } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { Community } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 

@@ -1,9 +1,9 @@
 import { Effect, Schema } from "effect"
+import { CommunitySort, ForumPostSummary, ForumRange, pageData } from "../../contract/records.ts"
 import { hosts, parseCommunity } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { CommunitySort, ForumPostSummary, ForumRange } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, invalid, pageData, pageResult } from "../support.ts"
+import { cleaned, fetchVia, invalid, pageResult } from "../support.ts"
 import { CommunityName } from "./getCommunity.ts"
 
 export const CommunityPostsData = pageData("posts", ForumPostSummary)

@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { CommentSort, ForumPost, ForumThread } from "../../contract/records.ts"
 import { hosts, parseForumPostId } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { CommentSort, ForumPost, ForumThread } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
 import { CommaList, fetchVia, invalid, notFound, served } from "../support.ts"
 

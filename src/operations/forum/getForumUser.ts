@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { ForumUser, ForumUserSection } from "../../contract/records.ts"
 import { hosts, parseForumUser } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { ForumUser, ForumUserSection } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
 import { CommaList, cleaned, fetchVia, notFound, sectionList, served } from "../support.ts"
 

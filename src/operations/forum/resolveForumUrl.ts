@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { ForumUrlResolution } from "../../contract/records.ts"
 import { forumUrlOf, hosts, parseForumUrl } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { ForumUrlResolution } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 

@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { MicroblogProfile } from "../../contract/records.ts"
 import { hosts, parseMicroblogAccount } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { MicroblogProfile } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 

@@ -1,9 +1,9 @@
 import { Effect, Schema } from "effect"
+import { MicroblogSort, pageData, Tweet } from "../../contract/records.ts"
 import { hosts, parseTweetId } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { MicroblogSort, Tweet } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, pageData, pageResult } from "../support.ts"
+import { cleaned, fetchVia, pageResult } from "../support.ts"
 
 export const TweetRepliesData = pageData("replies", Tweet)
 

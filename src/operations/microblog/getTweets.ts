@@ -1,9 +1,9 @@
 import { Effect, Schema } from "effect"
+import { pageData, Tweet } from "../../contract/records.ts"
 import { hosts, parseMicroblogAccount } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { Tweet } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, pageData, pageResult } from "../support.ts"
+import { cleaned, fetchVia, pageResult } from "../support.ts"
 import { MicroblogIdentifier } from "./getMicroblogProfile.ts"
 
 export const TweetsData = pageData("tweets", Tweet)

@@ -1,9 +1,9 @@
 import { Effect, Schema } from "effect"
+import { MicroblogSort, pageData, Tweet } from "../../contract/records.ts"
 import { hosts } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { MicroblogSort, Tweet } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { fetchVia, invalid, pageData, pageResult } from "../support.ts"
+import { fetchVia, invalid, pageResult } from "../support.ts"
 
 export const MicroblogSearchData = pageData("results", Tweet)
 

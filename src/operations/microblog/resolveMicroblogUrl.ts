@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { MicroblogUrlResolution } from "../../contract/records.ts"
 import { hosts, microblogUrlOf, parseMicroblogUrl } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { MicroblogUrlResolution } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 

@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { Company } from "../../contract/records.ts"
 import { hosts, parseCompany } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { Company } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
 import { cleaned } from "../support.ts"
 import { lookupCompany } from "./company.ts"

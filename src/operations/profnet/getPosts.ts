@@ -1,9 +1,9 @@
 import { Effect, Schema } from "effect"
+import { ProfnetPost, pageData } from "../../contract/records.ts"
 import { hosts, parsePostsOwner } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { ProfnetPost } from "../../upstream/contract.ts"
 import { defineOperation } from "../Operation.ts"
-import { cleaned, fetchVia, pageData, pageResult } from "../support.ts"
+import { cleaned, fetchVia, pageResult } from "../support.ts"
 import { lookupCompany } from "./company.ts"
 
 export const PostsData = pageData("posts", ProfnetPost)

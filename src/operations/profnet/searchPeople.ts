@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
+import { PeopleSearchResult } from "../../contract/records.ts"
 import { hosts } from "../../domain/identifiers.ts"
 import { prices, searchFewerResultsRefund } from "../../domain/pricing.ts"
-import { PeopleSearchResult } from "../../upstream/contract.ts"
 import { InvalidCursor } from "../../upstream/world/index.ts"
 import { defineOperation } from "../Operation.ts"
 import { fetchVia, invalid, invalidCursor } from "../support.ts"

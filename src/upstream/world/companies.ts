@@ -1,4 +1,4 @@
-import type { Company } from "../contract.ts"
+import type { Company } from "../../contract/records.ts"
 import { type Ctx, SIZES } from "./context.ts"
 import { parseDigits } from "./ids.ts"
 import { hash3, pareto, rngFor, u3 } from "./random.ts"

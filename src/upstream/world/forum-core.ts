@@ -1,4 +1,4 @@
-import type { Community, ForumUserSummary } from "../contract.ts"
+import type { Community, ForumUserSummary } from "../../contract/records.ts"
 import {
   type Ctx,
   SIZES,

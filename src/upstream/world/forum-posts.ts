@@ -1,4 +1,9 @@
-import type { ForumComment, ForumCommentSummary, ForumPost, ForumPostSummary } from "../contract.ts"
+import type {
+  ForumComment,
+  ForumCommentSummary,
+  ForumPost,
+  ForumPostSummary
+} from "../../contract/records.ts"
 import { type Ctx, SIZES, SLOTS_PER_COMMUNITY } from "./context.ts"
 import { type CommunityCore, communityCore, forumUserCore, userOfSlot } from "./forum-core.ts"
 import { B36, decodeBase } from "./ids.ts"

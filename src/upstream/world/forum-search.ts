@@ -1,4 +1,5 @@
-import type { ForumRange, ForumSearchItem, ForumSearchQuery, ForumSort, Page } from "../contract.ts"
+import type { ForumRange, ForumSearchItem, ForumSort } from "../../contract/records.ts"
+import type { ForumSearchQuery, Page } from "../contract.ts"
 import { type Ctx, SIZES, TOPIC_INDEX } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, scopeOf, slicePage, startOffset } from "./cursor.ts"
 import { FORUM_PAGE, hotScore, inRange } from "./forum.ts"

@@ -8,9 +8,9 @@ import type {
   ForumRange,
   ForumThread,
   ForumUser,
-  ForumUserSection,
-  Page
-} from "../contract.ts"
+  ForumUserSection
+} from "../../contract/records.ts"
+import type { Page } from "../contract.ts"
 import type { Ctx } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, scopeOf, slicePage, startOffset } from "./cursor.ts"
 import {

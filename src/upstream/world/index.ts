@@ -3,29 +3,31 @@ import type {
   Community,
   CommunitySort,
   Company,
-  CompanyRef,
   ForumPost,
   ForumPostSummary,
   ForumRange,
   ForumSearchItem,
-  ForumSearchQuery,
   ForumThread,
   ForumUrlResolution,
   ForumUser,
   ForumUserSection,
   MicroblogProfile,
-  MicroblogProfileRef,
-  MicroblogSearchQuery,
   MicroblogSort,
   MicroblogUrlResolution,
-  Page,
-  PeopleQuery,
   PeopleSearchResult,
   Person,
-  PersonRef,
   ProfnetPost,
   ProfnetUrlResolution,
   Tweet
+} from "../../contract/records.ts"
+import type {
+  CompanyRef,
+  ForumSearchQuery,
+  MicroblogProfileRef,
+  MicroblogSearchQuery,
+  Page,
+  PeopleQuery,
+  PersonRef
 } from "../contract.ts"
 import {
   closestDomains,

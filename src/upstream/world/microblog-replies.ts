@@ -1,4 +1,5 @@
-import type { MicroblogSort, Page, Tweet } from "../contract.ts"
+import type { MicroblogSort, Tweet } from "../../contract/records.ts"
+import type { Page } from "../contract.ts"
 import { type Ctx, SIZES } from "./context.ts"
 import {
   InvalidCursor as INVALID,

@@ -1,4 +1,5 @@
-import type { MicroblogSearchQuery, Page, Tweet } from "../contract.ts"
+import type { Tweet } from "../../contract/records.ts"
+import type { MicroblogSearchQuery, Page } from "../contract.ts"
 import { type Ctx, SIZES, TOPIC_INDEX } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, scopeOf, slicePage, startOffset } from "./cursor.ts"
 import { Lru } from "./lru.ts"

@@ -1,4 +1,5 @@
-import type { MicroblogProfile, MicroblogProfileRef, Page, Tweet } from "../contract.ts"
+import type { MicroblogProfile, Tweet } from "../../contract/records.ts"
+import type { MicroblogProfileRef, Page } from "../contract.ts"
 import { type Ctx, SIZES, TOPIC_GROUP_OF, TOPICS } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, page, scopeOf, startOffset } from "./cursor.ts"
 import { decodeSnowflakeLow, encodeSnowflake, parseDigits } from "./ids.ts"

@@ -1,4 +1,5 @@
-import type { Page, PeopleQuery, PeopleSearchResult } from "../contract.ts"
+import type { PeopleSearchResult } from "../../contract/records.ts"
+import type { Page, PeopleQuery } from "../contract.ts"
 import { companyIndexByNumericId, companyIndexBySlug, companyNames, PROFNET_HOST } from "./companies.ts"
 import { type Ctx, SIZES } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, scopeOf, slicePage, startOffset } from "./cursor.ts"

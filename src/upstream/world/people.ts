@@ -1,4 +1,4 @@
-import type { Education, Experience, Person } from "../contract.ts"
+import type { Education, Experience, Person } from "../../contract/records.ts"
 import { companyCore, employerOf, PROFNET_HOST } from "./companies.ts"
 import { type Ctx, SIZES } from "./context.ts"
 import { B36, B62, decodeBase, encodeBase } from "./ids.ts"

@@ -1,4 +1,4 @@
-import type { ProfnetPost, ProfnetPostAuthor } from "../contract.ts"
+import type { ProfnetPost, ProfnetPostAuthor } from "../../contract/records.ts"
 import { companyCore, PROFNET_HOST } from "./companies.ts"
 import { type Ctx, SIZES } from "./context.ts"
 import { B62, decodeSnowflakeLow, encodeSnowflake } from "./ids.ts"

@@ -1,4 +1,8 @@
-import type { ForumUrlResolution, MicroblogUrlResolution, ProfnetUrlResolution } from "../contract.ts"
+import type {
+  ForumUrlResolution,
+  MicroblogUrlResolution,
+  ProfnetUrlResolution
+} from "../../contract/records.ts"
 import { companyCore, companyIndexBySlug, companyUrl, PROFNET_HOST } from "./companies.ts"
 import type { Ctx } from "./context.ts"
 import {
