@@ -7,8 +7,8 @@ import {
   HttpApiSecurity,
   OpenApi
 } from "effect/http-api"
+import type { Account, KeyRecord } from "../domain/accounts.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
-import type { Account, KeyRecord } from "../services/Accounts.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
 import type { ErrorCode } from "./errors.ts"
 import type { AnyDeclaration } from "./operation.ts"

@@ -15,13 +15,13 @@ import {
   RateLimited,
   TrialCapExceeded
 } from "../contract/errors.ts"
+import type { Account, KeyRecord } from "../domain/accounts.ts"
 import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Platform } from "../domain/plans.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
 import type { AnyOperation, Freshness, RunResult } from "../operations/Operation.ts"
-import type { Account, KeyRecord } from "../services/Accounts.ts"
 import { IdempotencyStore } from "../services/IdempotencyStore.ts"
 import { Ids } from "../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation, ReservationLost } from "../services/Ledger.ts"

@@ -1,31 +1,14 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type { Plan, Platform } from "../domain/plans.ts"
+import type { Account, KeyRecord } from "../domain/accounts.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
 
 export const AccountState = Schema.Literals(["active", "suspended"])
 
-export interface Account {
-  readonly id: string
-  readonly plan: Plan
-  readonly state: typeof AccountState.Type
-  readonly email: string | null
-  readonly claimed: boolean
-  readonly grantCredits: number
-  readonly balanceCredits: number
-  readonly entitlements: ReadonlyArray<Platform>
-  readonly createdAt: number
-}
-
-export interface KeyRecord {
-  readonly id: string
-  readonly accountId: string
-  readonly hint: string
-  readonly revoked: boolean
-}
+export type { Account, KeyRecord }
 
 export interface MintedKey {
   readonly secret: string

@@ -1,0 +1,22 @@
+import type { Plan, Platform } from "./plans.ts"
+
+/** An account as the service reads it: its plan, state, credits and the platforms it may call. */
+export interface Account {
+  readonly id: string
+  readonly plan: Plan
+  readonly state: "active" | "suspended"
+  readonly email: string | null
+  readonly claimed: boolean
+  readonly grantCredits: number
+  readonly balanceCredits: number
+  readonly entitlements: ReadonlyArray<Platform>
+  readonly createdAt: number
+}
+
+/** A spend key as the service reads it; its secret is never stored, only its hash and hint. */
+export interface KeyRecord {
+  readonly id: string
+  readonly accountId: string
+  readonly hint: string
+  readonly revoked: boolean
+}
