@@ -95,6 +95,8 @@ export const startNode = async (options: {
   readonly readyPath: string
   readonly timeoutMs?: number
   readonly pin?: boolean
+  /** Where `args` are resolved (default: the repository). */
+  readonly cwd?: string
 }): Promise<Started> => {
   mkdirSync(join(benchDir, "logs"), { recursive: true })
   const logFile = join(benchDir, "logs", `${options.label}.log`)
@@ -104,7 +106,11 @@ export const startNode = async (options: {
       ? { command: process.execPath, args: [...options.args] }
       : pinned(0, process.execPath, options.args)
   const spawnedAt = performance.now()
-  const child = spawn(command, args, { cwd: repoRoot, env: options.env, stdio: ["ignore", out, out] })
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? repoRoot,
+    env: options.env,
+    stdio: ["ignore", out, out]
+  })
   running.add(child)
   const exited = new Promise<void>((resolve) =>
     child.once("exit", (code, signal) => {

@@ -26,6 +26,8 @@ export const startService = async (options: {
   readonly adminToken?: string
   /** `false`: not pinned to core 0 (several instances share the cores). */
   readonly pin?: boolean
+  /** A copy of the service to run instead of the repository's own `src/`. */
+  readonly cwd?: string
 }): Promise<Service> => {
   if (options.store === "postgres" && options.databaseUrl === undefined) {
     throw new Error("the PostgreSQL store needs a database URL")
@@ -35,6 +37,7 @@ export const startService = async (options: {
   const started = await startNode({
     label: options.label,
     ...(options.pin === undefined ? {} : { pin: options.pin }),
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     args: [...(options.nodeFlags ?? []), "src/main.ts"],
     port,
     readyPath: "/readyz",

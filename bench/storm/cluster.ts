@@ -1,11 +1,12 @@
-import { execFile } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { readdirSync } from "node:fs"
+import { cpSync, mkdirSync, readdirSync, rmSync, symlinkSync } from "node:fs"
 import { connect } from "node:net"
+import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { promisify } from "node:util"
 import type { FaultsPatch } from "../../src/upstream/http/wire.ts"
-import { freePort, type Started, serviceEnv, startNode } from "../proc.ts"
+import { benchDir, freePort, repoRoot, type Started, serviceEnv, startNode } from "../proc.ts"
 import { type Service, startService } from "../service.ts"
 import { serviceSeed } from "../world.ts"
 
@@ -30,6 +31,8 @@ export interface Instance {
  */
 export const startCluster = async (options: {
   readonly stamp: string
+  /** The copy of the service every instance (and every restart) runs. */
+  readonly app: string
   readonly instances: number
   readonly databaseUrl: string
   readonly redisUrl: string
@@ -40,6 +43,7 @@ export const startCluster = async (options: {
   const upstream: Started = await startNode({
     label: `storm-${options.stamp}-upstream`,
     args: ["src/upstream/server.ts"],
+    cwd: options.app,
     port: upstreamPort,
     readyPath: "/healthz",
     pin: false,
@@ -58,6 +62,7 @@ export const startCluster = async (options: {
       port,
       adminToken,
       pin: false,
+      cwd: options.app,
       env: {
         REDIS_URL: options.redisUrl,
         UPSTREAM_URL: upstream.url,
@@ -123,6 +128,33 @@ export const startCluster = async (options: {
 }
 
 export type Cluster = Awaited<ReturnType<typeof startCluster>>
+
+/**
+ * A copy of the service as it is now (src/, migrations/, package.json; node_modules linked), so that
+ * every instance and every restart runs the same code while the work tree changes under the run.
+ * Returns its directory, the commit it was taken at and whether the work tree differed from it.
+ */
+export const snapshotApp = (stamp: string) => {
+  const dir = join(benchDir, `storm-${stamp}-app`)
+  mkdirSync(dir, { recursive: true })
+  for (const entry of ["src", "migrations", "package.json"]) {
+    cpSync(join(repoRoot, entry), join(dir, entry), { recursive: true })
+  }
+  symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"))
+  const git = (...args: Array<string>) => {
+    try {
+      return execFileSync("git", args, { cwd: repoRoot, encoding: "utf8" }).trim()
+    } catch {
+      return ""
+    }
+  }
+  return {
+    dir,
+    commit: git("rev-parse", "--short", "HEAD") || "unknown",
+    dirty: git("status", "--porcelain", "--", "src", "migrations", "package.json").length > 0,
+    remove: async () => rmSync(dir, { recursive: true, force: true })
+  }
+}
 
 /** `<version>/main` of the first cluster under /etc/postgresql, unless one is named. */
 export const postgresCluster = (named: string | undefined): { version: string; name: string } => {

@@ -11,7 +11,7 @@ import { sampleWorld } from "../world.ts"
 import { runChaos } from "./chaos.ts"
 import { stormChecks } from "./checks.ts"
 import { makeClients } from "./clients.ts"
-import { type Cluster, pingRedis, startCluster } from "./cluster.ts"
+import { type Cluster, pingRedis, snapshotApp, startCluster } from "./cluster.ts"
 import { parseStormOptions, type StormOptions, seeded, usage } from "./options.ts"
 import { instanceLogs, stormReport } from "./report.ts"
 
@@ -80,8 +80,11 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
   const database = await createBenchDatabase(options.pg, stamp, "svc_storm")
   cleanups.push(database.drop)
   log(`postgres: created ${database.name}`)
+  const app = snapshotApp(stamp)
+  cleanups.push(app.remove)
   const cluster = await startCluster({
     stamp,
+    app: app.dir,
     instances: options.instances,
     databaseUrl: database.url,
     redisUrl: options.redis,
@@ -147,7 +150,7 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
       ? `lease: ${options.leaseSeconds} s on reservations and claims (read back from the rows)`
       : `WARNING: LEASE_SECONDS=${options.leaseSeconds} asked, but the instances leased reservations for ${leases.calls / 1000} s and claims for ${leases.claims / 1000} s: the stall did not outlast those leases`
   const report = stormReport({
-    header: `storm: ${options.instances} instances on PostgreSQL (${database.name}) and Redis, ${options.seconds} s, concurrency ${options.concurrency}, lease ${options.leaseSeconds} s, client timeout ${clients.attemptTimeoutMs / 1000} s, seed ${options.seed}${options.restartPostgres ? ", PostgreSQL restarts" : ""}${options.short ? " (--short)" : ""}`,
+    header: `storm of ${app.commit}${app.dirty ? " plus uncommitted changes to src/" : ""}: ${options.instances} instances on PostgreSQL (${database.name}) and Redis, ${options.seconds} s, concurrency ${options.concurrency}, lease ${options.leaseSeconds} s, client timeout ${clients.attemptTimeoutMs / 1000} s, seed ${options.seed}${options.restartPostgres ? ", PostgreSQL restarts" : ""}${options.short ? " (--short)" : ""}`,
     leaseNote,
     events: chaos.events,
     calls: clients.calls,
