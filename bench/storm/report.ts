@@ -72,12 +72,13 @@ export const stormReport = (summary: StormSummary): string => {
 }
 
 /**
- * Warnings and errors the instances logged (they run with LOG_LEVEL=Warn), per log file: how many,
- * and the commonest kinds, a record being its first line and its indented continuation with ids
- * and times blanked out.
+ * Warnings and errors the instances logged (they run with LOG_LEVEL=Warn): how many per log file,
+ * then the commonest kinds over all of them, a record being its first line and its indented
+ * continuation, with ids and times blanked out.
  */
 export const instanceLogs = (dir: string, prefix: string): Array<string> => {
-  const out = [`instance logs (${dir}/${prefix}*):`]
+  const kinds = new Map<string, number>()
+  const perFile: Array<string> = []
   for (const file of readdirSync(dir)
     .filter((name) => name.startsWith(prefix))
     .sort()) {
@@ -86,8 +87,8 @@ export const instanceLogs = (dir: string, prefix: string): Array<string> => {
       if (/^\[[\d:.]+\] /.test(line)) records.push(line)
       else if (/^\s/.test(line) && records.length > 0) records[records.length - 1] += ` ${line.trim()}`
     }
-    const kinds = new Map<string, number>()
-    for (const record of records.filter((text) => /^\[[\d:.]+\] (WARN|ERROR|FATAL)/.test(text))) {
+    const loud = records.filter((text) => /^\[[\d:.]+\] (WARN|ERROR|FATAL)/.test(text))
+    for (const record of loud) {
       const kind = record
         .replace(/^\[[^\]]*\]\s*/, "")
         .replace(/\(#\d+\)/, "")
@@ -96,11 +97,13 @@ export const instanceLogs = (dir: string, prefix: string): Array<string> => {
         .slice(0, 200)
       kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
     }
-    const total = [...kinds.values()].reduce((sum, n) => sum + n, 0)
-    out.push(`  ${file}: ${total} warnings and errors`)
-    for (const [kind, n] of [...kinds.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3)) {
-      out.push(`    ${n} x ${kind}`)
-    }
+    perFile.push(`${file.slice(prefix.length - 1)} ${loud.length}`)
   }
-  return out
+  return [
+    `instance warnings and errors (${dir}/${prefix}*.log): ${perFile.join(", ")}`,
+    ...[...kinds.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([kind, n]) => `  ${n} x ${kind}`)
+  ]
 }
