@@ -185,8 +185,14 @@ export const dataEndpoint = <D extends AnyDeclaration>(operation: D): DataEndpoi
   // `common` picks the branch at run time exactly as `DataEndpoint` does at the type level.
   (operation.common ? commonEndpoint(operation) : plainEndpoint(operation)).pipe(
     (endpoint) => endpoint.annotate(OpenApi.Description, operation.description),
-    (endpoint) => endpoint.annotate(OpenApi.Transform, documentQueryTypes(operation))
+    (endpoint) => endpoint.annotate(OpenApi.Transform, documentOperation(operation))
   ) as unknown as DataEndpoint<D>
+
+/** The operation's OpenAPI object: parameters documented by their decoded types, and its price. */
+const documentOperation = (operation: AnyDeclaration) => {
+  const withQueryTypes = documentQueryTypes(operation)
+  return (spec: Record<string, unknown>) => ({ ...withQueryTypes(spec), "x-price": operation.price.summary })
+}
 
 /**
  * The query codec reads strings, so the generated parameters say "string". Document each

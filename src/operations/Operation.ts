@@ -1,6 +1,6 @@
 import type { Effect, Schema } from "effect"
 import type { InvalidInput, NotFound, PayloadTooLarge, UpstreamUnavailable } from "../contract/errors.ts"
-import type { OperationDeclaration } from "../contract/operation.ts"
+import type { AnyDeclaration, AnyRule, OperationDeclaration } from "../contract/operation.ts"
 import type { Platform } from "../domain/plans.ts"
 import type { Quote, Refund } from "../domain/pricing.ts"
 
@@ -32,45 +32,54 @@ export interface RunResult {
 
 export type RunError = UpstreamUnavailable | NotFound | InvalidInput | PayloadTooLarge
 
-/**
- * One data operation: its declaration (the contract) and its implementation, `prepare` (validate,
- * clean identifiers, quote) and `run` (the upstream call through the cache).
- */
-export interface Operation<
-  Fields extends Schema.Struct.Fields = Schema.Struct.Fields,
-  Args = unknown,
-  R = never,
-  Id extends string = string,
-  Path extends `/${string}` = `/${string}`,
-  Data extends Schema.Top = Schema.Top,
-  Common extends boolean = boolean,
-  P extends Platform = Platform
-> extends OperationDeclaration<Id, Path, Fields, Data, Common, P> {
-  readonly prepare: (params: Schema.Struct<Fields>["Type"]) => Effect.Effect<Prepared<Args>, InvalidInput>
+/** What an implementation provides: `prepare` quotes with the declared price rule, `run` fetches. */
+export interface Implementation<Params, Args, R, Rule extends AnyRule = AnyRule> {
+  /** Validate, clean identifiers and quote the call with `price`, the declaration's rule. */
+  readonly prepare: (params: Params, price: Rule) => Effect.Effect<Prepared<Args>, InvalidInput>
+  /** The upstream call through the cache. */
   readonly run: (args: Args, context: RunContext) => Effect.Effect<RunResult, RunError, R>
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: a registry holds operations of every parameter and argument type
-export type AnyOperation<R = any> = Operation<
-  any,
-  any,
-  R,
+/**
+ * One data operation: its declaration `D` (the contract) and its implementation, `prepare`
+ * (validate, clean identifiers, quote) and `run` (the upstream call through the cache).
+ */
+export type Operation<D extends AnyDeclaration, Args, R> = D & {
+  readonly prepare: (params: D["params"]["Type"]) => Effect.Effect<Prepared<Args>, InvalidInput>
+  readonly run: (args: Args, context: RunContext) => Effect.Effect<RunResult, RunError, R>
+}
+
+/** Any operation needing `R`: a registry holds operations of every parameter and argument type. */
+export type AnyOperation<R = any> = AnyDeclaration & {
+  readonly prepare: (params: any) => Effect.Effect<Prepared<any>, InvalidInput>
+  readonly run: (args: any, context: RunContext) => Effect.Effect<RunResult, RunError, R>
+}
+
+/** A declared operation with its implementation; the quote comes from the declared price rule. */
+export const implement = <D extends AnyDeclaration, Args, R>(
+  declaration: D,
+  implementation: Implementation<D["params"]["Type"], Args, R, D["price"]["rule"]>
+): Operation<D, Args, R> => ({
+  ...declaration,
+  prepare: (params) => implementation.prepare(params, declaration.price.rule),
+  run: implementation.run
+})
+
+/**
+ * A declaration and its implementation in one object, for operations that exist only in tests
+ * (their ids and paths are not kept as literal types: no typed client calls them).
+ */
+export const defineOperation = <Fields extends Schema.Struct.Fields, Rule extends AnyRule, Args, R>(
+  operation: TestDeclaration<Fields, Rule> & Implementation<Schema.Struct<Fields>["Type"], Args, R, Rule>
+): Operation<TestDeclaration<Fields, Rule>, Args, R> =>
+  implement<TestDeclaration<Fields, Rule>, Args, R>(operation, operation)
+
+type TestDeclaration<Fields extends Schema.Struct.Fields, Rule extends AnyRule> = OperationDeclaration<
   string,
   `/${string}`,
+  Fields,
   Schema.Top,
   boolean,
-  Platform
+  Platform,
+  Rule
 >
-
-export const defineOperation = <
-  Fields extends Schema.Struct.Fields,
-  Args,
-  R,
-  const Id extends string,
-  const Path extends `/${string}`,
-  Data extends Schema.Top,
-  const Common extends boolean,
-  const P extends Platform
->(
-  operation: Operation<Fields, Args, R, Id, Path, Data, Common, P>
-): Operation<Fields, Args, R, Id, Path, Data, Common, P> => operation

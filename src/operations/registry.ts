@@ -18,7 +18,10 @@ import { resolveUrl } from "./profnet/resolveUrl.ts"
 import { searchPeople } from "./profnet/searchPeople.ts"
 import type { OperationServices } from "./support.ts"
 
-/** Every data operation of the service: REST routes, MCP tools and OpenAPI derive from this list. */
+/**
+ * Every data operation of the service: the implementation of each declaration of
+ * `src/contract/operations`, in the same order. REST routes, MCP tools and OpenAPI derive from this list.
+ */
 export const operations = [
   resolveUrl,
   getProfile,

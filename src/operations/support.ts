@@ -1,4 +1,4 @@
-import { Effect, Schema, SchemaGetter } from "effect"
+import { Effect } from "effect"
 import { InvalidInput, NotFound } from "../contract/errors.ts"
 import { canonicalJson } from "../domain/fingerprint.ts"
 import type { Parsed } from "../domain/identifiers.ts"
@@ -10,22 +10,6 @@ import type { Freshness, RunResult } from "./Operation.ts"
 
 /** What data operations need to run. */
 export type OperationServices = Cache | Upstream | Domains
-
-/** A comma-separated list in the query string (form style, not exploded), of `item` values. */
-export const CommaList = <S extends Schema.Top & { readonly Type: string; readonly Encoded: string }>(
-  item: S
-) =>
-  Schema.String.pipe(
-    Schema.decodeTo(Schema.Array(item), {
-      decode: SchemaGetter.transform((text: string) =>
-        text
-          .split(",")
-          .map((part) => part.trim())
-          .filter((part) => part.length > 0)
-      ),
-      encode: SchemaGetter.transform((items: ReadonlyArray<string>) => items.join(","))
-    })
-  )
 
 export const invalid = (param: string, message: string) => new InvalidInput({ message, param })
 

@@ -4,6 +4,7 @@ import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { makeApi } from "../../src/contract/api.ts"
 import { InvalidInput, KeyRequired, NotFound, TrialCapExceeded } from "../../src/contract/errors.ts"
+import { declarations } from "../../src/contract/operations/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { TestApp, testApp, testSeed } from "../support/app.ts"
@@ -25,7 +26,7 @@ const someone = (() => {
 const clientFor = (key: string | undefined) =>
   Effect.gen(function* () {
     const app = yield* TestApp
-    return yield* HttpApiClient.make(makeApi(operations), {
+    return yield* HttpApiClient.make(makeApi(declarations), {
       baseUrl: app.url,
       transformClient: (client) =>
         key === undefined ? client : HttpClient.mapRequest(client, HttpClientRequest.bearerToken(key))

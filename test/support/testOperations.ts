@@ -1,7 +1,13 @@
 import { Effect, Schema } from "effect"
 import { InvalidInput, NotFound, UpstreamUnavailable } from "../../src/contract/errors.ts"
-import { prices } from "../../src/domain/pricing.ts"
+import { prices, type Quote } from "../../src/domain/pricing.ts"
 import { defineOperation } from "../../src/operations/Operation.ts"
+
+/** `cost` credits, or with a search `limit` the price of a people search of that limit. */
+const echoPrice = (cost: number, limit: number | undefined): Quote =>
+  limit !== undefined
+    ? prices.searchPeople(limit)
+    : { credits: cost, lines: [{ item: "echo", credits: cost }] }
 
 /**
  * Operations that exercise the metering pipeline without any upstream: the price, refunds,
@@ -24,17 +30,15 @@ export const echo = defineOperation({
     cursor: Schema.optionalKey(Schema.String)
   }),
   data: Schema.Struct({ value: Schema.String }),
-  prepare: (params) =>
+  price: { rule: echoPrice, summary: "cost credits (default 4); with limit, a people search's price." },
+  prepare: (params, price) =>
     params.value === "bad"
       ? Effect.fail(new InvalidInput({ message: "value must not be 'bad'", param: "value" }))
       : params.value === "defect-in-prepare"
         ? Effect.die(new Error("simulated defect before the call is reserved"))
         : Effect.succeed({
             args: params,
-            quote:
-              params.limit !== undefined
-                ? prices.searchPeople(params.limit)
-                : { credits: params.cost ?? 4, lines: [{ item: "echo", credits: params.cost ?? 4 }] },
+            quote: price(params.cost ?? 4, params.limit),
             searchLimit: params.limit,
             continuation: params.cursor !== undefined
           }),
@@ -74,7 +78,8 @@ export const resolveEcho = defineOperation({
   path: "/profnet/test-resolve",
   common: false,
   params: Schema.Struct({ value: Schema.String }),
-  prepare: (params) => Effect.succeed({ args: params, quote: prices.resolveUrl() })
+  price: { rule: prices.resolveUrl, summary: "2 credits." },
+  prepare: (params, price) => Effect.succeed({ args: params, quote: price() })
 })
 
 export const testOperations = [echo, forumEcho, resolveEcho]

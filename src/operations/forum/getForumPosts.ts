@@ -1,15 +1,9 @@
-import { Effect, Schema } from "effect"
-import { CommentSort, ForumPost, ForumThread } from "../../contract/records.ts"
+import { Effect } from "effect"
+import * as forum from "../../contract/operations/forum.ts"
+import type { CommentSort } from "../../contract/records.ts"
 import { hosts, parseForumPostId } from "../../domain/identifiers.ts"
-import { prices } from "../../domain/pricing.ts"
-import { defineOperation } from "../Operation.ts"
-import { CommaList, fetchVia, invalid, notFound, served } from "../support.ts"
-
-export const ForumPostsData = Schema.Struct({
-  posts: Schema.Array(ForumPost),
-  missing: Schema.Array(Schema.String),
-  thread: Schema.optionalKey(ForumThread)
-})
+import { implement } from "../Operation.ts"
+import { fetchVia, invalid, notFound, served } from "../support.ts"
 
 type PostsArgs =
   | { readonly ids: ReadonlyArray<string>; readonly thread: false }
@@ -22,29 +16,8 @@ type PostsArgs =
 
 const maxIds = 100
 
-export const getForumPosts = defineOperation({
-  id: "getForumPosts",
-  platform: "forum",
-  path: "/forum/posts",
-  kind: "forum_posts",
-  description: `Read ${hosts.forum} posts in full (title, body, author, community, upvotes, comment_count, created_at, permalink) by id or permalink, 1 to 100 per call; ids that do not exist are listed in missing (NOT_FOUND only when none exists). 4 credits for up to 10 ids, +1 per further 10. thread=true reads one post's full discussion (exactly one id): comments in reading order, each after its parent, with parent_id and depth; comment_limit 1-500 (default 100), comment_sort top (default), new or old; it adds 4 credits (8 in all). A comment permalink reads the post it belongs to. Find posts with forumSearch or getCommunityPosts.`,
-  common: true,
-  params: Schema.Struct({
-    ids: CommaList(Schema.String).annotate({
-      description: "Comma-separated forum post ids (e.g. 1abc2d) or permalinks, 1 to 100."
-    }),
-    thread: Schema.optionalKey(Schema.Boolean).annotate({
-      description: "true: the full discussion of one post (+4 credits). Only with exactly one id."
-    }),
-    comment_limit: Schema.optionalKey(
-      Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 500 }))
-    ).annotate({ description: "With thread=true: at most this many comments, 1 to 500 (default 100)." }),
-    comment_sort: Schema.optionalKey(CommentSort).annotate({
-      description: "With thread=true: top (default), new or old."
-    })
-  }),
-  data: ForumPostsData,
-  prepare: (params) =>
+export const getForumPosts = implement(forum.getForumPosts, {
+  prepare: (params, price) =>
     Effect.gen(function* () {
       const ids = new Set<string>()
       for (const entry of params.ids) {
@@ -72,7 +45,7 @@ export const getForumPosts = defineOperation({
             comment_sort: params.comment_sort ?? "top"
           }
         : { ids: [...ids], thread }
-      return { args, quote: prices.getForumPosts(ids.size, thread) }
+      return { args, quote: price(ids.size, thread) }
     }),
   run: (args: PostsArgs, context) =>
     Effect.gen(function* () {

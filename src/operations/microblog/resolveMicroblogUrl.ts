@@ -1,25 +1,14 @@
-import { Effect, Schema } from "effect"
-import { MicroblogUrlResolution } from "../../contract/records.ts"
-import { hosts, microblogUrlOf, parseMicroblogUrl } from "../../domain/identifiers.ts"
-import { prices } from "../../domain/pricing.ts"
-import { defineOperation } from "../Operation.ts"
+import { Effect } from "effect"
+import * as microblog from "../../contract/operations/microblog.ts"
+import { microblogUrlOf, parseMicroblogUrl } from "../../domain/identifiers.ts"
+import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
-export const resolveMicroblogUrl = defineOperation({
-  id: "resolveMicroblogUrl",
-  platform: "microblog",
-  path: "/microblog/resolve-url",
-  kind: "microblog_url_resolution",
-  description: `Identify what a ${hosts.microblog} URL points at (profile or tweet) before fetching: type, id, handle and canonical_url. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Then use the handle or id with getMicroblogProfile or getTweets, or the tweet id with getTweet. Skip it when a handle, id or clean URL is already known: those operations take URLs directly.`,
-  common: false,
-  params: Schema.Struct({
-    url: Schema.String.annotate({ description: `A ${hosts.microblog} profile or status URL.` })
-  }),
-  data: MicroblogUrlResolution,
-  prepare: (params) =>
+export const resolveMicroblogUrl = implement(microblog.resolveMicroblogUrl, {
+  prepare: (params, price) =>
     Effect.map(cleaned("url", parseMicroblogUrl(params.url)), (target) => ({
       args: target,
-      quote: prices.resolveMicroblogUrl()
+      quote: price()
     })),
   run: (target, context) =>
     Effect.gen(function* () {

@@ -1,33 +1,15 @@
-import { Effect, Schema } from "effect"
-import { ProfnetPost, pageData } from "../../contract/records.ts"
-import { hosts, parsePostsOwner } from "../../domain/identifiers.ts"
-import { prices } from "../../domain/pricing.ts"
-import { defineOperation } from "../Operation.ts"
+import { Effect } from "effect"
+import * as profnet from "../../contract/operations/profnet.ts"
+import { parsePostsOwner } from "../../domain/identifiers.ts"
+import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, pageResult } from "../support.ts"
 import { lookupCompany } from "./company.ts"
 
-export const PostsData = pageData("posts", ProfnetPost)
-
-export const getPosts = defineOperation({
-  id: "getPosts",
-  platform: "profnet",
-  path: "/profnet/posts",
-  kind: "posts",
-  description: `One page (up to 10, newest first) of a ${hosts.profnet} person's or company's posts, with a cursor for older ones. 4 credits per page; a website-domain identifier is quoted 4 more, refunded when the domain was resolved before. Identifier: person or company URL, slug (the type is detected), person URN, or company domain. Company URNs and numeric ids are not accepted. There is no keyword search across posts and no reading one post by URL.`,
-  common: true,
-  params: Schema.Struct({
-    identifier: Schema.String.annotate({
-      description: "Person/company URL, slug, person URN, or company domain."
-    }),
-    cursor: Schema.optionalKey(Schema.String).annotate({
-      description: "From a previous page, for older posts."
-    })
-  }),
-  data: PostsData,
-  prepare: (params) =>
+export const getPosts = implement(profnet.getPosts, {
+  prepare: (params, price) =>
     Effect.map(cleaned("identifier", parsePostsOwner(params.identifier)), (owner) => ({
       args: { owner, cursor: params.cursor },
-      quote: prices.getPosts(owner.kind === "company" && "domain" in owner.ref),
+      quote: price(owner.kind === "company" && "domain" in owner.ref),
       continuation: params.cursor !== undefined
     })),
   run: ({ owner, cursor }, context) =>

@@ -1,41 +1,15 @@
-import { Effect, Schema } from "effect"
-import { Person } from "../../contract/records.ts"
-import { hosts, parsePerson } from "../../domain/identifiers.ts"
-import { prices } from "../../domain/pricing.ts"
-import { defineOperation } from "../Operation.ts"
-import { CommaList, cleaned, fetchVia, notFound, sectionList, served } from "../support.ts"
+import { Effect } from "effect"
+import * as profnet from "../../contract/operations/profnet.ts"
+import { parsePerson } from "../../domain/identifiers.ts"
+import { implement } from "../Operation.ts"
+import { cleaned, fetchVia, notFound, sectionList, served } from "../support.ts"
 
-export const profileSections = ["about", "experience", "education", "skills"] as const
-const { about, experience, education, skills, ...overviewFields } = Person.fields
-
-export const PersonData = Schema.Struct({
-  ...overviewFields,
-  about: Schema.optionalKey(about),
-  experience: Schema.optionalKey(experience),
-  education: Schema.optionalKey(education),
-  skills: Schema.optionalKey(skills)
-})
-
-export const getProfile = defineOperation({
-  id: "getProfile",
-  platform: "profnet",
-  path: "/profnet/profiles",
-  kind: "person",
-  description: `One ${hosts.profnet} profile: the overview (name, headline, location, current position, follower counts) plus the sections you ask for. 4 credits including 2 sections; each further section +2 (at most 4). Identifier: profile URL, the slug after /in/, or urn:li:fsd_profile:<id>. It does not search by name (use searchPeople) and does not fetch companies (use getCompany). Search results with is_anonymous=true cannot be fetched.`,
-  common: true,
-  params: Schema.Struct({
-    identifier: Schema.String.annotate({ description: "Profile URL, slug, or urn:li:fsd_profile:<id>." }),
-    sections: Schema.optionalKey(CommaList(Schema.Literals(profileSections))).annotate({
-      description:
-        "Comma-separated: about, experience, education, skills each at most once (so at most 4); 2 included."
-    })
-  }),
-  data: PersonData,
-  prepare: (params) =>
+export const getProfile = implement(profnet.getProfile, {
+  prepare: (params, price) =>
     Effect.gen(function* () {
       const ref = yield* cleaned("identifier", parsePerson(params.identifier))
-      const sections = yield* sectionList("sections", params.sections ?? [], profileSections)
-      return { args: { ref, sections }, quote: prices.getProfile(sections.length) }
+      const sections = yield* sectionList("sections", params.sections ?? [], profnet.profileSections)
+      return { args: { ref, sections }, quote: price(sections.length) }
     }),
   run: ({ ref, sections }, context) =>
     Effect.gen(function* () {

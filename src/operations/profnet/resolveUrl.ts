@@ -1,25 +1,14 @@
-import { Effect, Schema } from "effect"
-import { ProfnetUrlResolution } from "../../contract/records.ts"
+import { Effect } from "effect"
+import * as profnet from "../../contract/operations/profnet.ts"
 import { hosts, parseProfnetUrl } from "../../domain/identifiers.ts"
-import { prices } from "../../domain/pricing.ts"
-import { defineOperation } from "../Operation.ts"
+import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
-export const resolveUrl = defineOperation({
-  id: "resolveUrl",
-  platform: "profnet",
-  path: "/profnet/resolve-url",
-  kind: "url_resolution",
-  description: `Identify what a ${hosts.profnet} URL points at (person, company or post) before fetching. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Use the returned handle or id with getProfile/getPosts for people, and the handle (not the id) with getCompany/getPosts for companies. Skip it when a slug, URN or clean URL is already known.`,
-  common: false,
-  params: Schema.Struct({
-    url: Schema.String.annotate({ description: `A ${hosts.profnet} profile, company or post URL.` })
-  }),
-  data: ProfnetUrlResolution,
-  prepare: (params) =>
+export const resolveUrl = implement(profnet.resolveUrl, {
+  prepare: (params, price) =>
     Effect.map(cleaned("url", parseProfnetUrl(params.url)), (target) => ({
       args: target,
-      quote: prices.resolveUrl()
+      quote: price()
     })),
   run: (target, context) =>
     Effect.gen(function* () {

@@ -1,0 +1,99 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { dirname, join, relative, resolve } from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+
+/**
+ * The contract owns declarations, not implementations: what `src/contract/` imports, and what
+ * those imports import in turn, stays in the contract, the domain (pure rules) and the
+ * configuration's shape (`src/config.ts`, which reads nothing until its Layer is built). Services,
+ * the upstream, the store, the operations' implementations, the metering pipeline and the
+ * surfaces are never reached.
+ */
+const root = resolve(import.meta.dirname, "../..")
+const src = join(root, "src")
+const allowed = [join(src, "contract") + "/", join(src, "domain") + "/", join(src, "config.ts")]
+const isAllowed = (file: string) => allowed.some((place) => file === place || file.startsWith(place))
+
+const filesUnder = (folder: string): Array<string> =>
+  readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory()
+      ? filesUnder(join(folder, entry.name))
+      : entry.name.endsWith(".ts")
+        ? [join(folder, entry.name)]
+        : []
+  )
+
+const importPattern =
+  /^\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']|^\s*import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/gm
+
+/** The modules a module's text imports (type-only imports included), resolved from `file`; packages are left out. */
+const importsOf = (text: string, file: string): Array<string> =>
+  [...text.matchAll(importPattern)]
+    .map((match) => match[1] ?? match[2] ?? match[3] ?? "")
+    .filter((specifier) => specifier.startsWith("."))
+    .map((specifier) => {
+      const target = resolve(dirname(file), specifier)
+      return [target, `${target}.ts`, join(target, "index.ts")].find(existsSync) ?? target
+    })
+
+const localImports = (file: string) => importsOf(readFileSync(file, "utf8"), file)
+
+/** Every module the contract reaches, each with the chain of imports that reached it. */
+const reachedFromContract = () => {
+  const chains = new Map<string, ReadonlyArray<string>>()
+  const queue = filesUnder(join(src, "contract")).map((file) => [file] as ReadonlyArray<string>)
+  while (queue.length > 0) {
+    const chain = queue.shift()!
+    const file = chain[chain.length - 1]!
+    if (chains.has(file)) continue
+    chains.set(file, chain)
+    if (isAllowed(file)) for (const target of localImports(file)) queue.push([...chain, target])
+  }
+  return chains
+}
+
+describe("the contract's boundaries", () => {
+  it("reaches only the contract, the domain and the configuration", () => {
+    const outside = [...reachedFromContract()]
+      .filter(([file]) => !isAllowed(file))
+      .map(([, chain]) => chain.map((file) => relative(root, file)).join(" -> "))
+    assert.deepStrictEqual(outside, [])
+  })
+
+  it("reads every kind of import, so that it cannot pass by reading none", () => {
+    const file = join(src, "contract/example.ts")
+    const text = [
+      'import { Schema } from "effect"',
+      'import { a } from "../services/A.ts"',
+      'import type { B } from "../upstream/B.ts"',
+      "import {",
+      "  c,",
+      "  type D",
+      '} from "../store/C.ts"',
+      'export * from "../operations/E.ts"',
+      'export { f } from "../surfaces/F.ts"',
+      'import "../metering/G.ts"',
+      'const h = () => import("../server.ts")',
+      'const text = "words import from \\"nowhere\\""'
+    ].join("\n")
+    assert.deepStrictEqual(
+      importsOf(text, file).map((target) => relative(src, target)),
+      [
+        "services/A.ts",
+        "upstream/B.ts",
+        "store/C.ts",
+        "operations/E.ts",
+        "surfaces/F.ts",
+        "metering/G.ts",
+        "server.ts"
+      ]
+    )
+    const reached = [...reachedFromContract().keys()].map((target) => relative(src, target))
+    assert.includeMembers(reached, [
+      "domain/plans.ts",
+      "domain/accounts.ts",
+      "contract/records.ts",
+      "config.ts"
+    ])
+  })
+})
