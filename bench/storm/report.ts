@@ -92,7 +92,7 @@ export const instanceLogs = (dir: string, prefix: string): Array<string> => {
       const kind = record
         .replace(/^\[[^\]]*\]\s*/, "")
         .replace(/\(#\d+\)/, "")
-        .replace(/\b(rcpt|acct|key)_[A-Za-z0-9]+/g, "$1_*")
+        .replace(/\b(rcpt|acct|key|trace)_[A-Za-z0-9]+/g, "$1_*")
         .replace(/\s+/g, " ")
         .slice(0, 200)
       kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
