@@ -101,6 +101,7 @@ export const builders: Readonly<Record<string, (sample: Sample, i: number) => Re
   getMicroblogProfile: (s, i) => ({ identifier: pick(s.tweets, i).handle }),
   getTweets: (s, i) => ({ identifier: pick(s.tweets, i).handle }),
   getTweet: (s, i) => ({ id: i % 2 === 0 ? pick(s.tweets, i).id : pick(s.tweets, i).url }),
+  getTweetReplies: (s, i) => ({ id: pick(s.tweets, i).id, ...(i % 2 === 0 ? { sort: "latest" } : {}) }),
   resolveMicroblogUrl: (s, i) => ({ url: pick(s.tweets, i).url })
 }
 
