@@ -1,4 +1,4 @@
-import { Schema, SchemaGetter } from "effect"
+import { Schema, SchemaGetter, Struct } from "effect"
 import { ForumRange, ForumSearchType, ForumSort, MicroblogSort } from "../contract/records.ts"
 
 /**
@@ -51,18 +51,6 @@ export type PersonRef = typeof PersonRef.Type
 export const CompanyRef = Schema.Union([Schema.Struct({ slug: Str }), Schema.Struct({ domain: Str })])
 export type CompanyRef = typeof CompanyRef.Type
 
-/** Company filters take a name, slug, numeric id or company URN. */
-export const PeopleQuery = Schema.Struct({
-  keywords: Schema.optionalKey(Str),
-  first_name: Schema.optionalKey(Str),
-  last_name: Schema.optionalKey(Str),
-  title: Schema.optionalKey(Str),
-  school: Schema.optionalKey(Str),
-  current_company: Schema.optionalKey(Str),
-  past_company: Schema.optionalKey(Str)
-})
-export type PeopleQuery = typeof PeopleQuery.Type
-
 /** Defaults: type `posts`, sort `relevance`, range `all_time`. */
 export const ForumSearchQuery = Schema.Struct({
   query: Str,
@@ -77,3 +65,17 @@ export type MicroblogSearchQuery = typeof MicroblogSearchQuery.Type
 
 export const MicroblogProfileRef = Schema.Union([Schema.Struct({ handle: Str }), Schema.Struct({ id: Str })])
 export type MicroblogProfileRef = typeof MicroblogProfileRef.Type
+
+/** Every filter is optional; company filters take a name, slug, numeric id or company URN. */
+export const PeopleQuery = Schema.Struct(
+  Struct.map(Schema.optionalKey)({
+    keywords: Str,
+    first_name: Str,
+    last_name: Str,
+    title: Str,
+    school: Str,
+    current_company: Str,
+    past_company: Str
+  })
+)
+export type PeopleQuery = typeof PeopleQuery.Type
