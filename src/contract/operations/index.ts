@@ -1,4 +1,4 @@
-import type { AnyDeclaration } from "../operation.ts"
+import type { AnyDeclaration } from "../declaration.ts"
 import * as forum from "./forum.ts"
 import * as microblog from "./microblog.ts"
 import * as profnet from "./profnet.ts"

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { hosts } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
-import { declareOperation } from "../operation.ts"
+import { declareOperation } from "../declaration.ts"
 import { CommaList, cursorParam } from "../parameters.ts"
 import {
   Company,
