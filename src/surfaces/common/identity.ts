@@ -2,9 +2,10 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../config.ts"
 import { KeyRequired, Unauthorized } from "../../contract/errors.ts"
+import type { Account, KeyRecord } from "../../domain/accounts.ts"
 import { clientIp } from "../../domain/clientIp.ts"
 import { spendKeyPattern } from "../../domain/secrets.ts"
-import { type Account, Accounts, type KeyRecord } from "../../services/Accounts.ts"
+import { Accounts } from "../../services/Accounts.ts"
 
 /** The account and key a bearer credential stands for. */
 export interface Principal {
