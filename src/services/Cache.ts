@@ -9,7 +9,10 @@ import { Settings } from "./Settings.ts"
 
 /** A stored copy: the upstream value wrapped as `{ v }` in JSON (what the value is, the operation knows). */
 const decodeCopies = Row.decoder(
-  Schema.Struct({ body: Schema.fromJsonString(Schema.Struct({ v: Schema.Unknown })), fetched_at: Row.Int }),
+  Schema.Struct({
+    body: Schema.fromJsonString(Schema.Struct({ v: Schema.optionalKey(Schema.Unknown) })),
+    fetched_at: Row.Int
+  }),
   "cache_entries"
 )
 

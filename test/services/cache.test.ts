@@ -14,6 +14,16 @@ const outage = Effect.fail(
 
 describe(`cache ages in virtual time (${storeName})`, () => {
   layer(services, { timeout: 60_000 })((it) => {
+    it.effect("an absent answer (not found) is cached and read back as absent", () =>
+      Effect.gen(function* () {
+        const cache = yield* Cache
+        const first = yield* cache.through("test:absent", "recent", Effect.succeed(undefined))
+        assert.deepStrictEqual([first.value, first.served], [undefined, "realtime"])
+        const again = yield* cache.through("test:absent", "recent", Effect.die("fetched again"))
+        assert.deepStrictEqual([again.value, again.served], [undefined, "recent"])
+      })
+    )
+
     it.effect("a copy is recent for 6 hours and a realtime fallback for 7 days", () =>
       Effect.gen(function* () {
         const cache = yield* Cache
