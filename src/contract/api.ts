@@ -9,9 +9,9 @@ import {
 } from "effect/http-api"
 import type { Account, KeyRecord } from "../domain/accounts.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
+import type { AnyDeclaration } from "./declaration.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
 import type { ErrorCode } from "./errors.ts"
-import type { AnyDeclaration } from "./declaration.ts"
 import { errorsOf } from "./problemSchemas.ts"
 import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
 

@@ -1,6 +1,6 @@
 import type { Effect, Schema } from "effect"
-import type { InvalidInput, NotFound, PayloadTooLarge, UpstreamUnavailable } from "../contract/errors.ts"
 import type { AnyDeclaration, AnyRule, OperationDeclaration } from "../contract/declaration.ts"
+import type { InvalidInput, NotFound, PayloadTooLarge, UpstreamUnavailable } from "../contract/errors.ts"
 import type { Platform } from "../domain/plans.ts"
 import type { Quote, Refund } from "../domain/pricing.ts"
 
