@@ -1,5 +1,6 @@
 import type { LogLevel } from "effect"
-import { Config, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { defaultHosts, type Hosts, isHostName } from "./domain/identifiers/hosts.ts"
 import { defaultPolicy, type Policy } from "./domain/policy.ts"
 
 /** Everything an operator can set, read once at start-up through Effect `Config`. */
@@ -29,7 +30,18 @@ export interface AppConfigShape {
   readonly upgradeUrl: string
   /** The checkout rails offers list: `local` (the built-in test-mode checkout). */
   readonly checkoutRails: ReadonlyArray<string>
+  /** The platforms' hosts, which identifiers, canonical URLs, messages and descriptions name. */
+  readonly hosts: Hosts
 }
+
+/**
+ * The configured hosts where code reads them without `AppConfig` at hand (identifier cleaning in
+ * `prepare`, messages in `run`): decisions.md's hosts unless a layer provides others, as the app
+ * layer does from `AppConfig`.
+ */
+export const PlatformHosts = Context.Reference<Hosts>("app/PlatformHosts", {
+  defaultValue: () => defaultHosts
+})
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
   static readonly fromEnv = Effect.gen(function* () {
@@ -56,11 +68,18 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       upgradeUrl: yield* Config.String("UPGRADE_URL").pipe(
         Config.withDefault(`${baseUrl.replace(/\/+$/, "")}/upgrade`)
       ),
-      checkoutRails: ["local"]
+      checkoutRails: ["local"],
+      hosts: yield* hostsFromEnv
     })
   })
 
   static readonly layer = Layer.effect(AppConfig, AppConfig.fromEnv)
+
+  /** `PlatformHosts` as configured. */
+  static readonly hostsLayer = Layer.effect(
+    PlatformHosts,
+    AppConfig.useSync((config) => config.hosts)
+  )
 
   static readonly layerTest = (overrides: Partial<AppConfigShape> = {}) =>
     Layer.succeed(
@@ -81,6 +100,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         policy: defaultPolicy,
         upgradeUrl: "http://svc.test/upgrade",
         checkoutRails: ["local"],
+        hosts: defaultHosts,
         ...overrides
       })
     )
@@ -89,6 +109,36 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 const positive = (name: string, fallback: number) =>
   Config.schema(PositiveInt, name).pipe(Config.withDefault(fallback))
+
+const HostName = Schema.String.check(
+  Schema.makeFilter(
+    (text: string) =>
+      isHostName(text) ||
+      `Expected a bare lower-case host name such as ${defaultHosts.profnet} (no scheme, port, path, trailing dot, www. or m.), got "${text}"`
+  )
+)
+const hostName = (name: string, fallback: string) =>
+  Config.schema(HostName, name).pipe(Config.withDefault(fallback))
+
+/**
+ * `PROFNET_HOST`, `FORUM_HOST` and `MICROBLOG_HOST`, defaulting to decisions.md's hosts; three
+ * distinct host names. The simulated world reads the same, so that its URLs are the service's.
+ */
+export const hostsFromEnv: Config.Config<Hosts> = Config.all({
+  profnet: hostName("PROFNET_HOST", defaultHosts.profnet),
+  forum: hostName("FORUM_HOST", defaultHosts.forum),
+  microblog: hostName("MICROBLOG_HOST", defaultHosts.microblog)
+}).pipe(
+  Config.flatMap((hosts) =>
+    new Set(Object.values(hosts)).size === 3
+      ? Config.succeed(hosts)
+      : Config.fail(
+          new ConfigProvider.SourceError({
+            message: `PROFNET_HOST, FORUM_HOST and MICROBLOG_HOST must be three different hosts, got ${hosts.profnet}, ${hosts.forum} and ${hosts.microblog}`
+          })
+        )
+  )
+)
 
 /** Every number of `Policy` from the environment, defaulting to decisions.md's. */
 const policyFromEnv = Effect.gen(function* () {

@@ -64,7 +64,7 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
     Effect.gen(function* () {
       const config = yield* AppConfig
       const problems = yield* Problems
-      const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations))
+      const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config.hosts))
       const app = Effect.gen(function* () {
         const refused = unroutable(yield* HttpServerRequest.HttpServerRequest)
         if (refused !== undefined)
@@ -87,12 +87,16 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
     })
   ).pipe(Layer.provide(NodeHttpServer.layerHttpServices))
 
-/** The whole service: HTTP surface, housekeeping, services and the store. */
+/**
+ * The whole service: HTTP surface, housekeeping, services and the store; the configured hosts as
+ * `PlatformHosts` for the operations.
+ */
 export const appLayer = <R>(
   operations: ReadonlyArray<AnyOperation<R>>,
   database: Layer.Layer<Database.Migrated, unknown, AppConfig> = Database.layer
 ) =>
   httpServerLayer(operations).pipe(
+    Layer.provideMerge(AppConfig.hostsLayer),
     Layer.provideMerge(Housekeeping),
     Layer.provideMerge(ServicesLayer),
     Layer.provideMerge(database)

@@ -30,6 +30,10 @@ export interface OperationDeclaration<
   readonly platform: P
   readonly path: Path
   readonly kind: string
+  /**
+   * Written with decisions.md's hosts (`defaultHosts`), as are the parameters' descriptions; the
+   * surfaces name the configured hosts instead (`rehost`) when they build OpenAPI and MCP tools.
+   */
   readonly description: string
   /** The operation's own parameters, as decoded types; REST reads them from strings, MCP from JSON. */
   readonly params: Schema.Struct<Fields>

@@ -1,7 +1,8 @@
 import { Effect } from "effect"
+import { PlatformHosts } from "../config.ts"
 import { InvalidInput, NotFound } from "../contract/errors.ts"
 import { canonicalJson } from "../domain/fingerprint.ts"
-import type { Parsed } from "../domain/identifiers.ts"
+import type { Hosts, Parsed } from "../domain/identifiers.ts"
 import { Cache, type Fetched } from "../services/Cache.ts"
 import type { Domains } from "../services/Domains.ts"
 import { InvalidCursor, type Page } from "../upstream/contract.ts"
@@ -31,9 +32,15 @@ export const sectionList = <A extends string>(
   return Effect.succeed([...given].sort())
 }
 
-/** A cleaned identifier, or INVALID_INPUT naming `param`. */
-export const cleaned = <A>(param: string, parsed: Parsed<A>): Effect.Effect<A, InvalidInput> =>
-  parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(invalid(param, parsed.message))
+/** An identifier cleaned against the configured hosts, or INVALID_INPUT naming `param`. */
+export const cleaned = <A>(
+  param: string,
+  parse: (hosts: Hosts) => Parsed<A>
+): Effect.Effect<A, InvalidInput> =>
+  PlatformHosts.use((hosts) => {
+    const parsed = parse(hosts)
+    return parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(invalid(param, parsed.message))
+  })
 
 /** One upstream call through the shared cache. */
 export const fetchVia = <M extends Method>(freshness: Freshness, method: M, ...args: Args<M>) =>

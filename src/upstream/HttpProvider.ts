@@ -1,6 +1,7 @@
 import { Config, Duration, Effect, Exit, Layer, Option, Schedule, Semaphore } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { CircuitBreaker } from "effect/persistence"
+import { hostsFromEnv } from "../config.ts"
 import type { Platform } from "../domain/plans.ts"
 import { AttemptError, attempt, defaultRetryAfterSeconds, malformed } from "./http/attempt.ts"
 import { type CallBody, callPath, decodeAnswer, encodeArgs } from "./http/wire.ts"
@@ -136,7 +137,8 @@ const platformUrl = (platform: Platform) =>
 
 /**
  * The upstream the operator configured: the HTTP provider when `UPSTREAM_URL` (or any
- * `UPSTREAM_URL_<PLATFORM>`) is set, otherwise the simulated world of `WORLD_SEED`, under the fault knobs.
+ * `UPSTREAM_URL_<PLATFORM>`) is set, otherwise the simulated world of `WORLD_SEED` on the configured
+ * hosts (`PROFNET_HOST`, ...), under the fault knobs.
  */
 export const layerFromConfig: Layer.Layer<Upstream, Config.ConfigError, UpstreamFaults> = Layer.unwrap(
   Effect.gen(function* () {
@@ -146,7 +148,7 @@ export const layerFromConfig: Layer.Layer<Upstream, Config.ConfigError, Upstream
     ])
     if (configured.every(Option.isNone)) {
       const seed = yield* Config.String("WORLD_SEED").pipe(Config.withDefault("svc-world-1"))
-      return layerWorld(seed)
+      return layerWorld(seed, yield* hostsFromEnv)
     }
     return layerHttp({
       baseUrl: yield* Effect.all(perPlatform(platformUrl)),

@@ -1,4 +1,5 @@
 import { Context, Data, Duration, Effect, Layer, Random, Ref } from "effect"
+import { defaultHosts, type Hosts } from "../domain/identifiers/hosts.ts"
 import type { Platform } from "../domain/plans.ts"
 import {
   type Answer,
@@ -83,14 +84,15 @@ export type WorldImplementsUpstream = Assert<ImplementsUpstream<World>>
 export const worldMethods = (world: World): Implementation => world
 
 /**
- * The deterministic simulated world, answering in process. Its answers are not decoded: they are
- * typed against the declaration, and a test encodes samples of every method with its schemas.
+ * The deterministic simulated world, answering in process, its URLs on `hosts` (the service's
+ * configured hosts, so that they resolve). Its answers are not decoded: they are typed against the
+ * declaration, and a test encodes samples of every method with its schemas.
  */
-export const layerWorld = (seed: string | number) =>
+export const layerWorld = (seed: string | number, hosts: Hosts = defaultHosts) =>
   Layer.effect(
     Upstream,
     Effect.gen(function* () {
-      const world = worldMethods(makeWorld(seed))
+      const world = worldMethods(makeWorld(seed, hosts))
       const faults = yield* UpstreamFaults
       return Upstream.of({
         call: (method, ...args) =>

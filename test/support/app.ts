@@ -1,15 +1,20 @@
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
+import type { Hosts } from "../../src/domain/identifiers.ts"
 import type { AnyOperation } from "../../src/operations/Operation.ts"
 import type { OperationServices } from "../../src/operations/support.ts"
 import { appLayer } from "../../src/server.ts"
 import { layerWorld, type Upstream, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { freshDatabase } from "./database.ts"
 
-/** The simulated world every test sees unless it brings its own upstream. */
+/** The simulated world every test sees unless it brings its own upstream (on other hosts if given). */
 export const testSeed = "svc-test-world"
 export const worldUpstream = layerWorld(testSeed).pipe(Layer.provideMerge(UpstreamFaults.layer))
+const worldOn = (hosts: Hosts | undefined) =>
+  hosts === undefined
+    ? worldUpstream
+    : layerWorld(testSeed, hosts).pipe(Layer.provideMerge(UpstreamFaults.layer))
 
 export interface Reply {
   readonly status: number
@@ -40,7 +45,7 @@ export class TestApp extends Context.Service<
 export const testApp = (
   operations: ReadonlyArray<AnyOperation<OperationServices>>,
   config: Partial<AppConfigShape> = {},
-  upstream: Layer.Layer<Upstream | UpstreamFaults> = worldUpstream
+  upstream: Layer.Layer<Upstream | UpstreamFaults> = worldOn(config.hosts)
 ): Layer.Layer<TestApp | Upstream | UpstreamFaults | Layer.Success<ReturnType<typeof appLayer>>, unknown> =>
   Layer.effect(
     TestApp,

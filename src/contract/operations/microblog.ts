@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { hosts } from "../../domain/identifiers.ts"
+import { defaultHosts } from "../../domain/identifiers.ts"
 import { prices } from "../../domain/pricing.ts"
 import { declareOperation } from "../declaration.ts"
 import { cursorParam } from "../parameters.ts"
@@ -9,7 +9,7 @@ export const MicroblogSearchData = pageData("results", Tweet)
 
 export const microblogSearch = declareOperation({
   id: "microblogSearch",
-  description: `Search ${hosts.microblog} tweets by free text (words or @handles). 6 credits per page of up to 20 tweets (id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url) plus a cursor; each cursor page is a new 6-credit call (paid keys only; trial keys get first pages). sort: latest (default, newest first) or top (most liked among recent matches). Depth is capped upstream per query. To read one account's timeline use getTweets; for one tweet by id or URL use getTweet.`,
+  description: `Search ${defaultHosts.microblog} tweets by free text (words or @handles). 6 credits per page of up to 20 tweets (id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url) plus a cursor; each cursor page is a new 6-credit call (paid keys only; trial keys get first pages). sort: latest (default, newest first) or top (most liked among recent matches). Depth is capped upstream per query. To read one account's timeline use getTweets; for one tweet by id or URL use getTweet.`,
   platform: "microblog",
   path: "/microblog/search",
   kind: "microblog_search",
@@ -26,12 +26,12 @@ export const microblogSearch = declareOperation({
 })
 
 const MicroblogIdentifier = Schema.String.annotate({
-  description: `Handle (with or without @), a ${hosts.microblog}/<handle> URL, or a numeric user id.`
+  description: `Handle (with or without @), a ${defaultHosts.microblog}/<handle> URL, or a numeric user id.`
 })
 
 export const getMicroblogProfile = declareOperation({
   id: "getMicroblogProfile",
-  description: `One ${hosts.microblog} account: id, handle, name, bio, location, followers, following, tweet_count, created_at, verified and url. 4 credits. identifier: the handle (with or without @), a profile URL (tracking parameters, www/m hosts cleaned) or the numeric user id. It returns no tweets: use getTweets for the timeline. There is no search by name; find accounts through microblogSearch results.`,
+  description: `One ${defaultHosts.microblog} account: id, handle, name, bio, location, followers, following, tweet_count, created_at, verified and url. 4 credits. identifier: the handle (with or without @), a profile URL (tracking parameters, www/m hosts cleaned) or the numeric user id. It returns no tweets: use getTweets for the timeline. There is no search by name; find accounts through microblogSearch results.`,
   platform: "microblog",
   path: "/microblog/profiles",
   kind: "microblog_profile",
@@ -47,7 +47,7 @@ export const TweetsData = pageData("tweets", Tweet)
 
 export const getTweets = declareOperation({
   id: "getTweets",
-  description: `One page (up to 20, newest first) of a ${hosts.microblog} account's tweets, with full metrics (likes, reposts, replies, quotes, views), and a cursor for older ones. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). Replies are left out unless include_replies=true; reposts are included (is_repost). identifier: handle (with or without @), profile URL or numeric user id. For one tweet use getTweet; for tweets by keywords use microblogSearch; for the account's details use getMicroblogProfile.`,
+  description: `One page (up to 20, newest first) of a ${defaultHosts.microblog} account's tweets, with full metrics (likes, reposts, replies, quotes, views), and a cursor for older ones. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). Replies are left out unless include_replies=true; reposts are included (is_repost). identifier: handle (with or without @), profile URL or numeric user id. For one tweet use getTweet; for tweets by keywords use microblogSearch; for the account's details use getMicroblogProfile.`,
   platform: "microblog",
   path: "/microblog/tweets",
   kind: "tweets",
@@ -64,12 +64,12 @@ export const getTweets = declareOperation({
 })
 
 const TweetId = Schema.String.annotate({
-  description: `Numeric tweet id or a ${hosts.microblog}/<handle>/status/<id> URL.`
+  description: `Numeric tweet id or a ${defaultHosts.microblog}/<handle>/status/<id> URL.`
 })
 
 export const getTweet = declareOperation({
   id: "getTweet",
-  description: `One ${hosts.microblog} tweet with full metrics: id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url. 4 credits. id: the numeric tweet id or a status URL (${hosts.microblog}/<handle>/status/<id>; tracking parameters and www/m hosts cleaned). For an account's timeline use getTweets; to search tweets use microblogSearch.`,
+  description: `One ${defaultHosts.microblog} tweet with full metrics: id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url. 4 credits. id: the numeric tweet id or a status URL (${defaultHosts.microblog}/<handle>/status/<id>; tracking parameters and www/m hosts cleaned). For an account's timeline use getTweets; to search tweets use microblogSearch.`,
   platform: "microblog",
   path: "/microblog/tweet",
   kind: "tweet",
@@ -81,13 +81,13 @@ export const getTweet = declareOperation({
 
 export const resolveMicroblogUrl = declareOperation({
   id: "resolveMicroblogUrl",
-  description: `Identify what a ${hosts.microblog} URL points at (profile or tweet) before fetching: type, id, handle and canonical_url. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Then use the handle or id with getMicroblogProfile or getTweets, or the tweet id with getTweet. Skip it when a handle, id or clean URL is already known: those operations take URLs directly.`,
+  description: `Identify what a ${defaultHosts.microblog} URL points at (profile or tweet) before fetching: type, id, handle and canonical_url. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Then use the handle or id with getMicroblogProfile or getTweets, or the tweet id with getTweet. Skip it when a handle, id or clean URL is already known: those operations take URLs directly.`,
   platform: "microblog",
   path: "/microblog/resolve-url",
   kind: "microblog_url_resolution",
   common: false,
   params: Schema.Struct({
-    url: Schema.String.annotate({ description: `A ${hosts.microblog} profile or status URL.` })
+    url: Schema.String.annotate({ description: `A ${defaultHosts.microblog} profile or status URL.` })
   }),
   data: MicroblogUrlResolution,
   price: { rule: prices.resolveMicroblogUrl, summary: "2 credits." }
@@ -97,7 +97,7 @@ export const TweetRepliesData = pageData("replies", Tweet)
 
 export const getTweetReplies = declareOperation({
   id: "getTweetReplies",
-  description: `One page (up to 20) of the replies to a ${hosts.microblog} tweet, each a full tweet (same fields as getTweet; is_reply=true, text starting with @ the parent's author), and a cursor for more; a tweet without replies gives an empty page. sort: top (default, most liked first) or latest (newest first). At most 100 replies per tweet are listed (5 pages), even when its replies count is higher. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). id: the numeric tweet id or a status URL (${hosts.microblog}/<handle>/status/<id>). For the tweet itself use getTweet.`,
+  description: `One page (up to 20) of the replies to a ${defaultHosts.microblog} tweet, each a full tweet (same fields as getTweet; is_reply=true, text starting with @ the parent's author), and a cursor for more; a tweet without replies gives an empty page. sort: top (default, most liked first) or latest (newest first). At most 100 replies per tweet are listed (5 pages), even when its replies count is higher. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). id: the numeric tweet id or a status URL (${defaultHosts.microblog}/<handle>/status/<id>). For the tweet itself use getTweet.`,
   platform: "microblog",
   path: "/microblog/tweet/replies",
   kind: "tweet_replies",

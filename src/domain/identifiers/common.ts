@@ -3,9 +3,8 @@ import { hasControlCharacter } from "../controlCharacters.ts"
 /**
  * Cleaning what agents send as identifiers: URLs (tracking parameters, `www`/`m` hosts and trailing
  * slashes tolerated), slugs, URNs and website domains. Pure: each returns a cleaned identifier or
- * a message saying what to send instead.
+ * a message saying what to send instead, and URLs are judged against the `Hosts` it is given.
  */
-export const hosts = { profnet: "profnet.com", forum: "forum.com", microblog: "microblog.com" } as const
 
 export type Parsed<A> =
   | { readonly ok: true; readonly value: A }

@@ -1,4 +1,5 @@
-import { fail, hosts, looksLikeUrl, ok, type Parsed, urlPath } from "./common.ts"
+import { fail, looksLikeUrl, ok, type Parsed, urlPath } from "./common.ts"
+import type { Hosts } from "./hosts.ts"
 
 /** Forum identifiers: communities, users, post ids and permalinks. */
 const forumIdPattern = /^[a-z0-9]{1,12}$/
@@ -20,7 +21,7 @@ export type ForumTarget =
  * Forum URL shapes: /c/<name>/… (or /r/), /c/<name>/comments/<post>/<slug>/[<comment>/],
  * /comments/<post>/, /u/<name>/… (or /user/).
  */
-export const parseForumUrl = (raw: string): Parsed<ForumTarget> => {
+export const parseForumUrl = (raw: string, hosts: Hosts): Parsed<ForumTarget> => {
   const path = urlPath(raw, hosts.forum)
   if (path === undefined) {
     return fail(`Not a ${hosts.forum} URL. Send a community, post, comment or user URL of ${hosts.forum}.`)
@@ -44,7 +45,7 @@ export const parseForumUrl = (raw: string): Parsed<ForumTarget> => {
 }
 
 /** The clean URL of a forum target, as the platform resolves it. */
-export const forumUrlOf = (target: ForumTarget): string => {
+export const forumUrlOf = (target: ForumTarget, hosts: Hosts): string => {
   const base = `https://${hosts.forum}`
   switch (target.type) {
     case "community":
@@ -58,7 +59,8 @@ export const forumUrlOf = (target: ForumTarget): string => {
   }
 }
 
-const isForumUrl = (text: string) => looksLikeUrl(text) || text.toLowerCase().includes(hosts.forum)
+const isForumUrl = (text: string, hosts: Hosts) =>
+  looksLikeUrl(text) || text.toLowerCase().includes(hosts.forum)
 const forumTargetName = {
   community: "a community",
   user: "a user profile",
@@ -67,10 +69,10 @@ const forumTargetName = {
 }
 
 /** A forum community name: `name`, `c/name`, `r/name` or a community URL. */
-export const parseCommunity = (raw: string): Parsed<string> => {
+export const parseCommunity = (raw: string, hosts: Hosts): Parsed<string> => {
   const text = raw.trim()
-  if (isForumUrl(text)) {
-    const parsed = parseForumUrl(text)
+  if (isForumUrl(text, hosts)) {
+    const parsed = parseForumUrl(text, hosts)
     if (!parsed.ok) return parsed
     if (parsed.value.type === "community") return ok(parsed.value.name)
     return fail(
@@ -87,10 +89,10 @@ export const parseCommunity = (raw: string): Parsed<string> => {
 }
 
 /** A forum username (case-insensitive): `name`, `u/name` or a profile URL. */
-export const parseForumUser = (raw: string): Parsed<string> => {
+export const parseForumUser = (raw: string, hosts: Hosts): Parsed<string> => {
   const text = raw.trim()
-  if (isForumUrl(text)) {
-    const parsed = parseForumUrl(text)
+  if (isForumUrl(text, hosts)) {
+    const parsed = parseForumUrl(text, hosts)
     if (!parsed.ok) return parsed
     if (parsed.value.type === "user") return ok(parsed.value.username)
     return fail(
@@ -104,10 +106,10 @@ export const parseForumUser = (raw: string): Parsed<string> => {
 }
 
 /** A forum post id or permalink (a comment's permalink names its post). */
-export const parseForumPostId = (raw: string): Parsed<string> => {
+export const parseForumPostId = (raw: string, hosts: Hosts): Parsed<string> => {
   const text = raw.trim()
-  if (isForumUrl(text)) {
-    const parsed = parseForumUrl(text)
+  if (isForumUrl(text, hosts)) {
+    const parsed = parseForumUrl(text, hosts)
     if (!parsed.ok) return parsed
     if (parsed.value.type === "post") return ok(parsed.value.id)
     if (parsed.value.type === "comment") return ok(parsed.value.postId)

@@ -1,4 +1,5 @@
-import { fail, hosts, looksLikeUrl, ok, type Parsed, urlPath } from "./common.ts"
+import { fail, looksLikeUrl, ok, type Parsed, urlPath } from "./common.ts"
+import type { Hosts } from "./hosts.ts"
 
 /** Microblog identifiers: handles, user ids, status URLs. */
 const handlePattern = /^[A-Za-z0-9_]{1,15}$/
@@ -21,7 +22,7 @@ export type MicroblogTarget =
   | { readonly type: "tweet"; readonly id: string }
 
 /** Microblog URL shapes: /<handle>[/…], /<handle>/status/<id>[/…], /i/web/status/<id>. */
-export const parseMicroblogUrl = (raw: string): Parsed<MicroblogTarget> => {
+export const parseMicroblogUrl = (raw: string, hosts: Hosts): Parsed<MicroblogTarget> => {
   const path = urlPath(raw, hosts.microblog)
   if (path === undefined) {
     return fail(
@@ -49,20 +50,21 @@ export const parseMicroblogUrl = (raw: string): Parsed<MicroblogTarget> => {
 }
 
 /** The clean URL of a microblog target, as the platform resolves it. */
-export const microblogUrlOf = (target: MicroblogTarget): string =>
+export const microblogUrlOf = (target: MicroblogTarget, hosts: Hosts): string =>
   target.type === "profile"
     ? `https://${hosts.microblog}/${target.handle}`
     : `https://${hosts.microblog}/i/web/status/${target.id}`
 
-const isMicroblogUrl = (text: string) => looksLikeUrl(text) || text.toLowerCase().includes(hosts.microblog)
+const isMicroblogUrl = (text: string, hosts: Hosts) =>
+  looksLikeUrl(text) || text.toLowerCase().includes(hosts.microblog)
 
 export type MicroblogAccount = { readonly handle: string } | { readonly id: string }
 
 /** A microblog handle (with or without @, case-insensitive), profile URL or numeric user id. */
-export const parseMicroblogAccount = (raw: string): Parsed<MicroblogAccount> => {
+export const parseMicroblogAccount = (raw: string, hosts: Hosts): Parsed<MicroblogAccount> => {
   const text = raw.trim()
-  if (isMicroblogUrl(text)) {
-    const parsed = parseMicroblogUrl(text)
+  if (isMicroblogUrl(text, hosts)) {
+    const parsed = parseMicroblogUrl(text, hosts)
     if (!parsed.ok) return parsed
     if (parsed.value.type === "profile") return ok({ handle: parsed.value.handle })
     return fail("That is a status URL; read one tweet with getTweet, or send the author's handle.")
@@ -76,10 +78,10 @@ export const parseMicroblogAccount = (raw: string): Parsed<MicroblogAccount> => 
 }
 
 /** A tweet id or status URL (…/<handle>/status/<id>, /i/web/status/<id>). */
-export const parseTweetId = (raw: string): Parsed<string> => {
+export const parseTweetId = (raw: string, hosts: Hosts): Parsed<string> => {
   const text = raw.trim()
-  if (isMicroblogUrl(text)) {
-    const parsed = parseMicroblogUrl(text)
+  if (isMicroblogUrl(text, hosts)) {
+    const parsed = parseMicroblogUrl(text, hosts)
     if (!parsed.ok) return parsed
     if (parsed.value.type === "tweet") return ok(parsed.value.id)
     return fail("That is a profile URL; list an account's tweets with getTweets, or send a status URL.")

@@ -1,4 +1,5 @@
-import { fail, hosts, looksLikeUrl, ok, type Parsed, urlPath } from "./common.ts"
+import { fail, looksLikeUrl, ok, type Parsed, urlPath } from "./common.ts"
+import type { Hosts } from "./hosts.ts"
 
 /** Profnet identifiers: profile, company and post URLs, slugs, URNs and website domains. */
 const personUrnPattern = /^urn:li:fsd_profile:([A-Za-z0-9_-]+)$/
@@ -13,7 +14,7 @@ export type ProfnetTarget =
   | { readonly type: "post"; readonly activityId: string; readonly authorSlug: string | undefined }
 
 /** Profnet URL shapes: /in/<slug>, /company/<slug>, /posts/<author>_<words>-activity-<digits>-<x>, /feed/update/urn:li:activity:<digits>. */
-export const parseProfnetUrl = (raw: string): Parsed<ProfnetTarget> => {
+export const parseProfnetUrl = (raw: string, hosts: Hosts): Parsed<ProfnetTarget> => {
   const path = urlPath(raw, hosts.profnet)
   if (path === undefined) {
     return fail(
@@ -41,7 +42,7 @@ export const parseProfnetUrl = (raw: string): Parsed<ProfnetTarget> => {
 export type PersonId = { readonly slug: string } | { readonly urn: string }
 
 /** getProfile: a profile URL, the slug after /in/, or urn:li:fsd_profile:<id>. */
-export const parsePerson = (raw: string): Parsed<PersonId> => {
+export const parsePerson = (raw: string, hosts: Hosts): Parsed<PersonId> => {
   const text = raw.trim()
   if (personUrnPattern.test(text)) return ok({ urn: text })
   if (text.startsWith("urn:")) {
@@ -50,7 +51,7 @@ export const parsePerson = (raw: string): Parsed<PersonId> => {
     )
   }
   if (looksLikeUrl(text) || text.includes(hosts.profnet)) {
-    const parsed = parseProfnetUrl(text)
+    const parsed = parseProfnetUrl(text, hosts)
     if (!parsed.ok) return parsed
     if (parsed.value.type === "person") return ok({ slug: parsed.value.slug })
     return fail(
@@ -82,12 +83,12 @@ export const cleanDomain = (raw: string): string | undefined => {
 }
 
 /** getCompany: a company URL, the slug after /company/, or a website domain. */
-export const parseCompany = (raw: string): Parsed<CompanyId> => {
+export const parseCompany = (raw: string, hosts: Hosts): Parsed<CompanyId> => {
   const text = raw.trim()
   const refused = refuseCompanyIds(text)
   if (refused !== undefined) return fail(refused)
   if (urlPath(text, hosts.profnet) !== undefined) {
-    const parsed = parseProfnetUrl(text)
+    const parsed = parseProfnetUrl(text, hosts)
     if (!parsed.ok) return parsed
     if (parsed.value.type === "company") return ok({ slug: parsed.value.slug })
     return fail(
@@ -112,13 +113,13 @@ export type PostsOwner =
   | { readonly kind: "either"; readonly slug: string }
 
 /** getPosts: person or company URL, slug (detected), person URN, or a company website domain. */
-export const parsePostsOwner = (raw: string): Parsed<PostsOwner> => {
+export const parsePostsOwner = (raw: string, hosts: Hosts): Parsed<PostsOwner> => {
   const text = raw.trim()
   const refused = refuseCompanyIds(text)
   if (refused !== undefined) return fail(refused)
   if (personUrnPattern.test(text)) return ok({ kind: "person", ref: { urn: text } })
   if (urlPath(text, hosts.profnet) !== undefined) {
-    const parsed = parseProfnetUrl(text)
+    const parsed = parseProfnetUrl(text, hosts)
     if (!parsed.ok) return parsed
     if (parsed.value.type === "person") return ok({ kind: "person", ref: { slug: parsed.value.slug } })
     if (parsed.value.type === "company") return ok({ kind: "company", ref: { slug: parsed.value.slug } })

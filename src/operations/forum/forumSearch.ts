@@ -1,11 +1,12 @@
 import { Effect } from "effect"
+import { PlatformHosts } from "../../config.ts"
 import * as forum from "../../contract/operations/forum.ts"
-import { hosts, looksLikeUrl, urlPath } from "../../domain/identifiers.ts"
+import { type Hosts, looksLikeUrl, urlPath } from "../../domain/identifiers.ts"
 import type { ForumSearchQuery } from "../../upstream/contract.ts"
 import { implement } from "../Operation.ts"
 import { fetchVia, invalid, pageResult } from "../support.ts"
 
-const urlLike = (word: string) =>
+const urlLike = (word: string, hosts: Hosts) =>
   looksLikeUrl(word) || /^www\./i.test(word) || urlPath(word, hosts.forum) !== undefined
 
 const commentSorts: ReadonlyArray<string> = ["relevance", "top", "new"]
@@ -15,7 +16,8 @@ export const forumSearch = implement(forum.forumSearch, {
     Effect.gen(function* () {
       const query = params.query.trim().replace(/\s+/g, " ")
       if (query.length === 0) return yield* invalid("query", "Send free-text search terms in query.")
-      if (query.split(" ").some(urlLike)) {
+      const hosts = yield* PlatformHosts
+      if (query.split(" ").some((word) => urlLike(word, hosts))) {
         return yield* invalid(
           "query",
           `query is free text, not a URL. Identify a ${hosts.forum} URL with resolveForumUrl (GET /v1/forum/resolve-url), or read a post by its permalink with getForumPosts.`

@@ -6,10 +6,13 @@ import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
 export const getCommunity = implement(forum.getCommunity, {
   prepare: (params, price) =>
-    Effect.map(cleaned("community_name", parseCommunity(params.community_name)), (name) => {
-      const includeSettings = params.include_settings ?? false
-      return { args: { name, includeSettings }, quote: price(includeSettings) }
-    }),
+    Effect.map(
+      cleaned("community_name", (hosts) => parseCommunity(params.community_name, hosts)),
+      (name) => {
+        const includeSettings = params.include_settings ?? false
+        return { args: { name, includeSettings }, quote: price(includeSettings) }
+      }
+    ),
   run: ({ name, includeSettings }, context) =>
     Effect.gen(function* () {
       const fetched = yield* fetchVia(context.freshness, "getCommunity", name, includeSettings)

@@ -16,7 +16,7 @@ interface FeedArgs {
 export const getCommunityPosts = implement(forum.getCommunityPosts, {
   prepare: (params, price) =>
     Effect.gen(function* () {
-      const name = yield* cleaned("community_name", parseCommunity(params.community_name))
+      const name = yield* cleaned("community_name", (hosts) => parseCommunity(params.community_name, hosts))
       const sort = params.sort ?? "hot"
       if (sort !== "top" && params.range !== undefined) {
         return yield* invalid("range", "range applies only with sort=top; omit it or send sort=top.")

@@ -1,7 +1,8 @@
 import { Effect } from "effect"
+import { PlatformHosts } from "../../config.ts"
 import * as forum from "../../contract/operations/forum.ts"
 import type { CommentSort } from "../../contract/records.ts"
-import { hosts, parseForumPostId } from "../../domain/identifiers.ts"
+import { parseForumPostId } from "../../domain/identifiers.ts"
 import { implement } from "../Operation.ts"
 import { fetchVia, invalid, notFound, served } from "../support.ts"
 
@@ -19,9 +20,10 @@ const maxIds = 100
 export const getForumPosts = implement(forum.getForumPosts, {
   prepare: (params, price) =>
     Effect.gen(function* () {
+      const hosts = yield* PlatformHosts
       const ids = new Set<string>()
       for (const entry of params.ids) {
-        const parsed = parseForumPostId(entry)
+        const parsed = parseForumPostId(entry, hosts)
         if (!parsed.ok)
           return yield* invalid("ids", `"${entry}" is not a post id or permalink. ${parsed.message}`)
         ids.add(parsed.value)
@@ -49,6 +51,7 @@ export const getForumPosts = implement(forum.getForumPosts, {
     }),
   run: (args: PostsArgs, context) =>
     Effect.gen(function* () {
+      const hosts = yield* PlatformHosts
       if (args.thread) {
         const [id] = args.ids
         const fetched = yield* fetchVia(

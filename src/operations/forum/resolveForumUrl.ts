@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { PlatformHosts } from "../../config.ts"
 import * as forum from "../../contract/operations/forum.ts"
 import { forumUrlOf, parseForumUrl } from "../../domain/identifiers.ts"
 import { implement } from "../Operation.ts"
@@ -6,13 +7,16 @@ import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
 export const resolveForumUrl = implement(forum.resolveForumUrl, {
   prepare: (params, price) =>
-    Effect.map(cleaned("url", parseForumUrl(params.url)), (target) => ({
-      args: target,
-      quote: price()
-    })),
+    Effect.map(
+      cleaned("url", (hosts) => parseForumUrl(params.url, hosts)),
+      (target) => ({
+        args: target,
+        quote: price()
+      })
+    ),
   run: (target, context) =>
     Effect.gen(function* () {
-      const url = forumUrlOf(target)
+      const url = forumUrlOf(target, yield* PlatformHosts)
       const fetched = yield* fetchVia(context.freshness, "resolveForumUrl", url)
       if (fetched.value === undefined) return yield* notFound(`No ${target.type} at ${url}.`)
       return served(fetched, fetched.value)

@@ -1,17 +1,22 @@
 import { Effect } from "effect"
+import { PlatformHosts } from "../../config.ts"
 import * as microblog from "../../contract/operations/microblog.ts"
-import { hosts, parseMicroblogAccount } from "../../domain/identifiers.ts"
+import { parseMicroblogAccount } from "../../domain/identifiers.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
 export const getMicroblogProfile = implement(microblog.getMicroblogProfile, {
   prepare: (params, price) =>
-    Effect.map(cleaned("identifier", parseMicroblogAccount(params.identifier)), (account) => ({
-      args: account,
-      quote: price()
-    })),
+    Effect.map(
+      cleaned("identifier", (hosts) => parseMicroblogAccount(params.identifier, hosts)),
+      (account) => ({
+        args: account,
+        quote: price()
+      })
+    ),
   run: (account, context) =>
     Effect.gen(function* () {
+      const hosts = yield* PlatformHosts
       const fetched = yield* fetchVia(context.freshness, "getMicroblogProfile", account)
       if (fetched.value === undefined) {
         return yield* notFound(`No ${hosts.microblog} account with this handle or id.`)

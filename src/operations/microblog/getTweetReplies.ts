@@ -1,18 +1,23 @@
 import { Effect } from "effect"
+import { PlatformHosts } from "../../config.ts"
 import * as microblog from "../../contract/operations/microblog.ts"
-import { hosts, parseTweetId } from "../../domain/identifiers.ts"
+import { parseTweetId } from "../../domain/identifiers.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, pageResult } from "../support.ts"
 
 export const getTweetReplies = implement(microblog.getTweetReplies, {
   prepare: (params, price) =>
-    Effect.map(cleaned("id", parseTweetId(params.id)), (id) => ({
-      args: { id, sort: params.sort ?? "top", cursor: params.cursor },
-      quote: price(),
-      continuation: params.cursor !== undefined
-    })),
+    Effect.map(
+      cleaned("id", (hosts) => parseTweetId(params.id, hosts)),
+      (id) => ({
+        args: { id, sort: params.sort ?? "top", cursor: params.cursor },
+        quote: price(),
+        continuation: params.cursor !== undefined
+      })
+    ),
   run: ({ id, sort, cursor }, context) =>
     Effect.gen(function* () {
+      const hosts = yield* PlatformHosts
       const fetched = yield* fetchVia(context.freshness, "getTweetReplies", id, sort, cursor)
       return yield* pageResult(fetched, "replies", `No ${hosts.microblog} tweet with the id ${id}.`)
     })

@@ -7,10 +7,13 @@ import { lookupCompany } from "./company.ts"
 
 export const getCompany = implement(profnet.getCompany, {
   prepare: (params, price) =>
-    Effect.map(cleaned("identifier", parseCompany(params.identifier)), (ref) => ({
-      args: ref,
-      quote: price("domain" in ref)
-    })),
+    Effect.map(
+      cleaned("identifier", (hosts) => parseCompany(params.identifier, hosts)),
+      (ref) => ({
+        args: ref,
+        quote: price("domain" in ref)
+      })
+    ),
   run: (ref, context) =>
     Effect.map(lookupCompany(ref, context.freshness), (found) => ({
       data: found.company,

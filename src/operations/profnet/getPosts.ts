@@ -7,11 +7,14 @@ import { lookupCompany } from "./company.ts"
 
 export const getPosts = implement(profnet.getPosts, {
   prepare: (params, price) =>
-    Effect.map(cleaned("identifier", parsePostsOwner(params.identifier)), (owner) => ({
-      args: { owner, cursor: params.cursor },
-      quote: price(owner.kind === "company" && "domain" in owner.ref),
-      continuation: params.cursor !== undefined
-    })),
+    Effect.map(
+      cleaned("identifier", (hosts) => parsePostsOwner(params.identifier, hosts)),
+      (owner) => ({
+        args: { owner, cursor: params.cursor },
+        quote: price(owner.kind === "company" && "domain" in owner.ref),
+        continuation: params.cursor !== undefined
+      })
+    ),
   run: ({ owner, cursor }, context) =>
     Effect.gen(function* () {
       const byPerson = (slugOrUrn: string) => fetchVia(context.freshness, "getPersonPosts", slugOrUrn, cursor)

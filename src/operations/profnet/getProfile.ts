@@ -7,7 +7,7 @@ import { cleaned, fetchVia, notFound, sectionList, served } from "../support.ts"
 export const getProfile = implement(profnet.getProfile, {
   prepare: (params, price) =>
     Effect.gen(function* () {
-      const ref = yield* cleaned("identifier", parsePerson(params.identifier))
+      const ref = yield* cleaned("identifier", (hosts) => parsePerson(params.identifier, hosts))
       const sections = yield* sectionList("sections", params.sections ?? [], profnet.profileSections)
       return { args: { ref, sections }, quote: price(sections.length) }
     }),

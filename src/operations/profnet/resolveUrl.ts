@@ -1,17 +1,22 @@
 import { Effect } from "effect"
+import { PlatformHosts } from "../../config.ts"
 import * as profnet from "../../contract/operations/profnet.ts"
-import { hosts, parseProfnetUrl } from "../../domain/identifiers.ts"
+import { parseProfnetUrl } from "../../domain/identifiers.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
 export const resolveUrl = implement(profnet.resolveUrl, {
   prepare: (params, price) =>
-    Effect.map(cleaned("url", parseProfnetUrl(params.url)), (target) => ({
-      args: target,
-      quote: price()
-    })),
+    Effect.map(
+      cleaned("url", (hosts) => parseProfnetUrl(params.url, hosts)),
+      (target) => ({
+        args: target,
+        quote: price()
+      })
+    ),
   run: (target, context) =>
     Effect.gen(function* () {
+      const hosts = yield* PlatformHosts
       if (target.type === "post") {
         // A post URL carries its activity URN: no upstream fetch.
         const id = `urn:li:activity:${target.activityId}`

@@ -1,13 +1,14 @@
 import { Effect } from "effect"
+import { PlatformHosts } from "../../config.ts"
 import * as profnet from "../../contract/operations/profnet.ts"
-import { hosts } from "../../domain/identifiers.ts"
+import type { Hosts } from "../../domain/identifiers.ts"
 import { searchFewerResultsRefund } from "../../domain/pricing.ts"
 import { InvalidCursor } from "../../upstream/contract.ts"
 import { implement } from "../Operation.ts"
 import { fetchVia, invalid, invalidCursor } from "../support.ts"
 
 /** Names and company URLs cost the search one of its 3 internal fetches; ids and URNs filter exactly. */
-const spendsAFetch = (filter: string | undefined, nameCounts: boolean) =>
+const spendsAFetch = (hosts: Hosts, filter: string | undefined, nameCounts: boolean) =>
   filter !== undefined &&
   (filter.includes(`${hosts.profnet}/company/`) ||
     (nameCounts && !/^\d+$/.test(filter) && !filter.startsWith("urn:li:fsd_company:")))
@@ -15,6 +16,7 @@ const spendsAFetch = (filter: string | undefined, nameCounts: boolean) =>
 export const searchPeople = implement(profnet.searchPeople, {
   prepare: (params, price) =>
     Effect.gen(function* () {
+      const hosts = yield* PlatformHosts
       const limit = params.limit ?? 10
       const derived = [params.first_name, params.last_name, params.title]
         .filter((part) => part !== undefined)
@@ -33,7 +35,7 @@ export const searchPeople = implement(profnet.searchPeople, {
       }
       if (
         limit === 30 &&
-        (spendsAFetch(params.past_company, true) || spendsAFetch(params.current_company, false))
+        (spendsAFetch(hosts, params.past_company, true) || spendsAFetch(hosts, params.current_company, false))
       ) {
         return yield* invalid(
           "limit",

@@ -1,8 +1,9 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { makeApi } from "../../contract/api.ts"
 import { NotFound } from "../../contract/errors.ts"
+import { type Hosts, rehostJson } from "../../domain/identifiers.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
@@ -31,9 +32,12 @@ const OpsRoutes = HttpRouter.use((router) =>
   })
 )
 
-/** Every HTTP route of the service for a registry of data operations. */
-export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) => {
-  const api = makeApi(operations)
+/**
+ * Every HTTP route of the service for a registry of data operations. The declarations are written
+ * with decisions.md's hosts; the OpenAPI document (and the docs page built from it) names `hosts`.
+ */
+export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, hosts: Hosts) => {
+  const api = makeApi(operations).annotate(OpenApi.Transform, (spec) => rehostJson(hosts, spec))
   const apiRoutes = HttpApiBuilder.layer(api, { openapiPath: "/v1/openapi.json" }).pipe(
     Layer.provide([KeysRoutes, UsageRoutes, dataRoutes(api, operations)]),
     Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer])

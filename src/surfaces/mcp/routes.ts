@@ -25,7 +25,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const config = yield* AppConfig
       const problems = yield* Problems
       const identity = yield* Identity
-      const tools = registryTools(operations)
+      const tools = registryTools(operations, config.hosts)
       const allowed = allowedHostnames(config.baseUrl)
       const metadata = (path: "" | `/${string}`, name: string) =>
         router.add(

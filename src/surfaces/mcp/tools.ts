@@ -2,6 +2,7 @@ import type { CallToolResult, StandardSchemaWithJSON } from "@modelcontextprotoc
 import { Clock, Effect } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
+import { type Hosts, rehost, rehostJson } from "../../domain/identifiers.ts"
 import type { Platform } from "../../domain/plans.ts"
 import { entitlement, runMetered } from "../../metering/pipeline.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
@@ -36,15 +37,18 @@ export interface McpTool<R> {
   readonly call: (args: Record<string, unknown>) => Effect.Effect<CallToolResult, never, R>
 }
 
-/** One registry operation as a tool: REST's parameters as arguments, the metered pipeline, the envelope. */
-export const operationTool = <R>(operation: AnyOperation<R>): McpTool<R | ToolServices> => {
+/**
+ * One registry operation as a tool: REST's parameters as arguments, the metered pipeline, the
+ * envelope. Its description and schemas name `hosts` where the declaration names decisions.md's.
+ */
+export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpTool<R | ToolServices> => {
   const decode = toolArgumentsDecoder(operation)
   return {
     name: operation.id,
     platform: operation.platform,
-    description: operation.description,
-    inputSchema: inputSchema(toolInputJsonSchema(operation)),
-    outputSchema: outputSchema(toolOutputJsonSchema(operation)),
+    description: rehost(hosts)(operation.description),
+    inputSchema: inputSchema(rehostJson(hosts, toolInputJsonSchema(operation))),
+    outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
     call: Effect.fn(`mcp.${operation.id}`)(function* (args: Record<string, unknown>) {
       const caller = yield* Caller
       // As on REST, the pipeline's entitlement step is answered before the arguments are validated.
@@ -73,7 +77,7 @@ export const usageTool: McpTool<ToolServices> = {
 }
 
 /** Every tool of a registry, built once: the mounts share them. */
-export const registryTools = <R>(operations: ReadonlyArray<AnyOperation<R>>) => [
-  ...operations.map(operationTool),
+export const registryTools = <R>(operations: ReadonlyArray<AnyOperation<R>>, hosts: Hosts) => [
+  ...operations.map((operation) => operationTool(operation, hosts)),
   usageTool
 ]

@@ -5,7 +5,6 @@ import { hash3, pareto, rngFor, u3 } from "./random.ts"
 import { capitalize, levenshtein, tokenize } from "./text.ts"
 import { CITIES, COMPANY_KINDS, COMPANY_STEMS, INDUSTRIES, SKILLS, TLDS } from "./words.ts"
 
-export const PROFNET_HOST = "profnet.com"
 const NUMERIC_OFFSET = 1000
 const STEM_INDEX = new Map(COMPANY_STEMS.map((w, i) => [w, i]))
 const KIND_INDEX = new Map(COMPANY_KINDS.map(([w], i) => [w, i]))
@@ -43,7 +42,7 @@ export const companyCore = (ctx: Ctx, c: number): CompanyCore => {
   }
 }
 
-export const companyUrl = (slug: string): string => `https://${PROFNET_HOST}/company/${slug}`
+export const companyUrl = (ctx: Ctx, slug: string): string => `https://${ctx.hosts.profnet}/company/${slug}`
 
 export const company = (ctx: Ctx, c: number): Company => {
   const core = companyCore(ctx, c)
@@ -81,7 +80,7 @@ export const company = (ctx: Ctx, c: number): Company => {
     domain: core.domain,
     founded_year: founded,
     specialities: rng.sample(SKILLS, rng.range(3, 6)),
-    url: companyUrl(core.slug)
+    url: companyUrl(ctx, core.slug)
   }
 }
 

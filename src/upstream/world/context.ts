@@ -1,3 +1,4 @@
+import { defaultHosts, type Hosts } from "../../domain/identifiers/hosts.ts"
 import type { CommunityTable } from "./forum-core.ts"
 import { affine, feistel, type Perm } from "./ids.ts"
 import type { PeopleTable } from "./people-index.ts"
@@ -52,6 +53,8 @@ export interface Caches {
 
 export interface Ctx {
   readonly seed: string
+  /** The hosts of every URL the world generates and resolves. */
+  readonly hosts: Hosts
   readonly seedKey: number
   readonly k: Readonly<Record<Kind, number>>
   readonly perm: {
@@ -75,7 +78,7 @@ export interface Ctx {
   readonly cache: Caches
 }
 
-export const makeCtx = (seed: string | number): Ctx => {
+export const makeCtx = (seed: string | number, hosts: Hosts = defaultHosts): Ctx => {
   const s = String(seed)
   const seedKey = hashString("world:" + s)
   const k = Object.fromEntries(KINDS.map((kind) => [kind, hash2(seedKey, hashString(kind))])) as Record<
@@ -85,6 +88,7 @@ export const makeCtx = (seed: string | number): Ctx => {
   const p = (name: string): number => hash2(seedKey, hashString("perm:" + name))
   return {
     seed: s,
+    hosts,
     seedKey,
     k,
     perm: {

@@ -12,7 +12,6 @@ import { hash3, pareto, rngFor, u3 } from "./random.ts"
 import { capitalize, iso, tokenize, YEAR_MS } from "./text.ts"
 import { COMMUNITY_RULES, COMMUNITY_STYLES, TOPIC_GROUPS, USER_ADJ, USER_NOUN } from "./words-text.ts"
 
-export const FORUM_HOST = "forum.com"
 const ADJ_INDEX = new Map(USER_ADJ.map((w, i) => [w, i]))
 const NOUN_INDEX = new Map(USER_NOUN.map((w, i) => [w, i]))
 
@@ -69,7 +68,7 @@ export const communityCore = (ctx: Ctx, c: number): CommunityCore => {
     createdMs: Date.UTC(2008, 0, 1) + Math.floor(u3(k, c, 4) * 17.4 * YEAR_MS),
     nsfw: u3(k, c, 5) < 0.015,
     postCount: Math.min(4095, 20 + Math.floor(Math.sqrt(subscribers) * (0.4 + u3(k, c, 6)))),
-    url: `https://${FORUM_HOST}/c/${name}/`
+    url: `https://${ctx.hosts.forum}/c/${name}/`
   }
 }
 
@@ -192,7 +191,7 @@ export const forumUserCore = (ctx: Ctx, u: number): ForumUserCore => {
     commentKarma: pareto(u3(k, u, 3), 1, 0.75, 5_000_000),
     // Before the oldest post of the world's ~5-year window, so no user posts before joining.
     createdMs: Date.UTC(2010, 0, 1) + Math.floor(u3(k, u, 4) * 11.5 * YEAR_MS),
-    profileUrl: `https://${FORUM_HOST}/user/${username}/`
+    profileUrl: `https://${ctx.hosts.forum}/user/${username}/`
   }
 }
 

@@ -20,6 +20,7 @@ import type {
   ProfnetUrlResolution,
   Tweet
 } from "../../contract/records.ts"
+import { defaultHosts, type Hosts } from "../../domain/identifiers/hosts.ts"
 import type {
   CompanyRef,
   ForumSearchQuery,
@@ -145,8 +146,9 @@ export const warmUp = (world: World): void => {
   accountsByTopic(ctx)
 }
 
-export const makeWorld = (seed: string | number): World => {
-  const ctx = makeCtx(seed)
+/** The world of `seed`, its URLs on `hosts` (decisions.md's unless given). */
+export const makeWorld = (seed: string | number, hosts: Hosts = defaultHosts): World => {
+  const ctx = makeCtx(seed, hosts)
 
   const authorPosts = (
     kind: number,

@@ -9,7 +9,6 @@ import { piecesHave, render, tweetPieces } from "./text-gen.ts"
 import { CITIES, FIRST_NAMES, LAST_NAMES, ROLES } from "./words.ts"
 import { TOPIC_GROUPS } from "./words-text.ts"
 
-export const MICROBLOG_HOST = "microblog.com"
 export const TWEETS_PAGE = 20
 const TIMELINE_MAX = 1000
 /** A timeline tweet's key is `account * TWEET_BITS + k`; keys from TIMELINE_KEYS on are replies. */
@@ -95,7 +94,7 @@ export const accountCore = (ctx: Ctx, a: number): AccountCore => {
     id: String(ctx.perm.accountId.forward(a) + ID_OFFSET),
     handle,
     name: `${first} ${last}`,
-    url: `https://${MICROBLOG_HOST}/${handle}`
+    url: `https://${ctx.hosts.microblog}/${handle}`
   }
 }
 

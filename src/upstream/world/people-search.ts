@@ -1,6 +1,6 @@
 import type { PeopleSearchResult } from "../../contract/records.ts"
 import type { Page, PeopleQuery } from "../contract.ts"
-import { companyIndexByNumericId, companyIndexBySlug, companyNames, PROFNET_HOST } from "./companies.ts"
+import { companyIndexByNumericId, companyIndexBySlug, companyNames } from "./companies.ts"
 import { type Ctx, SIZES } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, scopeOf, slicePage, startOffset } from "./cursor.ts"
 import { Lru } from "./lru.ts"
@@ -26,7 +26,7 @@ export const companyFilter = (ctx: Ctx, raw: string): Uint8Array => {
   const s = raw.trim()
   const out = new Uint8Array(SIZES.companies)
   const urn = /^urn:li:fsd_company:(\d+)$/.exec(s)
-  const path = platformPath(s, PROFNET_HOST)
+  const path = platformPath(s, ctx.hosts.profnet)
   const exact =
     urn !== null
       ? companyIndexByNumericId(ctx, urn[1]!)

@@ -1,5 +1,5 @@
 import type { Education, Experience, Person } from "../../contract/records.ts"
-import { companyCore, employerOf, PROFNET_HOST } from "./companies.ts"
+import { companyCore, employerOf } from "./companies.ts"
 import { type Ctx, SIZES } from "./context.ts"
 import { B36, B62, decodeBase, encodeBase } from "./ids.ts"
 import { hash2, hash3, pareto, Rng, rngFor } from "./random.ts"
@@ -117,7 +117,7 @@ export const personCore = (ctx: Ctx, i: number): PersonCore => {
   }
 }
 
-export const profileUrl = (slug: string): string => `https://${PROFNET_HOST}/in/${slug}`
+export const profileUrl = (ctx: Ctx, slug: string): string => `https://${ctx.hosts.profnet}/in/${slug}`
 
 /** Index of a public (non-anonymous) person, or undefined for unknown, forged or private ids. */
 export const personIndexBySlug = (ctx: Ctx, slug: string): number | undefined => {
@@ -183,7 +183,7 @@ export const person = (ctx: Ctx, i: number): Person => {
     current_position: { title: c.title, company_name: c.companyName, company_slug: c.companySlug },
     follower_count: c.followers,
     connection_count: Math.min(30_000, Math.floor(c.followers * (0.4 + rng.next() * 0.5)) + 10),
-    profile_url: profileUrl(c.slug),
+    profile_url: profileUrl(ctx, c.slug),
     is_anonymous: false,
     about:
       `${c.title} at ${c.companyName}, based in ${c.location.split(",")[0]}. ` +

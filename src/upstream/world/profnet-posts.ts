@@ -1,5 +1,5 @@
 import type { ProfnetPost, ProfnetPostAuthor } from "../../contract/records.ts"
-import { companyCore, PROFNET_HOST } from "./companies.ts"
+import { companyCore } from "./companies.ts"
 import { type Ctx, SIZES } from "./context.ts"
 import { B62, decodeSnowflakeLow, encodeSnowflake } from "./ids.ts"
 import { personCore, personFields } from "./people.ts"
@@ -122,7 +122,7 @@ export const profnetPost = (ctx: Ctx, kind: number, index: number, k: number): P
     comments_count: Math.floor(likes * 0.08 * rng.next()),
     shares: Math.floor(likes * 0.03 * rng.next()),
     is_repost: isRepost,
-    url: `https://${PROFNET_HOST}/posts/${info.author.identifier}_${words}-activity-${id}-${suffix}`
+    url: `https://${ctx.hosts.profnet}/posts/${info.author.identifier}_${words}-activity-${id}-${suffix}`
   }
 }
 

@@ -3,15 +3,9 @@ import type {
   MicroblogUrlResolution,
   ProfnetUrlResolution
 } from "../../contract/records.ts"
-import { companyCore, companyIndexBySlug, companyUrl, PROFNET_HOST } from "./companies.ts"
+import { companyCore, companyIndexBySlug, companyUrl } from "./companies.ts"
 import type { Ctx } from "./context.ts"
-import {
-  communityCore,
-  communityIndexByName,
-  FORUM_HOST,
-  forumUserCore,
-  forumUserIndexByName
-} from "./forum-core.ts"
+import { communityCore, communityIndexByName, forumUserCore, forumUserIndexByName } from "./forum-core.ts"
 import {
   commentSummary,
   decodeCommentId,
@@ -19,7 +13,7 @@ import {
   forumPostId,
   postSummary
 } from "./forum-posts.ts"
-import { accountCore, accountIndexByHandle, MICROBLOG_HOST } from "./microblog.ts"
+import { accountCore, accountIndexByHandle } from "./microblog.ts"
 import { getTweet } from "./microblog-replies.ts"
 import { personCore, personIndexBySlug, profileUrl } from "./people.ts"
 import { profnetPostById } from "./profnet-posts.ts"
@@ -27,20 +21,20 @@ import { platformPath } from "./text.ts"
 
 /** What a platform URL points at. The host must be the platform's; the slug part of post URLs is not checked. */
 export const resolveProfnetUrl = (ctx: Ctx, url: string): ProfnetUrlResolution | undefined => {
-  const path = platformPath(url, PROFNET_HOST)
+  const path = platformPath(url, ctx.hosts.profnet)
   if (path === undefined || path.length < 2) return undefined
   const [kind, ref] = path as [string, string]
   if (kind === "in") {
     const i = personIndexBySlug(ctx, ref)
     if (i === undefined) return undefined
     const p = personCore(ctx, i)
-    return { type: "person", id: p.urn, handle: p.slug, canonical_url: profileUrl(p.slug) }
+    return { type: "person", id: p.urn, handle: p.slug, canonical_url: profileUrl(ctx, p.slug) }
   }
   if (kind === "company") {
     const c = companyIndexBySlug(ctx, ref)
     if (c === undefined) return undefined
     const co = companyCore(ctx, c)
-    return { type: "company", id: co.urn, handle: co.slug, canonical_url: companyUrl(co.slug) }
+    return { type: "company", id: co.urn, handle: co.slug, canonical_url: companyUrl(ctx, co.slug) }
   }
   const activity =
     kind === "posts"
@@ -55,7 +49,7 @@ export const resolveProfnetUrl = (ctx: Ctx, url: string): ProfnetUrlResolution |
 }
 
 export const resolveForumUrl = (ctx: Ctx, url: string): ForumUrlResolution | undefined => {
-  const path = platformPath(url, FORUM_HOST)
+  const path = platformPath(url, ctx.hosts.forum)
   if (path === undefined || path.length < 2) return undefined
   const none = { community: null, post_id: null, username: null }
   if (path[0] === "user" || path[0] === "u") {
@@ -99,7 +93,7 @@ export const resolveForumUrl = (ctx: Ctx, url: string): ForumUrlResolution | und
 }
 
 export const resolveMicroblogUrl = (ctx: Ctx, url: string): MicroblogUrlResolution | undefined => {
-  const path = platformPath(url, MICROBLOG_HOST)
+  const path = platformPath(url, ctx.hosts.microblog)
   if (path === undefined || path.length === 0) return undefined
   const statusId =
     path[1] === "status"
