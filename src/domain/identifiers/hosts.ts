@@ -16,7 +16,7 @@ const hostNamePattern = /^(?=.{4,253}$)(?!(?:www|m)\.)(?:[a-z0-9](?:[a-z0-9-]{0,
 export const isHostName = (text: string): boolean => hostNamePattern.test(text)
 
 const platformsOf = Object.keys(defaultHosts) as ReadonlyArray<keyof Hosts>
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 /**
  * Text written with decisions.md's hosts (the declarations' descriptions) as it reads with `hosts`.
@@ -27,7 +27,7 @@ export const rehost = (hosts: Hosts): ((text: string) => string) => {
   const changed = platformsOf.filter((platform) => hosts[platform] !== defaultHosts[platform])
   if (changed.length === 0) return (text) => text
   const replacement = new Map(changed.map((platform) => [defaultHosts[platform], hosts[platform]]))
-  const names = changed.map((platform) => escape(defaultHosts[platform])).join("|")
+  const names = changed.map((platform) => escapeRegExp(defaultHosts[platform])).join("|")
   const pattern = new RegExp(`(?<![A-Za-z0-9-])(?:${names})(?![A-Za-z0-9-]|\\.[A-Za-z0-9])`, "g")
   return (text) => text.replace(pattern, (host) => replacement.get(host) ?? host)
 }
