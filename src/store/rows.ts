@@ -45,15 +45,23 @@ export class UnreadableRow extends Data.TaggedError("UnreadableRow")<{
 }> {}
 
 /**
- * Decodes every row with `schema` (compiled here, once); `row` names what is read, for the
- * defect's message. Use: `sql\`...\`.pipe(Effect.flatMap(decodeCalls))`.
+ * Decodes every row with `schema`; `row` names what is read, for the defect's message. The
+ * decoders are compiled here, once, and the common results (no row, one row) skip the list's own
+ * decoding: this runs for nearly every statement of a metered call.
+ * Use: `sql\`...\`.pipe(Effect.flatMap(decodeCalls))`.
  */
 export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(schema: S, row: string) => {
-  const decode = Schema.decodeUnknownResult(Schema.Array(schema))
+  const decodeOne = Schema.decodeUnknownResult(schema)
+  const decodeAll = Schema.decodeUnknownResult(Schema.Array(schema))
+  const unreadable = (issue: Schema.SchemaError) =>
+    Effect.die(new UnreadableRow({ row, message: `${row}: ${issue.message}` }))
   return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<S["Type"]>> => {
-    const decoded = decode(rows)
-    return decoded._tag === "Success"
-      ? Effect.succeed(decoded.success)
-      : Effect.die(new UnreadableRow({ row, message: `${row}: ${decoded.failure.message}` }))
+    if (rows.length === 0) return Effect.succeed([])
+    if (rows.length === 1) {
+      const one = decodeOne(rows[0])
+      return one._tag === "Success" ? Effect.succeed([one.success]) : unreadable(one.failure)
+    }
+    const all = decodeAll(rows)
+    return all._tag === "Success" ? Effect.succeed(all.success) : unreadable(all.failure)
   }
 }
