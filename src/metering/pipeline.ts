@@ -81,7 +81,12 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
         )
       })
     )
-  ).pipe(Effect.catchTags({ ReservationLost: outlivedLease, ClaimLost: outlivedLease }))
+  ).pipe(
+    Effect.catchTags({
+      ReservationLost: (lost) => outlivedLease(lost, callId),
+      ClaimLost: (lost) => outlivedLease(lost, callId)
+    })
+  )
 })
 
 /** Entitle, validate, quote, max_credits and trial caps: everything decided before anything is held. */
@@ -336,13 +341,15 @@ const failedWhileHeld = (callId: string, defect: unknown) =>
  * nothing of the newer call's; the same Idempotency-Key, sent again, returns that call's result or
  * runs the call afresh.
  */
-const outlivedLease = (lost: { readonly _tag: string }) =>
+const outlivedLease = (lost: { readonly _tag: string }, callId: string) =>
   Effect.andThen(
-    Effect.logWarning(`metered call outlived its lease (${lost._tag}); fenced off, nothing charged`),
+    Effect.logWarning(`metered call outlived its lease (${lost._tag}); fenced off, nothing charged`, {
+      callId
+    }),
     Effect.fail(
       new Internal({
-        message:
-          "This call took longer than its lease and was stopped; nothing was charged. Retry with the SAME Idempotency-Key: you get the result of the call that replaced it, or a fresh run.",
+        message: `This call (receipt ${callId}) took longer than its lease and was stopped; nothing was charged. Retry with the SAME Idempotency-Key: you get the result of the call that replaced it, or a fresh run.`,
+        receipt_id: callId,
         retry_after_seconds: 1
       })
     )

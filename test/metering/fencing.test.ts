@@ -147,6 +147,7 @@ describe(`a call that outlives its lease is fenced off (${storeName})`, () => {
         const failure = aError === undefined ? undefined : JSON.stringify(aError)
         assert.include(failure, "INTERNAL")
         assert.include(failure, "retry_after_seconds")
+        assert.include(failure, "receipt_id")
         // 5. B's stored result survived; K again is a replay of B, charged once in all.
         const replay = yield* call(one, caller, key, "stalled-1-retry")
         assert.isTrue(replay.replayed)
