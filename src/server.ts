@@ -22,23 +22,27 @@ import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 
-/** The services behind every surface, over one migrated SqlClient. */
-export const ServicesLayer = Layer.mergeAll(
-  Usage.layer,
-  RateLimits.layer,
-  Problems.layer,
-  Identity.layer,
-  IdempotencyStore.layer,
-  Admin.layer,
-  AdminToken.layer,
-  Cache.layer,
-  Domains.layer
-).pipe(
-  Layer.provideMerge(Ledger.layer),
-  Layer.provideMerge(Accounts.layer),
-  Layer.provideMerge(Settings.layer),
-  Layer.provideMerge(Ids.layer)
-)
+/** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
+export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
+  Layer.mergeAll(
+    Usage.layer,
+    RateLimits.layer,
+    Problems.layer,
+    Identity.layer,
+    IdempotencyStore.layer,
+    Admin.layer,
+    AdminToken.layer,
+    Cache.layer,
+    Domains.layer
+  ).pipe(
+    Layer.provideMerge(Ledger.layer),
+    Layer.provideMerge(Accounts.layer),
+    Layer.provideMerge(Settings.layer),
+    Layer.provideMerge(ids)
+  )
+
+/** The services with random ids, as the service runs. */
+export const ServicesLayer = servicesLayer()
 
 /** Releases reservations whose holder died; forgets expired idempotency tombstones and cache copies. */
 export const Housekeeping = Layer.effectDiscard(
@@ -93,11 +97,12 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
  */
 export const appLayer = <R>(
   operations: ReadonlyArray<AnyOperation<R>>,
-  database: Layer.Layer<Database.Migrated, unknown, AppConfig> = Database.layer
+  database: Layer.Layer<Database.Migrated, unknown, AppConfig> = Database.layer,
+  ids: Layer.Layer<Ids> = Ids.layer
 ) =>
   httpServerLayer(operations).pipe(
     Layer.provideMerge(AppConfig.hostsLayer),
     Layer.provideMerge(Housekeeping),
-    Layer.provideMerge(ServicesLayer),
+    Layer.provideMerge(servicesLayer(ids)),
     Layer.provideMerge(database)
   )

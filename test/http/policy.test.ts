@@ -95,6 +95,7 @@ describe(`a configured policy reaches every answer (${storeName})`, () => {
         const app = yield* TestApp
         const ip = "10.88.0.1"
         const minted = (yield* app.call("/v1/keys/mint", { method: "POST", ip })).body
+        assert.strictEqual(minted.account_id, "acct_test000001", "the app's ids count from 1")
         assert.strictEqual(minted.free_tier.credits_per_ip_day, 10)
         assert.strictEqual(minted.upgrade_url, `https://pay.example.test/buy?account=${minted.account_id}`)
         const key = minted.key
@@ -104,7 +105,9 @@ describe(`a configured policy reaches every answer (${storeName})`, () => {
         assert.strictEqual(wide.body.code, "TRIAL_CAP_EXCEEDED")
         assert.include(wide.body.message, "at most 5 results")
 
-        assert.strictEqual((yield* app.call("/v1/profnet/test-echo?value=x&cost=8", { key, ip })).status, 200)
+        const first = yield* app.call("/v1/profnet/test-echo?value=x&cost=8", { key, ip })
+        assert.strictEqual(first.status, 200)
+        assert.strictEqual(first.headers.get("x-receipt-id"), "rcpt_test000001")
         const over = yield* app.call("/v1/profnet/test-echo?value=x&cost=4", { key, ip })
         assert.strictEqual(over.body.code, "TRIAL_CAP_EXCEEDED")
         assert.deepStrictEqual(over.body.offer.packs, packs)

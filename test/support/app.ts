@@ -5,6 +5,7 @@ import type { Hosts } from "../../src/domain/identifiers.ts"
 import type { AnyOperation } from "../../src/operations/Operation.ts"
 import type { OperationServices } from "../../src/operations/support.ts"
 import { appLayer } from "../../src/server.ts"
+import { Ids } from "../../src/services/Ids.ts"
 import { layerWorld, type Upstream, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { freshDatabase } from "./database.ts"
 
@@ -80,7 +81,8 @@ export const testApp = (
       return TestApp.of({ url, call, mint })
     })
   ).pipe(
-    Layer.provideMerge(appLayer(operations, freshDatabase)),
+    // Ids counted from 1 per app (one app per database), so a test can name the ids it expects.
+    Layer.provideMerge(appLayer(operations, freshDatabase, Ids.layerTest)),
     Layer.provideMerge(upstream),
     Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"], ...config }))
   )
