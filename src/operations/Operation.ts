@@ -1,11 +1,11 @@
 import type { Effect, Schema } from "effect"
 import type { AnyDeclaration, AnyRule, OperationDeclaration } from "../contract/declaration.ts"
 import type { InvalidInput, NotFound, PayloadTooLarge, UpstreamUnavailable } from "../contract/errors.ts"
+import type { Freshness, Served } from "../domain/freshness.ts"
 import type { Platform } from "../domain/plans.ts"
 import type { Quote, Refund } from "../domain/pricing.ts"
 
-export type Freshness = "recent" | "realtime"
-export type Served = "recent" | "realtime" | "cached_fallback"
+export type { Freshness, Served }
 
 /** What validation makes of a call's parameters before anything is reserved. */
 export interface Prepared<Args> {

@@ -2,7 +2,7 @@ import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option, Schema } 
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { UpstreamUnavailable } from "../contract/errors.ts"
-import type { Freshness, Served } from "../operations/Operation.ts"
+import type { Freshness, Served } from "../domain/freshness.ts"
 import * as Row from "../store/rows.ts"
 import type { UpstreamFailure } from "../upstream/Upstream.ts"
 import { Settings } from "./Settings.ts"
