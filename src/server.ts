@@ -68,7 +68,7 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
     Effect.gen(function* () {
       const config = yield* AppConfig
       const problems = yield* Problems
-      const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config.hosts))
+      const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config))
       const app = Effect.gen(function* () {
         const refused = unroutable(yield* HttpServerRequest.HttpServerRequest)
         if (refused !== undefined)

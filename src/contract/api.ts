@@ -8,6 +8,7 @@ import {
   OpenApi
 } from "effect/http-api"
 import type { Account, KeyRecord } from "../domain/accounts.ts"
+import { defaultHosts } from "../domain/identifiers.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
@@ -24,10 +25,22 @@ export class Caller extends Context.Service<
 /** Client IP of any route (socket, or trusted X-Forwarded-For). */
 export class ClientIp extends Context.Service<ClientIp, string>()("app/ClientIp") {}
 
+/**
+ * `Authorization: Bearer <key>`. Declared with the lower-case scheme name OpenAPI registers
+ * (`HttpApiSecurity.bearer` says "Bearer", which docs renderers do not recognise and so offer Basic);
+ * the header's scheme is matched case-insensitively either way.
+ */
+const spendKey = HttpApiSecurity.http({ scheme: "bearer" }).pipe(
+  HttpApiSecurity.annotate(
+    OpenApi.Description,
+    "A spend key. Mint a free trial key with `POST /v1/keys/mint` (no body, no auth)."
+  )
+)
+
 export class SpendKeyAuth extends HttpApiMiddleware.Service<
   SpendKeyAuth,
   { provides: Caller; requires: ClientIp }
->()("app/SpendKeyAuth", { security: { bearer: HttpApiSecurity.bearer } }) {}
+>()("app/SpendKeyAuth", { security: { bearer: spendKey } }) {}
 
 export class Client extends HttpApiMiddleware.Service<Client, { provides: ClientIp }>()("app/Client") {}
 
@@ -40,11 +53,12 @@ export class InputProblems extends HttpApiMiddleware.Service<InputProblems>()("a
  */
 export class PlainInput extends HttpApiMiddleware.Service<PlainInput>()("app/PlainInput") {}
 
-/** An endpoint with its OpenAPI description. */
-const described = <E extends { readonly annotate: (key: typeof OpenApi.Description, value: string) => E }>(
+/** An endpoint with its OpenAPI summary (a few words) and description. */
+const described = <E extends { readonly annotateMerge: (annotations: Context.Context<never>) => E }>(
+  summary: string,
   description: string,
   endpoint: E
-): E => endpoint.annotate(OpenApi.Description, description)
+): E => endpoint.annotateMerge(OpenApi.annotations({ summary, description }))
 
 const ReceiptsQuery = Schema.toCodecStringTree(
   Schema.Struct({
@@ -54,8 +68,10 @@ const ReceiptsQuery = Schema.toCodecStringTree(
 )
 
 export const KeysGroup = HttpApiGroup.make("keys", { topLevel: true })
+  .annotate(OpenApi.Description, "Spend keys: mint a free trial key, no account needed.")
   .add(
     described(
+      "Mint a free trial key",
       "Mint a free trial key. No authentication; rate limited per IP. The key is shown once.",
       HttpApiEndpoint.post("mintKey", "/keys/mint", {
         success: MintResponse,
@@ -68,12 +84,15 @@ export const KeysGroup = HttpApiGroup.make("keys", { topLevel: true })
 const freeCodes = ["INVALID_INPUT", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL"] as const
 
 export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
+  .annotate(OpenApi.Description, "The calling key's account: usage, budget and receipts. Free.")
   .add(
     described(
+      "Plan, budget and spend",
       "Free. Plan, free-tier budget, balance, today's spend and 30 days of history.",
       HttpApiEndpoint.get("get_usage", "/usage", { success: Usage, error: errorsOf(...freeCodes) })
     ),
     described(
+      "List receipts",
       "Free. The account's receipts, newest first, cursor paged (limit 1 to 100, default 20).",
       HttpApiEndpoint.get("listReceipts", "/receipts", {
         query: ReceiptsQuery,
@@ -82,6 +101,7 @@ export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
       })
     ),
     described(
+      "Get one receipt",
       "Free. One receipt of the key's own account.",
       HttpApiEndpoint.get("getReceipt", "/receipts/:id", {
         params: { id: Schema.String },
@@ -96,6 +116,7 @@ export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
 const apiAnnotations = OpenApi.annotations({
   title: "profnet, forum and microblog data API",
   version: "2.2",
+  license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
   description:
     "Metered public data for AI agents. Every data call is quoted in credits and answered with a receipt."
 })
@@ -184,6 +205,7 @@ export type DataEndpoint<D extends AnyDeclaration> = D extends AnyDeclaration
 export const dataEndpoint = <D extends AnyDeclaration>(operation: D): DataEndpoint<D> =>
   // `common` picks the branch at run time exactly as `DataEndpoint` does at the type level.
   (operation.common ? commonEndpoint(operation) : plainEndpoint(operation)).pipe(
+    (endpoint) => endpoint.annotate(OpenApi.Summary, operation.summary),
     (endpoint) => endpoint.annotate(OpenApi.Description, operation.description),
     (endpoint) => endpoint.annotate(OpenApi.Transform, documentOperation(operation))
   ) as unknown as DataEndpoint<D>
@@ -232,6 +254,7 @@ const platformGroup = <const P extends Platform, const E extends ReadonlyArray<H
   // Middleware order as on BaseApi (the first is innermost): the bearer check runs before the
   // parameters are checked and decoded.
   HttpApiGroup.make(platform, { topLevel: true })
+    .annotate(OpenApi.Description, `Data from ${defaultHosts[platform]}, quoted in credits per call.`)
     .add(...endpoints)
     .middleware(PlainInput)
     .middleware(SpendKeyAuth)

@@ -30,6 +30,8 @@ export interface OperationDeclaration<
   readonly platform: P
   readonly path: Path
   readonly kind: string
+  /** A few words naming what the operation does (OpenAPI `summary`, the docs' sidebar). */
+  readonly summary: string
   /**
    * Written with decisions.md's hosts (`defaultHosts`), as are the parameters' descriptions; the
    * surfaces name the configured hosts instead (`rehost`) when they build OpenAPI and MCP tools.

@@ -188,6 +188,22 @@ describe(`foundation (${storeName})`, () => {
         for (const id of ["mintKey", "get_usage", "listReceipts", "getReceipt", "testEcho"])
           assert.include(ids, id)
         assert.property(spec.paths, "/v1/keys/mint")
+        // A lower-case `bearer` http scheme: the docs page then builds `Authorization: Bearer ...`.
+        assert.deepStrictEqual(
+          {
+            type: spec.components.securitySchemes.bearer.type,
+            scheme: spec.components.securitySchemes.bearer.scheme
+          },
+          { type: "http", scheme: "bearer" }
+        )
+        assert.deepStrictEqual(
+          spec.servers.map((server: any) => server.url),
+          ["http://svc.test"]
+        )
+        for (const item of Object.values(spec.paths))
+          for (const op of Object.values(item as Record<string, any>))
+            assert.isString(op.summary, op.operationId)
+        assert.notInclude(JSON.stringify(spec), String(Number.MIN_SAFE_INTEGER))
         const docs = yield* app.call("/docs")
         assert.strictEqual(docs.status, 200)
         assert.notMatch(docs.body, /<script[^>]+src="http/)

@@ -15,6 +15,7 @@ const echoPrice = (cost: number, limit: number | undefined): Quote =>
  */
 export const echo = defineOperation({
   id: "testEcho",
+  summary: "Echo (test)",
   platform: "profnet",
   path: "/profnet/test-echo",
   kind: "echo",
@@ -68,6 +69,7 @@ export const echo = defineOperation({
 export const forumEcho = defineOperation({
   ...echo,
   id: "testForumEcho",
+  summary: "Echo on the forum (test)",
   platform: "forum",
   path: "/forum/test-echo"
 })
@@ -75,6 +77,7 @@ export const forumEcho = defineOperation({
 export const resolveEcho = defineOperation({
   ...echo,
   id: "testResolve",
+  summary: "Resolve (test)",
   path: "/profnet/test-resolve",
   common: false,
   params: Schema.Struct({ value: Schema.String }),

@@ -1,9 +1,9 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { makeApi } from "../../contract/api.ts"
 import { NotFound } from "../../contract/errors.ts"
-import { type Hosts, rehostJson } from "../../domain/identifiers.ts"
+import { type Publication, publishedApi } from "../../contract/openapi.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
@@ -34,10 +34,11 @@ const OpsRoutes = HttpRouter.use((router) =>
 
 /**
  * Every HTTP route of the service for a registry of data operations. The declarations are written
- * with decisions.md's hosts; the OpenAPI document (and the docs page built from it) names `hosts`.
+ * with decisions.md's hosts; the OpenAPI document (and the docs page built from it) names the
+ * configured hosts and base URL.
  */
-export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, hosts: Hosts) => {
-  const api = makeApi(operations).annotate(OpenApi.Transform, (spec) => rehostJson(hosts, spec))
+export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, publication: Publication) => {
+  const api = publishedApi(makeApi(operations), publication)
   const apiRoutes = HttpApiBuilder.layer(api, { openapiPath: "/v1/openapi.json" }).pipe(
     Layer.provide([KeysRoutes, UsageRoutes, dataRoutes(api, operations)]),
     Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer])
