@@ -146,7 +146,7 @@ describe(`a service on other hosts (${storeName})`, () => {
         // A tool call cleans its identifiers against the configured hosts too.
         const refused = yield* callTool(client, "resolveUrl", { url: "https://profnet.com/in/someone" })
         assert.isTrue(refused.isError)
-        assert.include(refused.structured.message, `Not a ${hosts.profnet} URL`)
+        assert.include(refused.problem.message, `Not a ${hosts.profnet} URL`)
         const found = yield* callTool(client, "resolveUrl", { url: person.profile_url })
         assert.isFalse(found.isError)
         assert.strictEqual(found.structured.data.canonical_url, person.profile_url)

@@ -31,9 +31,9 @@ describe(`MCP hostile input (${storeName})`, () => {
             const result = yield* callTool(client, tool, args)
             const rest = yield* app.call(path, { key, ip })
             assert.isTrue(result.isError, tool)
-            assert.strictEqual(result.structured.code, "INVALID_INPUT")
-            assert.strictEqual(result.structured.param, param)
-            assert.deepStrictEqual(result.structured, rest.body)
+            assert.strictEqual(result.problem.code, "INVALID_INPUT")
+            assert.strictEqual(result.problem.param, param)
+            assert.deepStrictEqual(result.problem, rest.body)
           }
           const usage = yield* callTool(client, "get_usage", {})
           assert.deepStrictEqual(usage.structured.today, { credits: 0, calls: 0 })

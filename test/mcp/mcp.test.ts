@@ -196,9 +196,10 @@ describe(`MCP (${storeName})`, () => {
             const rest = yield* app.call(path, { key, ip })
             assert.isTrue(result.isError, tool)
             assert.strictEqual(rest.status, 400)
-            assert.strictEqual(result.structured.code, "INVALID_INPUT")
-            assert.strictEqual(result.structured.param, param)
-            assert.deepStrictEqual(result.structured, rest.body)
+            assert.isUndefined(result.structured, "an error result has no structuredContent")
+            assert.strictEqual(result.problem.code, "INVALID_INPUT")
+            assert.strictEqual(result.problem.param, param)
+            assert.deepStrictEqual(result.problem, rest.body)
             assert.deepStrictEqual(JSON.parse(result.text!), rest.body)
           }
           const shortKey = yield* callTool(client, "getCompany", {
@@ -210,7 +211,23 @@ describe(`MCP (${storeName})`, () => {
             ip,
             idempotencyKey: "short"
           })
-          assert.deepStrictEqual(shortKey.structured, restShortKey.body)
+          assert.deepStrictEqual(shortKey.problem, restShortKey.body)
+          // A JSON number or boolean for a string parameter is refused, never stringified (a long
+          // id has already lost digits); integer and boolean parameters still take JSON scalars.
+          const stringCases: ReadonlyArray<readonly [string, Record<string, unknown>, string]> = [
+            ["getTweet", { id: Number("1234567890123456789") }, "id"],
+            ["getForumPosts", { ids: ["1abc2d", 42] }, "ids"],
+            ["getCompany", { identifier: true }, "identifier"],
+            ["getCompany", { identifier: "acme", idempotency_key: 12345678901 }, "idempotency_key"]
+          ]
+          for (const [tool, args, param] of stringCases) {
+            const result = yield* callTool(client, tool, args)
+            assert.isTrue(result.isError, tool)
+            assert.isUndefined(result.structured)
+            assert.strictEqual(result.problem.code, "INVALID_INPUT")
+            assert.strictEqual(result.problem.param, param)
+            assert.include(result.problem.message, "expected a string")
+          }
         })
       )
     }
@@ -221,24 +238,24 @@ describe(`MCP (${storeName})`, () => {
         const slug = person.public_identifier
         const cap = yield* callTool(client, "searchPeople", { keywords: "engineer", limit: 20 })
         assert.isTrue(cap.isError)
-        assert.strictEqual(cap.structured.code, "TRIAL_CAP_EXCEEDED")
-        assert.strictEqual(cap.structured.status, 403)
-        assert.strictEqual(cap.structured.param, "limit")
-        assert.include(cap.structured.upgrade_url, account_id)
-        assert.strictEqual(cap.structured.offer.offer_version, 1)
-        assert.strictEqual(cap.structured.offer.reason, "TRIAL_CAP_EXCEEDED")
-        assert.strictEqual(cap.structured.offer.resume.action, "retry_fresh_idempotency_key")
+        assert.strictEqual(cap.problem.code, "TRIAL_CAP_EXCEEDED")
+        assert.strictEqual(cap.problem.status, 403)
+        assert.strictEqual(cap.problem.param, "limit")
+        assert.include(cap.problem.upgrade_url, account_id)
+        assert.strictEqual(cap.problem.offer.offer_version, 1)
+        assert.strictEqual(cap.problem.offer.reason, "TRIAL_CAP_EXCEEDED")
+        assert.strictEqual(cap.problem.offer.resume.action, "retry_fresh_idempotency_key")
         const realtime = yield* callTool(client, "getProfile", { identifier: slug, freshness: "realtime" })
-        assert.strictEqual(realtime.structured.code, "TRIAL_CAP_EXCEEDED")
-        assert.strictEqual(realtime.structured.param, "freshness")
+        assert.strictEqual(realtime.problem.code, "TRIAL_CAP_EXCEEDED")
+        assert.strictEqual(realtime.problem.param, "freshness")
         const quote = yield* callTool(client, "getProfile", { identifier: slug, max_credits: 3 })
         assert.isTrue(quote.isError)
-        assert.strictEqual(quote.structured.code, "QUOTE_EXCEEDS_MAX_CREDITS")
-        assert.strictEqual(quote.structured.status, 402)
+        assert.strictEqual(quote.problem.code, "QUOTE_EXCEEDS_MAX_CREDITS")
+        assert.strictEqual(quote.problem.status, 402)
         const missing = yield* callTool(client, "getProfile", { identifier: "nobody-here-0zz0zz0" })
         assert.isTrue(missing.isError)
-        assert.strictEqual(missing.structured.code, "NOT_FOUND")
-        assert.strictEqual(missing.structured.status, 404)
+        assert.strictEqual(missing.problem.code, "NOT_FOUND")
+        assert.strictEqual(missing.problem.status, 404)
         const usage = yield* callTool(client, "get_usage", {})
         assert.deepStrictEqual(usage.structured.today, { credits: 0, calls: 0 })
       })
@@ -251,8 +268,8 @@ describe(`MCP (${storeName})`, () => {
         yield* Effect.orDie(admin.entitle(account_id, ["profnet"]))
         const refused = yield* callTool(client, "forumSearch", {})
         assert.isTrue(refused.isError)
-        assert.strictEqual(refused.structured.code, "NOT_ENTITLED")
-        assert.strictEqual(refused.structured.status, 403)
+        assert.strictEqual(refused.problem.code, "NOT_ENTITLED")
+        assert.strictEqual(refused.problem.status, 403)
         assert.deepStrictEqual((yield* callTool(client, "get_usage", {})).structured.platforms, ["profnet"])
         yield* Effect.orDie(admin.setState(account_id, "suspended"))
         const error = yield* Effect.flip(
@@ -271,8 +288,8 @@ describe(`MCP (${storeName})`, () => {
           Effect.ensuring(faults.set({ outage: false }))
         )
         assert.isTrue(result.isError)
-        assert.strictEqual(result.structured.code, "UPSTREAM_UNAVAILABLE")
-        assert.isAbove(result.structured.retry_after_seconds, 0)
+        assert.strictEqual(result.problem.code, "UPSTREAM_UNAVAILABLE")
+        assert.isAbove(result.problem.retry_after_seconds, 0)
       })
     )
 
@@ -283,8 +300,8 @@ describe(`MCP (${storeName})`, () => {
         const slug = person.public_identifier
         const required = yield* callTool(client, "getCompany", { identifier: "acme" })
         assert.isTrue(required.isError)
-        assert.strictEqual(required.structured.code, "IDEMPOTENCY_KEY_REQUIRED")
-        assert.strictEqual(required.structured.status, 400)
+        assert.strictEqual(required.problem.code, "IDEMPOTENCY_KEY_REQUIRED")
+        assert.strictEqual(required.problem.status, 400)
 
         // REST first, then MCP with the same key and arguments.
         const first = uuid()
@@ -323,7 +340,7 @@ describe(`MCP (${storeName})`, () => {
         assert.strictEqual(restReplay.headers.get("idempotent-replayed"), "true")
         assert.strictEqual(restReplay.body.receipt.id, original.structured.receipt.id)
         const reused = yield* callTool(client, "getPosts", { identifier: slug, idempotency_key: second })
-        assert.strictEqual(reused.structured.code, "IDEMPOTENCY_KEY_REUSED")
+        assert.strictEqual(reused.problem.code, "IDEMPOTENCY_KEY_REUSED")
 
         const charged = rest.body.receipt.charged + original.structured.receipt.charged
         const usage = yield* callTool(client, "get_usage", {})
@@ -338,17 +355,24 @@ describe(`MCP (${storeName})`, () => {
           const metadata = `${baseUrl}/.well-known/oauth-protected-resource${path}`
           const none = yield* mcpPost(path, {})
           assert.strictEqual(none.status, 401)
-          assert.strictEqual(none.headers.get("www-authenticate"), `Bearer resource_metadata="${metadata}"`)
+          const recipe = `Mint a free trial key with curl -X POST ${baseUrl}/v1/keys/mint (no body, no auth), then add the HTTP header Authorization: Bearer <key> to this MCP server's configuration. Docs: ${baseUrl}/docs`
+          assert.strictEqual(
+            none.headers.get("www-authenticate"),
+            `Bearer error_description="No key was sent. ${recipe}", resource_metadata="${metadata}"`
+          )
           assert.strictEqual(none.headers.get("content-type"), "application/problem+json")
           assert.strictEqual(none.body.code, "KEY_REQUIRED")
           assert.strictEqual(none.body.mint.url, `${baseUrl}/v1/keys/mint`)
           for (const key of ["svc_trial_doesnotexist0000000000000", "not-a-key"]) {
             const bad = yield* mcpPost(path, { key })
             assert.strictEqual(bad.status, 401)
-            assert.strictEqual(
-              bad.headers.get("www-authenticate"),
-              `Bearer error="invalid_token", resource_metadata="${metadata}"`
+            const challenge = bad.headers.get("www-authenticate")!
+            assert.match(
+              challenge,
+              /^Bearer error="invalid_token", error_description="[^"]+", resource_metadata="[^"]+"$/
             )
+            assert.include(challenge, recipe)
+            assert.include(challenge, `resource_metadata="${metadata}"`)
             assert.strictEqual(bad.body.code, "UNAUTHORIZED")
           }
         }
@@ -422,10 +446,10 @@ describe(`MCP (${storeName})`, () => {
           const { client } = yield* trialClient(mode)
           const result = yield* callTool(client, "testEcho", { value: "x", fail: "defect" })
           assert.isTrue(result.isError)
-          assert.strictEqual(result.structured.code, "INTERNAL")
-          assert.strictEqual(result.structured.status, 500)
-          assert.match(result.structured.receipt_id, /^rcpt_[0-9A-Za-z]+$/)
-          assert.include(result.structured.message, result.structured.receipt_id)
+          assert.strictEqual(result.problem.code, "INTERNAL")
+          assert.strictEqual(result.problem.status, 500)
+          assert.match(result.problem.receipt_id, /^rcpt_[0-9A-Za-z]+$/)
+          assert.include(result.problem.message, result.problem.receipt_id)
           const ok = yield* callTool(client, "testEcho", { value: "x" })
           assert.isFalse(ok.isError)
           const usage = yield* callTool(client, "get_usage", {})

@@ -24,15 +24,24 @@ export const connect = (url: string, auth: { readonly key: string; readonly ip: 
     (client) => Effect.promise(() => client.close())
   )
 
-/** One tool call; the result as the client hands it over. */
+/**
+ * One tool call; the result as the client hands it over. An error result's problem travels only as
+ * JSON text (its `structuredContent` would have to match the envelope's output schema): `problem`.
+ */
 export const callTool = (client: Client, name: string, args: Record<string, unknown>) =>
   Effect.promise(() => client.callTool({ name, arguments: args })).pipe(
-    Effect.map((result) => ({
-      isError: result.isError === true,
-      structured: result.structuredContent as any,
-      text: (result.content as ReadonlyArray<{ type: string; text?: string }>).find((c) => c.type === "text")
-        ?.text
-    }))
+    Effect.map((result) => {
+      const isError = result.isError === true
+      const text = (result.content as ReadonlyArray<{ type: string; text?: string }>).find(
+        (c) => c.type === "text"
+      )?.text
+      return {
+        isError,
+        structured: result.structuredContent as any,
+        problem: (isError && text !== undefined ? JSON.parse(text) : undefined) as any,
+        text
+      }
+    })
   )
 
 /** A raw HTTP request through `node:http`, which (unlike fetch) lets a test forge the Host header. */

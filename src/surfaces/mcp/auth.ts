@@ -17,22 +17,46 @@ export const protectedResourceMetadata = (baseUrl: string, resourcePath: string,
 })
 
 /**
+ * RFC 6750's `error_description` allows only printable ASCII without `"` and `\`, so a value built
+ * from free text cannot break out of the quoted string (or the header).
+ */
+export const quotedStringSafe = (text: string) =>
+  text
+    .replace(/[^\x20-\x7e]|["\\]/g, " ")
+    .replace(/ {2,}/g, " ")
+    .trim()
+
+/**
+ * How to get a key, in the challenge itself: a client that tries OAuth and gives up (no browser,
+ * no authorization server yet) prints the challenge's `error_description`, never the body.
+ */
+export const mintRecipe = (baseUrl: string) =>
+  `Mint a free trial key with curl -X POST ${baseUrl}/v1/keys/mint (no body, no auth), then add the HTTP header Authorization: Bearer <key> to this MCP server's configuration. Docs: ${links(baseUrl).docs}`
+
+/**
  * 401 for a missing or unusable bearer: RFC 9728's challenge pointing at the mount's metadata
- * (`error="invalid_token"` only when a credential was sent), with REST's problem as the body,
- * so a client without OAuth support still learns how to mint a key.
+ * (`error="invalid_token"` only when a credential was sent) and the mint recipe as
+ * `error_description`, with REST's problem as the body. RFC 6750 would leave error information out
+ * of a challenge to a request without credentials; the description is kept there on purpose,
+ * because that keyless first contact is exactly who needs the recipe.
  */
 export const challengeResponse = (
   problems: typeof Problems.Service,
   error: KeyRequired | Unauthorized,
+  baseUrl: string,
   metadataUrl: string
-) =>
-  problems
+) => {
+  const description = quotedStringSafe(
+    error._tag === "KeyRequired"
+      ? `No key was sent. ${mintRecipe(baseUrl)}`
+      : `${error.message} ${mintRecipe(baseUrl)}`
+  )
+  const params = [
+    ...(error._tag === "KeyRequired" ? [] : ['error="invalid_token"']),
+    `error_description="${description}"`,
+    `resource_metadata="${metadataUrl}"`
+  ]
+  return problems
     .render(error)
-    .pipe(
-      HttpServerResponse.setHeader(
-        "www-authenticate",
-        error._tag === "KeyRequired"
-          ? `Bearer resource_metadata="${metadataUrl}"`
-          : `Bearer error="invalid_token", resource_metadata="${metadataUrl}"`
-      )
-    )
+    .pipe(HttpServerResponse.setHeader("www-authenticate", `Bearer ${params.join(", ")}`))
+}

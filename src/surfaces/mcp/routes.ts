@@ -52,7 +52,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         const found = yield* Effect.result(identity.authenticate(secret))
         if (found._tag === "Failure") {
           const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`
-          return challengeResponse(problems, found.failure, metadataUrl)
+          return challengeResponse(problems, found.failure, config.baseUrl, metadataUrl)
         }
         // Tool calls run as this caller, in this request's context (services, span).
         const caller = { ...found.success, ip: identity.clientIp(request) }

@@ -11,9 +11,14 @@ export const structuredResult = (value: object): CallToolResult => ({
   structuredContent: value as Record<string, unknown>
 })
 
-/** A metered failure: the problem body REST would send, as an error result. */
+/**
+ * A metered failure: the problem body REST would send, as the error result's JSON text. Not as
+ * `structuredContent`: that must match the tool's `outputSchema` (the envelope), and clients such
+ * as the MCP Inspector check it even on errors. Widening every output schema to "envelope or
+ * problem" would blur the success type that typed clients generate from it.
+ */
 export const problemResult = (problem: ProblemBody): CallToolResult => ({
-  ...structuredResult(problem),
+  content: [{ type: "text", text: JSON.stringify(problem) }],
   isError: true
 })
 
