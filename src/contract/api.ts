@@ -216,6 +216,9 @@ const documentOperation = (operation: AnyDeclaration) => {
   return (spec: Record<string, unknown>) => ({ ...withQueryTypes(spec), "x-price": operation.price.summary })
 }
 
+/** A fresh UUID per logical call in practice; one fixed here so the docs' request sample carries the header. */
+const idempotencyKeyExample = "5f0c6a2e-8d1b-4c3a-9e7f-2b4d6a8c0e1f"
+
 /**
  * The query codec reads strings, so the generated parameters say "string". Document each
  * parameter by its decoded type instead (integer bounds, enums, comma-separated lists).
@@ -227,6 +230,7 @@ const documentQueryTypes = (operation: AnyDeclaration) => {
   const typed = Schema.toJsonSchemaDocument(Schema.toType(Schema.Struct(fields))).schema as {
     readonly properties?: Record<string, Record<string, unknown>>
   }
+  const examples: Record<string, unknown> = { max_credits: 20, ...operation.examples }
   type Parameter = {
     readonly in?: string
     readonly name?: string
@@ -236,12 +240,19 @@ const documentQueryTypes = (operation: AnyDeclaration) => {
     ...spec,
     parameters: ((spec.parameters ?? []) as ReadonlyArray<Parameter>).map((parameter) => {
       if (parameter.in === "header" && parameter.name === "idempotency-key")
-        return { ...parameter, name: "Idempotency-Key" }
+        return { ...parameter, name: "Idempotency-Key", example: idempotencyKeyExample }
       const schema = parameter.in === "query" ? typed.properties?.[parameter.name ?? ""] : undefined
       if (schema === undefined) return parameter
       const description = schema.description ?? parameter.schema?.description
       const list = schema.type === "array" ? { style: "form", explode: false } : {}
-      return { ...parameter, ...list, ...(description === undefined ? {} : { description }), schema }
+      const example = examples[parameter.name ?? ""]
+      return {
+        ...parameter,
+        ...list,
+        ...(description === undefined ? {} : { description }),
+        ...(example === undefined ? {} : { example }),
+        schema
+      }
     })
   })
 }

@@ -39,6 +39,11 @@ export interface OperationDeclaration<
   readonly description: string
   /** The operation's own parameters, as decoded types; REST reads them from strings, MCP from JSON. */
   readonly params: Schema.Struct<Fields>
+  /**
+   * Parameter values that answer with data in the default simulated world (`WORLD_SEED=svc-world-1`),
+   * as decoded types: the OpenAPI parameters' examples, so the docs' request samples work as sent.
+   */
+  readonly examples?: Partial<Schema.Struct.Type<Fields>>
   /** Accepts `freshness` and `max_credits` (every data call but the resolve operations). */
   readonly common: Common
   readonly data: Data

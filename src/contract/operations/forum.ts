@@ -46,6 +46,7 @@ export const forumSearch = declareOperation({
     }),
     cursor: cursorParam()
   }),
+  examples: { query: "python", type: "posts", sort: "top", range: "past_month" },
   data: ForumSearchData,
   price: { rule: prices.forumSearch, summary: "6 credits per page." }
 })
@@ -68,6 +69,7 @@ export const getCommunity = declareOperation({
       description: "true adds the rules and moderators (+2 credits). Default false."
     })
   }),
+  examples: { community_name: "linuxcanada", include_settings: true },
   data: Community,
   price: { rule: prices.getCommunity, summary: "4 credits; +2 with include_settings=true." }
 })
@@ -91,6 +93,7 @@ export const getCommunityPosts = declareOperation({
     }),
     cursor: cursorParam()
   }),
+  examples: { community_name: "linuxcanada", sort: "new" },
   data: CommunityPostsData,
   price: { rule: prices.getCommunityPosts, summary: "4 credits per page." }
 })
@@ -111,6 +114,7 @@ export const getForumUser = declareOperation({
       description: "Comma-separated: posts, comments, each at most once (+2 credits each)."
     })
   }),
+  examples: { username: "usefulmuffin4664", sections: ["posts"] },
   data: ForumUser,
   price: { rule: prices.getForumUser, summary: "4 credits; +2 per section." }
 })
@@ -143,6 +147,7 @@ export const getForumPosts = declareOperation({
       description: "With thread=true: top (default), new or old."
     })
   }),
+  examples: { ids: ["114hxr"], thread: true, comment_limit: 20 },
   data: ForumPostsData,
   price: {
     rule: prices.getForumPosts,
@@ -163,6 +168,7 @@ export const resolveForumUrl = declareOperation({
       description: `A ${defaultHosts.forum} post, comment, community or user URL.`
     })
   }),
+  examples: { url: `https://${defaultHosts.forum}/c/linuxcanada/comments/114hxr/` },
   data: ForumUrlResolution,
   price: { rule: prices.resolveForumUrl, summary: "2 credits." }
 })

@@ -22,6 +22,7 @@ export const microblogSearch = declareOperation({
     sort: Schema.optionalKey(MicroblogSort).annotate({ description: "latest (default) or top." }),
     cursor: cursorParam()
   }),
+  examples: { query: "ai", sort: "latest" },
   data: MicroblogSearchData,
   price: { rule: prices.microblogSearch, summary: "6 credits per page." }
 })
@@ -41,6 +42,7 @@ export const getMicroblogProfile = declareOperation({
   params: Schema.Struct({
     identifier: MicroblogIdentifier
   }),
+  examples: { identifier: "@thecarlos53759" },
   data: MicroblogProfile,
   price: { rule: prices.getMicroblogProfile, summary: "4 credits." }
 })
@@ -62,6 +64,7 @@ export const getTweets = declareOperation({
     }),
     cursor: cursorParam("From a previous page, for older tweets.")
   }),
+  examples: { identifier: "thecarlos53759", include_replies: false },
   data: TweetsData,
   price: { rule: prices.getTweets, summary: "4 credits per page." }
 })
@@ -79,6 +82,7 @@ export const getTweet = declareOperation({
   kind: "tweet",
   common: true,
   params: Schema.Struct({ id: TweetId }),
+  examples: { id: "2165286205794436055" },
   data: Tweet,
   price: { rule: prices.getTweet, summary: "4 credits." }
 })
@@ -94,6 +98,7 @@ export const resolveMicroblogUrl = declareOperation({
   params: Schema.Struct({
     url: Schema.String.annotate({ description: `A ${defaultHosts.microblog} profile or status URL.` })
   }),
+  examples: { url: `https://${defaultHosts.microblog}/thecarlos53759/status/2165286205794436055` },
   data: MicroblogUrlResolution,
   price: { rule: prices.resolveMicroblogUrl, summary: "2 credits." }
 })
@@ -115,6 +120,7 @@ export const getTweetReplies = declareOperation({
     }),
     cursor: cursorParam("From a previous page of the same id and sort, for more replies.")
   }),
+  examples: { id: "2165380860751531724", sort: "top" },
   data: TweetRepliesData,
   price: { rule: prices.getTweetReplies, summary: "4 credits per page." }
 })

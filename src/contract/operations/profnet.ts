@@ -23,6 +23,7 @@ export const resolveUrl = declareOperation({
   params: Schema.Struct({
     url: Schema.String.annotate({ description: `A ${defaultHosts.profnet} profile, company or post URL.` })
   }),
+  examples: { url: `https://www.${defaultHosts.profnet}/in/richard-lewis-07kvcfn/` },
   data: ProfnetUrlResolution,
   price: { rule: prices.resolveUrl, summary: "2 credits." }
 })
@@ -54,6 +55,7 @@ export const getProfile = declareOperation({
         "Comma-separated: about, experience, education, skills each at most once (so at most 4); 2 included."
     })
   }),
+  examples: { identifier: "richard-lewis-07kvcfn", sections: ["about", "experience", "skills"] },
   data: PersonData,
   price: { rule: prices.getProfile, summary: "4 credits including 2 sections; +2 per further section." }
 })
@@ -88,6 +90,7 @@ export const searchPeople = declareOperation({
     }),
     cursor: cursorParam()
   }),
+  examples: { keywords: "site reliability engineer", limit: 10 },
   data: PeopleSearchData,
   price: {
     rule: prices.searchPeople,
@@ -106,6 +109,7 @@ export const getCompany = declareOperation({
   params: Schema.Struct({
     identifier: Schema.String.annotate({ description: "Company URL, slug, or website domain." })
   }),
+  examples: { identifier: "mosaiclaw.com" },
   data: Company,
   price: {
     rule: prices.getCompany,
@@ -129,6 +133,7 @@ export const getPosts = declareOperation({
     }),
     cursor: cursorParam("From a previous page, for older posts.")
   }),
+  examples: { identifier: "mosaic-law" },
   data: PostsData,
   price: {
     rule: prices.getPosts,
