@@ -145,8 +145,8 @@ export const errorCatalog = {
     status: 401,
     retriable: false,
     offer: "never",
-    title: "Management token required",
-    next: "This operation needs a management token (svcm_...), not a spend key. Sign in to get one."
+    title: "Account management required",
+    next: "Reserved for account-management calls (listing, rotating and revoking keys, billing), which are not available yet, so no call answers with it today. Every data call and `GET /v1/usage` take a spend key."
   },
   KEY_REQUIRED: {
     status: 401,

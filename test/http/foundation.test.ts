@@ -110,7 +110,7 @@ describe(`foundation (${storeName})`, () => {
           ["GET", "/v1/nope"],
           ["GET", "/v1/keys/mint"],
           ["DELETE", "/v1/usage"],
-          ["GET", "/"]
+          ["POST", "/"]
         ] as const) {
           const reply = yield* app.call(path, { method })
           assert.strictEqual(reply.status, 404, `${method} ${path}`)

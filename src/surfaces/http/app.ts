@@ -10,8 +10,8 @@ import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
 import { dataRoutes } from "./dataRoutes.ts"
-import { errorDocsPage } from "./errorDocs.ts"
 import { ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer } from "./middleware.ts"
+import { PageRoutes } from "./pages/routes.ts"
 
 const OpsRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
@@ -19,7 +19,6 @@ const OpsRoutes = HttpRouter.use((router) =>
     yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
     // Routes are attached only after the database is migrated, so any answer here means ready.
     yield* router.add("GET", "/readyz", HttpServerResponse.jsonUnsafe({ status: "ready" }))
-    yield* router.add("GET", "/docs/errors", HttpServerResponse.html(errorDocsPage))
     yield* router.add(
       "*",
       "/*",
@@ -48,6 +47,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     HttpApiScalar.layer(api, { path: "/docs" }),
     AdminRpcRoutes,
     McpRoutes(operations),
+    PageRoutes,
     OpsRoutes
   )
 }

@@ -1,20 +1,32 @@
-import { type ErrorCode, errorCatalog } from "../../contract/errors.ts"
+import { links } from "../../config.ts"
+import { type ErrorCode, type ErrorSpec, errorCatalog } from "../../contract/errors.ts"
+import { html, inlineCode, page } from "./pages/html.ts"
 
-const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+const entries = Object.entries(errorCatalog) as Array<[ErrorCode, ErrorSpec]>
 
-/** `/docs/errors`: one anchor per code, the target of every problem's `doc_url`. */
-export const errorDocsPage = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Error codes</title>
-<style>body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5}code{background:#f3f3f3;padding:0 .2rem}section{border-top:1px solid #ddd;padding:.5rem 0}</style>
-</head><body><h1>Error codes</h1>
-<p>Every error is <code>application/problem+json</code> with <code>code</code>, <code>message</code>, <code>is_retriable</code> and <code>doc_url</code>. A failed call is never charged.</p>
-${(Object.entries(errorCatalog) as Array<[ErrorCode, (typeof errorCatalog)[ErrorCode]]>)
-  .map(
-    ([
-      code,
-      spec
-    ]) => `<section id="${code}"><h2><code>${code}</code> &middot; HTTP ${spec.status}${spec.retriable ? " &middot; retriable" : ""}</h2>
-<p><strong>${escapeHtml(spec.title)}.</strong> ${escapeHtml(spec.next)}</p></section>`
+/**
+ * `/docs/errors`: one anchor per code, the target of every problem's `doc_url`. The catalogue's
+ * prose is rendered with the configured base URL in place of `{base_url}` and its backticked
+ * spans as code.
+ */
+export const errorDocsPage = (baseUrl: string): string => {
+  const link = links(baseUrl)
+  const prose = (text: string) => inlineCode(text.replaceAll("{base_url}", baseUrl))
+  return page(
+    baseUrl,
+    "Error codes",
+    html`<p>Every error is <code>application/problem+json</code> with <code>code</code>, <code>message</code>,
+<code>is_retriable</code> and <code>doc_url</code> (a link to its section below). The MCP tools return the same
+content as an error result. A failed call is never charged.</p>
+<p>Errors a payment can fix also carry <code>upgrade_url</code> and an <code>offer</code> whose packs are listed at
+<a href="${link.upgrade}">${link.upgrade}</a>.</p>
+<nav aria-label="Codes"><ul>${entries.map(([code]) => html`<li><a href="#${code}"><code>${code}</code></a></li>`)}</ul></nav>
+${entries.map(
+  ([code, spec]) => html`<section id="${code}"><h2><code>${code}</code> &middot; HTTP ${spec.status}${
+    spec.retriable ? " · retriable" : ""
+  }</h2>
+<p><strong>${spec.title}.</strong> ${prose(spec.next)}</p></section>
+`
+)}`
   )
-  .join("\n")}
-</body></html>`
+}
