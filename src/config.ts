@@ -12,7 +12,10 @@ export interface AppConfigShape {
   readonly dataDir: string
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly trustedProxies: ReadonlyArray<string>
+  /** `LOG_LEVEL`, read in any case. */
   readonly logLevel: LogLevel.LogLevel
+  /** `LOG_FORMAT`: `pretty` or `json`. */
+  readonly logFormat: LogFormat
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   /** Largest request body accepted, in bytes (PAYLOAD_TOO_LARGE above it). */
   readonly maxBodyBytes: number
@@ -59,7 +62,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         .split(",")
         .map((entry) => entry.trim())
         .filter((entry) => entry.length > 0),
-      logLevel: yield* Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
+      logLevel: yield* logLevelConfig,
+      logFormat: yield* logFormatConfig,
       adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")),
       maxBodyBytes: yield* Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(64 * 1024)),
       maxResponseBytes: yield* Config.Int("MAX_RESPONSE_BYTES").pipe(Config.withDefault(4 * 1024 * 1024)),
@@ -93,6 +97,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         redisUrl: Option.none(),
         trustedProxies: [],
         logLevel: "Warn",
+        logFormat: "pretty",
         adminToken: Option.some(Redacted.make("test-admin-token")),
         maxBodyBytes: 64 * 1024,
         maxResponseBytes: 4 * 1024 * 1024,
@@ -175,6 +180,47 @@ const policyFromEnv = Effect.gen(function* () {
     ]
   } satisfies Policy
 })
+
+const levels = [
+  "All",
+  "Trace",
+  "Debug",
+  "Info",
+  "Warn",
+  "Error",
+  "Fatal",
+  "None"
+] as const satisfies ReadonlyArray<LogLevel.LogLevel>
+
+/** `LOG_LEVEL` in any case (`info`, `INFO`, `Info`); anything else stops the start-up, naming the choices. */
+export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Config.String("LOG_LEVEL").pipe(
+  Config.withDefault("Info"),
+  Config.flatMap((text) => {
+    const level = levels.find((candidate) => candidate.toLowerCase() === text.trim().toLowerCase())
+    return level !== undefined
+      ? Config.succeed(level)
+      : Config.fail(
+          new ConfigProvider.SourceError({
+            message: `LOG_LEVEL must be one of ${levels.join(", ")} (any case), got "${text}"`
+          })
+        )
+  })
+)
+
+export type LogFormat = "pretty" | "json"
+
+/** `LOG_FORMAT`: `pretty` (the default, for people) or `json` (one JSON object a line, for machines). */
+export const logFormatConfig: Config.Config<LogFormat> = Config.String("LOG_FORMAT").pipe(
+  Config.withDefault("pretty"),
+  Config.flatMap((text) => {
+    const format = text.trim().toLowerCase()
+    return format === "pretty" || format === "json"
+      ? Config.succeed(format)
+      : Config.fail(
+          new ConfigProvider.SourceError({ message: `LOG_FORMAT must be pretty or json, got "${text}"` })
+        )
+  })
+)
 
 /** Public links derived from BASE_URL. */
 export const links = (baseUrl: string) => ({

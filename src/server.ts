@@ -4,6 +4,7 @@ import { Effect, Layer, Schedule } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "./config.ts"
 import { problemContext } from "./contract/problem.ts"
+import { withRequestLog } from "./logging.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { Admin } from "./services/Admin.ts"
@@ -76,7 +77,8 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
         return yield* routes
       }).pipe(
         // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
-        Effect.catchCause(problems.fromUnknown)
+        Effect.catchCause(problems.fromUnknown),
+        withRequestLog
       )
       // Node's parser answers malformed requests itself; the server hands them to us instead.
       const server = () => {
@@ -84,8 +86,8 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
         answerProtocolErrors(node, problemContext(config))
         return node
       }
+      // The start line (address, store, upstream, MCP mounts) is main.ts's.
       return HttpServer.serve(app).pipe(
-        HttpServer.withLogAddress,
         Layer.provideMerge(NodeHttpServer.layer(server, { port: config.port, host: config.host }))
       )
     })

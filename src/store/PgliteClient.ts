@@ -38,6 +38,7 @@ import {
   UniqueViolation,
   UnknownError
 } from "effect/sql/SqlError"
+import { type DataDirLocked, type DataDirUnusable, lockDataDir } from "./DataDirLock.ts"
 
 /** Raw access to the PGlite instance behind the `SqlClient`. */
 export class PgliteClient extends Context.Service<PgliteClient, { readonly pglite: PGlite }>()(
@@ -308,6 +309,8 @@ const open = Effect.fn("PgliteClient.open")(function* (dataDir: string | undefin
       try: () => mkdir(directory, { recursive: true }),
       catch: (cause) => toSqlError(cause, "connect")
     })
+    // One process per directory: a second PGlite over the same files would corrupt them.
+    yield* lockDataDir(directory)
   }
   return yield* Effect.acquireRelease(
     Effect.tryPromise({
@@ -323,7 +326,9 @@ const open = Effect.fn("PgliteClient.open")(function* (dataDir: string | undefin
 })
 
 /** `SqlClient` (PostgreSQL dialect) and raw `PgliteClient` access; PGlite is closed with the layer's scope. */
-export const layer = (options: Options): Layer.Layer<SqlClient.SqlClient | PgliteClient, SqlError> =>
+export const layer = (
+  options: Options
+): Layer.Layer<SqlClient.SqlClient | PgliteClient, SqlError | DataDirLocked | DataDirUnusable> =>
   Layer.effectContext(
     Effect.gen(function* () {
       const pglite = yield* open(options.dataDir)

@@ -5,6 +5,7 @@ import { KeyRequired, Unauthorized } from "../../contract/errors.ts"
 import type { Account, KeyRecord } from "../../domain/accounts.ts"
 import { clientIp } from "../../domain/clientIp.ts"
 import { spendKeyPattern } from "../../domain/secrets.ts"
+import { noteAccount } from "../../logging.ts"
 import { Accounts } from "../../services/Accounts.ts"
 
 /** The account and key a bearer credential stands for. */
@@ -71,7 +72,9 @@ export class Identity extends Context.Service<
             message: "The key is not a spend key of this service (expected svc_... or svc_trial_...)."
           })
         }
-        return yield* resolver.resolve(secret)
+        const principal = yield* resolver.resolve(secret)
+        yield* noteAccount(principal.account.id)
+        return principal
       })
 
       return Identity.of({
