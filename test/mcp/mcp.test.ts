@@ -1,4 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
+import { extractWWWAuthenticateParams } from "@modelcontextprotocol/client"
 import { Effect, SchemaAST } from "effect"
 import { platforms } from "../../src/domain/plans.ts"
 import type { AnyOperation } from "../../src/operations/Operation.ts"
@@ -360,6 +361,12 @@ describe(`MCP (${storeName})`, () => {
             none.headers.get("www-authenticate"),
             `Bearer error_description="No key was sent. ${recipe}", resource_metadata="${metadata}"`
           )
+          // The official client's parser reads the recipe back whole, as a client would print it.
+          const parsed = extractWWWAuthenticateParams(
+            new Response(null, { status: 401, headers: none.headers })
+          )
+          assert.strictEqual(parsed.errorDescription, `No key was sent. ${recipe}`)
+          assert.strictEqual(parsed.resourceMetadataUrl?.href, metadata)
           assert.strictEqual(none.headers.get("content-type"), "application/problem+json")
           assert.strictEqual(none.body.code, "KEY_REQUIRED")
           assert.strictEqual(none.body.mint.url, `${baseUrl}/v1/keys/mint`)
