@@ -33,4 +33,10 @@ describe("the operation declarations", () => {
     }
     for (const declaration of declarations) assert.isNotEmpty(declaration.price.summary, declaration.id)
   })
+
+  it("have distinct short summaries (OpenAPI `summary`: a few words, no sentence)", () => {
+    const summaries = declarations.map((declaration) => declaration.summary)
+    assert.strictEqual(new Set(summaries).size, summaries.length)
+    for (const summary of summaries) assert.match(summary, /^[A-Z][^.]{3,47}$/)
+  })
 })
