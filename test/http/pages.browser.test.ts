@@ -1,0 +1,146 @@
+import { execFileSync } from "node:child_process"
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { TestApp, testApp } from "../support/app.ts"
+import { storeName } from "../support/database.ts"
+import { testOperations } from "../support/testOperations.ts"
+
+/**
+ * The pages behind the links the API hands out, as a person's browser shows them: Debian's
+ * Chromium driven by playwright-core. Without Chromium the test skips locally and fails in CI.
+ */
+const chromiumPath = (() => {
+  try {
+    return execFileSync("which", ["chromium"], { encoding: "utf8" }).trim() || undefined
+  } catch {
+    return undefined
+  }
+})()
+const inCi = process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "false"
+const skipReason =
+  chromiumPath === undefined && !inCi
+    ? "no `chromium` on PATH (apt-get install -y chromium); CI=true makes this a failure"
+    : undefined
+
+const baseUrl = "http://svc.test"
+
+/** A browser whose requests to the configured base URL reach the test server; any other host is refused. */
+const withBrowser = <A>(
+  serverUrl: string,
+  run: (page: Page, elsewhere: ReadonlyArray<string>) => Promise<A>
+) =>
+  Effect.promise(async () => {
+    if (chromiumPath === undefined) throw new Error("CI is set and `chromium` is not installed")
+    const browser: Browser = await chromium.launch({
+      executablePath: chromiumPath,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+    })
+    try {
+      const context = await browser.newContext()
+      const elsewhere: Array<string> = []
+      await context.route("**/*", async (route) => {
+        const url = route.request().url()
+        if (!url.startsWith(`${baseUrl}/`)) {
+          elsewhere.push(url)
+          return route.abort()
+        }
+        const response = await route.fetch({ url: serverUrl + url.slice(baseUrl.length) })
+        return route.fulfill({ response })
+      })
+      return await run(await context.newPage(), elsewhere)
+    } finally {
+      await browser.close()
+    }
+  })
+
+/** Opens a page and returns its visible text and the absolute links on it. */
+const open = async (page: Page, path: string) => {
+  const response = await page.goto(`${baseUrl}${path}`)
+  assert.strictEqual(response?.status(), 200, path)
+  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text, as a person reads it
+  const text = await page.locator("body").innerText()
+  const hrefs = await page
+    .locator("a[href]")
+    .evaluateAll((anchors) => anchors.map((anchor) => (anchor as unknown as { readonly href: string }).href))
+  return { text, hrefs }
+}
+
+describe(`pages in Chromium (${storeName})`, () => {
+  layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect(
+      "/, /upgrade, /claim and /docs/errors read right and every link on them resolves",
+      (context) =>
+        Effect.gen(function* () {
+          if (skipReason !== undefined) return context.skip(skipReason)
+          const app = yield* TestApp
+          yield* withBrowser(app.url, async (page, elsewhere) => {
+            const links = new Set<string>()
+
+            const landing = await open(page, "/")
+            assert.include(landing.text, "Mint a free trial key")
+            assert.include(landing.text, `curl -s -X POST ${baseUrl}/v1/keys/mint`)
+            assert.include(landing.text, `${baseUrl}/mcp`)
+            for (const href of [`${baseUrl}/docs`, `${baseUrl}/docs/errors`, `${baseUrl}/v1/openapi.json`]) {
+              assert.include(landing.hrefs, href)
+            }
+            for (const href of landing.hrefs) links.add(href)
+
+            const upgrade = await open(page, "/upgrade?account=acct_browser01")
+            for (const text of [
+              "For account acct_browser01.",
+              "flex",
+              "one-time",
+              "$20.00",
+              "10,000 credits",
+              "production",
+              "monthly subscription",
+              "$99.00 a month",
+              "75,000 credits a month",
+              "Online checkout is not available yet",
+              "the operator of this service credits accounts by hand"
+            ]) {
+              assert.include(upgrade.text, text)
+            }
+            assert.strictEqual(await page.locator("table tbody tr").count(), 2, "one row per pack")
+            for (const href of upgrade.hrefs) links.add(href)
+
+            const claim = await open(page, "/claim?account=acct_browser01")
+            assert.include(claim.text, "Claiming an account with an email address is not available yet")
+            assert.include(claim.text, "an unclaimed trial key keeps working and never expires")
+            assert.strictEqual(await page.locator("main ol > li").count(), 4, "four steps")
+            assert.include(claim.hrefs, `${baseUrl}/upgrade?account=acct_browser01`)
+            for (const href of claim.hrefs) links.add(href)
+
+            const errors = await open(page, "/docs/errors#INVALID_INPUT")
+            assert.notInclude(errors.text, "{base_url}")
+            assert.notInclude(errors.text, "`")
+            assert.include(errors.text, `curl -X POST ${baseUrl}/v1/keys/mint`)
+            assert.include(errors.text, "not available yet")
+            const section = page.locator("#INVALID_INPUT")
+            assert.strictEqual(await section.count(), 1)
+            // biome-ignore lint/performance/useDomNodeTextContent: the rendered text, as a person reads it
+            assert.include(await section.innerText(), "INVALID_INPUT · HTTP 400")
+            assert.strictEqual(await section.locator("code", { hasText: "param" }).count(), 1)
+            const top = await section.evaluate((element) => element.getBoundingClientRect().top)
+            assert.isBelow(Math.abs(top), 5, "the anchor is scrolled to")
+            for (const href of errors.hrefs) links.add(href)
+
+            // The pages are self-contained (the Scalar page at /docs, followed below, fetches its fonts).
+            assert.deepStrictEqual(elsewhere, [], "these pages load nothing from other hosts")
+            for (const href of links) {
+              assert.isTrue(href.startsWith(`${baseUrl}/`), `${href} stays on the service`)
+              const [address, fragment] = href.split("#")
+              const response = await page.goto(address!)
+              assert.strictEqual(response?.status(), 200, href)
+              if (fragment !== undefined && fragment !== "") {
+                assert.strictEqual(await page.locator(`[id="${fragment}"]`).count(), 1, href)
+              }
+            }
+            assert.isAbove(links.size, 20)
+          })
+        }),
+      60_000
+    )
+  })
+})
