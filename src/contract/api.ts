@@ -216,8 +216,12 @@ const documentOperation = (operation: AnyDeclaration) => {
   return (spec: Record<string, unknown>) => ({ ...withQueryTypes(spec), "x-price": operation.price.summary })
 }
 
-/** A fresh UUID per logical call in practice; one fixed here so the docs' request sample carries the header. */
-const idempotencyKeyExample = "5f0c6a2e-8d1b-4c3a-9e7f-2b4d6a8c0e1f"
+/**
+ * A fresh UUID per logical call in practice. The docs' request samples carry one per operation, so
+ * that trying several operations' samples with one paid key is not IDEMPOTENCY_KEY_REUSED (trying
+ * the same sample again is a free replay).
+ */
+const idempotencyKeyExample = (operation: AnyDeclaration) => `docs-example-${operation.id}`
 
 /**
  * The query codec reads strings, so the generated parameters say "string". Document each
@@ -240,7 +244,7 @@ const documentQueryTypes = (operation: AnyDeclaration) => {
     ...spec,
     parameters: ((spec.parameters ?? []) as ReadonlyArray<Parameter>).map((parameter) => {
       if (parameter.in === "header" && parameter.name === "idempotency-key")
-        return { ...parameter, name: "Idempotency-Key", example: idempotencyKeyExample }
+        return { ...parameter, name: "Idempotency-Key", example: idempotencyKeyExample(operation) }
       const schema = parameter.in === "query" ? typed.properties?.[parameter.name ?? ""] : undefined
       if (schema === undefined) return parameter
       const description = schema.description ?? parameter.schema?.description
