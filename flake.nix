@@ -1,5 +1,7 @@
 {
   description = "profnet, forum and microblog data API: development shell";
+  # No flake.lock is committed yet: the first `nix develop` (or `nix flake lock`) writes one that pins
+  # nixpkgs as of that day; commit it so that every shell gets the same PostgreSQL, Redis and wrk.
   inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
   outputs = { self, nixpkgs }:
     let
@@ -8,9 +10,10 @@
     in {
       devShells = forAll (pkgs: {
         default = pkgs.mkShell {
+          # Node runs npm; the scripts run the Node 22 that `npm install` pins in node_modules/.bin.
           packages = [ pkgs.nodejs_22 pkgs.postgresql_16 pkgs.redis pkgs.wrk ];
           shellHook = ''
-            export DATABASE_URL_EXAMPLE="postgres://postgres@127.0.0.1:5432/test"
+            echo "PostgreSQL and Redis in .dev/: bash scripts/dev-services.sh start|stop|status"
           '';
         };
       });
