@@ -15,7 +15,7 @@ const inspector = join(
 )
 
 /** The official MCP Inspector's CLI against the test server, run as a user would run it. */
-const inspect = (url: string, key: string, args: ReadonlyArray<string>) =>
+const inspect = (url: string, key: string | undefined, args: ReadonlyArray<string>) =>
   Effect.acquireUseRelease(
     Effect.promise(() => mkdtemp(join(tmpdir(), "mcp-inspector-"))),
     (home) =>
@@ -29,8 +29,7 @@ const inspect = (url: string, key: string, args: ReadonlyArray<string>) =>
               url,
               "--transport",
               "http",
-              "--header",
-              `Authorization: Bearer ${key}`,
+              ...(key === undefined ? [] : ["--header", `Authorization: Bearer ${key}`]),
               ...args
             ],
             // It writes a catalog of servers under the home directory: a scratch one.
@@ -67,6 +66,13 @@ describe(`MCP Inspector CLI (${storeName})`, () => {
         const app = yield* TestApp
         const { key } = yield* app.mint()
         const url = `${app.url}/mcp`
+
+        // Keyless: without a TTY the CLI refuses to start OAuth; told to use stored auth only, it
+        // prints the 401's body, the KEY_REQUIRED problem with the mint recipe.
+        const keyless = yield* inspect(url, undefined, ["--stored-auth-only", "--method", "tools/list"])
+        assert.notStrictEqual(keyless.code, 0)
+        assert.include(keyless.stderr, "KEY_REQUIRED")
+        assert.include(keyless.stderr, "/v1/keys/mint")
 
         const listed = yield* inspect(url, key, ["--method", "tools/list"])
         assert.strictEqual(listed.code, 0, listed.stderr)
