@@ -27,7 +27,7 @@ export interface AppConfigShape {
    * refunded and its key may be claimed again. A call that outlives its lease is fenced off.
    */
   readonly leaseMs: number
-  /** The product's numbers (budgets, limits, ages, packs); decisions.md's are the defaults. */
+  /** The product's numbers (budgets, limits, ages, packs); `defaultPolicy`'s are the defaults. */
   readonly policy: Policy
   /** Where offers and usage send a person to pay (`?account=` is added for an account). */
   readonly upgradeUrl: string
@@ -39,7 +39,7 @@ export interface AppConfigShape {
 
 /**
  * The configured hosts where code reads them without `AppConfig` at hand (identifier cleaning in
- * `prepare`, messages in `run`): decisions.md's hosts unless a layer provides others, as the app
+ * `prepare`, messages in `run`): the default hosts unless a layer provides others, as the app
  * layer does from `AppConfig`.
  */
 export const PlatformHosts = Context.Reference<Hosts>("app/PlatformHosts", {
@@ -126,7 +126,7 @@ const hostName = (name: string, fallback: string) =>
   Config.schema(HostName, name).pipe(Config.withDefault(fallback))
 
 /**
- * `PROFNET_HOST`, `FORUM_HOST` and `MICROBLOG_HOST`, defaulting to decisions.md's hosts; three
+ * `PROFNET_HOST`, `FORUM_HOST` and `MICROBLOG_HOST`, defaulting to `defaultHosts`; three
  * distinct host names. The simulated world reads the same, so that its URLs are the service's.
  */
 export const hostsFromEnv: Config.Config<Hosts> = Config.all({
@@ -145,7 +145,7 @@ export const hostsFromEnv: Config.Config<Hosts> = Config.all({
   )
 )
 
-/** Every number of `Policy` from the environment, defaulting to decisions.md's. */
+/** Every number of `Policy` from the environment, defaulting to `defaultPolicy`'s. */
 const policyFromEnv = Effect.gen(function* () {
   const hour = 3_600_000
   const [flex, production] = defaultPolicy.packs

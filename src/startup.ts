@@ -5,13 +5,22 @@ import { describeStore } from "./logging.ts"
 import { DataDirLocked, DataDirUnusable } from "./store/DataDirLock.ts"
 import { mcpMounts } from "./surfaces/mcp/mounts.ts"
 
+/** A provider URL as it may be logged: without user or password. */
+const withoutCredentials = (text: string) => {
+  if (!URL.canParse(text)) return text
+  const url = new URL(text)
+  url.username = ""
+  url.password = ""
+  return url.toString()
+}
+
 /** Where data comes from: the provider(s) of `UPSTREAM_URL*`, or the simulated world of `WORLD_SEED`. */
 const describeUpstream = Effect.gen(function* () {
   const urls = yield* Effect.all(
     ["UPSTREAM_URL", "UPSTREAM_URL_PROFNET", "UPSTREAM_URL_FORUM", "UPSTREAM_URL_MICROBLOG"].map((name) =>
       Effect.map(
         Config.option(Config.NonEmptyString(name)),
-        Option.map((url) => `${name}=${url}`)
+        Option.map((url) => `${name}=${withoutCredentials(url)}`)
       )
     )
   )

@@ -1,4 +1,4 @@
-/** Plans and platforms (decisions.md, "Plans, limits and money"); their numbers are in `policy.ts`. */
+/** Plans and platforms; their numbers are in `policy.ts`. */
 export type Plan = "trial" | "flex" | "production"
 export const plans = ["trial", "flex", "production"] as const satisfies ReadonlyArray<Plan>
 

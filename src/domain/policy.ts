@@ -1,7 +1,7 @@
 import type { Pack, Plan } from "./plans.ts"
 
 /**
- * The numbers of the product (decisions.md): budgets, plan limits, caps, ages and packs. Each is a
+ * The numbers of the product: budgets, plan limits, caps, ages and packs. Each is a
  * default an operator can change through configuration (`AppConfig.policy`, read from the
  * environment); nothing else in the code repeats them.
  */

@@ -1,5 +1,5 @@
 /**
- * Every price rule of the contract (interface-spec "Credit prices", decisions.md's added operations).
+ * Every price rule of the contract: what each data operation costs in credits.
  * A quote is what is reserved; settlement may refund parts of it, never charge more.
  */
 export interface Quote {

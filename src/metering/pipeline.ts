@@ -125,7 +125,8 @@ const admit = Effect.fnUntraced(function* <R>(operation: AnyOperation<R>, reques
   if (!isPaid(account.plan)) {
     if (request.freshness === "realtime") {
       return yield* new TrialCapExceeded({
-        message: "Trial keys are cached-only: use freshness=recent, or buy a pack for realtime data.",
+        message:
+          "Trial keys cannot ask for realtime data: use freshness=recent (a recent cached copy, or a live fetch when there is none), or buy a pack.",
         param: "freshness",
         account: who
       })

@@ -19,7 +19,7 @@ const fromEnv = (env: Record<string, string>) =>
 
 describe("hosts configuration", () => {
   it.effect(
-    "decisions.md's hosts are the defaults; PROFNET_HOST, FORUM_HOST and MICROBLOG_HOST set them",
+    "profnet.com, forum.com and microblog.com are the defaults; PROFNET_HOST, FORUM_HOST and MICROBLOG_HOST set them",
     () =>
       Effect.gen(function* () {
         assert.deepStrictEqual((yield* fromEnv({})).hosts, defaultHosts)

@@ -12,7 +12,7 @@ const fromEnv = (env: Record<string, string>) =>
   )
 
 describe("policy configuration", () => {
-  it.effect("decisions.md's numbers are the defaults", () =>
+  it.effect("the documented numbers are the defaults", () =>
     Effect.gen(function* () {
       const config = yield* fromEnv({})
       assert.deepStrictEqual(config.policy, defaultPolicy)

@@ -13,7 +13,7 @@ const ok = <A>(p: Page<A> | InvalidCursor | undefined): Page<A> => {
   return p
 }
 const hostOf = (url: string) => new URL(url).host
-/** The same URL on decisions.md's host of the platform. */
+/** The same URL on the platform's default host. */
 const onDefaultHost = (url: string, platform: keyof Hosts) =>
   url.replace(hosts[platform], defaultHosts[platform])
 

@@ -1,4 +1,4 @@
-/** The platforms' hosts: bare and lower-case. They are configuration; decisions.md's are the defaults. */
+/** The platforms' hosts: bare and lower-case. They are configuration; `defaultHosts` are the defaults. */
 export interface Hosts {
   readonly profnet: string
   readonly forum: string
@@ -19,7 +19,7 @@ const platformsOf = Object.keys(defaultHosts) as ReadonlyArray<keyof Hosts>
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 /**
- * Text written with decisions.md's hosts (the declarations' descriptions) as it reads with `hosts`.
+ * Text written with the default hosts (the declarations' descriptions) as it reads with `hosts`.
  * One pass, whole host names only: `forum.com` in `www.forum.com/c/x` changes, in `myforum.com` or
  * `forum.com.au` it does not, and a configured host is never itself rewritten.
  */

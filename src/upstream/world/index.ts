@@ -146,7 +146,7 @@ export const warmUp = (world: World): void => {
   accountsByTopic(ctx)
 }
 
-/** The world of `seed`, its URLs on `hosts` (decisions.md's unless given). */
+/** The world of `seed`, its URLs on `hosts` (the default hosts unless given). */
 export const makeWorld = (seed: string | number, hosts: Hosts = defaultHosts): World => {
   const ctx = makeCtx(seed, hosts)
 
