@@ -92,6 +92,28 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     assert.isFalse(existsSync(join(dir, lockFileName)), "the lock is released on exit")
   })
 
+  it("LOG_LEVEL=debug adds a line per request: method, path, status, milliseconds, account, receipt", async () => {
+    const port = await freePort()
+    const run = start({ LOG_LEVEL: "DEBUG", PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+    await run.waitFor(started)
+    const minted = await fetch(`http://127.0.0.1:${port}/v1/keys/mint`, { method: "POST" })
+    const { key, account_id } = (await minted.json()) as { key: string; account_id: string }
+    const reply = await fetch(
+      `http://127.0.0.1:${port}/v1/profnet/profiles?identifier=richard-lewis-07kvcfn`,
+      {
+        headers: { authorization: `Bearer ${key}` }
+      }
+    )
+    const receipt = reply.headers.get("x-receipt-id")
+    assert.strictEqual(reply.status, 200)
+    await run.waitFor(/GET \/v1\/profnet\/profiles 200 \d+ms/)
+    assert.match(
+      run.output(),
+      new RegExp(`GET /v1/profnet/profiles 200 \\d+ms account=${account_id} receipt=${receipt}`)
+    )
+    assert.match(run.output(), /POST \/v1\/keys\/mint 200 \d+ms account=- receipt=-/)
+  })
+
   it("LOG_FORMAT=json logs one JSON object a line; an unknown LOG_LEVEL stops the start-up in one sentence", async () => {
     const port = await freePort()
     const run = start({ LOG_FORMAT: "json", PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
