@@ -281,7 +281,7 @@ describe(`a call that dies between reserve and settle (${storeName})`, () => {
 
     // PGlite has one connection and runs one transaction at a time, so only PostgreSQL can interleave these.
     it.effect.runIf(storeName === "postgres")(
-      "refunding a dead reservation from one IP while reserving from another takes locks in the ledger's order",
+      "refunding a dead reservation from one IP while reserving from another takes locks in the ledger's order (PostgreSQL only: PGlite runs one transaction at a time)",
       () =>
         Effect.gen(function* () {
           const ledger = yield* Ledger

@@ -409,7 +409,7 @@ describe("PgliteClient", () => {
   )
 })
 
-describe.skipIf(TEST_DATABASE_URL === undefined)("PgClient (TEST_DATABASE_URL)", () => {
+describe.skipIf(TEST_DATABASE_URL === undefined)("PgClient (runs only with TEST_DATABASE_URL set)", () => {
   const schema = uniqueSchema()
   layer(Layer.provideMerge(schemaLayer(schema), PgClient.layer(TEST_DATABASE_URL ?? "")))(
     "postgres",
