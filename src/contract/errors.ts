@@ -55,7 +55,7 @@ export const errorCatalog = {
     retriable: false,
     offer: "never",
     title: "Unauthorized",
-    next: "The key or link is not usable (bad format, unknown, revoked, suspended or expired). Mint a new key with POST /v1/keys/mint or recover the account."
+    next: "The key is not usable (bad format, unknown, revoked, or its account suspended). Mint a new key with `POST /v1/keys/mint`."
   },
   NOT_ENTITLED: {
     status: 403,

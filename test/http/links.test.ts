@@ -90,6 +90,7 @@ describe(`every link the API hands out leads somewhere (${storeName})`, () => {
           const reply = yield* app.call(`${path}?account=${encodeURIComponent(hostile)}`)
           assert.strictEqual(reply.status, 200, path)
           assert.match(reply.headers.get("content-type") ?? "", /^text\/html/, path)
+          assert.include(reply.headers.get("content-security-policy") ?? "", "default-src 'none'", path)
           assert.notInclude(reply.body, "<script>", path)
           assert.include(reply.body, "acct_&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;", path)
         }

@@ -6,6 +6,16 @@ import { landingPage } from "./landing.ts"
 import { claimPage, signInPage } from "./signIn.ts"
 import { upgradePage } from "./upgrade.ts"
 
+/** The pages need nothing but their own inline style: no script, no frame, no form, nothing from elsewhere. */
+const headers = {
+  "content-security-policy":
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer"
+}
+const htmlPage = (body: string) =>
+  HttpServerResponse.text(body, { contentType: "text/html; charset=utf-8", headers })
+
 /** `?account=`, when given: shown escaped, and only so long. */
 const accountParam = Effect.gen(function* () {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -20,7 +30,7 @@ const accountParam = Effect.gen(function* () {
 export const PageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
-    const fixed = (path: `/${string}`, body: string) => router.add("GET", path, HttpServerResponse.html(body))
+    const fixed = (path: `/${string}`, body: string) => router.add("GET", path, htmlPage(body))
     yield* fixed("/", landingPage(config))
     yield* fixed("/docs/errors", errorDocsPage(config.baseUrl))
     yield* fixed("/login", signInPage(config, "Sign in"))
@@ -28,12 +38,12 @@ export const PageRoutes = HttpRouter.use((router) =>
     yield* router.add(
       "GET",
       "/upgrade",
-      Effect.map(accountParam, (account) => HttpServerResponse.html(upgradePage(config, account)))
+      Effect.map(accountParam, (account) => htmlPage(upgradePage(config, account)))
     )
     yield* router.add(
       "GET",
       "/claim",
-      Effect.map(accountParam, (account) => HttpServerResponse.html(claimPage(config, account)))
+      Effect.map(accountParam, (account) => htmlPage(claimPage(config, account)))
     )
   })
 )
