@@ -111,7 +111,7 @@ export const errorCatalog = {
     retriable: false,
     offer: "always",
     title: "Trial cap exceeded",
-    next: "Free keys are cached-only, first-page-only, search limit 10, and share 200 credits per IP per UTC day. Wait for the UTC day to roll over, or buy a pack and retry with a fresh Idempotency-Key."
+    next: "Free keys get cached data and first pages only, a capped search `limit`, and share one credit budget per IP per UTC day (`GET /v1/usage` shows it and what is left today). Wait for the UTC day to roll over, or buy a pack and retry with a fresh Idempotency-Key."
   },
   BUDGET_EXHAUSTED: {
     status: 503,

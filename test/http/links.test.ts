@@ -103,6 +103,10 @@ describe(`every link the API hands out leads somewhere (${storeName})`, () => {
         assert.notInclude(errors, "`")
         assert.notInclude(errors, "svcm_")
         assert.include(errors, `<code>curl -X POST ${baseUrl}/v1/keys/mint</code>`)
+        assert.include(
+          errors,
+          "Here: 200 credits per IP per UTC day, a search <code>limit</code> of at most 10."
+        )
         for (const code of Object.keys(errorCatalog) as Array<ErrorCode>) {
           assert.strictEqual(errors.split(`id="${code}"`).length, 2, `one anchor for ${code}`)
         }

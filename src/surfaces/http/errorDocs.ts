@@ -1,4 +1,4 @@
-import { links } from "../../config.ts"
+import { type AppConfigShape, links } from "../../config.ts"
 import { type ErrorCode, type ErrorSpec, errorCatalog } from "../../contract/errors.ts"
 import { html, inlineCode, page } from "./pages/html.ts"
 
@@ -9,8 +9,13 @@ const entries = Object.entries(errorCatalog) as Array<[ErrorCode, ErrorSpec]>
  * prose is rendered with the configured base URL in place of `{base_url}` and its backticked
  * spans as code.
  */
-export const errorDocsPage = (baseUrl: string): string => {
+export const errorDocsPage = ({ baseUrl, policy }: Pick<AppConfigShape, "baseUrl" | "policy">): string => {
   const link = links(baseUrl)
+  // The catalogue names no numbers an operator can change; this service's are added here.
+  const configured: Partial<Record<ErrorCode, string>> = {
+    TRIAL_CAP_EXCEEDED: `Here: ${policy.freeCreditsPerIpDay} credits per IP per UTC day, a search \`limit\` of at most ${policy.trialSearchLimit}.`,
+    BUDGET_EXHAUSTED: `Here the free budget is ${policy.freeCreditsPerIpDay} credits per IP per UTC day.`
+  }
   const prose = (text: string) => inlineCode(text.replaceAll("{base_url}", baseUrl))
   return page(
     baseUrl,
@@ -25,7 +30,7 @@ ${entries.map(
   ([code, spec]) => html`<section id="${code}"><h2><code>${code}</code> &middot; HTTP ${spec.status}${
     spec.retriable ? " · retriable" : ""
   }</h2>
-<p><strong>${spec.title}.</strong> ${prose(spec.next)}</p></section>
+<p><strong>${spec.title}.</strong> ${prose(spec.next)}${configured[code] === undefined ? "" : html` ${prose(configured[code])}`}</p></section>
 `
 )}`
   )

@@ -32,7 +32,7 @@ export const PageRoutes = HttpRouter.use((router) =>
     const config = yield* AppConfig
     const fixed = (path: `/${string}`, body: string) => router.add("GET", path, htmlPage(body))
     yield* fixed("/", landingPage(config))
-    yield* fixed("/docs/errors", errorDocsPage(config.baseUrl))
+    yield* fixed("/docs/errors", errorDocsPage(config))
     yield* fixed("/login", signInPage(config, "Sign in"))
     yield* fixed("/activate", signInPage(config, "Approve a command-line client"))
     yield* router.add(
