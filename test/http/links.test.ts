@@ -71,6 +71,10 @@ describe(`every link the API hands out leads somewhere (${storeName})`, () => {
           assert.isTrue(at.has(expected), `${expected} is among the links found: ${[...at].join(", ")}`)
         }
 
+        // The MCP URL is for MCP clients: GET without a key is the bearer challenge, with one 405 (no SSE stream).
+        assert.strictEqual((yield* app.call("/mcp")).status, 401)
+        assert.strictEqual((yield* app.call("/mcp", { key })).status, 405)
+
         const errorsPage = (yield* app.call("/docs/errors")).body as string
         for (const [where, url, method = "GET"] of found) {
           const [path, fragment] = url.slice(baseUrl.length).split("#")
