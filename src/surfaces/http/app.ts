@@ -44,7 +44,8 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
   )
   return Layer.mergeAll(
     apiRoutes,
-    HttpApiScalar.layer(api, { path: "/docs" }),
+    // No fonts from the Scalar CDN: the page works offline and loads nothing from other hosts.
+    HttpApiScalar.layer(api, { path: "/docs", scalar: { withDefaultFonts: false } }),
     AdminRpcRoutes,
     McpRoutes(operations),
     PageRoutes,
