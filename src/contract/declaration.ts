@@ -33,7 +33,7 @@ export interface OperationDeclaration<
   /** A few words naming what the operation does (OpenAPI `summary`, the docs' sidebar). */
   readonly summary: string
   /**
-   * Written with decisions.md's hosts (`defaultHosts`), as are the parameters' descriptions; the
+   * Written with the default hosts (`defaultHosts`), as are the parameters' descriptions; the
    * surfaces name the configured hosts instead (`rehost`) when they build OpenAPI and MCP tools.
    */
   readonly description: string

@@ -19,7 +19,7 @@ export const FreshnessInfo = Schema.Struct({
   cache_age_seconds: Schema.Int
 })
 
-/** The schema_version 2 envelope of every successful data call (decisions.md). */
+/** The schema_version 2 envelope of every successful data call. */
 export const envelopeOf = <K extends string, D extends Schema.Top>(kind: K, data: D) =>
   Schema.Struct({
     schema_version: Schema.Literal(2),

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { ReceiptSchema } from "./envelope.ts"
 
-/** Response bodies of the account routes, as the contract and decisions.md describe them. */
+/** Response bodies of the account routes. */
 export const FreeTierInfo = Schema.Struct({
   credits_per_ip_day: Schema.Int,
   freshness: Schema.String,

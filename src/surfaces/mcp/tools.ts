@@ -39,7 +39,7 @@ export interface McpTool<R> {
 
 /**
  * One registry operation as a tool: REST's parameters as arguments, the metered pipeline, the
- * envelope. Its description and schemas name `hosts` where the declaration names decisions.md's.
+ * envelope. Its description and schemas name `hosts` where the declaration names the default ones.
  */
 export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpTool<R | ToolServices> => {
   const decode = toolArgumentsDecoder(operation)
