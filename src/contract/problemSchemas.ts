@@ -28,7 +28,8 @@ const problemSchemaOf = <C extends ErrorCode>(code: C): ProblemSchema<C> => {
   const { _tag: _, account: __, ...own } = errorClass.fields as Schema.Struct.Fields
   const wire: Schema.Top = Schema.Struct({ ...own, ...members, code: Schema.Literal(code) }).annotate({
     identifier: `Problem${errorClass.identifier}`,
-    description: `${code}: ${spec.title}. ${spec.next}`
+    // The catalogue writes the service's address as {base_url}; a schema is the same for every deployment.
+    description: `${code}: ${spec.title}. ${spec.next.replaceAll("{base_url}", "")}`
   })
   const ownNames = Object.keys(own)
   const pick = (from: unknown) => {
