@@ -10,3 +10,7 @@ export const announcedBodyTooLarge = (
     ? new PayloadTooLarge({ message: `The request body is ${length} bytes; the limit is ${maxBodyBytes}.` })
     : undefined
 }
+
+/** A body that turned out larger than the limit while it was read (no Content-Length announced it). */
+export const bodyTooLarge = (maxBodyBytes: number): PayloadTooLarge =>
+  new PayloadTooLarge({ message: `The request body is too large; the limit is ${maxBodyBytes}.` })

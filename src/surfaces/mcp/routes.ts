@@ -4,10 +4,9 @@ import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "e
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
-import { PayloadTooLarge } from "../../contract/errors.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import { Identity } from "../common/identity.ts"
-import { announcedBodyTooLarge } from "../common/limits.ts"
+import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { challengeResponse, protectedResourceMetadata, protectedResourcePath } from "./auth.ts"
 import { allowedHostnames, foreignHostRejection } from "./guards.ts"
@@ -35,10 +34,6 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
             headers: { "access-control-allow-origin": "*" }
           })
         )
-      const tooLarge = (detail: string) =>
-        problems.render(
-          new PayloadTooLarge({ message: `${detail} The limit is ${config.maxBodyBytes} bytes.` })
-        )
 
       const serve = Effect.fn("mcp.request")(function* (mount: McpMount, handler: McpHttpHandler) {
         yield* Effect.annotateCurrentSpan("mcp.mount", mount.path)
@@ -61,7 +56,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         const authInfo = authInfoOf(secret, caller.account.id, session)
         const response = yield* HttpEffect.fromWebHandler((web) => handler.fetch(web, { authInfo }))
         // A body without Content-Length is measured by the SDK; its 413 becomes our problem too.
-        return response.status === 413 ? tooLarge("The request body is too large.") : response
+        return response.status === 413 ? problems.render(bodyTooLarge(config.maxBodyBytes)) : response
       })
 
       // The SDK reports requests it refused (bad headers, unsupported versions) out of band.

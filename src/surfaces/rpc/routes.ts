@@ -2,8 +2,9 @@ import { ByteSize, Effect, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest } from "effect/http"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { AppConfig } from "../../config.ts"
-import { PayloadTooLarge, Unauthorized } from "../../contract/errors.ts"
+import { Unauthorized } from "../../contract/errors.ts"
 import { AdminToken } from "../../services/AdminToken.ts"
+import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { AdminAuth, AdminRpcs, AdminUnauthorized, adminRpcPath } from "./AdminRpc.ts"
 import { AdminHandlers } from "./handlers.ts"
@@ -56,10 +57,6 @@ export const AdminRpcRoutes = HttpRouter.use((router) =>
     const token = yield* AdminToken
     const rpc = yield* RpcServer.toHttpEffect(AdminRpcs)
     const limit = ByteSize.bytes(config.maxBodyBytes)
-    const tooLarge = (detail: string) =>
-      problems.render(
-        new PayloadTooLarge({ message: `${detail} The limit is ${config.maxBodyBytes} bytes.` })
-      )
 
     yield* router.add(
       "POST",
@@ -71,15 +68,15 @@ export const AdminRpcRoutes = HttpRouter.use((router) =>
           yield* Effect.logWarning(`admin RPC: refused: ${message}`)
           return problems.render(new Unauthorized({ message }))
         }
-        const length = Number(request.headers["content-length"] ?? "0")
-        if (length > config.maxBodyBytes) return tooLarge(`The request body is ${length} bytes.`)
+        const announced = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
+        if (announced !== undefined) return problems.render(announced)
         // Read once under the limit; the RPC server then reads the same cached body.
         const read = yield* request.arrayBuffer.pipe(
           Effect.provideService(HttpIncomingMessage.MaxBodySize, limit),
           Effect.result
         )
         if (read._tag === "Failure" && isBodyTooLarge(read.failure))
-          return tooLarge("The request body is too large.")
+          return problems.render(bodyTooLarge(config.maxBodyBytes))
         return yield* rpc
       })
     )
