@@ -19,12 +19,13 @@ const ClaimRow = Schema.Struct({
   response: Schema.NullOr(Schema.String),
   lease_expires_at: Row.Int,
   created_at: Row.Int,
-  heartbeat_at: Row.NullableInt,
+  owner: Schema.NullOr(Schema.String),
   replay_until: Row.NullableInt,
   tombstone_until: Row.NullableInt
 })
 
-const decodeClaims = Row.decoder(ClaimRow, "idempotency_keys joined with calls")
+const decodeClaims = Row.decoder(ClaimRow, "idempotency_keys")
+const decodeBeats = Row.decoder(Schema.Struct({ heartbeat_at: Row.NullableInt }), "calls")
 
 /**
  * The claim this call took is no longer its own: its lease expired and the key was purged or
@@ -88,17 +89,21 @@ export class IdempotencyStore extends Context.Service<
           ON CONFLICT (account_id, idem_key) DO NOTHING RETURNING idem_key`
         if (inserted.length > 0) return { _tag: "Fresh" } as const
         const rows =
-          yield* sql`SELECT k.fingerprint, k.state, k.response, k.lease_expires_at, k.created_at, c.heartbeat_at,
-            k.replay_until, k.tombstone_until
-          FROM idempotency_keys k LEFT JOIN calls c ON c.id = k.owner AND c.state = 'reserved'
-          WHERE k.account_id = ${accountId} AND k.idem_key = ${key}`.pipe(Effect.flatMap(decodeClaims))
+          yield* sql`SELECT fingerprint, state, response, lease_expires_at, created_at, owner, replay_until,
+            tombstone_until
+          FROM idempotency_keys WHERE account_id = ${accountId} AND idem_key = ${key}`.pipe(
+            Effect.flatMap(decodeClaims)
+          )
         const row = rows[0]
         if (row === undefined) return yield* begin(accountId, key, fingerprint, owner)
         if (row.state === "running") {
           const leaseExpiresAt = row.lease_expires_at
           if (leaseExpiresAt > now) {
             if (row.fingerprint !== fingerprint) return { _tag: "Reused" } as const
-            const lastSeenAt = Math.max(row.created_at, row.heartbeat_at ?? 0)
+            // Only a caller turned away reads the holder's heartbeat (a replay never needs it).
+            const [beat] = yield* sql`SELECT heartbeat_at FROM calls
+              WHERE id = ${row.owner} AND state = 'reserved'`.pipe(Effect.flatMap(decodeBeats))
+            const lastSeenAt = Math.max(row.created_at, beat?.heartbeat_at ?? 0)
             return {
               _tag: "Running",
               retryAfterSeconds: retryAfterSeconds({ leaseExpiresAt, lastSeenAt }, now)
