@@ -6,6 +6,7 @@ import { AppConfig } from "./config.ts"
 import { problemContext } from "./contract/problem.ts"
 import { withRequestLog } from "./logging.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
+import { Outbox } from "./mail/Outbox.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { Admin } from "./services/Admin.ts"
 import { AdminToken } from "./services/AdminToken.ts"
@@ -13,6 +14,7 @@ import { Cache } from "./services/Cache.ts"
 import { Domains } from "./services/Domains.ts"
 import { IdempotencyStore } from "./services/IdempotencyStore.ts"
 import { Ids } from "./services/Ids.ts"
+import { Keys } from "./services/Keys.ts"
 import { Ledger } from "./services/Ledger.ts"
 import { RateLimits } from "./services/RateLimits.ts"
 import { Settings } from "./services/Settings.ts"
@@ -36,7 +38,9 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Cache.layer,
     Domains.layer
   ).pipe(
+    Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Ledger.layer),
+    Layer.provideMerge(Outbox.layer),
     Layer.provideMerge(Accounts.layer),
     Layer.provideMerge(Settings.layer),
     Layer.provideMerge(ids)

@@ -182,10 +182,16 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
 }) {
   readonly code = "INVALID_INPUT"
 }
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", base) {
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  ...base,
+  param: Schema.optional(Schema.String)
+}) {
   readonly code = "NOT_FOUND"
 }
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", base) {
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  ...base,
+  param: Schema.optional(Schema.String)
+}) {
   readonly code = "UNAUTHORIZED"
 }
 export class NotEntitled extends Schema.TaggedError<NotEntitled>()("NotEntitled", {

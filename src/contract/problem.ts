@@ -118,6 +118,8 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
       if (error.closest_matches !== undefined) body.closest_matches = error.closest_matches
       break
     case "TrialCapExceeded":
+    case "NotFound":
+    case "Unauthorized":
       if (error.param !== undefined) body.param = error.param
       break
     case "InsufficientCredits":

@@ -14,6 +14,9 @@ import type { Plan } from "../domain/plans.ts"
 import type { Refund, RefundReason } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
 import * as Row from "../store/rows.ts"
+import { upgradeUrl } from "../contract/problem.ts"
+import { alertMail } from "../mail/messages.ts"
+import { Outbox } from "../mail/Outbox.ts"
 import { Ids } from "./Ids.ts"
 import { Settings } from "./Settings.ts"
 
@@ -29,6 +32,8 @@ export interface Reservation {
   readonly reserved: Funding
   readonly idempotencyKey: string | undefined
   readonly createdAt: number
+  /** The balance alert's threshold when it was armed at reservation (a charge may cross it). */
+  readonly alertThreshold: number | undefined
 }
 
 export interface Receipt {
@@ -54,6 +59,13 @@ export interface ReserveInput {
   readonly quoted: number
   readonly realtime: boolean
   readonly idempotencyKey: string | undefined
+}
+
+export interface CreditInput {
+  readonly accountId: string
+  readonly credits: number
+  readonly kind: "balance" | "grant"
+  readonly reason: string
 }
 
 export type ReserveError = ConcurrencyLimit | InsufficientCredits | TrialCapExceeded | BudgetExhausted
@@ -101,8 +113,17 @@ export type CallRow = typeof CallRow.Type
 const decodeCalls = Row.decoder(CallRow, "calls")
 const decodeCallIds = Row.decoder(Schema.Struct({ id: Schema.String }), "calls.id")
 const decodeFunds = Row.decoder(
-  Schema.Struct({ grant_credits: Row.Int, balance_credits: Row.Int }),
+  Schema.Struct({
+    grant_credits: Row.Int,
+    balance_credits: Row.Int,
+    alert_threshold: Row.Int,
+    alert_armed: Schema.Boolean
+  }),
   "accounts (credits)"
+)
+const decodeCrossings = Row.decoder(
+  Schema.Struct({ email: Schema.NullOr(Schema.String), alert_threshold: Row.Int, spendable: Row.Int }),
+  "accounts (alert crossing)"
 )
 const decodeHolders = Row.decoder(
   Schema.Struct({ lease_expires_at: Row.Int, created_at: Row.Int, heartbeat_at: Row.NullableInt }),
@@ -158,12 +179,17 @@ export class Ledger extends Context.Service<
      * Adds credits to an account's grant or purchased balance, with the credit event that is the
      * other side of every debit (operator credit, claim grant, purchase). False: no such account.
      */
-    readonly credit: (input: {
+    readonly credit: (input: CreditInput) => Effect.Effect<boolean, SqlError>
+    /**
+     * The one-time claim grant for an account, its owner's email and a key: once per email and
+     * once per key (the database's unique constraints decide, also under concurrent sign-ins).
+     * Returns the credits granted, 0 when either already had it. Joins the caller's transaction.
+     */
+    readonly grantOnce: (input: {
       readonly accountId: string
-      readonly credits: number
-      readonly kind: "balance" | "grant"
-      readonly reason: string
-    }) => Effect.Effect<boolean, SqlError>
+      readonly email: string
+      readonly keyId: string
+    }) => Effect.Effect<number, SqlError>
     /** A live call shows it is alive (see `domain/lease.ts`); false once its reservation is gone. */
     readonly heartbeat: (callId: string) => Effect.Effect<boolean, SqlError>
     /** Releases reservations whose lease expired (their holder died); returns how many. */
@@ -184,7 +210,37 @@ export class Ledger extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const settings = yield* Settings
       const ids = yield* Ids
-      const { leaseMs, policy } = yield* AppConfig
+      const outbox = yield* Outbox
+      const { leaseMs, policy, upgradeUrl: upgradeBase } = yield* AppConfig
+
+      /** `alert_armed` after `added` credits: armed again once the spendable credits reach the threshold. */
+      const rearmed = (added: number) =>
+        sql`(alert_armed OR (alert_threshold > 0 AND grant_credits + balance_credits + ${added} >= alert_threshold))`
+
+      /**
+       * After a charge: if it took the spendable credits below an armed threshold, disarm it and queue
+       * the one email of this crossing, in the charge's transaction. The conditional update decides:
+       * of two racing charges only one finds the alert armed.
+       */
+      const alertOnCrossing = (accountId: string) =>
+        Effect.gen(function* () {
+          const crossed = yield* sql`UPDATE accounts SET alert_armed = false
+            WHERE id = ${accountId} AND alert_armed AND grant_credits + balance_credits < alert_threshold
+            RETURNING email, alert_threshold, grant_credits + balance_credits AS spendable`.pipe(
+            Effect.flatMap(decodeCrossings)
+          )
+          const row = crossed[0]
+          if (row === undefined || row.email === null) return
+          yield* outbox.enqueue(
+            alertMail({
+              to: row.email,
+              accountId,
+              threshold: row.alert_threshold,
+              spendable: row.spendable,
+              upgradeUrl: upgradeUrl(upgradeBase, accountId)
+            })
+          )
+        })
 
       /**
        * Ends a reserved call: charge `charged` (free first, then grant, then balance), return the
@@ -212,7 +268,8 @@ export class Ledger extends Context.Service<
           }
           if (backGrant + backBalance > 0) {
             yield* sql`UPDATE accounts SET grant_credits = grant_credits + ${backGrant},
-              balance_credits = balance_credits + ${backBalance} WHERE id = ${call.accountId}`
+              balance_credits = balance_credits + ${backBalance},
+              alert_armed = ${rearmed(backGrant + backBalance)} WHERE id = ${call.accountId}`
           }
           return receiptOf(updated[0])
         })
@@ -245,7 +302,8 @@ export class Ledger extends Context.Service<
           sql.withTransaction(
             Effect.gen(function* () {
               const accountRows = yield* sql`
-              SELECT grant_credits, balance_credits FROM accounts WHERE id = ${input.accountId} FOR UPDATE`.pipe(
+              SELECT grant_credits, balance_credits, alert_threshold, alert_armed
+              FROM accounts WHERE id = ${input.accountId} FOR UPDATE`.pipe(
                 Effect.flatMap(decodeFunds)
               )
               const inFlight = yield* sql`
@@ -274,6 +332,7 @@ export class Ledger extends Context.Service<
               }
               const grant = accountRows[0]?.grant_credits ?? 0
               const balance = accountRows[0]?.balance_credits ?? 0
+              const alertThreshold = accountRows[0]?.alert_armed ? accountRows[0].alert_threshold : undefined
 
               let freeAvailable = 0
               let globalExhausted = false
@@ -343,7 +402,8 @@ export class Ledger extends Context.Service<
                 quoted: input.quoted,
                 reserved: drawn,
                 idempotencyKey: input.idempotencyKey,
-                createdAt: now
+                createdAt: now,
+                alertThreshold
               } satisfies Reservation
             })
           )
@@ -375,6 +435,12 @@ export class Ledger extends Context.Service<
             Effect.gen(function* () {
               const receipt = yield* finish(reservation, reservation.quoted - refunded, kept, now)
               if (receipt === undefined) return yield* new ReservationLost({ callId: reservation.callId })
+              if (
+                reservation.alertThreshold !== undefined &&
+                receipt.funding.grant + receipt.funding.balance > 0
+              ) {
+                yield* alertOnCrossing(reservation.accountId)
+              }
               yield* alsoInTransaction(receipt)
               return receipt
             })
@@ -387,26 +453,46 @@ export class Ledger extends Context.Service<
         return finished !== undefined
       })
 
-      const credit = Effect.fn("Ledger.credit")(function* (input: {
+      /** The statements of a credit, inside the caller's transaction. */
+      const addCredits = (input: CreditInput, now: number) =>
+        Effect.gen(function* () {
+          const id = yield* ids.newId("cred")
+          const rows =
+            input.kind === "grant"
+              ? yield* sql`UPDATE accounts SET grant_credits = grant_credits + ${input.credits},
+                  alert_armed = ${rearmed(input.credits)} WHERE id = ${input.accountId} RETURNING id`
+              : yield* sql`UPDATE accounts SET balance_credits = balance_credits + ${input.credits},
+                  alert_armed = ${rearmed(input.credits)} WHERE id = ${input.accountId} RETURNING id`
+          if (rows.length === 0) return false
+          yield* sql`INSERT INTO credit_events (id, account_id, kind, credits, reason, created_at)
+            VALUES (${id}, ${input.accountId}, ${input.kind}, ${input.credits}, ${input.reason}, ${now})`
+          return true
+        })
+
+      const credit = Effect.fn("Ledger.credit")(function* (input: CreditInput) {
+        const now = yield* Clock.currentTimeMillis
+        return yield* sql.withTransaction(addCredits(input, now))
+      })
+
+      const grantOnce = Effect.fn("Ledger.grantOnce")(function* (input: {
         readonly accountId: string
-        readonly credits: number
-        readonly kind: "balance" | "grant"
-        readonly reason: string
+        readonly email: string
+        readonly keyId: string
       }) {
         const now = yield* Clock.currentTimeMillis
-        const id = yield* ids.newId("cred")
+        const credits = policy.claimGrantCredits
         return yield* sql.withTransaction(
           Effect.gen(function* () {
-            const rows =
-              input.kind === "grant"
-                ? yield* sql`UPDATE accounts SET grant_credits = grant_credits + ${input.credits}
-                    WHERE id = ${input.accountId} RETURNING id`
-                : yield* sql`UPDATE accounts SET balance_credits = balance_credits + ${input.credits}
-                    WHERE id = ${input.accountId} RETURNING id`
-            if (rows.length === 0) return false
-            yield* sql`INSERT INTO credit_events (id, account_id, kind, credits, reason, created_at)
-              VALUES (${id}, ${input.accountId}, ${input.kind}, ${input.credits}, ${input.reason}, ${now})`
-            return true
+            // The unique email and key columns decide, also between racing transactions.
+            const inserted = yield* sql`INSERT INTO grants (account_id, email, key_id, credits, created_at)
+              VALUES (${input.accountId}, ${input.email}, ${input.keyId}, ${credits}, ${now})
+              ON CONFLICT DO NOTHING RETURNING account_id`
+            if (inserted.length === 0) return 0
+            yield* addCredits(
+              { accountId: input.accountId, credits, kind: "grant", reason: "claim grant" },
+              now
+            )
+            return credits
           })
         )
       })
@@ -454,7 +540,17 @@ export class Ledger extends Context.Service<
         return rows[0] === undefined ? undefined : receiptOf(rows[0])
       })
 
-      return Ledger.of({ reserve, settle, release, credit, heartbeat, sweepExpired, receipts, receipt })
+      return Ledger.of({
+        reserve,
+        settle,
+        release,
+        credit,
+        grantOnce,
+        heartbeat,
+        sweepExpired,
+        receipts,
+        receipt
+      })
     })
   )
 }

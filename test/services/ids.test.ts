@@ -2,6 +2,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config.ts"
+import { Outbox } from "../../src/mail/Outbox.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { Ledger } from "../../src/services/Ledger.ts"
@@ -29,6 +30,7 @@ describe("Ids.layerTest", () => {
 })
 
 const services = Layer.mergeAll(Accounts.layer, Ledger.layer).pipe(
+  Layer.provideMerge(Outbox.layer),
   Layer.provideMerge(Settings.layer),
   Layer.provideMerge(Ids.layerTest),
   Layer.provideMerge(freshDatabase),

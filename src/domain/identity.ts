@@ -1,0 +1,87 @@
+import { createHash, randomInt } from "node:crypto"
+import { encodeBase62 } from "./secrets.ts"
+
+/**
+ * Identity and sign-in: email addresses, one-time codes, link tokens and device codes, with the
+ * numbers that govern them (decisions.md, "Identity and sign-in", "Command-line sign-in", "Recovery").
+ */
+
+const minute = 60_000
+const hour = 60 * minute
+const day = 24 * hour
+
+export const identityPolicy = {
+  /** Sign-in codes and links: 10 minutes, 5 wrong tries. */
+  signInTtlMs: 10 * minute,
+  signInAttempts: 5,
+  /** Sign-in starts: 5 per IP per 15 minutes, 3 per email per hour. Recovery the same. */
+  startsPerIp: { limit: 5, window: "15 minutes" },
+  startsPerEmail: { limit: 3, window: "1 hour" },
+  managementTokenTtlMs: 90 * day,
+  recoveryTtlMs: hour,
+  deviceTtlMs: 10 * minute,
+  deviceIntervalMs: 5_000,
+  /** RFC 8628 3.5: each `slow_down` adds 5 seconds to the interval. */
+  deviceSlowDownMs: 5_000,
+  exchangeTtlMs: 5 * minute,
+  /** Revoked keys stay in the list this long. */
+  revokedKeysListedMs: 30 * day,
+  /** A token's `last_used_at` is written at most this often. */
+  lastUsedResolutionMs: minute
+} as const
+
+/** Address syntax only (a confirmed email is proven by the code, not by this). At most 254 characters. */
+const emailPattern = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
+
+/** The stored form of an email (trimmed, lower-cased), or `undefined` when it is not an address. */
+export const normalizeEmail = (input: string): string | undefined => {
+  const email = input.trim().toLowerCase()
+  return email.length <= 254 && emailPattern.test(email) ? email : undefined
+}
+
+/** A 6-digit code, uniform over 000000..999999. */
+export const makeSignInCode = (): string => String(randomInt(0, 1_000_000)).padStart(6, "0")
+
+export const signInCodePattern = /^\d{6}$/
+
+/** A link or device secret: 43 base62 characters (about 256 bits before the modulo). */
+export const makeLinkToken = (random: Uint8Array): string => encodeBase62(random).slice(0, 43)
+
+export const linkTokenPattern = /^[0-9A-Za-z]{43}$/
+
+/** RFC 8628 6.1: letters without vowels or look-alikes, `BCDF-GHJK`. */
+const userCodeAlphabet = "BCDFGHJKLMNPQRSTVWXZ"
+
+export const makeUserCode = (): string => {
+  let code = ""
+  for (let index = 0; index < 8; index++) code += userCodeAlphabet[randomInt(0, userCodeAlphabet.length)]
+  return `${code.slice(0, 4)}-${code.slice(4)}`
+}
+
+/** What a person types: any case, with or without the dash or spaces. */
+export const normalizeUserCode = (input: string): string | undefined => {
+  const letters = input.toUpperCase().replace(/[\s-]/g, "")
+  return letters.length === 8 && [...letters].every((letter) => userCodeAlphabet.includes(letter))
+    ? `${letters.slice(0, 4)}-${letters.slice(4)}`
+    : undefined
+}
+
+/** Codes are short, so their hash is keyed by what they belong to (the sign-in's id). */
+export const hashCode = (scope: string, code: string): string =>
+  createHash("sha256").update(`${scope}:${code}`).digest("hex")
+
+/** A loopback redirect URI (RFC 8252 7.3): http, 127.0.0.1, [::1] or localhost, any port. */
+export const isLoopbackRedirect = (uri: string): boolean => {
+  try {
+    const url = new URL(uri)
+    return (
+      url.protocol === "http:" &&
+      (url.hostname === "127.0.0.1" || url.hostname === "[::1]" || url.hostname === "localhost") &&
+      url.username === "" &&
+      url.password === "" &&
+      url.hash === ""
+    )
+  } catch {
+    return false
+  }
+}

@@ -1,0 +1,31 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { Ids } from "../services/Ids.ts"
+import type { Mail } from "./messages.ts"
+
+/**
+ * The outbox: every message is written here first, by the statement list of the change that
+ * causes it. Called inside that change's `sql.withTransaction`, the message commits or rolls back
+ * with it; the delivery worker (`Mailer`) sends it later, with retries.
+ */
+export class Outbox extends Context.Service<
+  Outbox,
+  { readonly enqueue: (mail: Mail) => Effect.Effect<string, SqlError> }
+>()("app/Outbox") {
+  static readonly layer = Layer.effect(
+    Outbox,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const ids = yield* Ids
+      const enqueue = Effect.fn("Outbox.enqueue")(function* (mail: Mail) {
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("mail")
+        yield* sql`INSERT INTO outbox (id, to_email, subject, body_text, body_html, kind, next_attempt_at, created_at)
+          VALUES (${id}, ${mail.to}, ${mail.subject}, ${mail.text}, ${mail.html}, ${mail.kind}, ${now}, ${now})`
+        return id
+      })
+      return Outbox.of({ enqueue })
+    })
+  )
+}
