@@ -13,6 +13,7 @@ import { AdminToken } from "./services/AdminToken.ts"
 import { Cache } from "./services/Cache.ts"
 import { Domains } from "./services/Domains.ts"
 import { IdempotencyStore } from "./services/IdempotencyStore.ts"
+import { Identities } from "./services/Identities.ts"
 import { Ids } from "./services/Ids.ts"
 import { Keys } from "./services/Keys.ts"
 import { Ledger } from "./services/Ledger.ts"
@@ -29,7 +30,6 @@ import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors
 export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
   Layer.mergeAll(
     Usage.layer,
-    RateLimits.layer,
     Problems.layer,
     Identity.layer,
     IdempotencyStore.layer,
@@ -38,9 +38,11 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Cache.layer,
     Domains.layer
   ).pipe(
+    Layer.provideMerge(Identities.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Ledger.layer),
     Layer.provideMerge(Outbox.layer),
+    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
     Layer.provideMerge(Settings.layer),
     Layer.provideMerge(ids)

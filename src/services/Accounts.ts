@@ -35,7 +35,8 @@ const KeyedAccountRow = Schema.Struct({
   ...AccountRow.fields,
   key_id: Schema.String,
   hint: Schema.String,
-  revoked_at: Row.NullableInt
+  revoked_at: Row.NullableInt,
+  last_used_at: Row.NullableInt
 })
 
 const decodeAccounts = Row.decoder(AccountRow, "accounts")
@@ -60,7 +61,12 @@ export class Accounts extends Context.Service<
     readonly mintTrial: (ip: string) => Effect.Effect<MintedKey, SqlError>
     readonly findByKey: (
       secret: string
-    ) => Effect.Effect<{ key: KeyRecord; account: Account } | undefined, SqlError>
+    ) => Effect.Effect<
+      { key: KeyRecord; account: Account; lastUsedAt: number | null } | undefined,
+      SqlError
+    >
+    /** Records a key's use (the caller writes it at most once a minute per key). */
+    readonly touchKey: (keyId: string, now: number) => Effect.Effect<void, SqlError>
     readonly get: (accountId: string) => Effect.Effect<Account | undefined, SqlError>
   }
 >()("app/Accounts") {
@@ -96,18 +102,23 @@ export class Accounts extends Context.Service<
 
       const findByKey = Effect.fn("Accounts.findByKey")(function* (secret: string) {
         const rows = yield* sql`
-          SELECT a.*, k.id AS key_id, k.hint, k.revoked_at
+          SELECT a.*, k.id AS key_id, k.hint, k.revoked_at, k.last_used_at
           FROM api_keys k JOIN accounts a ON a.id = k.account_id
           WHERE k.secret_hash = ${hashSecret(secret)}`.pipe(Effect.flatMap(decodeKeyedAccounts))
         const row = rows[0]
         if (row === undefined) return undefined
         return {
           key: { id: row.key_id, accountId: row.id, hint: row.hint, revoked: row.revoked_at !== null },
-          account: toAccount(row)
+          account: toAccount(row),
+          lastUsedAt: row.last_used_at
         }
       })
 
-      return Accounts.of({ mintTrial, findByKey, get })
+      const touchKey = Effect.fn("Accounts.touchKey")(function* (keyId: string, now: number) {
+        yield* sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${keyId}`
+      })
+
+      return Accounts.of({ mintTrial, findByKey, get, touchKey })
     })
   )
 }

@@ -25,11 +25,44 @@ const decodeFreeUse = Row.decoder(
 )
 const decodeCount = Row.decoder(Schema.Struct({ n: Row.Int }), "calls in flight (count)")
 
+/** One outbox message as the operator sees it; `text` is there until it is delivered (then null). */
+export interface OutboxMessage {
+  readonly id: string
+  readonly to: string
+  readonly subject: string
+  readonly kind: string
+  readonly created_at: number
+  readonly sent_at: number | null
+  readonly attempts: number
+  readonly next_attempt_at: number
+  readonly last_error: string | null
+  readonly text: string | null
+}
+
+const decodeOutbox = Row.decoder(
+  Schema.Struct({
+    id: Schema.String,
+    to: Schema.String,
+    subject: Schema.String,
+    kind: Schema.String,
+    created_at: Row.Int,
+    sent_at: Row.NullableInt,
+    attempts: Row.Int,
+    next_attempt_at: Row.Int,
+    last_error: Schema.NullOr(Schema.String),
+    text: Schema.NullOr(Schema.String)
+  }),
+  "outbox"
+)
+
 export class AccountNotFound extends Error {
   readonly _tag = "AccountNotFound"
 }
 
-/** Operator tasks: grant credits, set plan, entitle platforms, suspend, close the free tier, pause live fetching. */
+/**
+ * Operator tasks: grant credits, set plan, entitle platforms, suspend, close the free tier, pause
+ * live fetching, read the mail outbox.
+ */
 export class Admin extends Context.Service<
   Admin,
   {
@@ -50,6 +83,11 @@ export class Admin extends Context.Service<
       state: "active" | "suspended"
     ) => Effect.Effect<Account | undefined, SqlError>
     readonly settings: (patch: Partial<OperatorSettings>) => Effect.Effect<OperatorSettings, SqlError>
+    /** Newest first; only the messages to `email` (any case) when given. */
+    readonly outbox: (filter: {
+      readonly email?: string | undefined
+      readonly limit: number
+    }) => Effect.Effect<ReadonlyArray<OutboxMessage>, SqlError>
   }
 >()("app/Admin") {
   static readonly layer = Layer.effect(
@@ -115,7 +153,21 @@ export class Admin extends Context.Service<
         return yield* accounts.get(accountId)
       })
 
-      return Admin.of({ account, credit, setPlan, entitle, setState, settings: settings.update })
+      const outbox = Effect.fn("Admin.outbox")(function* (filter: {
+        readonly email?: string | undefined
+        readonly limit: number
+      }) {
+        const recipient =
+          filter.email === undefined ? sql`` : sql`WHERE lower(to_email) = ${filter.email.trim().toLowerCase()}`
+        return yield* sql`
+          SELECT id, to_email AS "to", subject, kind, created_at, sent_at, attempts, next_attempt_at, last_error,
+            body_text AS text
+          FROM outbox ${recipient} ORDER BY created_at DESC, id DESC LIMIT ${filter.limit}`.pipe(
+          Effect.flatMap(decodeOutbox)
+        )
+      })
+
+      return Admin.of({ account, credit, setPlan, entitle, setState, settings: settings.update, outbox })
     })
   )
 }

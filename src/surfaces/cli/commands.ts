@@ -168,6 +168,31 @@ const upstream = Command.make(
   )
 )
 
+const outbox = Command.make(
+  "outbox",
+  {
+    email: Flag.String("email").pipe(Flag.withDescription("Only the messages to this address."), Flag.optional),
+    limit: Flag.Int("limit").pipe(
+      Flag.filter(
+        (n) => n >= 1 && n <= 1000,
+        (n) => `--limit must be between 1 and 1000, got ${n}`
+      ),
+      Flag.withDefault(20)
+    )
+  },
+  ({ email, limit }) =>
+    printed((client) =>
+      client.outbox({
+        limit,
+        ...Option.match(email, { onNone: () => ({}), onSome: (address) => ({ email: address }) })
+      })
+    )
+).pipe(
+  Command.withDescription(
+    "List outbox mail, newest first, with delivery state; the text body is shown until it is delivered."
+  )
+)
+
 const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands, sent to SVC_BASE_URL with SVC_ADMIN_TOKEN."),
   Command.withSubcommands([
@@ -179,7 +204,8 @@ const admin = Command.make("admin").pipe(
     unsuspend,
     freeTier,
     live,
-    upstream
+    upstream,
+    outbox
   ])
 )
 

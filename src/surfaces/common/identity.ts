@@ -1,12 +1,14 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../config.ts"
-import { KeyRequired, Unauthorized } from "../../contract/errors.ts"
+import { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.ts"
 import type { Account, KeyRecord } from "../../domain/accounts.ts"
 import { clientIp } from "../../domain/clientIp.ts"
-import { spendKeyPattern } from "../../domain/secrets.ts"
+import { identityPolicy } from "../../domain/identity.ts"
+import { managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
 import { noteAccount } from "../../logging.ts"
 import { Accounts } from "../../services/Accounts.ts"
+import { type Governor, Identities } from "../../services/Identities.ts"
 
 /** The account and key a bearer credential stands for. */
 export interface Principal {
@@ -21,7 +23,7 @@ export interface Principal {
 export interface BearerResolver {
   readonly family: string
   readonly claims: (secret: string) => boolean
-  readonly resolve: (secret: string) => Effect.Effect<Principal, Unauthorized>
+  readonly resolve: (secret: string) => Effect.Effect<Principal, Unauthorized | AuthRequired>
 }
 
 const inactive = (message: string) => new Unauthorized({ message })
@@ -36,9 +38,62 @@ const spendKeys = (accounts: typeof Accounts.Service): BearerResolver => ({
       if (found === undefined || found.key.revoked)
         return yield* inactive("This key is not active. Mint a new key or recover the account.")
       if (found.account.state !== "active") return yield* inactive("The account of this key is suspended.")
-      return found
+      const now = yield* Clock.currentTimeMillis
+      if (found.lastUsedAt === null || now - found.lastUsedAt >= identityPolicy.lastUsedResolutionMs) {
+        yield* Effect.orDie(accounts.touchKey(found.key.id, now))
+      }
+      return { key: found.key, account: found.account }
     })
 })
+
+/** The ids a governor may name with `account_id`, in the error that asks for one. */
+const chooseAccount = (governor: Governor) =>
+  new AuthRequired({
+    message: `This sign-in governs ${governor.accounts.length} accounts; send \`account_id\` (one of account_ids) or use a spend key of the account.`,
+    account_ids: governor.accounts.map((account) => account.id)
+  })
+
+/**
+ * `svcm_...` management tokens spend directly when their identity governs exactly one account; the
+ * token stands in for a key (its id is the receipt's key).
+ */
+const managementTokens = (identities: typeof Identities.Service): BearerResolver => ({
+  family: "management token",
+  claims: (secret) => managementTokenPattern.test(secret),
+  resolve: (secret) =>
+    Effect.gen(function* () {
+      const governor = yield* Effect.catchTag(identities.authenticate(secret), "SqlError", Effect.die)
+      const account = governor.accounts[0]
+      if (account === undefined || governor.accounts.length > 1) return yield* chooseAccount(governor)
+      if (account.state !== "active") return yield* inactive("The account of this sign-in is suspended.")
+      return {
+        key: { id: governor.tokenId, accountId: account.id, hint: governor.hint, revoked: false },
+        account
+      }
+    })
+})
+
+/**
+ * The account a management request acts on: the one named by `account_id`, or the only one the
+ * identity governs. Another identity's account id is answered like an unknown one.
+ */
+export const selectAccount = (governor: Governor, accountId: string | undefined) => {
+  if (accountId === undefined) {
+    const only = governor.accounts[0]
+    return only !== undefined && governor.accounts.length === 1
+      ? Effect.succeed(only)
+      : Effect.fail(chooseAccount(governor))
+  }
+  const chosen = governor.accounts.find((account) => account.id === accountId)
+  return chosen === undefined
+    ? Effect.fail(
+        new AuthRequired({
+          message: `This sign-in does not govern ${accountId}; account_ids lists the accounts it governs.`,
+          account_ids: governor.accounts.map((account) => account.id)
+        })
+      )
+    : Effect.succeed(chosen)
+}
 
 /**
  * Who is calling, resolved the same way for every surface (REST, MCP): the principal behind the
@@ -48,7 +103,14 @@ const spendKeys = (accounts: typeof Accounts.Service): BearerResolver => ({
 export class Identity extends Context.Service<
   Identity,
   {
-    readonly authenticate: (secret: string) => Effect.Effect<Principal, KeyRequired | Unauthorized>
+    readonly authenticate: (
+      secret: string
+    ) => Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired>
+    /**
+     * The identity behind a management route's bearer: a management token only. A spend key (or
+     * nothing) is AUTH_REQUIRED with the way to sign in.
+     */
+    readonly governor: (secret: string) => Effect.Effect<Governor, Unauthorized | AuthRequired>
     readonly clientIp: (request: HttpServerRequest.HttpServerRequest) => string
   }
 >()("app/Identity") {
@@ -56,8 +118,20 @@ export class Identity extends Context.Service<
     Identity,
     Effect.gen(function* () {
       const accounts = yield* Accounts
-      const { trustedProxies } = yield* AppConfig
-      const resolvers: ReadonlyArray<BearerResolver> = [spendKeys(accounts)]
+      const identities = yield* Identities
+      const { trustedProxies, baseUrl } = yield* AppConfig
+      const resolvers: ReadonlyArray<BearerResolver> = [spendKeys(accounts), managementTokens(identities)]
+
+      const governor = Effect.fn("Identity.governor")(function* (secret: string) {
+        if (!managementTokenPattern.test(secret)) {
+          return yield* new AuthRequired({
+            message: `${secret.length === 0 ? "No management token was sent" : "A spend key cannot manage an account"}. Sign in with your email to get a management token (svcm_...): POST /v1/auth/email/start, or ${baseUrl}/login in a browser.`
+          })
+        }
+        const found = yield* Effect.catchTag(identities.authenticate(secret), "SqlError", Effect.die)
+        yield* noteAccount(found.accounts.length === 1 ? found.accounts[0]!.id : found.tokenId)
+        return found
+      })
 
       const authenticate = Effect.fn("Identity.authenticate")(function* (secret: string) {
         if (secret.length === 0) {
@@ -79,6 +153,7 @@ export class Identity extends Context.Service<
 
       return Identity.of({
         authenticate,
+        governor,
         clientIp: (request) =>
           clientIp(
             Option.getOrElse(request.remoteAddress, () => "0.0.0.0"),

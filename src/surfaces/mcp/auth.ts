@@ -1,6 +1,6 @@
 import { HttpServerResponse } from "effect/http"
 import { links } from "../../config.ts"
-import type { KeyRequired, Unauthorized } from "../../contract/errors.ts"
+import type { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.ts"
 import type { Problems } from "../common/problems.ts"
 
 /** RFC 9728: a resource's metadata lives at the well-known prefix followed by the resource's path. */
@@ -42,7 +42,7 @@ export const mintRecipe = (baseUrl: string) =>
  */
 export const challengeResponse = (
   problems: typeof Problems.Service,
-  error: KeyRequired | Unauthorized,
+  error: KeyRequired | Unauthorized | AuthRequired,
   baseUrl: string,
   metadataUrl: string
 ) => {

@@ -44,6 +44,20 @@ export const OperatorSettings = Schema.Struct({
   livePaused: Schema.Boolean
 })
 
+/** One outbox message; `text` is its plain-text body until delivery clears it (times are epoch ms). */
+export const OutboxMessage = Schema.Struct({
+  id: Schema.String,
+  to: Schema.String,
+  subject: Schema.String,
+  kind: Schema.String,
+  created_at: Schema.Number,
+  sent_at: Schema.NullOr(Schema.Number),
+  attempts: Schema.Number,
+  next_attempt_at: Schema.Number,
+  last_error: Schema.NullOr(Schema.String),
+  text: Schema.NullOr(Schema.String)
+})
+
 export class AccountNotFound extends Schema.TaggedError<AccountNotFound>()("AccountNotFound", {
   accountId: Schema.String
 }) {}
@@ -90,6 +104,14 @@ export class AdminRpcs extends RpcGroup.make(
   Rpc.make("live", {
     payload: { paused: Schema.Boolean },
     success: OperatorSettings,
+    error: AdminStoreFailed
+  }),
+  Rpc.make("outbox", {
+    payload: {
+      email: Schema.optionalKey(Schema.String),
+      limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 })))
+    },
+    success: Schema.Array(OutboxMessage),
     error: AdminStoreFailed
   }),
   // The simulated world's fault knobs (an HTTP provider has its own, at its /faults).

@@ -26,6 +26,9 @@ const toWire = (settings: OperatorSettings) => ({
   globalDailyFreeCredits: settings.globalDailyFreeCredits ?? null
 })
 
+/** How many outbox messages `outbox` lists when not told. */
+const defaultOutboxLimit = 20
+
 /** Each procedure is one call of the Admin service. */
 export const AdminHandlers = AdminRpcs.toLayer(
   Effect.gen(function* () {
@@ -50,7 +53,9 @@ export const AdminHandlers = AdminRpcs.toLayer(
           })
           .pipe(Effect.map(toWire), Effect.catch(storeFailed)),
       live: ({ paused }) =>
-        admin.settings({ livePaused: paused }).pipe(Effect.map(toWire), Effect.catch(storeFailed))
+        admin.settings({ livePaused: paused }).pipe(Effect.map(toWire), Effect.catch(storeFailed)),
+      outbox: ({ email, limit }) =>
+        admin.outbox({ email, limit: limit ?? defaultOutboxLimit }).pipe(Effect.catch(storeFailed))
     })
   })
 )
