@@ -158,7 +158,9 @@ export class Admin extends Context.Service<
         readonly limit: number
       }) {
         const recipient =
-          filter.email === undefined ? sql`` : sql`WHERE lower(to_email) = ${filter.email.trim().toLowerCase()}`
+          filter.email === undefined
+            ? sql``
+            : sql`WHERE lower(to_email) = ${filter.email.trim().toLowerCase()}`
         return yield* sql`
           SELECT id, to_email AS "to", subject, kind, created_at, sent_at, attempts, next_attempt_at, last_error,
             body_text AS text

@@ -1,5 +1,8 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { alertMail, signInMail } from "../../src/mail/messages.ts"
+import { Outbox } from "../../src/mail/Outbox.ts"
 import { AdminClient } from "../../src/surfaces/cli/AdminClient.ts"
 import { UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -266,6 +269,74 @@ describe(`admin RPC and CLI (${storeName})`, () => {
         const get = yield* app.call("/admin/rpc")
         assert.strictEqual(get.status, 404)
         assert.strictEqual(get.body.code, "NOT_FOUND")
+      })
+    )
+
+    it.effect("outbox lists mail newest first, with the text body until it is delivered, by email too", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const outbox = yield* Outbox
+        const sql = yield* SqlClient.SqlClient
+        const signIn = (code: string) =>
+          signInMail({
+            to: "Reader@Outbox.test",
+            code,
+            link: `https://svc.test/sign-in/${code}`,
+            minutes: 10,
+            claiming: false
+          })
+        const first = yield* outbox.enqueue(signIn("111111"))
+        const second = yield* outbox.enqueue(signIn("222222"))
+        const other = yield* outbox.enqueue(
+          alertMail({
+            to: "other@outbox.test",
+            accountId: "acct_x",
+            threshold: 10,
+            spendable: 5,
+            upgradeUrl: "https://svc.test/upgrade"
+          })
+        )
+        // As the Mailer leaves a delivered message: sent, bodies cleared.
+        yield* sql`UPDATE outbox SET sent_at = created_at + 5, body_text = NULL, body_html = NULL,
+          attempts = 1, last_error = 'ECONNREFUSED' WHERE id = ${first}`
+
+        const listed = yield* withAdmin((admin) => admin.outbox({ email: "reader@outbox.test" }))
+        assert.deepStrictEqual(
+          listed.map((message) => message.id),
+          [second, first]
+        )
+        const [pending, sent] = listed
+        assert.strictEqual(pending!.to, "Reader@Outbox.test")
+        assert.strictEqual(pending!.subject, "Your sign-in code: 222222")
+        assert.strictEqual(pending!.kind, "sign_in")
+        assert.isNull(pending!.sent_at)
+        assert.strictEqual(pending!.attempts, 0)
+        assert.include(pending!.text, "https://svc.test/sign-in/222222")
+        assert.isNull(sent!.text)
+        assert.strictEqual(sent!.sent_at, sent!.created_at + 5)
+        assert.strictEqual(sent!.attempts, 1)
+        assert.strictEqual(sent!.last_error, "ECONNREFUSED")
+
+        const newest = yield* withAdmin((admin) => admin.outbox({ limit: 1 }))
+        assert.deepStrictEqual(
+          newest.map((message) => message.id),
+          [other]
+        )
+
+        const env = cliEnv(app.url)
+        const [cli, bad] = yield* Effect.all(
+          [
+            runCli(["admin", "outbox", "--email", "READER@outbox.test", "--limit", "1"], env),
+            runCli(["admin", "outbox", "--limit", "0"], env)
+          ],
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(cli.code, 0, cli.stderr)
+        const printed = JSON.parse(cli.stdout)
+        assert.strictEqual(printed.length, 1)
+        assert.strictEqual(printed[0].id, second)
+        assert.include(printed[0].text, "222222")
+        assert.strictEqual(bad.code, 2)
       })
     )
 

@@ -171,7 +171,10 @@ const upstream = Command.make(
 const outbox = Command.make(
   "outbox",
   {
-    email: Flag.String("email").pipe(Flag.withDescription("Only the messages to this address."), Flag.optional),
+    email: Flag.String("email").pipe(
+      Flag.withDescription("Only the messages to this address."),
+      Flag.optional
+    ),
     limit: Flag.Int("limit").pipe(
       Flag.filter(
         (n) => n >= 1 && n <= 1000,
