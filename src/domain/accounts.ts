@@ -20,3 +20,11 @@ export interface KeyRecord {
   readonly hint: string
   readonly revoked: boolean
 }
+
+/** Who a management token stands for: an identity (a confirmed email) and the accounts it governs. */
+export interface Governor {
+  readonly tokenId: string
+  readonly hint: string
+  readonly email: string
+  readonly accounts: ReadonlyArray<Account>
+}

@@ -31,7 +31,8 @@ export const identityPolicy = {
 } as const
 
 /** Address syntax only (a confirmed email is proven by the code, not by this). At most 254 characters. */
-const emailPattern = /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
+const emailPattern =
+  /^[^\s@"<>(),;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
 
 /** The stored form of an email (trimmed, lower-cased), or `undefined` when it is not an address. */
 export const normalizeEmail = (input: string): string | undefined => {

@@ -44,22 +44,43 @@ const decodeClaimed = Row.decoder(ClaimedRow, "outbox (claimed)")
 
 class SendFailed extends Data.TaggedError("SendFailed")<{ readonly message: string }> {}
 
-/** What the operator sees: the SMTP code and reply line, never the message (nor the URL's password). */
-const shortError = (error: unknown) => {
+/** What the operator sees: the SMTP code and reply line, never the message nor the URL's password. */
+const shortError = (error: unknown, password: string) => {
   const e = error as { readonly code?: unknown; readonly responseCode?: unknown; readonly message?: unknown }
   const parts = [e.code, e.responseCode, typeof e.message === "string" ? e.message : String(error)]
-  return parts
+  const text = parts
     .filter((part) => part !== undefined && part !== null && part !== "")
     .join(" ")
     .replace(/\s+/g, " ")
-    .slice(0, 300)
+  return (password === "" ? text : text.split(password).join("***")).slice(0, 300)
+}
+
+const passwordOf = (url: string) => {
+  const raw = URL.canParse(url) ? new URL(url).password : ""
+  return /%(?![0-9a-f]{2})/i.test(raw) ? raw : decodeURIComponent(raw)
 }
 
 /** Host and port only: what the start line may show of the URL. */
 const describe = (url: string) => {
+  if (!URL.canParse(url)) return "an unparsable SMTP URL"
   const parsed = new URL(url)
   return `${parsed.protocol}//${parsed.hostname}${parsed.port === "" ? "" : `:${parsed.port}`}`
 }
+
+/** SMTP_URL, trimmed; unset or empty is undefined. The error never repeats the value (it may hold a password). */
+const smtpUrlConfig = Config.option(Config.Redacted("SMTP_URL")).pipe(
+  Config.mapEffect((option) => {
+    const url = Option.isNone(option) ? "" : Redacted.value(option.value).trim()
+    if (url === "") return Effect.succeed(undefined)
+    return /^smtps?:\/\/[^/]/i.test(url) && URL.canParse(url)
+      ? Effect.succeed(Redacted.make(url))
+      : Effect.fail(
+          new Config.ConfigError(
+            new SourceError({ message: "SMTP_URL must be a URL starting with smtp:// or smtps://" })
+          )
+        )
+  })
+)
 
 /**
  * Delivers the outbox over SMTP. Each row is claimed before it is sent, by a conditional UPDATE
@@ -80,6 +101,7 @@ export class Mailer extends Context.Service<
     const sql = yield* SqlClient.SqlClient
     if (options.smtpUrl === undefined) return Mailer.of({ enabled: false, deliverDue: Effect.succeed(0) })
     const url = Redacted.isRedacted(options.smtpUrl) ? Redacted.value(options.smtpUrl) : options.smtpUrl
+    const password = passwordOf(url)
     const transport = yield* Effect.acquireRelease(
       Effect.sync(() =>
         nodemailer.createTransport({
@@ -103,7 +125,7 @@ export class Mailer extends Context.Service<
             ...(row.body_html === null ? {} : { html: row.body_html }),
             signal
           }),
-        catch: (error) => new SendFailed({ message: shortError(error) })
+        catch: (error) => new SendFailed({ message: shortError(error, password) })
       }).pipe(
         Effect.timeoutOrElse({
           duration: sendTimeout,
@@ -132,8 +154,11 @@ export class Mailer extends Context.Service<
       const sent = yield* Effect.result(send(row))
       const now = yield* Clock.currentTimeMillis
       if (sent._tag === "Success") {
+        // Sent: recording it is worth a few tries, since a row left unmarked is sent again after its lease.
         yield* sql`UPDATE outbox SET sent_at = ${now}, body_text = NULL, body_html = NULL, locked_until = NULL
-          WHERE id = ${row.id} AND sent_at IS NULL`
+          WHERE id = ${row.id} AND sent_at IS NULL`.pipe(
+          Effect.retry({ times: 5, schedule: Schedule.exponential("100 millis") })
+        )
         return true
       }
       const attempts = row.attempts + 1
@@ -193,19 +218,7 @@ export class Mailer extends Context.Service<
   /** SMTP_URL (unset or empty: nothing is sent) and MAIL_FROM. */
   static readonly layer = Layer.unwrap(
     Effect.gen(function* () {
-      const smtpUrl = yield* Config.option(Config.Redacted("SMTP_URL")).pipe(
-        Config.mapEffect((url) =>
-          Option.isNone(url) || Redacted.value(url.value).trim() === ""
-            ? Effect.succeed(undefined)
-            : /^smtps?:\/\/[^/]/i.test(Redacted.value(url.value).trim())
-              ? Effect.succeed(Redacted.make(Redacted.value(url.value).trim()))
-              : Effect.fail(
-                  new Config.ConfigError(
-                    new SourceError({ message: "SMTP_URL must start with smtp:// or smtps://" })
-                  )
-                )
-        )
-      )
+      const smtpUrl = yield* smtpUrlConfig
       const from = yield* Config.String("MAIL_FROM").pipe(Config.withDefault("svc <no-reply@localhost>"))
       return Mailer.layerWith({ smtpUrl, from })
     })

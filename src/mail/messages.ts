@@ -20,9 +20,7 @@ const compose = (
   const textParts = [...paragraphs, ...(link === undefined ? [] : [`${link.label}: ${link.url}`])]
   const htmlParts = [
     ...paragraphs.map((paragraph) => `<p>${escapeHtml(paragraph)}</p>`),
-    ...(link === undefined
-      ? []
-      : [`<p><a href="${escapeHtml(link.url)}">${escapeHtml(link.label)}</a></p>`])
+    ...(link === undefined ? [] : [`<p><a href="${escapeHtml(link.url)}">${escapeHtml(link.label)}</a></p>`])
   ]
   return {
     to,

@@ -61,10 +61,7 @@ export class Accounts extends Context.Service<
     readonly mintTrial: (ip: string) => Effect.Effect<MintedKey, SqlError>
     readonly findByKey: (
       secret: string
-    ) => Effect.Effect<
-      { key: KeyRecord; account: Account; lastUsedAt: number | null } | undefined,
-      SqlError
-    >
+    ) => Effect.Effect<{ key: KeyRecord; account: Account; lastUsedAt: number | null } | undefined, SqlError>
     /** Records a key's use (the caller writes it at most once a minute per key). */
     readonly touchKey: (keyId: string, now: number) => Effect.Effect<void, SqlError>
     readonly get: (accountId: string) => Effect.Effect<Account | undefined, SqlError>

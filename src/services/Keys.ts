@@ -56,7 +56,10 @@ const listing = (row: typeof KeyRow.Type): KeyListing => ({
 })
 
 const unknownKey = (keyId: string) =>
-  new NotFound({ message: `No active key ${keyId} on this account. List the keys with GET /v1/keys.`, param: "key_id" })
+  new NotFound({
+    message: `No active key ${keyId} on this account. List the keys with GET /v1/keys.`,
+    param: "key_id"
+  })
 
 /**
  * An account's spend keys, as its owner manages them, and its balance alert. Every change is one
@@ -124,7 +127,13 @@ export class Keys extends Context.Service<
         const hint = hintOf(secret)
         yield* sql`INSERT INTO api_keys (id, account_id, secret_hash, hint, label, created_at)
           VALUES (${keyId}, ${input.accountId}, ${hashSecret(secret)}, ${hint}, ${input.label}, ${now})`
-        return { key_id: keyId, key: secret, label: input.label, hint, created_at: new Date(now).toISOString() }
+        return {
+          key_id: keyId,
+          key: secret,
+          label: input.label,
+          hint,
+          created_at: new Date(now).toISOString()
+        }
       })
 
       const create = Effect.fn("Keys.create")(function* (input: {
@@ -137,10 +146,18 @@ export class Keys extends Context.Service<
             // The account row is the lock that orders two first keys created at once.
             yield* sql`SELECT id FROM accounts WHERE id = ${input.account.id} FOR UPDATE`
             const before = yield* sql`SELECT 1 FROM api_keys WHERE account_id = ${input.account.id} LIMIT 1`
-            const issued = yield* issue({ accountId: input.account.id, plan: input.account.plan, label: input.label })
+            const issued = yield* issue({
+              accountId: input.account.id,
+              plan: input.account.plan,
+              label: input.label
+            })
             const grant =
               before.length === 0 && input.account.plan === "trial"
-                ? yield* ledger.grantOnce({ accountId: input.account.id, email: input.email, keyId: issued.key_id })
+                ? yield* ledger.grantOnce({
+                    accountId: input.account.id,
+                    email: input.email,
+                    keyId: issued.key_id
+                  })
                 : 0
             return { ...issued, grant_credits: grant }
           })
@@ -205,7 +222,11 @@ export class Keys extends Context.Service<
           Effect.flatMap(decodeAlert)
         )
         const row = rows[0]!
-        return { threshold: row.alert_threshold, balance_credits: row.balance_credits, grant_credits: row.grant_credits }
+        return {
+          threshold: row.alert_threshold,
+          balance_credits: row.balance_credits,
+          grant_credits: row.grant_credits
+        }
       })
 
       return Keys.of({ list, issue, create, rotate, revoke, revokeAll, setAlert })

@@ -8,15 +8,15 @@ import {
   InsufficientCredits,
   TrialCapExceeded
 } from "../contract/errors.ts"
+import { upgradeUrl } from "../contract/problem.ts"
 import { draw, type Funding, split, total } from "../domain/funding.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import type { Plan } from "../domain/plans.ts"
 import type { Refund, RefundReason } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
-import * as Row from "../store/rows.ts"
-import { upgradeUrl } from "../contract/problem.ts"
 import { alertMail } from "../mail/messages.ts"
 import { Outbox } from "../mail/Outbox.ts"
+import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
 import { Settings } from "./Settings.ts"
 
@@ -303,9 +303,7 @@ export class Ledger extends Context.Service<
             Effect.gen(function* () {
               const accountRows = yield* sql`
               SELECT grant_credits, balance_credits, alert_threshold, alert_armed
-              FROM accounts WHERE id = ${input.accountId} FOR UPDATE`.pipe(
-                Effect.flatMap(decodeFunds)
-              )
+              FROM accounts WHERE id = ${input.accountId} FOR UPDATE`.pipe(Effect.flatMap(decodeFunds))
               const inFlight = yield* sql`
               SELECT lease_expires_at, created_at, heartbeat_at FROM calls
               WHERE account_id = ${input.accountId} AND state = 'reserved'`.pipe(

@@ -10,7 +10,14 @@ import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
 import { dataRoutes } from "./dataRoutes.ts"
-import { ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer } from "./middleware.ts"
+import { AuthRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
+import {
+  ClientLayer,
+  InputProblemsLayer,
+  ManagementAuthLayer,
+  PlainInputLayer,
+  SpendKeyAuthLayer
+} from "./middleware.ts"
 import { PageRoutes } from "./pages/routes.ts"
 
 const OpsRoutes = HttpRouter.use((router) =>
@@ -39,8 +46,15 @@ const OpsRoutes = HttpRouter.use((router) =>
 export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, publication: Publication) => {
   const api = publishedApi(makeApi(operations), publication)
   const apiRoutes = HttpApiBuilder.layer(api, { openapiPath: "/v1/openapi.json" }).pipe(
-    Layer.provide([KeysRoutes, UsageRoutes, dataRoutes(api, operations)]),
-    Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer])
+    Layer.provide([
+      KeysRoutes,
+      UsageRoutes,
+      AuthRoutes,
+      SessionsRoutes,
+      ManagementRoutes,
+      dataRoutes(api, operations)
+    ]),
+    Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer, ManagementAuthLayer])
   )
   return Layer.mergeAll(
     apiRoutes,

@@ -4,6 +4,7 @@ import { HttpApiMiddleware } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
+import { Governing, ManagementAuth } from "../../contract/governance.ts"
 import { platforms } from "../../domain/plans.ts"
 import { entitlement } from "../../metering/pipeline.ts"
 import { Identity } from "../common/identity.ts"
@@ -68,6 +69,23 @@ export const SpendKeyAuthLayer = Layer.effect(
           const refused = platform === undefined ? undefined : entitlement(found.success.account, platform)
           if (refused !== undefined) return problems.render(refused)
           return yield* Effect.provideService(httpEffect, Caller, { ...found.success, ip })
+        })
+    })
+  })
+)
+
+/** Management routes: a management token's identity, or AUTH_REQUIRED for a spend key or nothing. */
+export const ManagementAuthLayer = Layer.effect(
+  ManagementAuth,
+  Effect.gen(function* () {
+    const problems = yield* Problems
+    const identity = yield* Identity
+    return ManagementAuth.of({
+      management: (httpEffect, { credential }) =>
+        Effect.gen(function* () {
+          const found = yield* Effect.result(identity.governor(Redacted.value(credential)))
+          if (found._tag === "Failure") return problems.render(found.failure)
+          return yield* Effect.provideService(httpEffect, Governing, found.success)
         })
     })
   })

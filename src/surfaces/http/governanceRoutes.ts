@@ -1,0 +1,204 @@
+import { Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { BaseApi, ClientIp } from "../../contract/api.ts"
+import type { ApiError } from "../../contract/errors.ts"
+import { InvalidInput, Unauthorized } from "../../contract/errors.ts"
+import { Governing } from "../../contract/governance.ts"
+import { spendKeyPattern } from "../../domain/secrets.ts"
+import { Identities } from "../../services/Identities.ts"
+import { Keys } from "../../services/Keys.ts"
+import { Identity, selectAccount } from "../common/identity.ts"
+import { Problems } from "../common/problems.ts"
+
+/** Runs a governance step: its contract errors become problems, a store failure a defect (INTERNAL). */
+const answering =
+  (problems: typeof Problems.Service) =>
+  <A, E extends ApiError | { readonly _tag: "SqlError" }, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(
+      Effect.catchIf(
+        (error): error is Extract<E, { readonly _tag: "SqlError" }> => error._tag === "SqlError",
+        Effect.die
+      ),
+      Effect.catch((error) => Effect.succeed(problems.render(error as ApiError)))
+    )
+
+/** `Authorization: Bearer <secret>` if the request has one. */
+const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
+  const match = /^bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")
+  return match?.[1]
+}
+
+/** Email sign-in, command-line sign-in and recovery: no credential needed. */
+export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
+  Effect.gen(function* () {
+    const identities = yield* Identities
+    const identity = yield* Identity
+    const answer = answering(yield* Problems)
+    return handlers
+      .handle("startEmailSignIn", ({ payload }) =>
+        answer(
+          Effect.gen(function* () {
+            const ip = yield* ClientIp
+            // A spend key as bearer names the account this sign-in claims; a management token adds nothing.
+            const bearer = bearerOf(yield* HttpServerRequest.HttpServerRequest)
+            let keyId: string | undefined
+            if (bearer !== undefined && !bearer.startsWith("svcm_")) {
+              if (!spendKeyPattern.test(bearer))
+                return yield* new Unauthorized({
+                  message:
+                    "The bearer is not a spend key of this service; send none, or the key of the account to claim."
+                })
+              keyId = (yield* identity.authenticate(bearer)).key.id
+            }
+            return yield* identities.start({ email: payload.email, ip, keyId })
+          })
+        )
+      )
+      .handle("verifyEmailSignIn", ({ payload }) =>
+        answer(
+          Effect.gen(function* () {
+            if (payload.token !== undefined) return yield* identities.verifyLink(payload.token, "web")
+            if (payload.email === undefined)
+              return yield* new InvalidInput({
+                message: "Send `email` and `code`, or the sign-in link's `token`.",
+                param: "email"
+              })
+            if (payload.code === undefined)
+              return yield* new InvalidInput({
+                message: "Send the 6-digit `code` from the email.",
+                param: "code"
+              })
+            return yield* identities.verifyCode(payload.email, payload.code, "web")
+          })
+        )
+      )
+      .handle("startDeviceSignIn", () =>
+        answer(
+          Effect.gen(function* () {
+            return yield* identities.startDevice(yield* ClientIp)
+          })
+        )
+      )
+      .handle("pollDeviceSignIn", ({ payload }) =>
+        answer(
+          Effect.gen(function* () {
+            const outcome = yield* identities.pollDevice(payload.device_code)
+            if (!("error" in outcome)) return outcome
+            return HttpServerResponse.jsonUnsafe(
+              { error: outcome.error, error_description: deviceDescriptions[outcome.error] },
+              { status: 400, headers: { "cache-control": "no-store" } }
+            )
+          })
+        )
+      )
+      .handle("exchangeCode", ({ payload }) => answer(identities.exchange(payload.code)))
+      .handle("recover", ({ payload }) =>
+        answer(
+          Effect.gen(function* () {
+            return yield* identities.startRecovery({ email: payload.email, ip: yield* ClientIp })
+          })
+        )
+      )
+      .handle("rekey", ({ payload }) => answer(identities.rekey(payload.token)))
+  })
+)
+
+const deviceDescriptions = {
+  authorization_pending:
+    "Not approved yet: the person has not entered the code at verification_uri. Poll again after interval seconds.",
+  slow_down: "Polling too fast: wait 5 seconds longer between polls from now on.",
+  access_denied: "The person denied this sign-in.",
+  expired_token: "The device code expired (10 minutes). Start again: POST /v1/auth/device.",
+  invalid_grant: "This device code is unknown or was already used."
+} as const
+
+/** The signed-in email's management tokens. */
+export const SessionsRoutes = HttpApiBuilder.group(BaseApi, "sessions", (handlers) =>
+  Effect.gen(function* () {
+    const identities = yield* Identities
+    const answer = answering(yield* Problems)
+    return handlers
+      .handle("listTokens", () =>
+        answer(
+          Effect.gen(function* () {
+            const governor = yield* Governing
+            return { email: governor.email, tokens: yield* identities.tokens(governor) }
+          })
+        )
+      )
+      .handle("revokeToken", ({ payload }) =>
+        answer(
+          Effect.gen(function* () {
+            return yield* identities.revokeToken(yield* Governing, payload.token_id)
+          })
+        )
+      )
+      .handle("logout", () =>
+        answer(
+          Effect.gen(function* () {
+            const governor = yield* Governing
+            return yield* identities.revokeToken(governor, governor.tokenId)
+          })
+        )
+      )
+  })
+)
+
+/** An account's keys and balance alert, chosen by `account_id` (body, then query) or the only one. */
+export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (handlers) =>
+  Effect.gen(function* () {
+    const keys = yield* Keys
+    const answer = answering(yield* Problems)
+    const account = (accountId: string | undefined) =>
+      Effect.gen(function* () {
+        return yield* selectAccount(yield* Governing, accountId)
+      })
+    return handlers
+      .handle("listKeys", ({ query }) =>
+        answer(
+          Effect.gen(function* () {
+            const chosen = yield* account(query.account_id)
+            return { account_id: chosen.id, keys: yield* keys.list(chosen.id) }
+          })
+        )
+      )
+      .handle("createKey", ({ payload, query }) =>
+        answer(
+          Effect.gen(function* () {
+            const governor = yield* Governing
+            const chosen = yield* account(payload.account_id ?? query.account_id)
+            return yield* keys.create({
+              account: chosen,
+              email: governor.email,
+              label: payload.label ?? null
+            })
+          })
+        )
+      )
+      .handle("rotateKey", ({ payload, query }) =>
+        answer(
+          Effect.gen(function* () {
+            const chosen = yield* account(payload.account_id ?? query.account_id)
+            return yield* keys.rotate(chosen.id, payload.key_id)
+          })
+        )
+      )
+      .handle("revokeKey", ({ payload, query }) =>
+        answer(
+          Effect.gen(function* () {
+            const chosen = yield* account(payload.account_id ?? query.account_id)
+            return yield* keys.revoke(chosen.id, payload.key_id)
+          })
+        )
+      )
+      .handle("setBalanceAlert", ({ payload, query }) =>
+        answer(
+          Effect.gen(function* () {
+            const chosen = yield* account(payload.account_id ?? query.account_id)
+            return { account_id: chosen.id, ...(yield* keys.setAlert(chosen.id, payload.threshold)) }
+          })
+        )
+      )
+  })
+)
