@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { ConfigProvider, Effect, Exit, Layer, Logger } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { Mailer, retryDelayMs } from "../../src/mail/Mailer.ts"
@@ -237,7 +237,11 @@ describe(`mail delivery from the outbox (${storeName})`, () => {
             smtp.received.map((message) => message.subject),
             [signIn(7).subject, signIn(8).subject]
           )
-          assert.isTrue((yield* outboxRows).every((row) => row.sent_at !== null && row.body_text === null))
+          // The server counts a message before the worker hears its 250 and marks it sent.
+          const delivered = (rows: ReadonlyArray<OutboxRow>) =>
+            rows.every((row) => row.sent_at !== null && row.body_text === null)
+          for (let wait = 0; wait < 200 && !delivered(yield* outboxRows); wait++) yield* realPause(25)
+          assert.isTrue(delivered(yield* outboxRows))
         }).pipe(Effect.provide(Mailer.layerWith({ smtpUrl: urlOf(port), from, pollEvery: "50 millis" })))
       }).pipe(Effect.scoped, Effect.provide(Store)),
     60_000
@@ -258,6 +262,60 @@ describe(`mail delivery from the outbox (${storeName})`, () => {
         Effect.scoped,
         Effect.provide(Store)
       ),
+    60_000
+  )
+
+  it.live(
+    "Mailer.layer reads SMTP_URL and MAIL_FROM; no log line holds a body, a code, a link or the password",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* freePort
+        const lines: Array<string> = []
+        const capture = Logger.layer([Logger.make((options) => lines.push(Logger.formatJson.log(options)))])
+        const configured = (env: Record<string, string>) =>
+          Mailer.layer.pipe(
+            Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))),
+            Layer.provide(capture)
+          )
+        const env = { SMTP_URL: urlOf(port), MAIL_FROM: "Svc Mail <mail@svc.test>" }
+        yield* enqueueAll([signIn(42)])
+        // Down first: a failure is logged (and stored) without the password.
+        yield* Effect.gen(function* () {
+          for (let wait = 0; wait < 200; wait++) {
+            if ((yield* outboxRows).every((row) => row.attempts > 0)) break
+            yield* realPause(25)
+          }
+        }).pipe(Effect.provide(configured(env)), Effect.scoped)
+        const smtp = yield* smtpServer(port)
+        yield* Effect.gen(function* () {
+          const mailer = yield* Mailer
+          assert.isTrue(mailer.enabled)
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE outbox SET next_attempt_at = 0`
+          for (let wait = 0; wait < 200; wait++) {
+            if ((yield* outboxRows).every((row) => row.sent_at !== null)) break
+            yield* realPause(25)
+          }
+        }).pipe(Effect.provide(configured(env)), Effect.scoped)
+        assert.strictEqual(smtp.received.length, 1)
+        assert.strictEqual(smtp.received[0]!.from, "mail@svc.test")
+        const log = lines.join("\n")
+        assert.include(log, "delivery failed")
+        assert.include(log, "smtp://127.0.0.1:")
+        for (const secret of ["s3cret", "100042", "link-42"]) assert.notInclude(log, secret)
+        assert.notInclude((yield* outboxRows)[0]!.last_error, "s3cret")
+
+        const bad = yield* Effect.exit(
+          Layer.build(configured({ SMTP_URL: "http://mailer:s3cret@mail.test" })).pipe(Effect.scoped)
+        )
+        assert.isTrue(Exit.isFailure(bad))
+        assert.include(String(bad), "SMTP_URL must be a URL starting with smtp:// or smtps://")
+        assert.notInclude(String(bad), "s3cret")
+        const off = yield* Effect.gen(function* () {
+          return (yield* Mailer).enabled
+        }).pipe(Effect.provide(configured({ SMTP_URL: " " })), Effect.scoped)
+        assert.isFalse(off)
+      }).pipe(Effect.scoped, Effect.provide(Store)),
     60_000
   )
 })
