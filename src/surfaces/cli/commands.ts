@@ -180,6 +180,7 @@ const outbox = Command.make(
         (n) => n >= 1 && n <= 1000,
         (n) => `--limit must be between 1 and 1000, got ${n}`
       ),
+      Flag.withDescription("How many messages, newest first (1 to 1000)."),
       Flag.withDefault(20)
     )
   },
