@@ -5,6 +5,7 @@ import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "e
 import { AppConfig } from "./config.ts"
 import { problemContext } from "./contract/problem.ts"
 import { withRequestLog } from "./logging.ts"
+import { Mailer } from "./mail/Mailer.ts"
 import { Outbox } from "./mail/Outbox.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Accounts } from "./services/Accounts.ts"
@@ -111,6 +112,7 @@ export const appLayer = <R>(
   httpServerLayer(operations).pipe(
     Layer.provideMerge(AppConfig.hostsLayer),
     Layer.provideMerge(Housekeeping),
+    Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(servicesLayer(ids)),
     Layer.provideMerge(database)
   )

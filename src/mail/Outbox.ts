@@ -23,6 +23,9 @@ export class Outbox extends Context.Service<
         const id = yield* ids.newId("mail")
         yield* sql`INSERT INTO outbox (id, to_email, subject, body_text, body_html, kind, next_attempt_at, created_at)
           VALUES (${id}, ${mail.to}, ${mail.subject}, ${mail.text}, ${mail.html}, ${mail.kind}, ${now}, ${now})`
+        // One line per message, never its body (a code or a link): the operator reads it with
+        // `admin outbox --email <to>` when no SMTP server is configured.
+        yield* Effect.logInfo(`mail ${id} (${mail.kind}) to ${mail.to} queued`)
         return id
       })
       return Outbox.of({ enqueue })
