@@ -1,0 +1,647 @@
+import { timingSafeEqual } from "node:crypto"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import { InvalidInput, NotFound, RateLimited, Unauthorized } from "../contract/errors.ts"
+import type { Account, Governor } from "../domain/accounts.ts"
+
+export type { Governor }
+
+import {
+  hashCode,
+  identityPolicy,
+  linkTokenPattern,
+  makeLinkToken,
+  makeSignInCode,
+  makeUserCode,
+  normalizeEmail,
+  normalizeUserCode,
+  signInCodePattern
+} from "../domain/identity.ts"
+import { encodeBase62, hashSecret, hintOf, managementTokenPattern } from "../domain/secrets.ts"
+import { recoveryMail, signInMail } from "../mail/messages.ts"
+import { Outbox } from "../mail/Outbox.ts"
+import * as Row from "../store/rows.ts"
+import { AccountRow, toAccount } from "./Accounts.ts"
+import { Ids } from "./Ids.ts"
+import { type IssuedKey, Keys } from "./Keys.ts"
+import { Ledger } from "./Ledger.ts"
+import { RateLimits } from "./RateLimits.ts"
+
+export type TokenLabel = "web" | "cli" | "device"
+
+/** An account as a sign-in lists it. */
+export interface AccountSummary {
+  readonly account_id: string
+  readonly plan: Account["plan"]
+  readonly claimed_at: string | null
+  readonly balance_credits: number
+  readonly grant_credits: number
+}
+
+/** The answer of every completed sign-in (email code or link, device flow, browser callback). */
+export interface SignedIn {
+  readonly management_token: string
+  readonly token_id: string
+  readonly expires_at: string
+  readonly email: string
+  readonly accounts: ReadonlyArray<AccountSummary>
+  readonly claimed: string | null
+  readonly grant_credits: number
+}
+
+export interface TokenListing {
+  readonly token_id: string
+  readonly label: TokenLabel
+  readonly created_at: string
+  readonly last_used_at: string | null
+  readonly expires_at: string
+  readonly current: boolean
+}
+
+/** RFC 8628 3.5 answers of a device token request that is not (yet) a token. */
+export type DevicePending =
+  | "authorization_pending"
+  | "slow_down"
+  | "access_denied"
+  | "expired_token"
+  | "invalid_grant"
+
+export interface DeviceStart {
+  readonly device_code: string
+  readonly user_code: string
+  readonly verification_uri: string
+  readonly verification_uri_complete: string
+  readonly expires_in: number
+  readonly interval: number
+}
+
+const SignInRow = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  code_hash: Schema.String,
+  key_id: Schema.NullOr(Schema.String),
+  attempts: Row.Int,
+  expires_at: Row.Int,
+  used_at: Row.NullableInt
+})
+const TokenRow = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  label: Schema.Literals(["web", "cli", "device"]),
+  created_at: Row.Int,
+  last_used_at: Row.NullableInt,
+  expires_at: Row.Int,
+  revoked_at: Row.NullableInt
+})
+const ClaimRow = Schema.Struct({
+  key_id: Schema.String,
+  revoked_at: Row.NullableInt,
+  account_id: Schema.String,
+  claimed_at: Row.NullableInt,
+  email: Schema.NullOr(Schema.String),
+  state: Schema.String
+})
+const DeviceRow = Schema.Struct({
+  id: Schema.String,
+  user_code: Schema.String,
+  state: Schema.Literals(["pending", "approved", "denied", "used"]),
+  email: Schema.NullOr(Schema.String),
+  interval_ms: Row.Int,
+  last_poll_at: Row.NullableInt,
+  expires_at: Row.Int
+})
+const LinkRow = Schema.Struct({
+  email: Schema.optional(Schema.String),
+  account_id: Schema.optional(Schema.String),
+  expires_at: Row.Int,
+  used_at: Row.NullableInt
+})
+
+const decodeSignIns = Row.decoder(SignInRow, "sign_ins")
+const decodeTokens = Row.decoder(TokenRow, "management_tokens")
+const decodeClaims = Row.decoder(ClaimRow, "api_keys joined with accounts (claim)")
+const decodeDevices = Row.decoder(DeviceRow, "device_codes")
+const decodeLinks = Row.decoder(LinkRow, "single-use link")
+const decodeAccounts = Row.decoder(AccountRow, "accounts")
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+const sameHash = (a: string, b: string) =>
+  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
+
+const badEmail = () =>
+  new InvalidInput({ message: "`email` must be an email address, like name@example.com.", param: "email" })
+
+const summary = (account: Account, claimedAt: number | null): AccountSummary => ({
+  account_id: account.id,
+  plan: account.plan,
+  claimed_at: claimedAt === null ? null : iso(claimedAt),
+  balance_credits: account.balanceCredits,
+  grant_credits: account.grantCredits
+})
+
+/**
+ * Identities (confirmed emails) and everything that proves or governs one: emailed sign-in codes
+ * and links, claim and the one-time grant, `svcm_` management tokens, the device flow and the
+ * loopback callback's exchange codes, recovery links. Every secret is random, answered once and
+ * stored as a hash; every change and the mail it causes commit in one transaction.
+ */
+export class Identities extends Context.Service<
+  Identities,
+  {
+    readonly start: (input: {
+      readonly email: string
+      readonly ip: string
+      readonly keyId: string | undefined
+    }) => Effect.Effect<
+      { readonly sent: true; readonly expires_in: number },
+      InvalidInput | RateLimited | SqlError
+    >
+    readonly verifyCode: (
+      email: string,
+      code: string,
+      label: TokenLabel
+    ) => Effect.Effect<SignedIn, InvalidInput | Unauthorized | SqlError>
+    readonly verifyLink: (
+      token: string,
+      label: TokenLabel
+    ) => Effect.Effect<SignedIn, Unauthorized | SqlError>
+    readonly authenticate: (secret: string) => Effect.Effect<Governor, Unauthorized | SqlError>
+    readonly tokens: (governor: Governor) => Effect.Effect<ReadonlyArray<TokenListing>, SqlError>
+    readonly revokeToken: (
+      governor: Governor,
+      tokenId: string
+    ) => Effect.Effect<{ readonly token_id: string; readonly revoked_at: string }, NotFound | SqlError>
+    readonly startDevice: (ip: string) => Effect.Effect<DeviceStart, RateLimited | SqlError>
+    readonly pollDevice: (
+      deviceCode: string
+    ) => Effect.Effect<SignedIn | { readonly error: DevicePending }, SqlError>
+    /** A signed-in person approves (or denies) a user code; INVALID_INPUT for an unknown or finished code. */
+    readonly decideDevice: (
+      governor: Governor,
+      userCode: string,
+      approve: boolean
+    ) => Effect.Effect<{ readonly user_code: string; readonly approved: boolean }, InvalidInput | SqlError>
+    /** A single-use code for the loopback browser callback. */
+    readonly exchangeCode: (governor: Governor) => Effect.Effect<string, SqlError>
+    readonly exchange: (code: string) => Effect.Effect<SignedIn, Unauthorized | SqlError>
+    readonly startRecovery: (input: {
+      readonly email: string
+      readonly ip: string
+    }) => Effect.Effect<{ readonly sent: true }, InvalidInput | RateLimited | SqlError>
+    readonly rekey: (
+      token: string
+    ) => Effect.Effect<
+      { readonly account_id: string; readonly revoked: number } & IssuedKey,
+      Unauthorized | SqlError
+    >
+    /** Whether a recovery link is live (for the page that asks before it re-keys). */
+    readonly recoveryTarget: (token: string) => Effect.Effect<string | undefined, SqlError>
+  }
+>()("app/Identities") {
+  static readonly layer = Layer.effect(
+    Identities,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const ids = yield* Ids
+      const ledger = yield* Ledger
+      const keys = yield* Keys
+      const outbox = yield* Outbox
+      const limits = yield* RateLimits
+      const { baseUrl } = yield* AppConfig
+
+      /** Both windows or neither: a refusal by the second gives the first its token back. */
+      const takeLimits = (
+        windows: ReadonlyArray<{ key: string; limit: number; window: string }>,
+        what: string
+      ) =>
+        Effect.gen(function* () {
+          const taken: Array<Effect.Effect<void>> = []
+          for (const window of windows) {
+            const result = yield* limits.take({
+              key: window.key,
+              limit: window.limit,
+              window: window.window as "1 hour"
+            })
+            if (!result.allowed) {
+              yield* Effect.all(taken)
+              return yield* new RateLimited({
+                message: `Too many ${what} requests; at most ${window.limit} per ${window.window}. Retry after retry_after_seconds.`,
+                retry_after_seconds: result.retryAfterSeconds
+              })
+            }
+            taken.push(result.giveBack)
+          }
+        })
+
+      const newSecret = Effect.map(ids.secretBytes, makeLinkToken)
+
+      const accountsOf = (email: string) =>
+        sql`SELECT * FROM accounts WHERE email = ${email} ORDER BY created_at, id`.pipe(
+          Effect.flatMap(decodeAccounts)
+        )
+
+      /**
+       * The end of every sign-in, inside its transaction: the identity exists, a key that started
+       * the sign-in claims its unclaimed account (and earns the grant once), a new identity without
+       * an account gets a trial account, and a management token is issued.
+       */
+      const complete = (email: string, keyId: string | null, label: TokenLabel, now: number) =>
+        Effect.gen(function* () {
+          yield* sql`INSERT INTO identities (email, created_at) VALUES (${email}, ${now}) ON CONFLICT DO NOTHING`
+          let claimed: string | null = null
+          let granted = 0
+          if (keyId !== null) {
+            const rows =
+              yield* sql`SELECT k.id AS key_id, k.revoked_at, a.id AS account_id, a.claimed_at, a.email, a.state
+              FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${keyId} FOR UPDATE OF a`.pipe(
+                Effect.flatMap(decodeClaims)
+              )
+            const key = rows[0]
+            if (key !== undefined && key.revoked_at === null && key.state === "active") {
+              if (key.claimed_at === null) {
+                const won = yield* sql`UPDATE accounts SET email = ${email}, claimed_at = ${now}
+                  WHERE id = ${key.account_id} AND claimed_at IS NULL RETURNING id`
+                if (won.length > 0) claimed = key.account_id
+              }
+              if (claimed !== null || key.email === email) {
+                granted = yield* ledger.grantOnce({ accountId: key.account_id, email, keyId })
+              }
+            }
+          }
+          let owned = yield* accountsOf(email)
+          if (owned.length === 0) {
+            const accountId = yield* ids.newId("acct")
+            yield* sql`INSERT INTO accounts (id, plan, email, claimed_at, created_at)
+              VALUES (${accountId}, 'trial', ${email}, ${now}, ${now})`
+            owned = yield* accountsOf(email)
+          }
+          const tokenId = yield* ids.newId("mtok")
+          const secret = `svcm_${encodeBase62(yield* ids.secretBytes).slice(0, 32)}`
+          const expiresAt = now + identityPolicy.managementTokenTtlMs
+          yield* sql`INSERT INTO management_tokens (id, email, secret_hash, label, created_at, expires_at)
+            VALUES (${tokenId}, ${email}, ${hashSecret(secret)}, ${label}, ${now}, ${expiresAt})`
+          return {
+            management_token: secret,
+            token_id: tokenId,
+            expires_at: iso(expiresAt),
+            email,
+            accounts: owned.map((row) => summary(toAccount(row), row.claimed_at)),
+            claimed,
+            grant_credits: granted
+          } satisfies SignedIn
+        })
+
+      const start = Effect.fn("Identities.start")(function* (input: {
+        readonly email: string
+        readonly ip: string
+        readonly keyId: string | undefined
+      }) {
+        const email = normalizeEmail(input.email)
+        if (email === undefined) return yield* badEmail()
+        yield* takeLimits(
+          [
+            { key: `signin-ip:${input.ip}`, ...identityPolicy.startsPerIp },
+            { key: `signin-email:${email}`, ...identityPolicy.startsPerEmail }
+          ],
+          "sign-in"
+        )
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("signin")
+        const code = makeSignInCode()
+        const link = yield* newSecret
+        // The same statements for a known and an unknown email: the answer and its timing say nothing.
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* sql`UPDATE sign_ins SET used_at = ${now} WHERE email = ${email} AND used_at IS NULL`
+            yield* sql`INSERT INTO sign_ins (id, email, code_hash, link_hash, key_id, expires_at, created_at)
+              VALUES (${id}, ${email}, ${hashCode(id, code)}, ${hashSecret(link)}, ${input.keyId ?? null},
+                ${now + identityPolicy.signInTtlMs}, ${now})`
+            yield* outbox.enqueue(
+              signInMail({
+                to: email,
+                code,
+                link: `${baseUrl}/login?token=${link}`,
+                minutes: identityPolicy.signInTtlMs / 60_000,
+                claiming: input.keyId !== undefined
+              })
+            )
+          })
+        )
+        return { sent: true as const, expires_in: identityPolicy.signInTtlMs / 1000 }
+      })
+
+      const refused = () =>
+        new Unauthorized({
+          message:
+            "This code is wrong, used or expired (a code works once, for 10 minutes, and dies after 5 wrong tries). Start again: POST /v1/auth/email/start.",
+          param: "code"
+        })
+
+      const verifyCode = Effect.fn("Identities.verifyCode")(function* (
+        emailInput: string,
+        code: string,
+        label: TokenLabel
+      ) {
+        const email = normalizeEmail(emailInput)
+        if (email === undefined) return yield* badEmail()
+        if (!signInCodePattern.test(code))
+          return yield* new InvalidInput({
+            message: "`code` is the 6-digit code from the email.",
+            param: "code"
+          })
+        const now = yield* Clock.currentTimeMillis
+        // A wrong try is counted (and committed) even though the answer is a refusal.
+        const outcome = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const rows =
+              yield* sql`SELECT id, email, code_hash, key_id, attempts, expires_at, used_at FROM sign_ins
+              WHERE email = ${email} AND used_at IS NULL AND expires_at > ${now}
+              ORDER BY created_at DESC LIMIT 1 FOR UPDATE`.pipe(Effect.flatMap(decodeSignIns))
+            const signIn = rows[0]
+            if (signIn === undefined || signIn.attempts >= identityPolicy.signInAttempts) return undefined
+            if (!sameHash(hashCode(signIn.id, code), signIn.code_hash)) {
+              yield* sql`UPDATE sign_ins SET attempts = attempts + 1 WHERE id = ${signIn.id}`
+              return undefined
+            }
+            yield* sql`UPDATE sign_ins SET used_at = ${now} WHERE id = ${signIn.id}`
+            return yield* complete(email, signIn.key_id, label, now)
+          })
+        )
+        return outcome ?? (yield* refused())
+      })
+
+      const verifyLink = Effect.fn("Identities.verifyLink")(function* (token: string, label: TokenLabel) {
+        const unusable = new Unauthorized({
+          message: "This sign-in link is wrong, used or expired. Start again: POST /v1/auth/email/start.",
+          param: "token"
+        })
+        if (!linkTokenPattern.test(token)) return yield* unusable
+        const now = yield* Clock.currentTimeMillis
+        const outcome = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const rows = yield* sql`UPDATE sign_ins SET used_at = ${now}
+              WHERE link_hash = ${hashSecret(token)} AND used_at IS NULL AND expires_at > ${now}
+                AND attempts < ${identityPolicy.signInAttempts}
+              RETURNING id, email, code_hash, key_id, attempts, expires_at, used_at`.pipe(
+              Effect.flatMap(decodeSignIns)
+            )
+            const signIn = rows[0]
+            return signIn === undefined ? undefined : yield* complete(signIn.email, signIn.key_id, label, now)
+          })
+        )
+        return outcome ?? (yield* unusable)
+      })
+
+      const authenticate = Effect.fn("Identities.authenticate")(function* (secret: string) {
+        const inactive = new Unauthorized({
+          message:
+            "This management token is not active (unknown, revoked or past its 90 days). Sign in again: POST /v1/auth/email/start."
+        })
+        if (!managementTokenPattern.test(secret)) return yield* inactive
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql`SELECT id, email, label, created_at, last_used_at, expires_at, revoked_at
+          FROM management_tokens WHERE secret_hash = ${hashSecret(secret)}`.pipe(Effect.flatMap(decodeTokens))
+        const token = rows[0]
+        if (token === undefined || token.revoked_at !== null || token.expires_at <= now)
+          return yield* inactive
+        if (token.last_used_at === null || now - token.last_used_at >= identityPolicy.lastUsedResolutionMs) {
+          yield* sql`UPDATE management_tokens SET last_used_at = ${now} WHERE id = ${token.id}`
+        }
+        const owned = yield* accountsOf(token.email)
+        return {
+          tokenId: token.id,
+          hint: hintOf(secret),
+          email: token.email,
+          accounts: owned.map(toAccount)
+        } satisfies Governor
+      })
+
+      const tokens = Effect.fn("Identities.tokens")(function* (governor: Governor) {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql`SELECT id, email, label, created_at, last_used_at, expires_at, revoked_at
+          FROM management_tokens WHERE email = ${governor.email} AND revoked_at IS NULL AND expires_at > ${now}
+          ORDER BY created_at, id`.pipe(Effect.flatMap(decodeTokens))
+        return rows.map(
+          (row): TokenListing => ({
+            token_id: row.id,
+            label: row.label,
+            created_at: iso(row.created_at),
+            last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
+            expires_at: iso(row.expires_at),
+            current: row.id === governor.tokenId
+          })
+        )
+      })
+
+      const revokeToken = Effect.fn("Identities.revokeToken")(function* (
+        governor: Governor,
+        tokenId: string
+      ) {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql`SELECT id, email, label, created_at, last_used_at, expires_at, revoked_at
+          FROM management_tokens WHERE id = ${tokenId} AND email = ${governor.email}`.pipe(
+          Effect.flatMap(decodeTokens)
+        )
+        const token = rows[0]
+        if (token === undefined)
+          return yield* new NotFound({
+            message: `No management token ${tokenId} for this sign-in. List them with GET /v1/auth/tokens.`,
+            param: "token_id"
+          })
+        if (token.revoked_at !== null) return { token_id: tokenId, revoked_at: iso(token.revoked_at) }
+        yield* sql`UPDATE management_tokens SET revoked_at = ${now} WHERE id = ${tokenId} AND revoked_at IS NULL`
+        return { token_id: tokenId, revoked_at: iso(now) }
+      })
+
+      const startDevice = Effect.fn("Identities.startDevice")(function* (ip: string) {
+        yield* takeLimits([{ key: `device-ip:${ip}`, limit: 10, window: "15 minutes" }], "device sign-in")
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("dev")
+        const deviceCode = yield* newSecret
+        const userCode = makeUserCode()
+        yield* sql`INSERT INTO device_codes (id, device_hash, user_code, state, interval_ms, expires_at, created_at)
+          VALUES (${id}, ${hashSecret(deviceCode)}, ${userCode}, 'pending', ${identityPolicy.deviceIntervalMs},
+            ${now + identityPolicy.deviceTtlMs}, ${now})`
+        return {
+          device_code: deviceCode,
+          user_code: userCode,
+          verification_uri: `${baseUrl}/activate`,
+          verification_uri_complete: `${baseUrl}/activate?user_code=${userCode}`,
+          expires_in: identityPolicy.deviceTtlMs / 1000,
+          interval: identityPolicy.deviceIntervalMs / 1000
+        } satisfies DeviceStart
+      })
+
+      const pollDevice = Effect.fn("Identities.pollDevice")(function* (deviceCode: string) {
+        const now = yield* Clock.currentTimeMillis
+        const pending = (error: DevicePending) => ({ error })
+        if (!linkTokenPattern.test(deviceCode)) return pending("invalid_grant")
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const rows = yield* sql`SELECT id, user_code, state, email, interval_ms, last_poll_at, expires_at
+              FROM device_codes WHERE device_hash = ${hashSecret(deviceCode)} FOR UPDATE`.pipe(
+              Effect.flatMap(decodeDevices)
+            )
+            const device = rows[0]
+            if (device === undefined || device.state === "used") return pending("invalid_grant")
+            if (device.expires_at <= now) return pending("expired_token")
+            if (device.state === "denied") return pending("access_denied")
+            if (device.last_poll_at !== null && now - device.last_poll_at < device.interval_ms) {
+              yield* sql`UPDATE device_codes SET last_poll_at = ${now},
+                interval_ms = interval_ms + ${identityPolicy.deviceSlowDownMs} WHERE id = ${device.id}`
+              return pending("slow_down")
+            }
+            if (device.state === "pending" || device.email === null) {
+              yield* sql`UPDATE device_codes SET last_poll_at = ${now} WHERE id = ${device.id}`
+              return pending("authorization_pending")
+            }
+            yield* sql`UPDATE device_codes SET state = 'used', last_poll_at = ${now} WHERE id = ${device.id}`
+            return yield* complete(device.email, null, "device", now)
+          })
+        )
+      })
+
+      const decideDevice = Effect.fn("Identities.decideDevice")(function* (
+        governor: Governor,
+        input: string,
+        approve: boolean
+      ) {
+        const unknown = new InvalidInput({
+          message: "No pending sign-in has this code (it is 8 letters like BCDF-GHJK, valid 10 minutes).",
+          param: "user_code"
+        })
+        const userCode = normalizeUserCode(input)
+        if (userCode === undefined) return yield* unknown
+        const now = yield* Clock.currentTimeMillis
+        const decided = yield* sql`UPDATE device_codes SET state = ${approve ? "approved" : "denied"},
+            email = ${approve ? governor.email : null}
+          WHERE user_code = ${userCode} AND state = 'pending' AND expires_at > ${now} RETURNING id`
+        if (decided.length === 0) return yield* unknown
+        return { user_code: userCode, approved: approve }
+      })
+
+      const exchangeCode = Effect.fn("Identities.exchangeCode")(function* (governor: Governor) {
+        const now = yield* Clock.currentTimeMillis
+        const code = yield* newSecret
+        yield* sql`INSERT INTO exchange_codes (code_hash, email, expires_at, created_at)
+          VALUES (${hashSecret(code)}, ${governor.email}, ${now + identityPolicy.exchangeTtlMs}, ${now})`
+        return code
+      })
+
+      const exchange = Effect.fn("Identities.exchange")(function* (code: string) {
+        const unusable = new Unauthorized({
+          message: "This code is wrong, used or expired (it works once, for 5 minutes). Sign in again.",
+          param: "code"
+        })
+        if (!linkTokenPattern.test(code)) return yield* unusable
+        const now = yield* Clock.currentTimeMillis
+        const outcome = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const rows = yield* sql`UPDATE exchange_codes SET used_at = ${now}
+              WHERE code_hash = ${hashSecret(code)} AND used_at IS NULL AND expires_at > ${now}
+              RETURNING email, expires_at, used_at`.pipe(Effect.flatMap(decodeLinks))
+            const email = rows[0]?.email
+            return email === undefined ? undefined : yield* complete(email, null, "cli", now)
+          })
+        )
+        return outcome ?? (yield* unusable)
+      })
+
+      const startRecovery = Effect.fn("Identities.startRecovery")(function* (input: {
+        readonly email: string
+        readonly ip: string
+      }) {
+        const email = normalizeEmail(input.email)
+        if (email === undefined) return yield* badEmail()
+        yield* takeLimits(
+          [
+            { key: `recover-ip:${input.ip}`, ...identityPolicy.startsPerIp },
+            { key: `recover-email:${email}`, ...identityPolicy.startsPerEmail }
+          ],
+          "recovery"
+        )
+        const now = yield* Clock.currentTimeMillis
+        yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const claimed = (yield* accountsOf(email)).filter((row) => row.claimed_at !== null)
+            for (const account of claimed) {
+              const link = yield* newSecret
+              yield* sql`INSERT INTO recovery_links (link_hash, account_id, expires_at, created_at)
+                VALUES (${hashSecret(link)}, ${account.id}, ${now + identityPolicy.recoveryTtlMs}, ${now})`
+              yield* outbox.enqueue(
+                recoveryMail({
+                  to: email,
+                  accountId: account.id,
+                  link: `${baseUrl}/recover?token=${link}`,
+                  minutes: identityPolicy.recoveryTtlMs / 60_000
+                })
+              )
+            }
+          })
+        )
+        return { sent: true as const }
+      })
+
+      const liveRecovery = (token: string, now: number) =>
+        sql`SELECT account_id, expires_at, used_at FROM recovery_links
+          WHERE link_hash = ${hashSecret(token)} AND used_at IS NULL AND expires_at > ${now}`.pipe(
+          Effect.flatMap(decodeLinks)
+        )
+
+      const recoveryTarget = Effect.fn("Identities.recoveryTarget")(function* (token: string) {
+        if (!linkTokenPattern.test(token)) return undefined
+        const rows = yield* liveRecovery(token, yield* Clock.currentTimeMillis)
+        return rows[0]?.account_id
+      })
+
+      const rekey = Effect.fn("Identities.rekey")(function* (token: string) {
+        const unusable = new Unauthorized({
+          message:
+            "This recovery link is wrong, used or expired (it works once, for one hour). Ask for a new one: POST /v1/recover.",
+          param: "token"
+        })
+        if (!linkTokenPattern.test(token)) return yield* unusable
+        const now = yield* Clock.currentTimeMillis
+        const outcome = yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const links = yield* sql`UPDATE recovery_links SET used_at = ${now}
+              WHERE link_hash = ${hashSecret(token)} AND used_at IS NULL AND expires_at > ${now}
+              RETURNING account_id, expires_at, used_at`.pipe(Effect.flatMap(decodeLinks))
+            const accountId = links[0]?.account_id
+            if (accountId === undefined) return yield* unusable
+            const rows = yield* sql`SELECT * FROM accounts WHERE id = ${accountId} FOR UPDATE`.pipe(
+              Effect.flatMap(decodeAccounts)
+            )
+            const account = rows[0]
+            // A suspended account is not re-keyed; failing here rolls the link's use back too.
+            if (account === undefined || account.state !== "active") return yield* unusable
+            const revoked = yield* keys.revokeAll(accountId)
+            const issued = yield* keys.issue({ accountId, plan: account.plan, label: "recovered" })
+            return { account_id: accountId, ...issued, revoked }
+          })
+        )
+        return outcome
+      })
+
+      return Identities.of({
+        start,
+        verifyCode,
+        verifyLink,
+        authenticate,
+        tokens,
+        revokeToken,
+        startDevice,
+        pollDevice,
+        decideDevice,
+        exchangeCode,
+        exchange,
+        startRecovery,
+        rekey,
+        recoveryTarget
+      })
+    })
+  )
+}
