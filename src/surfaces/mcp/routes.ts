@@ -1,18 +1,30 @@
 import { createMcpHandler, type McpHttpHandler } from "@modelcontextprotocol/server"
-import { Context, Effect, Redacted } from "effect"
+import { Context, Effect, Redacted, Result } from "effect"
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { Caller } from "../../contract/api.ts"
+import type { Caller } from "../../contract/api.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
+import type { Keys } from "../../services/Keys.ts"
 import { Identity } from "../common/identity.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { challengeResponse, protectedResourceMetadata, protectedResourcePath } from "./auth.ts"
+import { McpBearer, resolveBearer } from "./bearer.ts"
 import { allowedHostnames, foreignHostRejection } from "./guards.ts"
+import { managementTools } from "./managementTools.ts"
 import { type McpMount, mcpMounts, mountTools } from "./mounts.ts"
 import { authInfoOf, makeSession, mcpServerFactory } from "./server.ts"
-import { registryTools, type ToolServices } from "./tools.ts"
+import { type McpTool, registryTools, type ToolServices } from "./tools.ts"
+
+/** A mount's two catalogues: a spend key's data tools, and a management token's (plus management). */
+interface MountHandlers {
+  readonly data: McpHttpHandler
+  readonly management: McpHttpHandler
+}
+
+/** What every tool of a mount needs: the operations' services, the data and management tools'. */
+type McpToolServices<R> = R | Exclude<ToolServices, Caller> | McpBearer | Keys
 
 /**
  * The MCP surface, a Layer of routes beside REST: one stateless Streamable HTTP endpoint per mount
@@ -35,7 +47,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           })
         )
 
-      const serve = Effect.fn("mcp.request")(function* (mount: McpMount, handler: McpHttpHandler) {
+      const serve = Effect.fn("mcp.request")(function* (mount: McpMount, handlers: MountHandlers) {
         yield* Effect.annotateCurrentSpan("mcp.mount", mount.path)
         const request = yield* HttpServerRequest.HttpServerRequest
         const refused = foreignHostRejection(request.headers, allowed)
@@ -44,16 +56,19 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         if (announced !== undefined) return problems.render(announced)
 
         const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
-        const found = yield* Effect.result(identity.authenticate(secret))
+        const found = yield* Effect.result(resolveBearer(identity, secret, identity.clientIp(request)))
         if (found._tag === "Failure") {
           const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`
           return challengeResponse(problems, found.failure, config.baseUrl, metadataUrl)
         }
-        // Tool calls run as this caller, in this request's context (services, span).
-        const caller = { ...found.success, ip: identity.clientIp(request) }
-        const context = yield* Effect.context<R | Exclude<ToolServices, Caller>>()
-        const session = makeSession(Context.add(context, Caller, caller))
-        const authInfo = authInfoOf(secret, caller.account.id, session)
+        const bearer = found.success
+        // Tool calls run as this bearer, in this request's context (services, span).
+        const context = yield* Effect.context<Exclude<McpToolServices<R>, McpBearer>>()
+        const session = makeSession(Context.add(context, McpBearer, bearer))
+        const caller = Result.getOrUndefined(bearer.caller)
+        const authInfo = authInfoOf(secret, caller?.account.id ?? bearer.governor?.tokenId ?? "", session)
+        // A management token's connection adds the management tools (spec rule 7).
+        const handler = bearer.governor === undefined ? handlers.data : handlers.management
         const response = yield* HttpEffect.fromWebHandler((web) => handler.fetch(web, { authInfo }))
         // A body without Content-Length is measured by the SDK; its 413 becomes our problem too.
         return response.status === 413 ? problems.render(bodyTooLarge(config.maxBodyBytes)) : response
@@ -64,16 +79,25 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const onerror = (error: Error) => runFork(Effect.logDebug("MCP request refused", error.message))
 
       yield* metadata("", "svc data API")
-      for (const mount of mcpMounts) {
-        const handler = createMcpHandler(mcpServerFactory(mount, mountTools(mount, tools)), {
-          legacy: "stateless",
-          maxRequestBodySize: config.maxBodyBytes,
-          onerror
+      const handlerOf = (mount: McpMount, catalogue: ReadonlyArray<McpTool<McpToolServices<R>>>) =>
+        Effect.gen(function* () {
+          const handler = createMcpHandler(mcpServerFactory(mount, catalogue), {
+            legacy: "stateless",
+            maxRequestBodySize: config.maxBodyBytes,
+            onerror
+          })
+          yield* Effect.addFinalizer(() => Effect.promise(() => handler.close()))
+          return handler
         })
-        yield* Effect.addFinalizer(() => Effect.promise(() => handler.close()))
+      for (const mount of mcpMounts) {
+        const data = mountTools(mount, tools)
+        const handlers: MountHandlers = {
+          data: yield* handlerOf(mount, data),
+          management: yield* handlerOf(mount, [...data, ...managementTools])
+        }
         const catalog = mount.platform === undefined ? "every tool" : `${mount.platform} tools`
         yield* metadata(mount.path, `svc data API over MCP (${catalog})`)
-        yield* router.add("*", mount.path, serve(mount, handler))
+        yield* router.add("*", mount.path, serve(mount, handlers))
       }
     })
   )

@@ -1,4 +1,4 @@
-import type { CallToolResult, StandardSchemaWithJSON } from "@modelcontextprotocol/server"
+import type { CallToolResult, StandardSchemaWithJSON, ToolAnnotations } from "@modelcontextprotocol/server"
 import { Clock, Effect } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
@@ -12,6 +12,7 @@ import type { Ledger } from "../../services/Ledger.ts"
 import type { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
 import { usageReport } from "../usageReport.ts"
+import { callingAsBearer } from "./bearer.ts"
 import { toolArgumentsDecoder } from "./toolArguments.ts"
 import { toToolResult } from "./toolResults.ts"
 import {
@@ -23,8 +24,11 @@ import {
   usageOutputJsonSchema
 } from "./toolSchemas.ts"
 
-/** What every tool call needs besides the operations' own services. */
+/** What every data tool call needs besides the operations' own services. */
 export type ToolServices = Caller | AppConfig | Ids | Usage | Ledger | IdempotencyStore | RateLimits
+
+/** Data tools read; what they read comes from outside the service. */
+const dataAnnotations: ToolAnnotations = { readOnlyHint: true, openWorldHint: true }
 
 export interface McpTool<R> {
   readonly name: string
@@ -33,6 +37,7 @@ export interface McpTool<R> {
   readonly description: string
   readonly inputSchema: StandardSchemaWithJSON<Record<string, unknown>>
   readonly outputSchema: StandardSchemaWithJSON
+  readonly annotations: ToolAnnotations
   /** Never fails: metered failures and defects are error results. */
   readonly call: (args: Record<string, unknown>) => Effect.Effect<CallToolResult, never, R>
 }
@@ -49,6 +54,7 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     description: rehost(hosts)(operation.description),
     inputSchema: inputSchema(rehostJson(hosts, toolInputJsonSchema(operation))),
     outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
+    annotations: dataAnnotations,
     call: Effect.fn(`mcp.${operation.id}`)(function* (args: Record<string, unknown>) {
       const caller = yield* Caller
       // As on REST, the pipeline's entitlement step is answered before the arguments are validated.
@@ -68,6 +74,7 @@ export const usageTool: McpTool<ToolServices> = {
     "Free, and exempt from the rate limit. The key's plan, the platforms it can call, the free-tier budget left today for this IP, the balance, today's spend and 30 days of history, and the upgrade link.",
   inputSchema: inputSchema(noArguments),
   outputSchema: outputSchema(usageOutputJsonSchema),
+  annotations: dataAnnotations,
   call: Effect.fn("mcp.get_usage")(function* () {
     const caller = yield* Caller
     const config = yield* AppConfig
@@ -76,8 +83,6 @@ export const usageTool: McpTool<ToolServices> = {
   }, toToolResult)
 }
 
-/** Every tool of a registry, built once: the mounts share them. */
-export const registryTools = <R>(operations: ReadonlyArray<AnyOperation<R>>, hosts: Hosts) => [
-  ...operations.map((operation) => operationTool(operation, hosts)),
-  usageTool
-]
+/** Every data tool of a registry, run as the bearer's caller, built once: the mounts share them. */
+export const registryTools = <R>(operations: ReadonlyArray<AnyOperation<R>>, hosts: Hosts) =>
+  [...operations.map((operation) => operationTool(operation, hosts)), usageTool].map(callingAsBearer)

@@ -1,0 +1,121 @@
+import type { ToolAnnotations } from "@modelcontextprotocol/server"
+import { Context, Effect, Option, Schema } from "effect"
+import { HttpApiError, OpenApi } from "effect/http-api"
+import type { SqlError } from "effect/sql/SqlError"
+import type { AppConfig } from "../../config.ts"
+import { AuthRequired, type NotFound } from "../../contract/errors.ts"
+import { ManagementGroup } from "../../contract/governance.ts"
+import type { Governor } from "../../domain/accounts.ts"
+import type { Ids } from "../../services/Ids.ts"
+import { Keys } from "../../services/Keys.ts"
+import { selectAccount } from "../common/identity.ts"
+import { invalidInputFromSchemaError } from "../common/problems.ts"
+import { McpBearer } from "./bearer.ts"
+import { toToolResult } from "./toolResults.ts"
+import { inputSchema, jsonSchemaOf, outputSchema } from "./toolSchemas.ts"
+import type { McpTool } from "./tools.ts"
+
+/**
+ * Spec rule 7 over MCP: the management surface's routes as tools of a management token's
+ * connection, on every mount. Arguments are the REST route's body (its query when it has no body),
+ * results its body, both judged and shaped by the contract's own schemas.
+ */
+
+const endpoints = ManagementGroup.endpoints
+type Endpoint = (typeof endpoints)[keyof typeof endpoints]
+/** The arguments of a route: its body's, or its query's when it takes no body. */
+type Body<E extends Endpoint> = [E["~Payload"]] extends [never] ? E["~Query"]["Type"] : E["~Payload"]["Type"]
+
+const bodyOf = <E extends Endpoint>(endpoint: E) =>
+  ([...endpoint.payload.values()][0]?.schemas[0] ?? endpoint.query) as Schema.Codec<Body<E>, unknown>
+const successOf = <E extends Endpoint>(endpoint: E) =>
+  [...endpoint.success][0] as Schema.Codec<E["~Success"]["Type"], object>
+
+const accountHelp =
+  " Management token only; `account_id` names the account when the sign-in governs several (AUTH_REQUIRED lists them)."
+
+const notSignedIn = new AuthRequired({
+  message:
+    "Management tools need a management token (svcm_...): sign in with your email (POST /v1/auth/email/start) and connect with that token as bearer."
+})
+
+type ManagementServices = McpBearer | Keys | AppConfig | Ids
+
+const managementTool = <E extends Endpoint>(
+  name: string,
+  endpoint: E,
+  annotations: ToolAnnotations,
+  run: (
+    governor: Governor,
+    args: Body<E>
+  ) => Effect.Effect<E["~Success"]["Type"], AuthRequired | NotFound | SqlError, Keys>
+): McpTool<ManagementServices> => {
+  const decode = Schema.decodeUnknownEffect(bodyOf(endpoint))
+  const encode = Schema.encodeEffect(successOf(endpoint))
+  const description = Option.getOrElse(Context.getOption(endpoint.annotations, OpenApi.Description), () => "")
+  return {
+    name,
+    platform: undefined,
+    description: `${description}${accountHelp}`,
+    inputSchema: inputSchema(jsonSchemaOf(bodyOf(endpoint))),
+    outputSchema: outputSchema(jsonSchemaOf(successOf(endpoint))),
+    annotations: { openWorldHint: false, ...annotations },
+    call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
+      const { governor } = yield* McpBearer
+      if (governor === undefined) return yield* notSignedIn
+      // As on REST, a malformed body is answered before the account is chosen.
+      const body = yield* decode(args ?? {}).pipe(
+        Effect.mapError((cause) =>
+          invalidInputFromSchemaError(new HttpApiError.HttpApiSchemaError({ kind: "Body", cause }))
+        )
+      )
+      const result = yield* run(governor, body).pipe(Effect.catchTag("SqlError", Effect.die))
+      return yield* Effect.orDie(encode(result))
+    }, toToolResult)
+  }
+}
+
+const changes = { readOnlyHint: false, destructiveHint: false, idempotentHint: false } as const
+
+/** The management tools, built once: a management token's connection on every mount adds them. */
+export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
+  managementTool("list_keys", endpoints.listKeys, { readOnlyHint: true }, (governor, args) =>
+    Effect.gen(function* () {
+      const account = yield* selectAccount(governor, args.account_id)
+      return { account_id: account.id, keys: yield* (yield* Keys).list(account.id) }
+    })
+  ),
+  managementTool("create_key", endpoints.createKey, changes, (governor, args) =>
+    Effect.gen(function* () {
+      const account = yield* selectAccount(governor, args.account_id)
+      return yield* (yield* Keys).create({ account, email: governor.email, label: args.label ?? null })
+    })
+  ),
+  managementTool("rotate_key", endpoints.rotateKey, { ...changes, destructiveHint: true }, (governor, args) =>
+    Effect.gen(function* () {
+      const account = yield* selectAccount(governor, args.account_id)
+      return yield* (yield* Keys).rotate(account.id, args.key_id)
+    })
+  ),
+  managementTool(
+    "revoke_key",
+    endpoints.revokeKey,
+    // A second revocation changes nothing (it is NOT_FOUND: no active key).
+    { ...changes, destructiveHint: true, idempotentHint: true },
+    (governor, args) =>
+      Effect.gen(function* () {
+        const account = yield* selectAccount(governor, args.account_id)
+        return yield* (yield* Keys).revoke(account.id, args.key_id)
+      })
+  ),
+  managementTool(
+    "set_balance_alert",
+    endpoints.setBalanceAlert,
+    { ...changes, idempotentHint: true },
+    (governor, args) =>
+      Effect.gen(function* () {
+        const account = yield* selectAccount(governor, args.account_id)
+        return { account_id: account.id, ...(yield* (yield* Keys).setAlert(account.id, args.threshold)) }
+      })
+  )
+]

@@ -1,0 +1,242 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { post, signIn } from "../identity/support.ts"
+import { ipSequence } from "../support/accounts.ts"
+import { TestApp, testApp } from "../support/app.ts"
+import { storeName } from "../support/database.ts"
+import { testOperations } from "../support/testOperations.ts"
+import { callTool, connect, modes } from "./support.ts"
+
+const freshIp = ipSequence("10.62")
+const managementToolNames = ["list_keys", "create_key", "rotate_key", "revoke_key", "set_balance_alert"]
+const dataToolNames = [...testOperations.map((operation) => operation.id), "get_usage"]
+
+describe(`MCP management tools (${storeName})`, () => {
+  layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
+    for (const mode of modes) {
+      it.effect(`${mode.name}: a spend key has the data catalogue; a management token adds management`, () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = freshIp()
+          const { key } = yield* app.mint(ip)
+          const spending = yield* connect(`${app.url}/mcp`, { key, ip }, mode)
+          const spendTools = (yield* Effect.promise(() => spending.listTools())).tools
+          assert.deepStrictEqual(
+            spendTools.map((tool) => tool.name),
+            dataToolNames
+          )
+          const refused = yield* Effect.promise(() =>
+            spending.callTool({ name: "list_keys", arguments: {} }).then(
+              (result) => result.isError === true,
+              () => true
+            )
+          )
+          assert.isTrue(refused, "a spend key cannot call list_keys")
+
+          const { management_token } = yield* signIn(app, `catalogue-${mode.era}@example.com`, { ip })
+          for (const path of ["/mcp", "/mcp/forum"]) {
+            const managing = yield* connect(`${app.url}${path}`, { key: management_token, ip }, mode)
+            const tools = (yield* Effect.promise(() => managing.listTools())).tools
+            const names = tools.map((tool) => tool.name)
+            assert.deepStrictEqual(names.slice(-managementToolNames.length), managementToolNames, path)
+            assert.include(names, "get_usage")
+            const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]))
+            assert.deepStrictEqual((byName.list_keys!.outputSchema as any).required, ["account_id", "keys"])
+            assert.includeMembers((byName.create_key!.outputSchema as any).required, ["key_id", "key"])
+            assert.deepStrictEqual((byName.rotate_key!.inputSchema as any).required, ["key_id"])
+            assert.deepStrictEqual((byName.set_balance_alert!.inputSchema as any).required, ["threshold"])
+            assert.property((byName.create_key!.inputSchema as any).properties, "account_id")
+            assert.isTrue(byName.list_keys!.annotations?.readOnlyHint)
+            assert.isFalse(byName.create_key!.annotations?.readOnlyHint)
+            assert.isFalse(byName.create_key!.annotations?.destructiveHint)
+            assert.isTrue(byName.rotate_key!.annotations?.destructiveHint)
+            assert.isTrue(byName.revoke_key!.annotations?.destructiveHint)
+            assert.isTrue(byName.revoke_key!.annotations?.idempotentHint)
+            assert.isTrue(byName.set_balance_alert!.annotations?.idempotentHint)
+            assert.isTrue(byName.get_usage!.annotations?.readOnlyHint)
+          }
+        })
+      )
+    }
+
+    it.effect("create, list, rotate, revoke and alert, answered as REST answers", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const minted = yield* app.mint(ip)
+        const { management_token: token } = yield* signIn(app, "keys-owner@example.com", {
+          key: minted.key,
+          ip
+        })
+        const client = yield* connect(`${app.url}/mcp`, { key: token, ip }, modes[0])
+
+        const listed = yield* callTool(client, "list_keys", {})
+        assert.isFalse(listed.isError, listed.text)
+        assert.strictEqual(listed.structured.account_id, minted.account_id)
+        assert.strictEqual(listed.structured.keys.length, 1)
+        const rest = yield* app.call("/v1/keys", { key: token, ip })
+        assert.deepStrictEqual(listed.structured, rest.body)
+        assert.deepStrictEqual(JSON.parse(listed.text!), rest.body)
+        const mintedKeyId = listed.structured.keys[0].key_id
+
+        const created = yield* callTool(client, "create_key", { label: "ci" })
+        assert.isFalse(created.isError, created.text)
+        assert.strictEqual(created.structured.label, "ci")
+        assert.strictEqual(created.structured.grant_credits, 0)
+        assert.match(created.structured.key, /^svc_/)
+        assert.strictEqual((yield* app.call("/v1/usage", { key: created.structured.key, ip })).status, 200)
+
+        const rotated = yield* callTool(client, "rotate_key", { key_id: mintedKeyId })
+        assert.isFalse(rotated.isError, rotated.text)
+        assert.strictEqual(rotated.structured.replaces, mintedKeyId)
+        assert.strictEqual((yield* app.call("/v1/usage", { key: minted.key, ip })).status, 401)
+        assert.strictEqual((yield* app.call("/v1/usage", { key: rotated.structured.key, ip })).status, 200)
+
+        const revoked = yield* callTool(client, "revoke_key", { key_id: created.structured.key_id })
+        assert.isFalse(revoked.isError, revoked.text)
+        assert.strictEqual(revoked.structured.key_id, created.structured.key_id)
+        assert.isString(revoked.structured.revoked_at)
+        assert.strictEqual((yield* app.call("/v1/usage", { key: created.structured.key, ip })).status, 401)
+
+        const alert = yield* callTool(client, "set_balance_alert", { threshold: 500 })
+        assert.isFalse(alert.isError, alert.text)
+        assert.strictEqual(alert.structured.account_id, minted.account_id)
+        assert.strictEqual(alert.structured.threshold, 500)
+        assert.isNumber(alert.structured.balance_credits)
+
+        const after = yield* callTool(client, "list_keys", {})
+        assert.deepStrictEqual(
+          Object.fromEntries(after.structured.keys.map((k: any) => [k.key_id, k.revoked_at !== null])),
+          {
+            [mintedKeyId]: true,
+            [created.structured.key_id]: true,
+            [rotated.structured.key_id]: false
+          }
+        )
+
+        // The token governs one account: it spends directly, as on REST.
+        const usage = yield* callTool(client, "get_usage", {})
+        assert.isFalse(usage.isError, usage.text)
+        assert.strictEqual(usage.structured.account_id, minted.account_id)
+      })
+    )
+
+    it.effect("an unknown or foreign key is NOT_FOUND on key_id; a bad argument is INVALID_INPUT", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const mine = yield* signIn(app, "mine@example.com", { ip })
+        const theirs = yield* signIn(app, "theirs@example.com", { ip: freshIp() })
+        const foreign = yield* post(app, "/v1/keys", {}, { key: theirs.management_token, ip })
+        assert.strictEqual(foreign.status, 201)
+        const client = yield* connect(`${app.url}/mcp/profnet`, { key: mine.management_token, ip }, modes[1])
+
+        for (const [tool, keyId] of [
+          ["revoke_key", "key_doesnotexist"],
+          ["rotate_key", "key_doesnotexist"],
+          ["revoke_key", foreign.body.key_id],
+          ["rotate_key", foreign.body.key_id]
+        ] as const) {
+          const result = yield* callTool(client, tool, { key_id: keyId })
+          assert.isTrue(result.isError, tool)
+          assert.isUndefined(result.structured)
+          assert.include(result.text, "NOT_FOUND")
+          assert.include(result.text, "key_id")
+          assert.strictEqual(result.problem.code, "NOT_FOUND")
+          assert.strictEqual(result.problem.param, "key_id")
+          assert.strictEqual(result.problem.status, 404)
+        }
+        const rest = yield* post(
+          app,
+          "/v1/keys/revoke",
+          { key_id: "key_doesnotexist" },
+          { key: mine.management_token, ip }
+        )
+        const mcp = yield* callTool(client, "revoke_key", { key_id: "key_doesnotexist" })
+        assert.deepStrictEqual(mcp.problem, rest.body)
+        // The foreign key still works.
+        assert.strictEqual((yield* app.call("/v1/usage", { key: foreign.body.key, ip })).status, 200)
+
+        const cases: ReadonlyArray<readonly [string, Record<string, unknown>, string, string]> = [
+          ["set_balance_alert", { threshold: -1 }, "/v1/alert", "threshold"],
+          ["set_balance_alert", { threshold: 1.5 }, "/v1/alert", "threshold"],
+          ["set_balance_alert", {}, "/v1/alert", "threshold"],
+          ["create_key", { label: "" }, "/v1/keys", "label"],
+          ["create_key", { label: "x".repeat(65) }, "/v1/keys", "label"],
+          ["rotate_key", {}, "/v1/keys/rotate", "key_id"],
+          ["revoke_key", { key_id: 42 }, "/v1/keys/revoke", "key_id"]
+        ]
+        for (const [tool, args, path, param] of cases) {
+          const result = yield* callTool(client, tool, args)
+          assert.isTrue(result.isError, `${tool} ${JSON.stringify(args)}`)
+          assert.strictEqual(result.problem.code, "INVALID_INPUT")
+          assert.strictEqual(result.problem.param, param)
+          const restReply = yield* post(app, path, args, { key: mine.management_token, ip })
+          assert.strictEqual(restReply.status, 400)
+          assert.deepStrictEqual(result.problem, restReply.body, `${tool} ${JSON.stringify(args)}`)
+        }
+      })
+    )
+
+    it.effect("two accounts under one email: connects; without account_id AUTH_REQUIRED lists both", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const first = yield* signIn(app, "two@example.com", { ip })
+        assert.strictEqual(first.accounts.length, 1)
+        const trialAccount = first.accounts[0]!.account_id
+        const minted = yield* app.mint(ip)
+        const second = yield* signIn(app, "two@example.com", { key: minted.key, ip: freshIp() })
+        assert.strictEqual(second.claimed, minted.account_id)
+        const both = [trialAccount, minted.account_id].sort()
+        assert.deepStrictEqual(second.accounts.map((account) => account.account_id).sort(), both)
+        const token = second.management_token
+
+        const client = yield* connect(`${app.url}/mcp`, { key: token, ip }, modes[0])
+        const names = (yield* Effect.promise(() => client.listTools())).tools.map((tool) => tool.name)
+        assert.includeMembers(names, [...managementToolNames, "get_usage", "testEcho"])
+
+        for (const [tool, args] of [
+          ["list_keys", {}],
+          ["create_key", { label: "which" }],
+          ["set_balance_alert", { threshold: 10 }],
+          ["get_usage", {}],
+          ["testEcho", { value: "hello" }]
+        ] as const) {
+          const result = yield* callTool(client, tool, args)
+          assert.isTrue(result.isError, tool)
+          assert.strictEqual(result.problem.code, "AUTH_REQUIRED", tool)
+          assert.deepStrictEqual([...result.problem.account_ids].sort(), both, tool)
+        }
+        const restRefusal = yield* app.call("/v1/keys", { key: token, ip })
+        const mcpRefusal = yield* callTool(client, "list_keys", {})
+        assert.deepStrictEqual(mcpRefusal.problem, restRefusal.body)
+
+        for (const accountId of both) {
+          const listed = yield* callTool(client, "list_keys", { account_id: accountId })
+          assert.isFalse(listed.isError, listed.text)
+          assert.strictEqual(listed.structured.account_id, accountId)
+          const alert = yield* callTool(client, "set_balance_alert", { threshold: 7, account_id: accountId })
+          assert.isFalse(alert.isError, alert.text)
+          assert.strictEqual(alert.structured.account_id, accountId)
+        }
+        const created = yield* callTool(client, "create_key", { label: "trial", account_id: trialAccount })
+        assert.isFalse(created.isError, created.text)
+        // A key of one governed account is NOT_FOUND when the other account is named.
+        const crossed = yield* callTool(client, "revoke_key", {
+          key_id: created.structured.key_id,
+          account_id: minted.account_id
+        })
+        assert.strictEqual(crossed.problem.code, "NOT_FOUND")
+        assert.strictEqual(crossed.problem.param, "key_id")
+
+        // An account this sign-in does not govern is refused like REST refuses it.
+        const outsider = yield* app.mint(ip)
+        const foreign = yield* callTool(client, "list_keys", { account_id: outsider.account_id })
+        assert.strictEqual(foreign.problem.code, "AUTH_REQUIRED")
+        const restForeign = yield* app.call(`/v1/keys?account_id=${outsider.account_id}`, { key: token, ip })
+        assert.deepStrictEqual(foreign.problem, restForeign.body)
+      })
+    )
+  })
+})
