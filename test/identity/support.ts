@@ -97,7 +97,8 @@ export const spend = (
   app.call(`/v1/profnet/test-echo?value=v&cost=${cost}`, {
     key,
     ip,
-    ...(extra.idempotencyKey === undefined ? {} : { idempotencyKey: extra.idempotencyKey })
+    // Paid plans require an Idempotency-Key; a fresh one per call.
+    idempotencyKey: extra.idempotencyKey ?? crypto.randomUUID()
   })
 
 /** Starts a sign-in and returns the code from its email. */
