@@ -126,7 +126,7 @@ describe(`the one-time grant (${storeName})`, () => {
           const ip = freshIp()
           const minted = yield* app.mint(ip)
           const emails = [`racer-a${round}@example.com`, `racer-b${round}@example.com`]
-          const codes = []
+          const codes: Array<string> = []
           for (const email of emails) codes.push((yield* codeFor(app, email, { key: minted.key, ip })).code)
           const replies = yield* Effect.all(
             emails.map((email, i) => post(app, "/v1/auth/email/verify", { email, code: codes[i] }, { ip })),

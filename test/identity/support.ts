@@ -55,6 +55,7 @@ export const signIn = (app: TestApp["Service"], email: string, options: { key?: 
     return verified.body as {
       management_token: string
       token_id: string
+      expires_at: string
       email: string
       accounts: Array<{ account_id: string; plan: string; balance_credits: number; grant_credits: number }>
       claimed: string | null
