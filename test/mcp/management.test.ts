@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { Admin } from "../../src/services/Admin.ts"
 import { post, signIn } from "../identity/support.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -32,12 +33,14 @@ describe(`MCP management tools (${storeName})`, () => {
             )
           )
           assert.isTrue(refused, "a spend key cannot call list_keys")
+          assert.notInclude(spending.getInstructions() ?? "", "list_keys")
 
           const { management_token } = yield* signIn(app, `catalogue-${mode.era}@example.com`, { ip })
           for (const path of ["/mcp", "/mcp/forum"]) {
             const managing = yield* connect(`${app.url}${path}`, { key: management_token, ip }, mode)
             const tools = (yield* Effect.promise(() => managing.listTools())).tools
             const names = tools.map((tool) => tool.name)
+            assert.include(managing.getInstructions() ?? "", "list_keys")
             assert.deepStrictEqual(names.slice(-managementToolNames.length), managementToolNames, path)
             assert.include(names, "get_usage")
             const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]))
@@ -237,6 +240,35 @@ describe(`MCP management tools (${storeName})`, () => {
         const restForeign = yield* app.call(`/v1/keys?account_id=${outsider.account_id}`, { key: token, ip })
         assert.deepStrictEqual(foreign.problem, restForeign.body)
       })
+    )
+
+    it.effect(
+      "a suspended account's token still manages but cannot spend; a signed-out token is refused",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const admin = yield* Admin
+          const ip = freshIp()
+          const signedIn = yield* signIn(app, "suspended@example.com", { ip })
+          const accountId = signedIn.accounts[0]!.account_id
+          yield* Effect.orDie(admin.setState(accountId, "suspended"))
+          const client = yield* connect(`${app.url}/mcp`, { key: signedIn.management_token, ip }, modes[0])
+          const usage = yield* callTool(client, "get_usage", {})
+          assert.strictEqual(usage.problem.code, "UNAUTHORIZED")
+          const rest = yield* app.call("/v1/usage", { key: signedIn.management_token, ip })
+          assert.strictEqual(rest.status, 401)
+          assert.deepStrictEqual(usage.problem, rest.body)
+          const listed = yield* callTool(client, "list_keys", {})
+          assert.isFalse(listed.isError, listed.text)
+          assert.strictEqual(listed.structured.account_id, accountId)
+
+          const logout = yield* post(app, "/v1/auth/logout", {}, { key: signedIn.management_token, ip })
+          assert.strictEqual(logout.status, 200)
+          const error = yield* Effect.flip(
+            Effect.tryPromise(() => client.callTool({ name: "list_keys", arguments: {} }))
+          )
+          assert.include(String(error.cause), "401")
+        })
     )
   })
 })

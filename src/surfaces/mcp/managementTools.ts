@@ -77,6 +77,10 @@ const managementTool = <E extends Endpoint>(
 
 const changes = { readOnlyHint: false, destructiveHint: false, idempotentHint: false } as const
 
+/** What a management token's connection tells its client beyond the data tools. */
+export const managementInstructions =
+  " This connection's management token also manages the account: list_keys, create_key, rotate_key, revoke_key and set_balance_alert (a new key's secret is shown once; pass `account_id` when the sign-in governs several accounts)."
+
 /** The management tools, built once: a management token's connection on every mount adds them. */
 export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
   managementTool("list_keys", endpoints.listKeys, { readOnlyHint: true }, (governor, args) =>

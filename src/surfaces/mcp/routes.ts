@@ -12,7 +12,7 @@ import { Problems } from "../common/problems.ts"
 import { challengeResponse, protectedResourceMetadata, protectedResourcePath } from "./auth.ts"
 import { McpBearer, resolveBearer } from "./bearer.ts"
 import { allowedHostnames, foreignHostRejection } from "./guards.ts"
-import { managementTools } from "./managementTools.ts"
+import { managementInstructions, managementTools } from "./managementTools.ts"
 import { type McpMount, mcpMounts, mountTools } from "./mounts.ts"
 import { authInfoOf, makeSession, mcpServerFactory } from "./server.ts"
 import { type McpTool, registryTools, type ToolServices } from "./tools.ts"
@@ -79,9 +79,13 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const onerror = (error: Error) => runFork(Effect.logDebug("MCP request refused", error.message))
 
       yield* metadata("", "svc data API")
-      const handlerOf = (mount: McpMount, catalogue: ReadonlyArray<McpTool<McpToolServices<R>>>) =>
+      const handlerOf = (
+        mount: McpMount,
+        catalogue: ReadonlyArray<McpTool<McpToolServices<R>>>,
+        moreInstructions?: string
+      ) =>
         Effect.gen(function* () {
-          const handler = createMcpHandler(mcpServerFactory(mount, catalogue), {
+          const handler = createMcpHandler(mcpServerFactory(mount, catalogue, moreInstructions), {
             legacy: "stateless",
             maxRequestBodySize: config.maxBodyBytes,
             onerror
@@ -93,7 +97,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         const data = mountTools(mount, tools)
         const handlers: MountHandlers = {
           data: yield* handlerOf(mount, data),
-          management: yield* handlerOf(mount, [...data, ...managementTools])
+          management: yield* handlerOf(mount, [...data, ...managementTools], managementInstructions)
         }
         const catalog = mount.platform === undefined ? "every tool" : `${mount.platform} tools`
         yield* metadata(mount.path, `svc data API over MCP (${catalog})`)

@@ -40,21 +40,17 @@ const sessionOf = <R>(context: McpRequestContext): McpSession<R> => {
 const instructions =
   "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt; errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
 
-const managementInstructions =
-  " This connection's management token also manages the account: list_keys, create_key, rotate_key, revoke_key and set_balance_alert (a new key's secret is shown once; pass `account_id` when the sign-in governs several accounts)."
-
-/** A fresh server per request (stateless Streamable HTTP), serving the mount's tools as the caller. */
+/**
+ * A fresh server per request (stateless Streamable HTTP), serving the mount's tools as the caller;
+ * `moreInstructions` tell about tools beyond the data ones.
+ */
 export const mcpServerFactory =
-  <R>(mount: McpMount, tools: ReadonlyArray<McpTool<R>>) =>
+  <R>(mount: McpMount, tools: ReadonlyArray<McpTool<R>>, moreInstructions = "") =>
   (context: McpRequestContext) => {
     const session = sessionOf<R>(context)
-    const manages = tools.some((tool) => tool.name === "list_keys")
     const server = new McpServer(
       { name: mount.platform === undefined ? "svc-data" : `svc-data-${mount.platform}`, version: "2.2" },
-      {
-        capabilities: { tools: { listChanged: false } },
-        instructions: manages ? `${instructions}${managementInstructions}` : instructions
-      }
+      { capabilities: { tools: { listChanged: false } }, instructions: `${instructions}${moreInstructions}` }
     )
     for (const tool of tools) {
       server.registerTool(
