@@ -1,44 +1,236 @@
 import { type AppConfigShape, links } from "../../../config.ts"
-import { html, page } from "./html.ts"
+import { type Html, html, page } from "./html.ts"
 
 type Config = Pick<AppConfigShape, "baseUrl" | "policy">
 
-/**
- * `/claim`, where usage's `claim_url` leads. Claiming by email is not built yet, so the page says
- * what a trial account can do today and nothing more.
- */
-export const claimPage = (config: Config, account: string | undefined) => {
+/** Where a browser sign-in goes once it is done. */
+export type Continuation =
+  | { readonly _tag: "Home" }
+  /** The loopback callback of a command-line client (RFC 8252). */
+  | { readonly _tag: "Redirect"; readonly redirectUri: string; readonly state: string }
+  /** Back to `/activate`, keeping the device's user code. */
+  | { readonly _tag: "Activate"; readonly userCode: string }
+
+export const home: Continuation = { _tag: "Home" }
+
+const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`
+
+/** The hidden fields that carry a continuation from form to form. */
+export const continuationFields = (continuation: Continuation): Html =>
+  continuation._tag === "Redirect"
+    ? html`${hidden("redirect_uri", continuation.redirectUri)}${hidden("state", continuation.state)}`
+    : continuation._tag === "Activate"
+      ? html`${hidden("then", "activate")}${hidden("user_code", continuation.userCode)}`
+      : html``
+
+export const errorNote = (message: string | undefined): Html =>
+  message === undefined ? html`` : html`<p class="error" role="alert">${message}</p>`
+
+const emailField = (email: string) =>
+  html`<label for="email">Email address</label>
+<input id="email" name="email" type="email" autocomplete="email" inputmode="email" required maxlength="254" value="${email}">`
+
+/** A person in the middle of a sign-in: what the code form needs to carry. */
+export interface CodeStep {
+  readonly email: string
+  readonly continuation: Continuation
+  /** The account a claim's key names, when the sign-in started at `/claim`. */
+  readonly claiming?: string | undefined
+  readonly error?: string | undefined
+}
+
+const codeForm = (config: Config, step: CodeStep) =>
+  html`<p>We sent a 6-digit code to <strong>${step.email}</strong> (if the address can receive mail). It works for
+10 minutes; the email also has a link that signs you in.</p>
+${errorNote(step.error)}
+<form method="post" action="${config.baseUrl}/login/code">
+${hidden("email", step.email)}${step.claiming === undefined ? "" : hidden("claiming", step.claiming)}${continuationFields(step.continuation)}
+<label for="code">6-digit code</label>
+<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
+<button type="submit">Sign in</button>
+</form>
+<p><a href="${config.baseUrl}/login">Start again with another address</a></p>`
+
+export const codePage = (config: Config, step: CodeStep) =>
+  page(
+    config.baseUrl,
+    step.claiming === undefined ? "Enter your code" : "Claim: enter your code",
+    codeForm(config, step)
+  )
+
+const continuationIntro = (continuation: Continuation) =>
+  continuation._tag === "Redirect"
+    ? html`<p>A command-line client on this computer asked to sign in. After you sign in, this browser goes back to it
+at <code>${new URL(continuation.redirectUri).host}</code>.</p>`
+    : continuation._tag === "Activate"
+      ? html`<p>Sign in first to approve the command-line client's code${continuation.userCode === "" ? "" : html` <code>${continuation.userCode}</code>`}.</p>`
+      : html``
+
+/** `/login`: the email step. */
+export const loginPage = (
+  config: Config,
+  options: { continuation: Continuation; email?: string; error?: string | undefined }
+) =>
+  page(
+    config.baseUrl,
+    "Sign in",
+    html`${continuationIntro(options.continuation)}
+<p>Sign in with your email address: we send you a 6-digit code. There is no password. A new address gets a trial
+account of its own; to attach the trial key you already use, <a href="${links(config.baseUrl).claim}">claim it</a> instead.</p>
+${errorNote(options.error)}
+<form method="post" action="${config.baseUrl}/login">
+${continuationFields(options.continuation)}
+${emailField(options.email ?? "")}
+<button type="submit">Send me a code</button>
+</form>`
+  )
+
+/** `/login?token=...`: the emailed link asks before it signs in, so a mail scanner's prefetch signs no one in. */
+export const linkConfirmPage = (config: Config, token: string) =>
+  page(
+    config.baseUrl,
+    "Sign in with this link",
+    html`<p>Press the button to finish signing in in this browser. The link works once.</p>
+<form method="post" action="${config.baseUrl}/login/link">${hidden("token", token)}<button type="submit">Sign in</button></form>`
+  )
+
+/** An account as the signed-in page lists it. */
+export interface AccountLine {
+  readonly id: string
+  readonly plan: string
+  readonly balance: number
+  readonly grant: number
+}
+
+const count = (n: number) => n.toLocaleString("en-US")
+
+const accountTable = (accounts: ReadonlyArray<AccountLine>) =>
+  accounts.length === 0
+    ? html`<p>No account yet.</p>`
+    : html`<div class="wide"><table><caption>Your accounts</caption>
+<thead><tr><th scope="col">Account</th><th scope="col">Plan</th><th scope="col">Credits</th><th scope="col">Grant</th></tr></thead>
+<tbody>${accounts.map(
+        (account) =>
+          html`<tr><th scope="row"><code>${account.id}</code></th><td>${account.plan}</td><td>${count(account.balance)}</td><td>${count(account.grant)}</td></tr>`
+      )}</tbody></table></div>`
+
+export const signOutForm = (config: Config, csrf: string) =>
+  html`<form method="post" action="${config.baseUrl}/logout">${hidden("csrf", csrf)}<button type="submit">Sign out</button></form>`
+
+/** What a claim's sign-in did, in words. */
+const claimOutcome = (config: Config, claiming: string | undefined, claimed: string | null, grant: number) =>
+  claiming === undefined
+    ? html``
+    : claimed === claiming
+      ? html`<p role="status"><strong>Account <code>${claimed}</code> is now claimed by your email.</strong>
+${grant > 0 ? html`It received the one-time grant of ${count(grant)} credits, spent after the free budget.` : "It had already received its one-time grant."}
+The same key keeps working; if you lose it, <a href="${config.baseUrl}/recover">recover the account</a> by email.</p>`
+      : html`<p role="status">Account <code>${claiming}</code> was not claimed: it already has an owner email. You are signed in
+with the accounts your email governs.</p>`
+
+/** The signed-in page: who, which accounts, and the way out. */
+export const signedInPage = (
+  config: Config,
+  options: {
+    readonly email: string
+    readonly accounts: ReadonlyArray<AccountLine>
+    readonly csrf: string
+    readonly claiming?: string | undefined
+    readonly claimed?: string | null
+    readonly grant?: number
+  }
+) =>
+  page(
+    config.baseUrl,
+    "Signed in",
+    html`<p>You are signed in as <strong>${options.email}</strong> in this browser (for 90 days, or until you sign out).</p>
+${claimOutcome(config, options.claiming, options.claimed ?? null, options.grant ?? 0)}
+${accountTable(options.accounts)}
+<ul>
+<li><a href="${links(config.baseUrl).activate}">Approve a command-line client</a> (device code)</li>
+<li><a href="${links(config.baseUrl).upgrade}">Credit packs</a></li>
+<li><a href="${links(config.baseUrl).docs}">API reference</a>: management routes take a management token, which
+<code>POST /v1/auth/email/start</code> and <code>/v1/auth/email/verify</code> give to a program</li>
+</ul>
+${signOutForm(config, options.csrf)}`
+  )
+
+/** Already signed in by cookie: one button sends the loopback client its code. */
+export const authorizePage = (
+  config: Config,
+  options: {
+    readonly email: string
+    readonly redirectUri: string
+    readonly state: string
+    readonly csrf: string
+  }
+) =>
+  page(
+    config.baseUrl,
+    "Sign in a command-line client",
+    html`<p>A program on this computer (<code>${new URL(options.redirectUri).host}</code>) asks to sign in as
+<strong>${options.email}</strong>. Continue only if you just started it.</p>
+<form method="post" action="${config.baseUrl}/login/authorize">${hidden("csrf", options.csrf)}${hidden("redirect_uri", options.redirectUri)}${hidden("state", options.state)}
+<button type="submit">Continue as ${options.email}</button></form>
+<p>Not you? ${signOutForm(config, options.csrf)}</p>`
+  )
+
+export const refusedRedirectPage = (config: Config) =>
+  page(
+    config.baseUrl,
+    "This sign-in address is refused",
+    html`<p class="error" role="alert">The <code>redirect_uri</code> of this link is not a loopback address. A command-line
+client may only ask to come back to <code>http://127.0.0.1:PORT/...</code>, <code>http://[::1]:PORT/...</code> or
+<code>http://localhost:PORT/...</code> on your own computer, so nothing was signed in and nothing will be sent elsewhere.</p>
+<p><a href="${links(config.baseUrl).login}">Sign in here instead</a></p>`
+  )
+
+export const signedOutPage = (config: Config) =>
+  page(
+    config.baseUrl,
+    "Signed out",
+    html`<p>You are signed out in this browser; its management token is revoked.</p>
+<p><a href="${links(config.baseUrl).login}">Sign in again</a></p>`
+  )
+
+/** A page that only says what went wrong, with the way on. */
+export const problemPage = (config: Config, title: string, message: string) =>
+  page(
+    config.baseUrl,
+    title,
+    html`${errorNote(message)}<p><a href="${links(config.baseUrl).login}">Sign in</a> · <a href="${config.baseUrl}/">Home</a></p>`
+  )
+
+/** `/claim`: what claiming does and the form that starts it. */
+export const claimPage = (
+  config: Config,
+  options: {
+    readonly account?: string | undefined
+    readonly email?: string
+    readonly error?: string | undefined
+  }
+) => {
   const link = links(config.baseUrl)
+  const account = options.account
   return page(
     config.baseUrl,
     "Claim a trial account",
     html`${account === undefined ? "" : html`<p>For account <code>${account}</code>.</p>`}
-<p>Claiming an account with an email address is not available yet. Nothing is lost by waiting:
-an unclaimed trial key keeps working and never expires.</p>
-<h2>What you can do now</h2>
-<ol>
-<li>Keep your key safe, for example in an environment variable (<code>export SVC_API_KEY=...</code>). It was shown
-once, and an unclaimed account cannot be recovered, so a lost key means minting a new one.</li>
-<li>Note your account id (<code>account_id</code>); <code>GET ${config.baseUrl}/v1/usage</code> with your key shows it,
-with your plan and today's free budget.</li>
-<li>Use the free tier: ${config.policy.freeCreditsPerIpDay} credits per IP per UTC day, cached data, first pages only.</li>
-<li>For more, see <a href="${link.upgrade}${account === undefined ? "" : `?account=${encodeURIComponent(account)}`}">the credit packs</a>: the operator credits your existing account.</li>
-</ol>`
-  )
-}
-
-/** `/login` and `/activate` (the links `login_url` and `activate_url` name): sign-in is not built yet. */
-export const signInPage = (config: Config, title: string) => {
-  const link = links(config.baseUrl)
-  return page(
-    config.baseUrl,
-    title,
-    html`<p>Signing in (by emailed code, or by approving a command-line client's device code here) is not
-available yet, and there are no management tokens yet. Everything the service does today works with a spend key.</p>
+<p>Claiming attaches the trial account of your key to your email address. You keep the same key and balance, and you get:</p>
 <ul>
-<li>Mint a free trial key: <code>curl -s -X POST ${config.baseUrl}/v1/keys/mint</code></li>
-<li>Get more credits on the key you have: <a href="${link.upgrade}">credit packs</a></li>
-<li>Everything else: <a href="${link.docs}">the API reference</a></li>
-</ul>`
+<li>a one-time grant of 10,000 credits, spent after the free budget;</li>
+<li>recovery: if the key is lost, a link sent to your email gives the account a new key;</li>
+<li>sign-in by email, to manage keys and approve command-line clients.</li>
+</ul>
+<p>An unclaimed trial key keeps working and never expires; claiming is optional. For paid credits, see
+<a href="${link.upgrade}${account === undefined ? "" : `?account=${encodeURIComponent(account)}`}">the credit packs</a>.</p>
+${errorNote(options.error)}
+<form method="post" action="${link.claim}">
+<label for="key">Your trial key</label>
+<input id="key" name="key" type="password" autocomplete="off" spellcheck="false" required maxlength="200" placeholder="svc_trial_...">
+${emailField(options.email ?? "")}
+<button type="submit">Send me a code</button>
+</form>
+<p>We email a 6-digit code; entering it claims the account.</p>`
   )
 }

@@ -1,0 +1,518 @@
+import { Effect } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { AppConfig } from "../../../config.ts"
+import type { RateLimited } from "../../../contract/errors.ts"
+import type { Account, Governor } from "../../../domain/accounts.ts"
+import { isLoopbackRedirect, signInCodePattern } from "../../../domain/identity.ts"
+import { managementTokenPattern, spendKeyPattern } from "../../../domain/secrets.ts"
+import { Identities, type SignedIn } from "../../../services/Identities.ts"
+import { Identity } from "../../common/identity.ts"
+import {
+  activatedPage,
+  activatePage,
+  newKeyPage,
+  recoverPage,
+  rekeyConfirmPage
+} from "./deviceAndRecovery.ts"
+import {
+  cookieToken,
+  csrfMatches,
+  csrfToken,
+  type Form,
+  type FormRefusal,
+  htmlPage,
+  queryParams,
+  readForm,
+  withoutSession,
+  withSession
+} from "./respond.ts"
+import {
+  type AccountLine,
+  authorizePage,
+  type CodeStep,
+  type Continuation,
+  claimPage,
+  codePage,
+  home,
+  linkConfirmPage,
+  loginPage,
+  problemPage,
+  refusedRedirectPage,
+  signedInPage,
+  signedOutPage
+} from "./signIn.ts"
+
+const lines = (accounts: ReadonlyArray<Account>): ReadonlyArray<AccountLine> =>
+  accounts.map((account) => ({
+    id: account.id,
+    plan: account.plan,
+    balance: account.balanceCredits,
+    grant: account.grantCredits
+  }))
+
+const fromSignIn = (signedIn: SignedIn): ReadonlyArray<AccountLine> =>
+  signedIn.accounts.map((account) => ({
+    id: account.account_id,
+    plan: account.plan,
+    balance: account.balance_credits,
+    grant: account.grant_credits
+  }))
+
+/** A wait in words: "40 seconds", "12 minutes". */
+const wait = (seconds: number) =>
+  seconds < 90 ? `${Math.max(1, seconds)} seconds` : `${Math.ceil(seconds / 60)} minutes`
+
+const tooMany = (error: RateLimited) =>
+  `Too many attempts from here or for this address. Try again in ${wait(error.retry_after_seconds)}.`
+const rateLimitHeaders = (error: RateLimited) => ({ "retry-after": String(error.retry_after_seconds) })
+
+const badEmail = "That is not an email address; write it like name@example.com."
+const badCode =
+  "That code is wrong, used or expired. A code works for 10 minutes and stops working after 5 wrong tries; start again for a new one."
+
+/** Where a sign-in continues: from the query (GET) or the hidden fields (POST). */
+const continuationOf = (get: (name: string) => string): Continuation | "refused" => {
+  const redirectUri = get("redirect_uri")
+  if (redirectUri !== "") {
+    return isLoopbackRedirect(redirectUri) && redirectUri.length <= 2000
+      ? { _tag: "Redirect", redirectUri, state: get("state").slice(0, 500) }
+      : "refused"
+  }
+  if (get("then") === "activate") return { _tag: "Activate", userCode: get("user_code").slice(0, 20) }
+  return home
+}
+
+/** A page whose form may end in the loopback redirect names that origin in its CSP. */
+const formTargets = (continuation: Continuation) =>
+  continuation._tag === "Redirect" ? [new URL(continuation.redirectUri).origin] : []
+
+const callback = (redirectUri: string, code: string, state: string) => {
+  const url = new URL(redirectUri)
+  url.searchParams.set("code", code)
+  url.searchParams.set("state", state)
+  return url.toString()
+}
+
+/**
+ * `/login`, `/claim`, `/activate`, `/recover` and sign-out: server-rendered forms over Identities.
+ * Sign-in leaves the management token in an HttpOnly, SameSite=Lax cookie; forms that the cookie
+ * authenticates carry a CSRF field derived from it.
+ */
+export const AccountPageRoutes = HttpRouter.use((router) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const identities = yield* Identities
+    const identity = yield* Identity
+    const page = htmlPage
+    const personal = { private: true } as const
+
+    const clientIp = Effect.map(HttpServerRequest.HttpServerRequest, identity.clientIp)
+
+    /** The browser's sign-in, when its cookie holds a live management token. */
+    const session = Effect.gen(function* () {
+      const token = yield* cookieToken
+      if (token === undefined || !managementTokenPattern.test(token)) return undefined
+      const governor = yield* identities.authenticate(token).pipe(
+        Effect.catchTag("Unauthorized", () => Effect.succeed(undefined)),
+        Effect.orDie
+      )
+      return governor === undefined ? undefined : { token, governor }
+    })
+
+    const refusedForm = (refusal: FormRefusal) =>
+      refusal === "too-large"
+        ? page(
+            problemPage(config, "Form too large", `The form is larger than ${config.maxBodyBytes} bytes.`),
+            { status: 413 }
+          )
+        : page(
+            problemPage(
+              config,
+              "Not a form",
+              "This address takes an HTML form (application/x-www-form-urlencoded)."
+            ),
+            { status: 415 }
+          )
+
+    /** Reads the form, then runs `handle` with it; an oversized or foreign body never reaches it. */
+    const withForm = <E, R>(
+      handle: (form: Form) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+    ) =>
+      Effect.flatMap(readForm(config.maxBodyBytes), (form) =>
+        typeof form === "string" ? Effect.succeed(refusedForm(form)) : handle(form)
+      )
+
+    /** A form the cookie authenticates: signed in, and its CSRF field matches the session. */
+    const withSignedInForm = <E, R>(
+      handle: (
+        form: Form,
+        current: { readonly token: string; readonly governor: Governor }
+      ) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+    ) =>
+      withForm((form) =>
+        Effect.gen(function* () {
+          const current = yield* session
+          if (current === undefined)
+            return page(
+              loginPage(config, {
+                continuation: home,
+                error: "You are not signed in here (or your sign-in ended). Sign in, then try again."
+              }),
+              { status: 401, ...personal }
+            )
+          if (!csrfMatches(current.token, form.get("csrf")))
+            return page(
+              problemPage(
+                config,
+                "Form refused",
+                "This form does not belong to your current sign-in (it was opened before a new sign-in, or on another site). Open the page again and resubmit."
+              ),
+              { status: 403, ...personal }
+            )
+          return yield* handle(form, current)
+        })
+      )
+
+    /** The end of every browser sign-in: the cookie, then where the sign-in was going. */
+    const afterSignIn = (signedIn: SignedIn, continuation: Continuation, claiming: string | undefined) =>
+      Effect.gen(function* () {
+        const token = signedIn.management_token
+        if (continuation._tag === "Redirect") {
+          const governor = yield* identities.authenticate(token).pipe(Effect.orDie)
+          const code = yield* identities.exchangeCode(governor).pipe(Effect.orDie)
+          return withSession(
+            HttpServerResponse.redirect(callback(continuation.redirectUri, code, continuation.state), {
+              status: 303,
+              headers: { "cache-control": "no-store" }
+            }),
+            token,
+            config.baseUrl
+          )
+        }
+        const body =
+          continuation._tag === "Activate"
+            ? activatePage(config, {
+                email: signedIn.email,
+                userCode: continuation.userCode,
+                csrf: csrfToken(token)
+              })
+            : signedInPage(config, {
+                email: signedIn.email,
+                accounts: fromSignIn(signedIn),
+                csrf: csrfToken(token),
+                claiming,
+                claimed: signedIn.claimed,
+                grant: signedIn.grant_credits
+              })
+        return withSession(page(body, personal), token, config.baseUrl)
+      })
+
+    /** The email step, shared by `/login` and `/claim`: a code is sent, the code form is next. */
+    const sendCode = (
+      email: string,
+      keyId: string | undefined,
+      step: Omit<CodeStep, "email">,
+      again: (error: string) => string
+    ) =>
+      Effect.gen(function* () {
+        const ip = yield* clientIp
+        return yield* identities.start({ email, ip, keyId }).pipe(
+          Effect.as(
+            page(codePage(config, { ...step, email: email.trim().toLowerCase() }), {
+              ...personal,
+              formTargets: formTargets(step.continuation)
+            })
+          ),
+          Effect.catchTags({
+            InvalidInput: () => Effect.succeed(page(again(badEmail), { status: 400, ...personal })),
+            RateLimited: (error) =>
+              Effect.succeed(
+                page(again(tooMany(error)), { status: 429, ...personal, headers: rateLimitHeaders(error) })
+              )
+          }),
+          Effect.orDie
+        )
+      })
+
+    yield* router.add(
+      "GET",
+      "/login",
+      Effect.gen(function* () {
+        const query = yield* queryParams
+        const token = query.get("token")
+        if (token !== null && token !== "")
+          return page(linkConfirmPage(config, token.slice(0, 100)), personal)
+        const continuation = continuationOf((name) => query.get(name)?.trim() ?? "")
+        if (continuation === "refused") return page(refusedRedirectPage(config), { status: 400 })
+        const current = yield* session
+        if (current === undefined)
+          return page(loginPage(config, { continuation }), {
+            ...personal,
+            formTargets: formTargets(continuation)
+          })
+        const { governor, token: sessionToken } = current
+        const csrf = csrfToken(sessionToken)
+        if (continuation._tag === "Redirect")
+          return page(
+            authorizePage(config, {
+              email: governor.email,
+              redirectUri: continuation.redirectUri,
+              state: continuation.state,
+              csrf
+            }),
+            { ...personal, formTargets: formTargets(continuation) }
+          )
+        if (continuation._tag === "Activate")
+          return page(
+            activatePage(config, { email: governor.email, userCode: continuation.userCode, csrf }),
+            personal
+          )
+        return page(
+          signedInPage(config, { email: governor.email, accounts: lines(governor.accounts), csrf }),
+          personal
+        )
+      })
+    )
+
+    yield* router.add(
+      "POST",
+      "/login",
+      withForm((form) => {
+        const continuation = continuationOf(form.get)
+        if (continuation === "refused")
+          return Effect.succeed(page(refusedRedirectPage(config), { status: 400 }))
+        const email = form.get("email")
+        return sendCode(email, undefined, { continuation }, (error) =>
+          loginPage(config, { continuation, email, error })
+        )
+      })
+    )
+
+    yield* router.add(
+      "POST",
+      "/login/code",
+      withForm((form) =>
+        Effect.gen(function* () {
+          const continuation = continuationOf(form.get)
+          if (continuation === "refused") return page(refusedRedirectPage(config), { status: 400 })
+          const claiming = form.get("claiming") === "" ? undefined : form.get("claiming").slice(0, 100)
+          const step: CodeStep = { email: form.get("email"), continuation, claiming }
+          const options = { ...personal, formTargets: formTargets(continuation) }
+          const code = form.get("code").replace(/\s/g, "")
+          if (!signInCodePattern.test(code))
+            return page(codePage(config, { ...step, error: "The code is the 6 digits in the email." }), {
+              ...options,
+              status: 400
+            })
+          return yield* identities.verifyCode(step.email, code, "web").pipe(
+            Effect.flatMap((signedIn) => afterSignIn(signedIn, continuation, claiming)),
+            Effect.catchTags({
+              InvalidInput: () =>
+                Effect.succeed(
+                  page(loginPage(config, { continuation, error: badEmail }), { ...options, status: 400 })
+                ),
+              Unauthorized: () =>
+                Effect.succeed(
+                  page(codePage(config, { ...step, error: badCode }), { ...options, status: 401 })
+                )
+            }),
+            Effect.orDie
+          )
+        })
+      )
+    )
+
+    yield* router.add(
+      "POST",
+      "/login/link",
+      withForm((form) =>
+        identities.verifyLink(form.get("token"), "web").pipe(
+          Effect.flatMap((signedIn) => afterSignIn(signedIn, home, undefined)),
+          Effect.catchTag("Unauthorized", () =>
+            Effect.succeed(
+              page(
+                loginPage(config, {
+                  continuation: home,
+                  error:
+                    "This sign-in link is wrong, used or expired (it works once, for 10 minutes). Enter your email for a new code."
+                }),
+                { status: 401, ...personal }
+              )
+            )
+          ),
+          Effect.orDie
+        )
+      )
+    )
+
+    yield* router.add(
+      "POST",
+      "/login/authorize",
+      withSignedInForm((form, { governor }) =>
+        Effect.gen(function* () {
+          const continuation = continuationOf(form.get)
+          if (continuation === "refused" || continuation._tag !== "Redirect")
+            return page(refusedRedirectPage(config), { status: 400 })
+          const code = yield* identities.exchangeCode(governor).pipe(Effect.orDie)
+          return HttpServerResponse.redirect(callback(continuation.redirectUri, code, continuation.state), {
+            status: 303,
+            headers: { "cache-control": "no-store" }
+          })
+        })
+      )
+    )
+
+    yield* router.add(
+      "POST",
+      "/logout",
+      withSignedInForm((_form, { governor }) =>
+        identities.revokeToken(governor, governor.tokenId).pipe(
+          Effect.catchTag("NotFound", () => Effect.void),
+          Effect.orDie,
+          Effect.as(withoutSession(page(signedOutPage(config), personal), config.baseUrl))
+        )
+      )
+    )
+
+    yield* router.add(
+      "GET",
+      "/claim",
+      Effect.map(queryParams, (query) => {
+        const account = query.get("account")?.trim().slice(0, 100)
+        return page(claimPage(config, { account: account === "" ? undefined : account }))
+      })
+    )
+
+    yield* router.add(
+      "POST",
+      "/claim",
+      withForm((form) =>
+        Effect.gen(function* () {
+          const email = form.get("email")
+          const again = (error: string) => claimPage(config, { email, error })
+          const key = form.get("key")
+          if (!spendKeyPattern.test(key))
+            return page(
+              again(
+                "That is not a key of this service: paste the whole trial key, which starts with svc_trial_ (the key POST /v1/keys/mint returned)."
+              ),
+              { status: 400, ...personal }
+            )
+          const principal = yield* identity.authenticate(key).pipe(Effect.option)
+          if (principal._tag === "None")
+            return page(
+              again(
+                "This key is not active (unknown, revoked, or its account is suspended), so it has no account to claim."
+              ),
+              { status: 401, ...personal }
+            )
+          const { key: record, account } = principal.value
+          return yield* sendCode(email, record.id, { continuation: home, claiming: account.id }, again)
+        })
+      )
+    )
+
+    yield* router.add(
+      "GET",
+      "/activate",
+      Effect.gen(function* () {
+        const userCode = ((yield* queryParams).get("user_code") ?? "").trim().slice(0, 20)
+        const current = yield* session
+        if (current === undefined)
+          return page(loginPage(config, { continuation: { _tag: "Activate", userCode } }), personal)
+        return page(
+          activatePage(config, { email: current.governor.email, userCode, csrf: csrfToken(current.token) }),
+          personal
+        )
+      })
+    )
+
+    yield* router.add(
+      "POST",
+      "/activate",
+      withSignedInForm((form, { governor, token }) => {
+        const userCode = form.get("user_code").slice(0, 20)
+        const again = (error: string, status: number) =>
+          Effect.succeed(
+            page(activatePage(config, { email: governor.email, userCode, csrf: csrfToken(token), error }), {
+              status,
+              ...personal
+            })
+          )
+        const decision = form.get("decision")
+        if (decision !== "approve" && decision !== "deny") return again("Choose Approve or Deny.", 400)
+        return identities.decideDevice(governor, userCode, decision === "approve").pipe(
+          Effect.map((decided) => page(activatedPage(config, decided.user_code, decided.approved), personal)),
+          Effect.catchTag("InvalidInput", () =>
+            again(
+              "No pending sign-in has this code. Check the 8 letters (like BCDF-GHJK); a code works for 10 minutes, once.",
+              400
+            )
+          ),
+          Effect.orDie
+        )
+      })
+    )
+
+    const deadRecoveryLink =
+      "This recovery link is wrong, used or expired (it works once, for one hour). Ask for a new one below."
+
+    yield* router.add(
+      "GET",
+      "/recover",
+      Effect.gen(function* () {
+        const token = ((yield* queryParams).get("token") ?? "").trim().slice(0, 100)
+        if (token === "") return page(recoverPage(config, {}), personal)
+        const accountId = yield* identities.recoveryTarget(token).pipe(Effect.orDie)
+        return accountId === undefined
+          ? page(recoverPage(config, { error: deadRecoveryLink }), { status: 401, ...personal })
+          : page(rekeyConfirmPage(config, token, accountId), personal)
+      })
+    )
+
+    yield* router.add(
+      "POST",
+      "/recover",
+      withForm((form) =>
+        Effect.gen(function* () {
+          const email = form.get("email")
+          const ip = yield* clientIp
+          return yield* identities.startRecovery({ email, ip }).pipe(
+            Effect.as(page(recoverPage(config, { sent: true }), personal)),
+            Effect.catchTags({
+              InvalidInput: () =>
+                Effect.succeed(
+                  page(recoverPage(config, { email, error: badEmail }), { status: 400, ...personal })
+                ),
+              RateLimited: (error) =>
+                Effect.succeed(
+                  page(recoverPage(config, { email, error: tooMany(error) }), {
+                    status: 429,
+                    ...personal,
+                    headers: rateLimitHeaders(error)
+                  })
+                )
+            }),
+            Effect.orDie
+          )
+        })
+      )
+    )
+
+    yield* router.add(
+      "POST",
+      "/recover/rekey",
+      withForm((form) =>
+        identities.rekey(form.get("token")).pipe(
+          Effect.map((issued) => page(newKeyPage(config, issued), personal)),
+          Effect.catchTag("Unauthorized", () =>
+            Effect.succeed(
+              page(recoverPage(config, { error: deadRecoveryLink }), { status: 401, ...personal })
+            )
+          ),
+          Effect.orDie
+        )
+      )
+    )
+  })
+)
