@@ -315,6 +315,9 @@ export class Identities extends Context.Service<
         // The same statements for a known and an unknown email: the answer and its timing say nothing.
         yield* sql.withTransaction(
           Effect.gen(function* () {
+            // Starts for one email take turns, or two at once would each miss the other's new row
+            // and leave both codes and links live.
+            yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`sign-in:${email}`}))`
             yield* sql`UPDATE sign_ins SET used_at = ${now} WHERE email = ${email} AND used_at IS NULL`
             yield* sql`INSERT INTO sign_ins (id, email, code_hash, link_hash, key_id, expires_at, created_at)
               VALUES (${id}, ${email}, ${hashCode(id, code)}, ${hashSecret(link)}, ${input.keyId ?? null},
