@@ -39,9 +39,9 @@ export const inlineCode = (text: string): Html =>
   )
 
 const style =
-  "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a}" +
+  "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a;overflow-wrap:break-word}" +
   "code{background:#f0f0f0;padding:0 .2rem;border-radius:3px}pre{background:#f0f0f0;padding:.75rem;overflow-x:auto}" +
-  "table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}" +
+  "table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}th,td{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}" +
   "section{border-top:1px solid #ddd;padding:.5rem 0}nav a{margin-right:1rem}a{color:#0645ad}" +
   "label{display:block;margin:.75rem 0 .25rem;font-weight:600}input{font:inherit;padding:.4rem;width:100%;max-width:24rem;box-sizing:border-box}" +
   "button{font:inherit;padding:.45rem 1.1rem;margin:.75rem .5rem .25rem 0}form{margin:1rem 0}.wide{overflow-x:auto}" +
