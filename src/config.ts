@@ -31,11 +31,27 @@ export interface AppConfigShape {
   readonly policy: Policy
   /** Where offers and usage send a person to pay (`?account=` is added for an account). */
   readonly upgradeUrl: string
-  /** The checkout rails offers list: `local` (the built-in test-mode checkout). */
+  /** The checkout rails offers list: `local` (the built-in test-mode checkout), and `stripe` when configured. */
   readonly checkoutRails: ReadonlyArray<string>
+  /** Stripe, when `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET` are set. */
+  readonly stripe: Option.Option<StripeConfig>
+  /** What every offer says about refunds (`REFUND_POLICY`). */
+  readonly refundPolicy: string
   /** The platforms' hosts, which identifiers, canonical URLs, messages and descriptions name. */
   readonly hosts: Hosts
 }
+
+export interface StripeConfig {
+  readonly secretKey: Redacted.Redacted<string>
+  readonly webhookSecret: Redacted.Redacted<string>
+  /** Stripe price ids of the packs (`STRIPE_PRICE_FLEX`, `STRIPE_PRICE_PRODUCTION`); without one, the price is sent inline. */
+  readonly prices: { readonly flex: string | undefined; readonly production: string | undefined }
+  /** `STRIPE_API_URL`: another Stripe API address (a local fake in tests); Stripe's own by default. */
+  readonly apiUrl: string | undefined
+}
+
+export const defaultRefundPolicy =
+  "Unused purchased credits are refundable within 14 days of purchase; write to the operator's support address."
 
 /**
  * The configured hosts where code reads them without `AppConfig` at hand (identifier cleaning in
@@ -51,6 +67,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
     const port = yield* Config.Port("PORT").pipe(Config.withDefault(8787))
     const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
     const baseUrl = yield* Config.String("BASE_URL").pipe(Config.withDefault(`http://127.0.0.1:${port}`))
+    const stripe = yield* stripeFromEnv
     return AppConfig.of({
       port,
       host,
@@ -72,7 +89,9 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       upgradeUrl: yield* Config.String("UPGRADE_URL").pipe(
         Config.withDefault(`${baseUrl.replace(/\/+$/, "")}/upgrade`)
       ),
-      checkoutRails: ["local"],
+      checkoutRails: Option.isSome(stripe) ? ["local", "stripe"] : ["local"],
+      stripe,
+      refundPolicy: yield* Config.String("REFUND_POLICY").pipe(Config.withDefault(defaultRefundPolicy)),
       hosts: yield* hostsFromEnv
     })
   })
@@ -105,6 +124,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         policy: defaultPolicy,
         upgradeUrl: "http://svc.test/upgrade",
         checkoutRails: ["local"],
+        stripe: Option.none(),
+        refundPolicy: defaultRefundPolicy,
         hosts: defaultHosts,
         ...overrides
       })
@@ -144,6 +165,33 @@ export const hostsFromEnv: Config.Config<Hosts> = Config.all({
         )
   )
 )
+
+/** Stripe when both its secret key and its webhook secret are set; one without the other stops the start-up. */
+const stripeFromEnv = Effect.gen(function* () {
+  const secretKey = yield* Config.option(Config.Redacted("STRIPE_SECRET_KEY"))
+  const webhookSecret = yield* Config.option(Config.Redacted("STRIPE_WEBHOOK_SECRET"))
+  if (Option.isNone(secretKey) && Option.isNone(webhookSecret)) return Option.none<StripeConfig>()
+  if (Option.isNone(secretKey) || Option.isNone(webhookSecret)) {
+    return yield* Effect.fail(
+      new Config.ConfigError(
+        new ConfigProvider.SourceError({
+          message: "Set both STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET to enable Stripe, or neither."
+        })
+      )
+    )
+  }
+  const optional = (name: string) =>
+    Config.option(Config.String(name)).pipe(Effect.map(Option.getOrUndefined))
+  return Option.some<StripeConfig>({
+    secretKey: secretKey.value,
+    webhookSecret: webhookSecret.value,
+    prices: {
+      flex: yield* optional("STRIPE_PRICE_FLEX"),
+      production: yield* optional("STRIPE_PRICE_PRODUCTION")
+    },
+    apiUrl: yield* optional("STRIPE_API_URL")
+  })
+})
 
 /** Every number of `Policy` from the environment, defaulting to `defaultPolicy`'s. */
 const policyFromEnv = Effect.gen(function* () {

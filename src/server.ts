@@ -8,6 +8,8 @@ import { withRequestLog } from "./logging.ts"
 import { Mailer } from "./mail/Mailer.ts"
 import { Outbox } from "./mail/Outbox.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
+import { Checkout } from "./payments/Checkout.ts"
+import { localRailsLayer } from "./payments/PaymentRail.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { Admin } from "./services/Admin.ts"
 import { AdminToken } from "./services/AdminToken.ts"
@@ -39,6 +41,8 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Cache.layer,
     Domains.layer
   ).pipe(
+    Layer.provideMerge(Checkout.layer),
+    Layer.provideMerge(localRailsLayer),
     Layer.provideMerge(Identities.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Ledger.layer),

@@ -3,6 +3,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api
 import { defaultHosts } from "../domain/identifiers.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
 import type { AnyDeclaration } from "./declaration.ts"
+import { BillingGroup } from "./billing.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
 import type { ErrorCode } from "./errors.ts"
 import { AuthGroup, ManagementGroup, SessionsGroup } from "./governance.ts"
@@ -87,6 +88,7 @@ export class BaseApi extends HttpApi.make("svc")
   .add(AuthGroup)
   .add(SessionsGroup)
   .add(ManagementGroup)
+  .add(BillingGroup)
   .middleware(InputProblems)
   .middleware(Client)
   .prefix("/v1")

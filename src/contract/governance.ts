@@ -325,6 +325,15 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
       })
     ),
     described(
+      "Open the billing portal",
+      "A link to the account's billing portal: Stripe's for a Stripe customer, else the service's own /portal page (purchases, plan and period, cancel the subscription at period end). The link works for an hour.",
+      HttpApiEndpoint.post("billingPortal", "/portal", {
+        query: AccountQuery,
+        success: Schema.Struct({ account_id: Schema.String, url: Schema.String }),
+        error: errorsOf("UPSTREAM_UNAVAILABLE", ...governedCodes)
+      })
+    ),
+    described(
       "Set the balance alert",
       "One email each time the spendable credits (grant plus balance) cross below `threshold`; 0 turns it off.",
       HttpApiEndpoint.post("setBalanceAlert", "/alert", {

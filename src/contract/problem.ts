@@ -39,18 +39,21 @@ export interface ProblemContext {
   readonly upgradeUrl: string
   readonly rails: ReadonlyArray<string>
   readonly packs: ReadonlyArray<Pack>
+  readonly refundPolicy: string
 }
 
 export const problemContext = (config: {
   readonly baseUrl: string
   readonly upgradeUrl: string
   readonly checkoutRails: ReadonlyArray<string>
+  readonly refundPolicy: string
   readonly policy: { readonly packs: ReadonlyArray<Pack> }
 }): ProblemContext => ({
   baseUrl: config.baseUrl,
   upgradeUrl: config.upgradeUrl,
   rails: config.checkoutRails,
-  packs: config.policy.packs
+  packs: config.policy.packs,
+  refundPolicy: config.refundPolicy
 })
 
 const resumeFor = (code: ErrorCode): Offer["resume"] => {
@@ -88,7 +91,7 @@ export const makeOffer = (code: ErrorCode, checkoutUrl: string, context: Problem
   rails: [...context.rails],
   checkout_url: checkoutUrl,
   resume: resumeFor(code),
-  refund_policy: "A failed call is never charged; unused reservations are refunded at settlement."
+  refund_policy: context.refundPolicy
 })
 
 /** Renders any `ApiError` as the body every surface (REST, MCP) sends. */

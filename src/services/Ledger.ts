@@ -11,7 +11,7 @@ import {
 import { upgradeUrl } from "../contract/problem.ts"
 import { draw, type Funding, split, total } from "../domain/funding.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
-import type { Plan } from "../domain/plans.ts"
+import type { Pack, Plan } from "../domain/plans.ts"
 import type { Refund, RefundReason } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
 import { alertMail } from "../mail/messages.ts"
@@ -66,6 +66,15 @@ export interface CreditInput {
   readonly credits: number
   readonly kind: "balance" | "grant"
   readonly reason: string
+}
+
+export interface PurchaseInput {
+  readonly accountId: string
+  readonly pack: Pack
+  readonly rail: string
+  readonly paymentRef: string
+  /** The end of the paid period, for a subscription. */
+  readonly periodEnd?: number | undefined
 }
 
 export type ReserveError = ConcurrencyLimit | InsufficientCredits | TrialCapExceeded | BudgetExhausted
@@ -190,6 +199,14 @@ export class Ledger extends Context.Service<
       readonly email: string
       readonly keyId: string
     }) => Effect.Effect<number, SqlError>
+    /**
+     * Credits one payment exactly once: a one-time pack, or one paid period of a subscription.
+     * `paymentRef` names the payment on its rail; a second report of it (a double click, a webhook
+     * delivered three times, two instances at once) finds it recorded and changes nothing. Sets
+     * the pack's plan (`flex` never lowers `production`). Joins the caller's transaction. Returns
+     * whether this call applied it.
+     */
+    readonly applyPurchase: (input: PurchaseInput) => Effect.Effect<boolean, SqlError>
     /** A live call shows it is alive (see `domain/lease.ts`); false once its reservation is gone. */
     readonly heartbeat: (callId: string) => Effect.Effect<boolean, SqlError>
     /** Releases reservations whose lease expired (their holder died); returns how many. */
@@ -495,6 +512,36 @@ export class Ledger extends Context.Service<
         )
       })
 
+      const applyPurchase = Effect.fn("Ledger.applyPurchase")(function* (input: PurchaseInput) {
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("pur")
+        const credits = input.pack.credits ?? input.pack.credits_per_month ?? 0
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const inserted =
+              yield* sql`INSERT INTO purchases (id, account_id, pack, rail, payment_ref, credits,
+                price_usd_cents, currency, period_end, created_at)
+              VALUES (${id}, ${input.accountId}, ${input.pack.pack}, ${input.rail}, ${input.paymentRef}, ${credits},
+                ${input.pack.price_usd_cents}, 'usd', ${input.periodEnd ?? null}, ${now})
+              ON CONFLICT (payment_ref) DO NOTHING RETURNING id`
+            if (inserted.length === 0) return false
+            yield* addCredits(
+              {
+                accountId: input.accountId,
+                credits,
+                kind: "balance",
+                reason: `purchase ${input.pack.pack} ${id}`
+              },
+              now
+            )
+            yield* input.pack.pack === "production"
+              ? sql`UPDATE accounts SET plan = 'production' WHERE id = ${input.accountId}`
+              : sql`UPDATE accounts SET plan = 'flex' WHERE id = ${input.accountId} AND plan = 'trial'`
+            return true
+          })
+        )
+      })
+
       const heartbeat = Effect.fn("Ledger.heartbeat")(function* (callId: string) {
         const now = yield* Clock.currentTimeMillis
         const beaten = yield* sql`UPDATE calls SET heartbeat_at = ${now}
@@ -544,6 +591,7 @@ export class Ledger extends Context.Service<
         release,
         credit,
         grantOnce,
+        applyPurchase,
         heartbeat,
         sweepExpired,
         receipts,

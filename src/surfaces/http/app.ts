@@ -10,6 +10,8 @@ import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
 import { dataRoutes } from "./dataRoutes.ts"
+import { BillingRoutes } from "./billingRoutes.ts"
+import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { AuthRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
   ClientLayer,
@@ -52,6 +54,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
       AuthRoutes,
       SessionsRoutes,
       ManagementRoutes,
+      BillingRoutes,
       dataRoutes(api, operations)
     ]),
     Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer, ManagementAuthLayer])
@@ -63,6 +66,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     AdminRpcRoutes,
     McpRoutes(operations),
     PageRoutes,
+    CheckoutPageRoutes,
     OpsRoutes
   )
 }

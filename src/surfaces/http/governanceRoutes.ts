@@ -3,16 +3,18 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { BaseApi, ClientIp } from "../../contract/api.ts"
 import type { ApiError } from "../../contract/errors.ts"
-import { InvalidInput, Unauthorized } from "../../contract/errors.ts"
+import { InvalidInput, Unauthorized, UpstreamUnavailable } from "../../contract/errors.ts"
 import { Governing } from "../../contract/governance.ts"
 import { spendKeyPattern } from "../../domain/secrets.ts"
+import { Checkout } from "../../payments/Checkout.ts"
+import { PaymentRails } from "../../payments/PaymentRail.ts"
 import { Identities } from "../../services/Identities.ts"
 import { Keys } from "../../services/Keys.ts"
 import { Identity, selectAccount } from "../common/identity.ts"
 import { Problems } from "../common/problems.ts"
 
 /** Runs a governance step: its contract errors become problems, a store failure a defect (INTERNAL). */
-const answering =
+export const answering =
   (problems: typeof Problems.Service) =>
   <A, E extends ApiError | { readonly _tag: "SqlError" }, R>(effect: Effect.Effect<A, E, R>) =>
     effect.pipe(
@@ -24,7 +26,7 @@ const answering =
     )
 
 /** `Authorization: Bearer <secret>` if the request has one. */
-const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
+export const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
   const match = /^bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")
   return match?.[1]
 }
@@ -149,6 +151,8 @@ export const SessionsRoutes = HttpApiBuilder.group(BaseApi, "sessions", (handler
 export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (handlers) =>
   Effect.gen(function* () {
     const keys = yield* Keys
+    const checkout = yield* Checkout
+    const rails = yield* PaymentRails
     const answer = answering(yield* Problems)
     const account = (accountId: string | undefined) =>
       Effect.gen(function* () {
@@ -189,6 +193,27 @@ export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (han
           Effect.gen(function* () {
             const chosen = yield* account(payload.account_id ?? query.account_id)
             return yield* keys.revoke(chosen.id, payload.key_id)
+          })
+        )
+      )
+      .handle("billingPortal", ({ query }) =>
+        answer(
+          Effect.gen(function* () {
+            const chosen = yield* account(query.account_id)
+            for (const rail of rails.values()) {
+              const url = yield* rail.portal(chosen.id).pipe(
+                Effect.catchTag("RailUnavailable", (failure) =>
+                  Effect.fail(
+                    new UpstreamUnavailable({
+                      message: `The ${failure.rail} billing portal did not answer (${failure.message}). Retry in a minute.`,
+                      retry_after_seconds: 60
+                    })
+                  )
+                )
+              )
+              if (url !== undefined) return { account_id: chosen.id, url }
+            }
+            return { account_id: chosen.id, url: yield* checkout.portalLink(chosen.id) }
           })
         )
       )

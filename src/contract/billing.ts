@@ -1,0 +1,98 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { PlainInput } from "./middleware.ts"
+import { errorsOf } from "./problemSchemas.ts"
+
+/** Checkout (decisions.md, "Checkout and portal"): buying a pack on a payment rail. */
+
+const Timestamp = Schema.String.annotate({
+  description: "RFC 3339 time, UTC.",
+  examples: ["2026-11-24T15:00:00.000Z"]
+})
+
+const SessionId = Schema.String.check(Schema.isMaxLength(64)).annotate({
+  description: "The checkout's `session_id` (cs_...), as POST /v1/checkout answered it.",
+  examples: ["cs_4fQ9x2LmN7pR1tV8wY3zK6bH0cJ5dG2aS9eF4uI7oP1"]
+})
+
+export const CheckoutStarted = Schema.Struct({
+  session_id: Schema.String.annotate({
+    description: "Secret: whoever holds it can read the checkout (and a keyless checkout's key, once)."
+  }),
+  checkout_url: Schema.String.annotate({ description: "Where the payer pays." }),
+  rail: Schema.String,
+  pack: Schema.Literals(["flex", "production"]),
+  mode: Schema.Literals(["one_time", "subscription"]),
+  price_usd_cents: Schema.Int,
+  currency: Schema.Literal("usd"),
+  credits: Schema.optionalKey(Schema.Int),
+  credits_per_month: Schema.optionalKey(Schema.Int),
+  expires_at: Timestamp
+}).annotate({ identifier: "CheckoutStarted" })
+
+export const CheckoutStatus = Schema.Struct({
+  session_id: Schema.String,
+  status: Schema.Literals(["open", "paid", "expired"]),
+  pack: Schema.Literals(["flex", "production"]),
+  rail: Schema.String,
+  account_id: Schema.optionalKey(Schema.String),
+  api_key: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "A keyless checkout's new spend key: in the first read after payment only (or on the success page)."
+    })
+  )
+}).annotate({ identifier: "CheckoutStatus" })
+
+export const BillingGroup = HttpApiGroup.make("billing", { topLevel: true })
+  .annotate(
+    OpenApi.Description,
+    "Buy a pack: checkout on a payment rail. The key keeps working; no reconfiguration."
+  )
+  .add(
+    HttpApiEndpoint.post("startCheckout", "/checkout", {
+      payload: Schema.Struct({
+        pack: Schema.String.check(Schema.isMaxLength(32)).annotate({
+          description: "`flex` (one-time) or `production` (monthly subscription).",
+          examples: ["flex"]
+        }),
+        rail: Schema.optionalKey(
+          Schema.String.check(Schema.isMaxLength(32)).annotate({
+            description:
+              "A rail the offers list (`local`, and `stripe` when configured); the first by default.",
+            examples: ["local"]
+          })
+        ),
+        account_id: Schema.optionalKey(
+          Schema.String.annotate({ description: "With a management token governing several accounts." })
+        )
+      }),
+      success: CheckoutStarted,
+      error: errorsOf(
+        "INVALID_INPUT",
+        "UNAUTHORIZED",
+        "AUTH_REQUIRED",
+        "UPSTREAM_UNAVAILABLE",
+        "PAYLOAD_TOO_LARGE",
+        "INTERNAL"
+      )
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Start a checkout",
+        description:
+          "With a spend key (the pack credits that key's account), a management token (+ `account_id` when it governs several) or no bearer at all (a new account; its key is shown once after payment)."
+      })
+    ),
+    HttpApiEndpoint.get("getCheckout", "/checkout/:session_id", {
+      params: { session_id: SessionId },
+      success: CheckoutStatus,
+      error: errorsOf("NOT_FOUND", "INVALID_INPUT", "INTERNAL")
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Read a checkout",
+        description:
+          "No authentication: the session id is unguessable. After payment of a keyless checkout, the first read carries the new `api_key`, exactly once."
+      })
+    )
+  )
+  .middleware(PlainInput)

@@ -1,0 +1,381 @@
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import { InvalidInput, NotFound, UpstreamUnavailable } from "../contract/errors.ts"
+import { linkTokenPattern, makeLinkToken } from "../domain/identity.ts"
+import type { Pack } from "../domain/plans.ts"
+import { hashSecret } from "../domain/secrets.ts"
+import { Ids } from "../services/Ids.ts"
+import { Keys } from "../services/Keys.ts"
+import { Ledger } from "../services/Ledger.ts"
+import * as Row from "../store/rows.ts"
+import { PaymentRails } from "./PaymentRail.ts"
+
+const hour = 3_600_000
+/** An open checkout can be paid for 24 hours (as a Stripe Checkout Session). */
+export const checkoutTtlMs = 24 * hour
+/** One subscription period of the local rail. */
+export const localPeriodMs = 30 * 24 * hour
+/** A local billing-portal link works for one hour. */
+export const portalTtlMs = hour
+
+/** What `POST /v1/checkout` answers. */
+export interface CheckoutStarted {
+  readonly session_id: string
+  readonly checkout_url: string
+  readonly rail: string
+  readonly pack: Pack["pack"]
+  readonly mode: Pack["mode"]
+  readonly price_usd_cents: number
+  readonly currency: "usd"
+  readonly credits?: number
+  readonly credits_per_month?: number
+  readonly expires_at: string
+}
+
+/** What `GET /v1/checkout/{session_id}` answers. */
+export interface CheckoutStatus {
+  readonly session_id: string
+  readonly status: "open" | "paid" | "expired"
+  readonly pack: Pack["pack"]
+  readonly rail: string
+  readonly account_id?: string
+  /** A keyless checkout's new key: in the first read after payment only. */
+  readonly api_key?: string
+}
+
+/** A checkout session as the local pages show it. */
+export interface CheckoutView {
+  readonly id: string
+  readonly status: "open" | "paid" | "expired"
+  readonly pack: Pack
+  readonly rail: string
+  readonly accountId: string | null
+  readonly expiresAt: number
+}
+
+const SessionRow = Schema.Struct({
+  id: Schema.String,
+  account_id: Schema.NullOr(Schema.String),
+  pack: Schema.Literals(["flex", "production"]),
+  rail: Schema.String,
+  status: Schema.Literals(["open", "paid", "expired"]),
+  keyless: Schema.Boolean,
+  key_revealed_at: Row.NullableInt,
+  expires_at: Row.Int
+})
+type SessionRow = typeof SessionRow.Type
+const decodeSessions = Row.decoder(SessionRow, "checkout_sessions")
+const decodeSubscriptions = Row.decoder(
+  Schema.Struct({
+    id: Schema.String,
+    account_id: Schema.String,
+    pack: Schema.Literals(["flex", "production"]),
+    rail: Schema.String,
+    cancel_at_period_end: Schema.Boolean,
+    current_period_end: Row.Int,
+    periods: Row.Int
+  }),
+  "subscriptions"
+)
+const decodeAccountIds = Row.decoder(Schema.Struct({ account_id: Schema.String }), "account id")
+
+const sessionSelect = "id, account_id, pack, rail, status, keyless, key_revealed_at, expires_at"
+
+/** An open session past its time reads as expired (the row is left as it is). */
+const statusAt = (row: SessionRow, now: number) =>
+  row.status === "open" && row.expires_at <= now ? ("expired" as const) : row.status
+
+const unknownSession = () =>
+  new NotFound({
+    message: "No open checkout has this session id (unknown or expired). Start one with POST /v1/checkout.",
+    param: "session_id"
+  })
+
+/** How a payment was taken, as the rail reports it. */
+export interface Payment {
+  readonly rail: string
+  /** The payment's name on its rail: applied once, however often it is reported. */
+  readonly paymentRef: string
+  /** Stripe's subscription id, for a subscription paid on Stripe. */
+  readonly externalSubscriptionId?: string | undefined
+  readonly periodEnd?: number | undefined
+}
+
+/**
+ * Checkout: a session for a pack on a rail, paid once, crediting the account of the key that
+ * started it (or a new account whose key is revealed once). Both rails end in `complete`.
+ */
+export class Checkout extends Context.Service<
+  Checkout,
+  {
+    readonly start: (input: {
+      readonly pack: string
+      readonly rail: string | undefined
+      readonly accountId: string | undefined
+    }) => Effect.Effect<CheckoutStarted, InvalidInput | UpstreamUnavailable | SqlError>
+    readonly status: (sessionId: string) => Effect.Effect<CheckoutStatus, NotFound | SqlError>
+    readonly view: (sessionId: string) => Effect.Effect<CheckoutView, NotFound | SqlError>
+    /** The local rail's pay button. Paying a paid session again changes nothing. */
+    readonly payLocal: (sessionId: string) => Effect.Effect<CheckoutView, NotFound | SqlError>
+    /**
+     * The one crediting path of every rail, by the session's public id: marks it paid, makes the
+     * keyless checkout's account and key, applies the payment once, starts the subscription.
+     * Returns the account credited. Joins the caller's transaction.
+     */
+    readonly complete: (
+      sessionPublicId: string,
+      payment: Payment
+    ) => Effect.Effect<string | undefined, SqlError>
+    /** The operator's renewal of a local `production` subscription: one more paid period. */
+    readonly renewLocal: (
+      accountId: string
+    ) => Effect.Effect<{ readonly renewed: boolean; readonly current_period_end: number | null }, SqlError>
+    /** A local billing-portal link for an account. */
+    readonly portalLink: (accountId: string) => Effect.Effect<string, SqlError>
+    /** The account of a live portal link. */
+    readonly portalAccount: (token: string) => Effect.Effect<string | undefined, SqlError>
+    /** Ends the account's subscription at the end of the paid period. */
+    readonly cancelAtPeriodEnd: (accountId: string) => Effect.Effect<boolean, SqlError>
+  }
+>()("app/Checkout") {
+  static readonly layer = Layer.effect(
+    Checkout,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const ids = yield* Ids
+      const ledger = yield* Ledger
+      const keys = yield* Keys
+      const rails = yield* PaymentRails
+      const config = yield* AppConfig
+      const packs = config.policy.packs
+
+      const packNamed = (name: string) => packs.find((pack) => pack.pack === name)
+
+      const start = Effect.fn("Checkout.start")(function* (input: {
+        readonly pack: string
+        readonly rail: string | undefined
+        readonly accountId: string | undefined
+      }) {
+        const pack = packNamed(input.pack)
+        if (pack === undefined)
+          return yield* new InvalidInput({
+            message: `Unknown pack "${input.pack}"; the packs are ${packs.map((p) => p.pack).join(" and ")}.`,
+            param: "pack"
+          })
+        const railName = input.rail ?? config.checkoutRails[0] ?? "local"
+        const rail = rails.get(railName)
+        if (rail === undefined || !config.checkoutRails.includes(railName))
+          return yield* new InvalidInput({
+            message: `Unknown or unconfigured rail "${railName}"; this service takes ${config.checkoutRails.join(" and ")}.`,
+            param: "rail"
+          })
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("chk")
+        const token = `cs_${makeLinkToken(yield* ids.secretBytes)}`
+        const expiresAt = now + checkoutTtlMs
+        yield* sql`INSERT INTO checkout_sessions (id, token_hash, account_id, pack, rail, status, keyless,
+            expires_at, created_at)
+          VALUES (${id}, ${hashSecret(token)}, ${input.accountId ?? null}, ${pack.pack}, ${railName}, 'open',
+            ${input.accountId === undefined}, ${expiresAt}, ${now})`
+        const begun = yield* rail.begin({ id, token, pack, accountId: input.accountId, expiresAt }).pipe(
+          Effect.catchTag("RailUnavailable", (failure) =>
+            Effect.andThen(
+              sql`UPDATE checkout_sessions SET status = 'expired' WHERE id = ${id}`,
+              Effect.fail(
+                new UpstreamUnavailable({
+                  message: `The ${failure.rail} payment rail did not answer (${failure.message}); nothing was charged. Retry in a minute.`,
+                  retry_after_seconds: 60
+                })
+              )
+            )
+          )
+        )
+        if (begun.externalId !== undefined) {
+          yield* sql`UPDATE checkout_sessions SET stripe_session_id = ${begun.externalId} WHERE id = ${id}`
+        }
+        return {
+          session_id: token,
+          checkout_url: begun.checkoutUrl,
+          rail: railName,
+          pack: pack.pack,
+          mode: pack.mode,
+          price_usd_cents: pack.price_usd_cents,
+          currency: "usd" as const,
+          ...(pack.credits === undefined ? {} : { credits: pack.credits }),
+          ...(pack.credits_per_month === undefined ? {} : { credits_per_month: pack.credits_per_month }),
+          expires_at: new Date(expiresAt).toISOString()
+        } satisfies CheckoutStarted
+      })
+
+      const byToken = (token: string) =>
+        Effect.gen(function* () {
+          if (!/^cs_[0-9A-Za-z]{43}$/.test(token) || !linkTokenPattern.test(token.slice(3))) return undefined
+          const rows = yield* sql`SELECT ${sql.literal(sessionSelect)} FROM checkout_sessions
+            WHERE token_hash = ${hashSecret(token)}`.pipe(Effect.flatMap(decodeSessions))
+          return rows[0]
+        })
+
+      const viewOf = (row: SessionRow, now: number): CheckoutView => ({
+        id: row.id,
+        status: statusAt(row, now),
+        pack: packNamed(row.pack)!,
+        rail: row.rail,
+        accountId: row.account_id,
+        expiresAt: row.expires_at
+      })
+
+      const view = Effect.fn("Checkout.view")(function* (token: string) {
+        const row = yield* byToken(token)
+        if (row === undefined) return yield* unknownSession()
+        return viewOf(row, yield* Clock.currentTimeMillis)
+      })
+
+      const status = Effect.fn("Checkout.status")(function* (token: string) {
+        const row = yield* byToken(token)
+        if (row === undefined) return yield* unknownSession()
+        const now = yield* Clock.currentTimeMillis
+        // A keyless checkout's key is made by the first read after payment, the only answer that
+        // shows it: of two racing reads only one marks it revealed (the secret is never stored).
+        const revealed =
+          row.status === "paid" && row.keyless && row.key_revealed_at === null && row.account_id !== null
+            ? yield* sql.withTransaction(
+                Effect.gen(function* () {
+                  const marked = yield* sql`UPDATE checkout_sessions SET key_revealed_at = ${now}
+                    WHERE id = ${row.id} AND key_revealed_at IS NULL RETURNING id`
+                  if (marked.length === 0) return undefined
+                  const issued = yield* keys.issue({
+                    accountId: row.account_id!,
+                    plan: row.pack,
+                    label: "checkout"
+                  })
+                  return issued.key
+                })
+              )
+            : undefined
+        return {
+          session_id: token,
+          status: statusAt(row, now),
+          pack: row.pack,
+          rail: row.rail,
+          ...(row.account_id === null ? {} : { account_id: row.account_id }),
+          ...(revealed === undefined ? {} : { api_key: revealed })
+        } satisfies CheckoutStatus
+      })
+
+      const complete = (sessionPublicId: string, payment: Payment) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const rows = yield* sql`SELECT ${sql.literal(sessionSelect)} FROM checkout_sessions
+              WHERE id = ${sessionPublicId} FOR UPDATE`.pipe(Effect.flatMap(decodeSessions))
+            const session = rows[0]
+            if (session === undefined) return undefined
+            if (session.status === "paid") return session.account_id ?? undefined
+            const pack = packNamed(session.pack)!
+            let accountId = session.account_id
+            if (accountId === null) {
+              accountId = yield* ids.newId("acct")
+              yield* sql`INSERT INTO accounts (id, plan, created_at) VALUES (${accountId}, 'trial', ${now})`
+            }
+            const periodEnd =
+              pack.mode === "subscription" ? (payment.periodEnd ?? now + localPeriodMs) : undefined
+            yield* ledger.applyPurchase({
+              accountId,
+              pack,
+              rail: payment.rail,
+              paymentRef: payment.paymentRef,
+              periodEnd
+            })
+            if (pack.mode === "subscription" && periodEnd !== undefined) {
+              yield* sql`UPDATE subscriptions SET status = 'canceled' WHERE account_id = ${accountId} AND status = 'active'`
+              const subscriptionId = yield* ids.newId("sub")
+              yield* sql`INSERT INTO subscriptions (id, account_id, pack, rail, status, current_period_end,
+                  stripe_subscription_id, created_at)
+                VALUES (${subscriptionId}, ${accountId}, ${pack.pack}, ${payment.rail}, 'active', ${periodEnd},
+                  ${payment.externalSubscriptionId ?? null}, ${now})`
+            }
+            yield* sql`UPDATE checkout_sessions SET status = 'paid', paid_at = ${now}, account_id = ${accountId}
+              WHERE id = ${session.id}`
+            return accountId
+          })
+        )
+
+      const payLocal = Effect.fn("Checkout.payLocal")(function* (token: string) {
+        const row = yield* byToken(token)
+        const now = yield* Clock.currentTimeMillis
+        if (row === undefined || row.rail !== "local" || statusAt(row, now) === "expired")
+          return yield* unknownSession()
+        yield* complete(row.id, { rail: "local", paymentRef: `local:${row.id}` })
+        return yield* view(token)
+      })
+
+      const renewLocal = Effect.fn("Checkout.renewLocal")(function* (accountId: string) {
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const rows =
+              yield* sql`SELECT id, account_id, pack, rail, cancel_at_period_end, current_period_end, periods
+              FROM subscriptions WHERE account_id = ${accountId} AND status = 'active' AND rail = 'local'
+              FOR UPDATE`.pipe(Effect.flatMap(decodeSubscriptions))
+            const subscription = rows[0]
+            if (subscription === undefined) return { renewed: false, current_period_end: null }
+            if (subscription.cancel_at_period_end) {
+              yield* sql`UPDATE subscriptions SET status = 'canceled' WHERE id = ${subscription.id}`
+              return { renewed: false, current_period_end: subscription.current_period_end }
+            }
+            const periodEnd = Math.max(subscription.current_period_end, now) + localPeriodMs
+            const period = subscription.periods + 1
+            yield* ledger.applyPurchase({
+              accountId,
+              pack: packNamed(subscription.pack)!,
+              rail: "local",
+              paymentRef: `local:${subscription.id}:${period}`,
+              periodEnd
+            })
+            yield* sql`UPDATE subscriptions SET current_period_end = ${periodEnd}, periods = ${period}
+              WHERE id = ${subscription.id}`
+            return { renewed: true, current_period_end: periodEnd }
+          })
+        )
+      })
+
+      const portalLink = Effect.fn("Checkout.portalLink")(function* (accountId: string) {
+        const now = yield* Clock.currentTimeMillis
+        const token = makeLinkToken(yield* ids.secretBytes)
+        yield* sql`INSERT INTO portal_sessions (token_hash, account_id, expires_at, created_at)
+          VALUES (${hashSecret(token)}, ${accountId}, ${now + portalTtlMs}, ${now})`
+        return `${config.baseUrl}/portal?session=${token}`
+      })
+
+      const portalAccount = Effect.fn("Checkout.portalAccount")(function* (token: string) {
+        if (!linkTokenPattern.test(token)) return undefined
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql`SELECT account_id FROM portal_sessions
+          WHERE token_hash = ${hashSecret(token)} AND expires_at > ${now}`.pipe(
+          Effect.flatMap(decodeAccountIds)
+        )
+        return rows[0]?.account_id
+      })
+
+      const cancelAtPeriodEnd = Effect.fn("Checkout.cancelAtPeriodEnd")(function* (accountId: string) {
+        const rows = yield* sql`UPDATE subscriptions SET cancel_at_period_end = true
+          WHERE account_id = ${accountId} AND status = 'active' RETURNING id`
+        return rows.length > 0
+      })
+
+      return Checkout.of({
+        start,
+        status,
+        view,
+        payLocal,
+        complete,
+        renewLocal,
+        portalLink,
+        portalAccount,
+        cancelAtPeriodEnd
+      })
+    })
+  )
+}
