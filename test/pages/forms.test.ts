@@ -104,6 +104,18 @@ describe(`page forms over HTTP (${storeName})`, () => {
             redirect.headers.get("content-security-policy") ?? "",
             "form-action 'self' http://127.0.0.1:4567;"
           )
+          // CSP cannot name an IPv6 literal: [::1] is allowed as that port on any host.
+          const ipv6 = yield* app.call(
+            `/login?redirect_uri=${encodeURIComponent("http://[::1]:4567/cb")}&state=s`,
+            {
+              ip
+            }
+          )
+          assert.strictEqual(ipv6.status, 200)
+          assert.include(
+            ipv6.headers.get("content-security-policy") ?? "",
+            "form-action 'self' http://*:4567;"
+          )
           const refused = yield* app.call(
             `/login?redirect_uri=${encodeURIComponent("http://example.com/cb")}`,
             { ip }

@@ -82,9 +82,16 @@ const continuationOf = (get: (name: string) => string): Continuation | "refused"
   return home
 }
 
-/** A page whose form may end in the loopback redirect names that origin in its CSP. */
-const formTargets = (continuation: Continuation) =>
-  continuation._tag === "Redirect" ? [new URL(continuation.redirectUri).origin] : []
+/**
+ * A page whose form may end in the loopback redirect names that origin in its CSP. CSP cannot name
+ * an IPv6 literal (Chromium ignores `http://[::1]:PORT` and then blocks the redirect), so `[::1]`
+ * is allowed as `http://*:PORT`: that port on any host, where only our own redirect leads.
+ */
+const formTargets = (continuation: Continuation): ReadonlyArray<string> => {
+  if (continuation._tag !== "Redirect") return []
+  const url = new URL(continuation.redirectUri)
+  return [url.hostname === "[::1]" ? `http://*${url.port === "" ? "" : `:${url.port}`}` : url.origin]
+}
 
 const callback = (redirectUri: string, code: string, state: string) => {
   const url = new URL(redirectUri)
