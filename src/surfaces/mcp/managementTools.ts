@@ -1,4 +1,4 @@
-import type { ToolAnnotations } from "@modelcontextprotocol/server"
+import type { JsonSchemaType, ToolAnnotations } from "@modelcontextprotocol/server"
 import { Context, Effect, Option, Schema } from "effect"
 import { HttpApiError, OpenApi } from "effect/http-api"
 import type { SqlError } from "effect/sql/SqlError"
@@ -32,7 +32,19 @@ const successOf = <E extends Endpoint>(endpoint: E) =>
   [...endpoint.success][0] as Schema.Codec<E["~Success"]["Type"], object>
 
 const accountHelp =
-  " Management token only; `account_id` names the account when the sign-in governs several (AUTH_REQUIRED lists them)."
+  " `account_id` names the account when the sign-in governs several (AUTH_REQUIRED lists them)."
+
+/** REST's body as arguments; `account_id` described without REST's "query or body". */
+const argumentsJsonSchema = (schema: Schema.Top): JsonSchemaType => {
+  const json = jsonSchemaOf(schema)
+  const properties = json.properties as Record<string, object> | undefined
+  if (properties?.account_id === undefined) return json
+  const account_id = {
+    ...properties.account_id,
+    description: "The account to act on, when the signed-in email governs several (AUTH_REQUIRED lists them)."
+  }
+  return { ...json, properties: { ...properties, account_id } }
+}
 
 const notSignedIn = new AuthRequired({
   message:
@@ -57,7 +69,7 @@ const managementTool = <E extends Endpoint>(
     name,
     platform: undefined,
     description: `${description}${accountHelp}`,
-    inputSchema: inputSchema(jsonSchemaOf(bodyOf(endpoint))),
+    inputSchema: inputSchema(argumentsJsonSchema(bodyOf(endpoint))),
     outputSchema: outputSchema(jsonSchemaOf(successOf(endpoint))),
     annotations: { openWorldHint: false, ...annotations },
     call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
