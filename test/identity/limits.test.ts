@@ -2,6 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
+import { Identities } from "../../src/services/Identities.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -19,33 +20,39 @@ describe(`identity limits and lifetimes on the TestClock (${storeName})`, () => 
       ["/v1/auth/email/start", "sign-in"],
       ["/v1/recover", "recovery"]
     ] as const) {
-      it.effect(`${what}: 5 per IP per 15 minutes, then RATE_LIMITED until the window passes`, () =>
-        Effect.gen(function* () {
-          const app = yield* TestApp
-          const ip = freshIp()
-          const sent = []
-          for (let i = 0; i < 5; i++) {
-            const email = freshEmail(`${what}-ip`)
-            sent.push(email)
-            const reply = yield* post(app, path, { email }, { ip })
-            assert.strictEqual(reply.status, 202, JSON.stringify(reply.body))
-          }
-          const refusedEmail = freshEmail(`${what}-ip`)
-          const refused = yield* post(app, path, { email: refusedEmail }, { ip })
-          assert.strictEqual(refused.status, 429)
-          assert.strictEqual(refused.body.code, "RATE_LIMITED")
-          const retry = refused.body.retry_after_seconds
-          assert.isTrue(Number.isInteger(retry) && retry >= 1 && retry <= 15 * 60, String(retry))
-          // A refused start queues nothing.
-          assert.deepStrictEqual(yield* mailTo(refusedEmail), [])
-          // Another IP is not limited by this one.
-          assert.strictEqual((yield* post(app, path, { email: refusedEmail }, { ip: freshIp() })).status, 202)
-          yield* TestClock.adjust(`${retry - 1} seconds`)
-          assert.strictEqual((yield* post(app, path, { email: freshEmail(what) }, { ip })).status, 429)
-          yield* TestClock.adjust("1 second")
-          const after = yield* post(app, path, { email: freshEmail(what) }, { ip })
-          assert.strictEqual(after.status, 202, JSON.stringify(after.body))
-        })
+      it.effect(
+        `${what}: 5 per IP per 15 minutes, then RATE_LIMITED until the window passes`,
+        () =>
+          Effect.gen(function* () {
+            const app = yield* TestApp
+            const ip = freshIp()
+            const sent = []
+            for (let i = 0; i < 5; i++) {
+              const email = freshEmail(`${what}-ip`)
+              sent.push(email)
+              const reply = yield* post(app, path, { email }, { ip })
+              assert.strictEqual(reply.status, 202, JSON.stringify(reply.body))
+            }
+            const refusedEmail = freshEmail(`${what}-ip`)
+            const refused = yield* post(app, path, { email: refusedEmail }, { ip })
+            assert.strictEqual(refused.status, 429)
+            assert.strictEqual(refused.body.code, "RATE_LIMITED")
+            const retry = refused.body.retry_after_seconds
+            assert.isTrue(Number.isInteger(retry) && retry >= 1 && retry <= 15 * 60, String(retry))
+            // A refused start queues nothing.
+            assert.deepStrictEqual(yield* mailTo(refusedEmail), [])
+            // Another IP is not limited by this one.
+            assert.strictEqual(
+              (yield* post(app, path, { email: refusedEmail }, { ip: freshIp() })).status,
+              202
+            )
+            yield* TestClock.adjust(`${retry - 1} seconds`)
+            assert.strictEqual((yield* post(app, path, { email: freshEmail(what) }, { ip })).status, 429)
+            yield* TestClock.adjust("1 second")
+            const after = yield* post(app, path, { email: freshEmail(what) }, { ip })
+            assert.strictEqual(after.status, 202, JSON.stringify(after.body))
+          }),
+        60_000
       )
 
       it.effect(
@@ -73,7 +80,8 @@ describe(`identity limits and lifetimes on the TestClock (${storeName})`, () => 
             assert.strictEqual((yield* post(app, path, { email: freshEmail(what) }, { ip })).status, 429)
             yield* TestClock.adjust(`${retry} seconds`)
             assert.strictEqual((yield* post(app, path, { email }, { ip: freshIp() })).status, 202)
-          })
+          }),
+        60_000
       )
     }
 
@@ -173,6 +181,86 @@ describe(`identity limits and lifetimes on the TestClock (${storeName})`, () => 
         assert.strictEqual(dead.status, 401)
         assert.strictEqual(dead.body.code, "UNAUTHORIZED")
         assert.strictEqual((yield* app.call("/v1/usage", { key: token, ip })).status, 401)
+      })
+    )
+    it.effect("device flow on the clock: pending, slow_down adds 5 s, approve, deny, expiry", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const identities = yield* Identities
+        const ip = freshIp()
+        const person = yield* signIn(app, freshEmail("device"), { ip })
+        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
+        const start = () =>
+          Effect.map(post(app, "/v1/auth/device", {}, { ip }), (reply) => {
+            assert.strictEqual(reply.status, 200, JSON.stringify(reply.body))
+            assert.strictEqual(reply.body.expires_in, 600)
+            assert.strictEqual(reply.body.interval, 5)
+            assert.strictEqual(
+              reply.body.verification_uri_complete,
+              `${reply.body.verification_uri}?user_code=${reply.body.user_code}`
+            )
+            return reply.body as { device_code: string; user_code: string }
+          })
+        const poll = (deviceCode: string) =>
+          post(app, "/v1/auth/device/token", { device_code: deviceCode }, { ip })
+        const errorOf = (deviceCode: string) =>
+          Effect.map(poll(deviceCode), (reply) => {
+            assert.strictEqual(reply.status, 400, JSON.stringify(reply.body))
+            return reply.body.error as string
+          })
+
+        const approved = yield* start()
+        assert.strictEqual(yield* errorOf(approved.device_code), "authorization_pending")
+        yield* TestClock.adjust(4_999)
+        assert.strictEqual(yield* errorOf(approved.device_code), "slow_down")
+        // The interval is now 10 s, counted from the last poll.
+        yield* TestClock.adjust(9_999)
+        assert.strictEqual(yield* errorOf(approved.device_code), "slow_down")
+        yield* TestClock.adjust(15_000)
+        assert.strictEqual(yield* errorOf(approved.device_code), "authorization_pending")
+        yield* Effect.orDie(identities.decideDevice(governor, approved.user_code, true))
+        yield* TestClock.adjust(15_000)
+        const token = yield* poll(approved.device_code)
+        assert.strictEqual(token.status, 200, JSON.stringify(token.body))
+        assert.strictEqual(token.body.email, person.email)
+        assert.strictEqual(
+          (yield* app.call("/v1/keys", { key: token.body.management_token, ip })).status,
+          200
+        )
+        yield* TestClock.adjust(15_000)
+        assert.strictEqual(yield* errorOf(approved.device_code), "invalid_grant")
+
+        const denied = yield* start()
+        yield* Effect.orDie(identities.decideDevice(governor, denied.user_code, false))
+        assert.strictEqual(yield* errorOf(denied.device_code), "access_denied")
+
+        const expiring = yield* start()
+        yield* TestClock.adjust("10 minutes")
+        assert.strictEqual(yield* errorOf(expiring.device_code), "expired_token")
+        // An expired code cannot be approved any more.
+        const late = yield* Effect.flip(identities.decideDevice(governor, expiring.user_code, true))
+        assert.strictEqual(late._tag, "InvalidInput")
+        assert.strictEqual(yield* errorOf("x".repeat(43)), "invalid_grant")
+        assert.strictEqual(yield* errorOf("short"), "invalid_grant")
+      })
+    )
+
+    it.effect("a loopback exchange code lives 5 minutes", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const identities = yield* Identities
+        const ip = freshIp()
+        const person = yield* signIn(app, freshEmail("exchange"), { ip })
+        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
+        const inTime = yield* Effect.orDie(identities.exchangeCode(governor))
+        const tooLate = yield* Effect.orDie(identities.exchangeCode(governor))
+        yield* TestClock.adjust(5 * 60_000 - 1)
+        const ok = yield* post(app, "/v1/auth/exchange", { code: inTime }, { ip })
+        assert.strictEqual(ok.status, 200, JSON.stringify(ok.body))
+        yield* TestClock.adjust(1)
+        const expired = yield* post(app, "/v1/auth/exchange", { code: tooLate }, { ip })
+        assert.strictEqual(expired.status, 401)
+        assert.strictEqual(expired.body.code, "UNAUTHORIZED")
       })
     )
   })
