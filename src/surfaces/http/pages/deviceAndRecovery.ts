@@ -1,10 +1,8 @@
 import { type AppConfigShape, links } from "../../../config.ts"
 import { html, page } from "./html.ts"
-import { errorNote, signOutForm } from "./signIn.ts"
+import { errorNote, hidden, signOutForm } from "./signIn.ts"
 
 type Config = Pick<AppConfigShape, "baseUrl" | "policy">
-
-const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`
 
 /** `/activate`, signed in: the user code a command-line client shows, approved or denied here. */
 export const activatePage = (

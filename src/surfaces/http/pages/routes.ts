@@ -2,9 +2,10 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../../config.ts"
 import { errorDocsPage } from "../errorDocs.ts"
-import { AccountPageRoutes } from "./accountRoutes.ts"
+import { DeviceAndRecoveryPageRoutes } from "./deviceAndRecoveryRoutes.ts"
 import { landingPage } from "./landing.ts"
 import { htmlPage } from "./respond.ts"
+import { SignInPageRoutes } from "./signInRoutes.ts"
 import { upgradePage } from "./upgrade.ts"
 
 /** `?account=`, when given: shown escaped, and only so long. */
@@ -34,4 +35,4 @@ const InformationPageRoutes = HttpRouter.use((router) =>
  * `login_url`, `activate_url`, every `doc_url`, recovery links) and the base URL itself.
  * Server-rendered, no script; the sign-in pages work with plain HTML forms.
  */
-export const PageRoutes = Layer.mergeAll(InformationPageRoutes, AccountPageRoutes)
+export const PageRoutes = Layer.mergeAll(InformationPageRoutes, SignInPageRoutes, DeviceAndRecoveryPageRoutes)

@@ -13,7 +13,8 @@ export type Continuation =
 
 export const home: Continuation = { _tag: "Home" }
 
-const hidden = (name: string, value: string) => html`<input type="hidden" name="${name}" value="${value}">`
+export const hidden = (name: string, value: string) =>
+  html`<input type="hidden" name="${name}" value="${value}">`
 
 /** The hidden fields that carry a continuation from form to form. */
 export const continuationFields = (continuation: Continuation): Html =>
@@ -172,7 +173,8 @@ export const authorizePage = (
 <strong>${options.email}</strong>. Continue only if you just started it.</p>
 <form method="post" action="${config.baseUrl}/login/authorize">${hidden("csrf", options.csrf)}${hidden("redirect_uri", options.redirectUri)}${hidden("state", options.state)}
 <button type="submit">Continue as ${options.email}</button></form>
-<p>Not you? ${signOutForm(config, options.csrf)}</p>`
+<p>Not you? Sign out, then sign in with your own address.</p>
+${signOutForm(config, options.csrf)}`
   )
 
 export const refusedRedirectPage = (config: Config) =>

@@ -1,31 +1,12 @@
 import { Effect } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { AppConfig } from "../../../config.ts"
-import type { RateLimited } from "../../../contract/errors.ts"
-import type { Account, Governor } from "../../../domain/accounts.ts"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import type { Account } from "../../../domain/accounts.ts"
 import { isLoopbackRedirect, signInCodePattern } from "../../../domain/identity.ts"
-import { managementTokenPattern, spendKeyPattern } from "../../../domain/secrets.ts"
-import { Identities, type SignedIn } from "../../../services/Identities.ts"
-import { Identity } from "../../common/identity.ts"
-import {
-  activatedPage,
-  activatePage,
-  newKeyPage,
-  recoverPage,
-  rekeyConfirmPage
-} from "./deviceAndRecovery.ts"
-import {
-  cookieToken,
-  csrfMatches,
-  csrfToken,
-  type Form,
-  type FormRefusal,
-  htmlPage,
-  queryParams,
-  readForm,
-  withoutSession,
-  withSession
-} from "./respond.ts"
+import { spendKeyPattern } from "../../../domain/secrets.ts"
+import type { SignedIn } from "../../../services/Identities.ts"
+import { activatePage } from "./deviceAndRecovery.ts"
+import { csrfToken, htmlPage as page, queryParams, withoutSession, withSession } from "./respond.ts"
+import { badEmail, pageSession, rateLimitHeaders, tooMany } from "./session.ts"
 import {
   type AccountLine,
   authorizePage,
@@ -36,7 +17,6 @@ import {
   home,
   linkConfirmPage,
   loginPage,
-  problemPage,
   refusedRedirectPage,
   signedInPage,
   signedOutPage
@@ -58,15 +38,6 @@ const fromSignIn = (signedIn: SignedIn): ReadonlyArray<AccountLine> =>
     grant: account.grant_credits
   }))
 
-/** A wait in words: "40 seconds", "12 minutes". */
-const wait = (seconds: number) =>
-  seconds < 90 ? `${Math.max(1, seconds)} seconds` : `${Math.ceil(seconds / 60)} minutes`
-
-const tooMany = (error: RateLimited) =>
-  `Too many attempts from here or for this address. Try again in ${wait(error.retry_after_seconds)}.`
-const rateLimitHeaders = (error: RateLimited) => ({ "retry-after": String(error.retry_after_seconds) })
-
-const badEmail = "That is not an email address; write it like name@example.com."
 const badCode =
   "That code is wrong, used or expired. A code works for 10 minutes and stops working after 5 wrong tries; start again for a new one."
 
@@ -101,86 +72,14 @@ const callback = (redirectUri: string, code: string, state: string) => {
 }
 
 /**
- * `/login`, `/claim`, `/activate`, `/recover` and sign-out: server-rendered forms over Identities.
- * Sign-in leaves the management token in an HttpOnly, SameSite=Lax cookie; forms that the cookie
- * authenticates carry a CSRF field derived from it.
+ * `/login` (email code, emailed link, loopback redirect), sign-out and `/claim`. A sign-in leaves
+ * the management token in an HttpOnly, SameSite=Lax cookie.
  */
-export const AccountPageRoutes = HttpRouter.use((router) =>
+export const SignInPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
-    const config = yield* AppConfig
-    const identities = yield* Identities
-    const identity = yield* Identity
-    const page = htmlPage
-    const personal = { private: true } as const
+    const { config, identities, identity, personal, clientIp, session, withForm, withSignedInForm } =
+      yield* pageSession
 
-    const clientIp = Effect.map(HttpServerRequest.HttpServerRequest, identity.clientIp)
-
-    /** The browser's sign-in, when its cookie holds a live management token. */
-    const session = Effect.gen(function* () {
-      const token = yield* cookieToken
-      if (token === undefined || !managementTokenPattern.test(token)) return undefined
-      const governor = yield* identities.authenticate(token).pipe(
-        Effect.catchTag("Unauthorized", () => Effect.succeed(undefined)),
-        Effect.orDie
-      )
-      return governor === undefined ? undefined : { token, governor }
-    })
-
-    const refusedForm = (refusal: FormRefusal) =>
-      refusal === "too-large"
-        ? page(
-            problemPage(config, "Form too large", `The form is larger than ${config.maxBodyBytes} bytes.`),
-            { status: 413 }
-          )
-        : page(
-            problemPage(
-              config,
-              "Not a form",
-              "This address takes an HTML form (application/x-www-form-urlencoded)."
-            ),
-            { status: 415 }
-          )
-
-    /** Reads the form, then runs `handle` with it; an oversized or foreign body never reaches it. */
-    const withForm = <E, R>(
-      handle: (form: Form) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-    ) =>
-      Effect.flatMap(readForm(config.maxBodyBytes), (form) =>
-        typeof form === "string" ? Effect.succeed(refusedForm(form)) : handle(form)
-      )
-
-    /** A form the cookie authenticates: signed in, and its CSRF field matches the session. */
-    const withSignedInForm = <E, R>(
-      handle: (
-        form: Form,
-        current: { readonly token: string; readonly governor: Governor }
-      ) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-    ) =>
-      withForm((form) =>
-        Effect.gen(function* () {
-          const current = yield* session
-          if (current === undefined)
-            return page(
-              loginPage(config, {
-                continuation: home,
-                error: "You are not signed in here (or your sign-in ended). Sign in, then try again."
-              }),
-              { status: 401, ...personal }
-            )
-          if (!csrfMatches(current.token, form.get("csrf")))
-            return page(
-              problemPage(
-                config,
-                "Form refused",
-                "This form does not belong to your current sign-in (it was opened before a new sign-in, or on another site). Open the page again and resubmit."
-              ),
-              { status: 403, ...personal }
-            )
-          return yield* handle(form, current)
-        })
-      )
-
-    /** The end of every browser sign-in: the cookie, then where the sign-in was going. */
     const afterSignIn = (signedIn: SignedIn, continuation: Continuation, claiming: string | undefined) =>
       Effect.gen(function* () {
         const token = signedIn.management_token
@@ -416,109 +315,6 @@ export const AccountPageRoutes = HttpRouter.use((router) =>
           const { key: record, account } = principal.value
           return yield* sendCode(email, record.id, { continuation: home, claiming: account.id }, again)
         })
-      )
-    )
-
-    yield* router.add(
-      "GET",
-      "/activate",
-      Effect.gen(function* () {
-        const userCode = ((yield* queryParams).get("user_code") ?? "").trim().slice(0, 20)
-        const current = yield* session
-        if (current === undefined)
-          return page(loginPage(config, { continuation: { _tag: "Activate", userCode } }), personal)
-        return page(
-          activatePage(config, { email: current.governor.email, userCode, csrf: csrfToken(current.token) }),
-          personal
-        )
-      })
-    )
-
-    yield* router.add(
-      "POST",
-      "/activate",
-      withSignedInForm((form, { governor, token }) => {
-        const userCode = form.get("user_code").slice(0, 20)
-        const again = (error: string, status: number) =>
-          Effect.succeed(
-            page(activatePage(config, { email: governor.email, userCode, csrf: csrfToken(token), error }), {
-              status,
-              ...personal
-            })
-          )
-        const decision = form.get("decision")
-        if (decision !== "approve" && decision !== "deny") return again("Choose Approve or Deny.", 400)
-        return identities.decideDevice(governor, userCode, decision === "approve").pipe(
-          Effect.map((decided) => page(activatedPage(config, decided.user_code, decided.approved), personal)),
-          Effect.catchTag("InvalidInput", () =>
-            again(
-              "No pending sign-in has this code. Check the 8 letters (like BCDF-GHJK); a code works for 10 minutes, once.",
-              400
-            )
-          ),
-          Effect.orDie
-        )
-      })
-    )
-
-    const deadRecoveryLink =
-      "This recovery link is wrong, used or expired (it works once, for one hour). Ask for a new one below."
-
-    yield* router.add(
-      "GET",
-      "/recover",
-      Effect.gen(function* () {
-        const token = ((yield* queryParams).get("token") ?? "").trim().slice(0, 100)
-        if (token === "") return page(recoverPage(config, {}), personal)
-        const accountId = yield* identities.recoveryTarget(token).pipe(Effect.orDie)
-        return accountId === undefined
-          ? page(recoverPage(config, { error: deadRecoveryLink }), { status: 401, ...personal })
-          : page(rekeyConfirmPage(config, token, accountId), personal)
-      })
-    )
-
-    yield* router.add(
-      "POST",
-      "/recover",
-      withForm((form) =>
-        Effect.gen(function* () {
-          const email = form.get("email")
-          const ip = yield* clientIp
-          return yield* identities.startRecovery({ email, ip }).pipe(
-            Effect.as(page(recoverPage(config, { sent: true }), personal)),
-            Effect.catchTags({
-              InvalidInput: () =>
-                Effect.succeed(
-                  page(recoverPage(config, { email, error: badEmail }), { status: 400, ...personal })
-                ),
-              RateLimited: (error) =>
-                Effect.succeed(
-                  page(recoverPage(config, { email, error: tooMany(error) }), {
-                    status: 429,
-                    ...personal,
-                    headers: rateLimitHeaders(error)
-                  })
-                )
-            }),
-            Effect.orDie
-          )
-        })
-      )
-    )
-
-    yield* router.add(
-      "POST",
-      "/recover/rekey",
-      withForm((form) =>
-        identities.rekey(form.get("token")).pipe(
-          Effect.map((issued) => page(newKeyPage(config, issued), personal)),
-          Effect.catchTag("Unauthorized", () =>
-            Effect.succeed(
-              page(recoverPage(config, { error: deadRecoveryLink }), { status: 401, ...personal })
-            )
-          ),
-          Effect.orDie
-        )
       )
     )
   })

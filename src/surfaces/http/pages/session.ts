@@ -1,0 +1,106 @@
+import { Effect } from "effect"
+import { HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { AppConfig } from "../../../config.ts"
+import type { RateLimited } from "../../../contract/errors.ts"
+import type { Governor } from "../../../domain/accounts.ts"
+import { managementTokenPattern } from "../../../domain/secrets.ts"
+import { Identities } from "../../../services/Identities.ts"
+import { Identity } from "../../common/identity.ts"
+import {
+  cookieToken,
+  csrfMatches,
+  type Form,
+  type FormRefusal,
+  htmlPage as page,
+  readForm
+} from "./respond.ts"
+import { home, loginPage, problemPage } from "./signIn.ts"
+
+/** A wait in words: "40 seconds", "12 minutes". */
+const wait = (seconds: number) =>
+  seconds < 90 ? `${Math.max(1, seconds)} seconds` : `${Math.ceil(seconds / 60)} minutes`
+
+export const tooMany = (error: RateLimited) =>
+  `Too many attempts from here or for this address. Try again in ${wait(error.retry_after_seconds)}.`
+export const rateLimitHeaders = (error: RateLimited) => ({ "retry-after": String(error.retry_after_seconds) })
+
+export const badEmail = "That is not an email address; write it like name@example.com."
+
+/**
+ * What the sign-in pages' routes share: the browser's session (its cookie's management token),
+ * form reading under the body limit, and the check of cookie-authenticated forms (CSRF).
+ */
+export const pageSession = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const identities = yield* Identities
+  const identity = yield* Identity
+  const personal = { private: true } as const
+
+  const clientIp = Effect.map(HttpServerRequest.HttpServerRequest, identity.clientIp)
+
+  /** The browser's sign-in, when its cookie holds a live management token. */
+  const session = Effect.gen(function* () {
+    const token = yield* cookieToken
+    if (token === undefined || !managementTokenPattern.test(token)) return undefined
+    const governor = yield* identities.authenticate(token).pipe(
+      Effect.catchTag("Unauthorized", () => Effect.succeed(undefined)),
+      Effect.orDie
+    )
+    return governor === undefined ? undefined : { token, governor }
+  })
+
+  const refusedForm = (refusal: FormRefusal) =>
+    refusal === "too-large"
+      ? page(problemPage(config, "Form too large", `The form is larger than ${config.maxBodyBytes} bytes.`), {
+          status: 413
+        })
+      : page(
+          problemPage(
+            config,
+            "Not a form",
+            "This address takes an HTML form (application/x-www-form-urlencoded)."
+          ),
+          { status: 415 }
+        )
+
+  /** Reads the form, then runs `handle` with it; an oversized or foreign body never reaches it. */
+  const withForm = <E, R>(
+    handle: (form: Form) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ) =>
+    Effect.flatMap(readForm(config.maxBodyBytes), (form) =>
+      typeof form === "string" ? Effect.succeed(refusedForm(form)) : handle(form)
+    )
+
+  /** A form the cookie authenticates: signed in, and its CSRF field matches the session. */
+  const withSignedInForm = <E, R>(
+    handle: (
+      form: Form,
+      current: { readonly token: string; readonly governor: Governor }
+    ) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  ) =>
+    withForm((form) =>
+      Effect.gen(function* () {
+        const current = yield* session
+        if (current === undefined)
+          return page(
+            loginPage(config, {
+              continuation: home,
+              error: "You are not signed in here (or your sign-in ended). Sign in, then try again."
+            }),
+            { status: 401, ...personal }
+          )
+        if (!csrfMatches(current.token, form.get("csrf")))
+          return page(
+            problemPage(
+              config,
+              "Form refused",
+              "This form does not belong to your current sign-in (it was opened before a new sign-in, or on another site). Open the page again and resubmit."
+            ),
+            { status: 403, ...personal }
+          )
+        return yield* handle(form, current)
+      })
+    )
+
+  return { config, identities, identity, personal, clientIp, session, withForm, withSignedInForm }
+})
