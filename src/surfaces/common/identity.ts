@@ -63,13 +63,7 @@ const managementTokens = (identities: typeof Identities.Service): BearerResolver
   resolve: (secret) =>
     Effect.gen(function* () {
       const governor = yield* Effect.catchTag(identities.authenticate(secret), "SqlError", Effect.die)
-      const account = governor.accounts[0]
-      if (account === undefined || governor.accounts.length > 1) return yield* chooseAccount(governor)
-      if (account.state !== "active") return yield* inactive("The account of this sign-in is suspended.")
-      return {
-        key: { id: governor.tokenId, accountId: account.id, hint: governor.hint, revoked: false },
-        account
-      }
+      return yield* governedPrincipal(governor)
     })
 })
 
@@ -77,7 +71,10 @@ const managementTokens = (identities: typeof Identities.Service): BearerResolver
  * The account a management request acts on: the one named by `account_id`, or the only one the
  * identity governs. Another identity's account id is answered like an unknown one.
  */
-export const selectAccount = (governor: Governor, accountId: string | undefined) => {
+export const selectAccount = (
+  governor: Governor,
+  accountId: string | undefined
+): Effect.Effect<Account, AuthRequired> => {
   if (accountId === undefined) {
     const only = governor.accounts[0]
     return only !== undefined && governor.accounts.length === 1
@@ -164,3 +161,20 @@ export class Identity extends Context.Service<
     })
   )
 }
+
+/**
+ * The principal a management token spends as (spec rule 3): only when its identity governs exactly
+ * one account, which must be active; the token stands in for a key (its id is the receipt's key).
+ * Several accounts are AUTH_REQUIRED listing them, as for any management request without
+ * `account_id`.
+ */
+export const governedPrincipal = (governor: Governor) =>
+  Effect.gen(function* () {
+    const account = yield* selectAccount(governor, undefined)
+    if (account.state !== "active") return yield* inactive("The account of this sign-in is suspended.")
+    const principal: Principal = {
+      key: { id: governor.tokenId, accountId: account.id, hint: governor.hint, revoked: false },
+      account
+    }
+    return principal
+  })

@@ -5,8 +5,8 @@ import type { AuthRequired, KeyRequired, Unauthorized } from "../../contract/err
 import type { Governor } from "../../domain/accounts.ts"
 import { managementTokenPattern } from "../../domain/secrets.ts"
 import type { Ids } from "../../services/Ids.ts"
-import { governedPrincipal } from "../common/governedPrincipal.ts"
 import type { Identity } from "../common/identity.ts"
+import { governedPrincipal } from "../common/identity.ts"
 import { toToolResult } from "./toolResults.ts"
 import type { McpTool } from "./tools.ts"
 
