@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Plan, Platform } from "../domain/plans.ts"
 import { dayOf } from "../domain/time.ts"
+import { Checkout } from "../payments/Checkout.ts"
 import * as Row from "../store/rows.ts"
 import { type Account, Accounts } from "./Accounts.ts"
 import { Ledger } from "./Ledger.ts"
@@ -55,13 +56,60 @@ const decodeOutbox = Row.decoder(
   "outbox"
 )
 
+/** An account's money as the operator sees it: purchases newest first and its subscription (times epoch ms). */
+export interface PurchasesReport {
+  readonly account_id: string
+  readonly purchases: ReadonlyArray<{
+    readonly id: string
+    readonly pack: string
+    readonly rail: string
+    readonly payment_ref: string
+    readonly credits: number
+    readonly price_usd_cents: number
+    readonly period_end: number | null
+    readonly created_at: number
+  }>
+  /** The active subscription, else the latest canceled one; null when it never had one. */
+  readonly subscription: {
+    readonly pack: string
+    readonly rail: string
+    readonly status: "active" | "canceled"
+    readonly current_period_end: number
+    readonly cancel_at_period_end: boolean
+  } | null
+}
+
+const decodePurchases = Row.decoder(
+  Schema.Struct({
+    id: Schema.String,
+    pack: Schema.String,
+    rail: Schema.String,
+    payment_ref: Schema.String,
+    credits: Row.Int,
+    price_usd_cents: Row.Int,
+    period_end: Row.NullableInt,
+    created_at: Row.Int
+  }),
+  "purchases"
+)
+const decodeSubscription = Row.decoder(
+  Schema.Struct({
+    pack: Schema.String,
+    rail: Schema.String,
+    status: Schema.Literals(["active", "canceled"]),
+    current_period_end: Row.Int,
+    cancel_at_period_end: Schema.Boolean
+  }),
+  "subscriptions"
+)
+
 export class AccountNotFound extends Error {
   readonly _tag = "AccountNotFound"
 }
 
 /**
  * Operator tasks: grant credits, set plan, entitle platforms, suspend, close the free tier, pause
- * live fetching, read the mail outbox.
+ * live fetching, read the mail outbox, list purchases, renew a local subscription.
  */
 export class Admin extends Context.Service<
   Admin,
@@ -88,6 +136,18 @@ export class Admin extends Context.Service<
       readonly email?: string | undefined
       readonly limit: number
     }) => Effect.Effect<ReadonlyArray<OutboxMessage>, SqlError>
+    readonly purchases: (accountId: string) => Effect.Effect<PurchasesReport | undefined, SqlError>
+    /** One more paid period of the account's local `production` subscription (`Checkout.renewLocal`). */
+    readonly renew: (accountId: string) => Effect.Effect<
+      | {
+          readonly account_id: string
+          readonly renewed: boolean
+          readonly current_period_end: number | null
+          readonly balance_credits: number
+        }
+      | undefined,
+      SqlError
+    >
   }
 >()("app/Admin") {
   static readonly layer = Layer.effect(
@@ -97,6 +157,7 @@ export class Admin extends Context.Service<
       const accounts = yield* Accounts
       const ledger = yield* Ledger
       const settings = yield* Settings
+      const checkout = yield* Checkout
 
       const account = Effect.fn("Admin.account")(function* (accountId: string) {
         const found = yield* accounts.get(accountId)
@@ -169,7 +230,40 @@ export class Admin extends Context.Service<
         )
       })
 
-      return Admin.of({ account, credit, setPlan, entitle, setState, settings: settings.update, outbox })
+      const purchases = Effect.fn("Admin.purchases")(function* (accountId: string) {
+        if ((yield* accounts.get(accountId)) === undefined) return undefined
+        const bought = yield* sql`
+          SELECT id, pack, rail, payment_ref, credits, price_usd_cents, period_end, created_at FROM purchases
+          WHERE account_id = ${accountId} ORDER BY created_at DESC, id DESC`.pipe(
+          Effect.flatMap(decodePurchases)
+        )
+        const subscriptions = yield* sql`
+          SELECT pack, rail, status, current_period_end, cancel_at_period_end FROM subscriptions
+          WHERE account_id = ${accountId}
+          ORDER BY (status = 'active') DESC, created_at DESC, id DESC LIMIT 1`.pipe(
+          Effect.flatMap(decodeSubscription)
+        )
+        return { account_id: accountId, purchases: bought, subscription: subscriptions[0] ?? null }
+      })
+
+      const renew = Effect.fn("Admin.renew")(function* (accountId: string) {
+        if ((yield* accounts.get(accountId)) === undefined) return undefined
+        const renewed = yield* checkout.renewLocal(accountId)
+        const after = yield* accounts.get(accountId)
+        return { account_id: accountId, ...renewed, balance_credits: after?.balanceCredits ?? 0 }
+      })
+
+      return Admin.of({
+        account,
+        credit,
+        setPlan,
+        entitle,
+        setState,
+        settings: settings.update,
+        outbox,
+        purchases,
+        renew
+      })
     })
   )
 }

@@ -197,6 +197,22 @@ const outbox = Command.make(
   )
 )
 
+const purchases = Command.make("purchases", byAccount, ({ account }) =>
+  printed((client) => client.purchases({ accountId: account }))
+).pipe(
+  Command.withDescription(
+    "List an account's purchases, newest first, and its subscription (times in epoch milliseconds)."
+  )
+)
+
+const renew = Command.make("renew", byAccount, ({ account }) =>
+  printed((client) => client.renew({ accountId: account }))
+).pipe(
+  Command.withDescription(
+    "Renew the account's local production subscription one period (adds its credits); one set to cancel at period end is canceled instead."
+  )
+)
+
 const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands, sent to SVC_BASE_URL with SVC_ADMIN_TOKEN."),
   Command.withSubcommands([
@@ -209,7 +225,9 @@ const admin = Command.make("admin").pipe(
     freeTier,
     live,
     upstream,
-    outbox
+    outbox,
+    purchases,
+    renew
   ])
 )
 

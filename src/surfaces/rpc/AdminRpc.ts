@@ -58,6 +58,40 @@ export const OutboxMessage = Schema.Struct({
   text: Schema.NullOr(Schema.String)
 })
 
+/** An account's purchases newest first and its subscription (active, else the latest); times are epoch ms. */
+export const PurchasesReport = Schema.Struct({
+  account_id: Schema.String,
+  purchases: Schema.Array(
+    Schema.Struct({
+      id: Schema.String,
+      pack: Schema.String,
+      rail: Schema.String,
+      payment_ref: Schema.String,
+      credits: Schema.Number,
+      price_usd_cents: Schema.Number,
+      period_end: Schema.NullOr(Schema.Number),
+      created_at: Schema.Number
+    })
+  ),
+  subscription: Schema.NullOr(
+    Schema.Struct({
+      pack: Schema.String,
+      rail: Schema.String,
+      status: Schema.Literals(["active", "canceled"]),
+      current_period_end: Schema.Number,
+      cancel_at_period_end: Schema.Boolean
+    })
+  )
+})
+
+/** A local renewal: `renewed` false when there is no active local subscription or it was set to cancel. */
+export const RenewResult = Schema.Struct({
+  account_id: Schema.String,
+  renewed: Schema.Boolean,
+  current_period_end: Schema.NullOr(Schema.Number),
+  balance_credits: Schema.Number
+})
+
 export class AccountNotFound extends Schema.TaggedError<AccountNotFound>()("AccountNotFound", {
   accountId: Schema.String
 }) {}
@@ -114,6 +148,8 @@ export class AdminRpcs extends RpcGroup.make(
     success: Schema.Array(OutboxMessage),
     error: AdminStoreFailed
   }),
+  Rpc.make("purchases", { payload: { accountId: AccountId }, success: PurchasesReport, error: accountError }),
+  Rpc.make("renew", { payload: { accountId: AccountId }, success: RenewResult, error: accountError }),
   // The simulated world's fault knobs (an HTTP provider has its own, at its /faults).
   Rpc.make("upstream", { payload: FaultsPatch, success: Faults })
 ).middleware(AdminAuth) {}

@@ -55,7 +55,9 @@ export const AdminHandlers = AdminRpcs.toLayer(
       live: ({ paused }) =>
         admin.settings({ livePaused: paused }).pipe(Effect.map(toWire), Effect.catch(storeFailed)),
       outbox: ({ email, limit }) =>
-        admin.outbox({ email, limit: limit ?? defaultOutboxLimit }).pipe(Effect.catch(storeFailed))
+        admin.outbox({ email, limit: limit ?? defaultOutboxLimit }).pipe(Effect.catch(storeFailed)),
+      purchases: ({ accountId }) => admin.purchases(accountId).pipe(found(accountId)),
+      renew: ({ accountId }) => admin.renew(accountId).pipe(found(accountId))
     })
   })
 )
