@@ -1,5 +1,5 @@
 import { Effect, Layer, Redacted } from "effect"
-import { HttpRouter, HttpServerRequest } from "effect/http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "../../contract/api.ts"
@@ -23,7 +23,12 @@ export const ClientLayer = Layer.effect(
         const request = yield* HttpServerRequest.HttpServerRequest
         const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
         if (tooLarge !== undefined) return problems.render(tooLarge)
-        return yield* Effect.provideService(httpEffect, ClientIp, identity.clientIp(request))
+        const response = yield* Effect.provideService(httpEffect, ClientIp, identity.clientIp(request))
+        // Every answer of the API is the caller's own, and some carry a secret shown once (a key,
+        // a token): no shared or browser cache may keep one (RFC 9111 no-store, RFC 6749 5.1).
+        return response.headers["cache-control"] === undefined
+          ? HttpServerResponse.setHeader(response, "cache-control", "no-store")
+          : response
       })
   })
 )
