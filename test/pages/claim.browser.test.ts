@@ -3,7 +3,15 @@ import { Effect } from "effect"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
-import { baseUrl, lastStatus, mailReader, skipReason, textOf, withBrowser } from "./browser.ts"
+import {
+  baseUrl,
+  lastStatus,
+  mailReader,
+  sessionCookieOf,
+  skipReason,
+  textOf,
+  withBrowser
+} from "./browser.ts"
 
 describe(`/claim in Chromium (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
@@ -16,7 +24,7 @@ describe(`/claim in Chromium (${storeName})`, () => {
           const mail = yield* mailReader
           const ip = "10.73.0.1"
           const minted = yield* app.mint(ip)
-          yield* withBrowser(app.url, { ip }, async (run) => {
+          const replaced = yield* withBrowser(app.url, { ip }, async (run) => {
             const { page } = run
             const response = await page.goto(`${baseUrl}/claim?account=${minted.account_id}`)
             assert.strictEqual(response?.status(), 200)
@@ -46,8 +54,32 @@ describe(`/claim in Chromium (${storeName})`, () => {
             assert.include(done, `Account ${minted.account_id} is now claimed by your email.`)
             assert.include(done, "one-time grant of 10,000 credits")
             assert.include(done, "You are signed in as claimer@example.com")
+
+            const first = (await sessionCookieOf(run.context))?.value
+
+            // Again with the same key: already ours, no second grant; by another email: not claimed.
+            for (const [email, outcome] of [
+              ["claimer@example.com", `Account ${minted.account_id} was already claimed by your email.`],
+              [
+                "someone-else@example.com",
+                `Account ${minted.account_id} was not claimed: another email owns it.`
+              ]
+            ] as const) {
+              await page.goto(`${baseUrl}/claim`)
+              await page.getByLabel("Your trial key").fill(minted.key)
+              await page.getByLabel("Email address").fill(email)
+              await page.getByRole("button", { name: "Send me a code" }).click()
+              await page.getByLabel("6-digit code").fill(await mail.code(email))
+              await page.getByRole("button", { name: "Sign in" }).click()
+              const text = await textOf(page)
+              assert.include(text, outcome)
+              assert.notInclude(text, "one-time grant of")
+            }
             assert.deepStrictEqual(run.elsewhere, [])
+            return first ?? ""
           })
+          const old = yield* app.call("/v1/auth/tokens", { key: replaced, ip })
+          assert.strictEqual(old.status, 401, "a sign-in that replaces the cookie revokes its token")
           const usage = yield* app.call("/v1/usage", { key: minted.key, ip })
           assert.strictEqual(usage.status, 200, "the same key keeps working")
         }),

@@ -119,15 +119,28 @@ export const signOutForm = (config: Config, csrf: string) =>
   html`<form method="post" action="${config.baseUrl}/logout">${hidden("csrf", csrf)}<button type="submit">Sign out</button></form>`
 
 /** What a claim's sign-in did, in words. */
-const claimOutcome = (config: Config, claiming: string | undefined, claimed: string | null, grant: number) =>
-  claiming === undefined
-    ? html``
-    : claimed === claiming
-      ? html`<p role="status"><strong>Account <code>${claimed}</code> is now claimed by your email.</strong>
-${grant > 0 ? html`It received the one-time grant of ${count(grant)} credits, spent after the free budget.` : "It had already received its one-time grant."}
-The same key keeps working; if you lose it, <a href="${config.baseUrl}/recover">recover the account</a> by email.</p>`
-      : html`<p role="status">Account <code>${claiming}</code> was not claimed: it already has an owner email. You are signed in
-with the accounts your email governs.</p>`
+const claimOutcome = (
+  config: Config,
+  claiming: string | undefined,
+  outcome: {
+    readonly claimed: string | null
+    readonly grant: number
+    readonly accounts: ReadonlyArray<AccountLine>
+  }
+) => {
+  if (claiming === undefined) return html``
+  const grant =
+    outcome.grant > 0
+      ? html`It received the one-time grant of ${count(outcome.grant)} credits, spent after the free budget.`
+      : ""
+  if (outcome.claimed === claiming)
+    return html`<p role="status"><strong>Account <code>${claiming}</code> is now claimed by your email.</strong>
+${grant} The same key keeps working; if you lose it, <a href="${config.baseUrl}/recover">recover the account</a> by email.</p>`
+  return outcome.accounts.some((account) => account.id === claiming)
+    ? html`<p role="status">Account <code>${claiming}</code> was already claimed by your email. ${grant}</p>`
+    : html`<p role="status">Account <code>${claiming}</code> was not claimed: another email owns it. You are signed in
+with the accounts your own email governs.</p>`
+}
 
 /** The signed-in page: who, which accounts, and the way out. */
 export const signedInPage = (
@@ -145,7 +158,7 @@ export const signedInPage = (
     config.baseUrl,
     "Signed in",
     html`<p>You are signed in as <strong>${options.email}</strong> in this browser (for 90 days, or until you sign out).</p>
-${claimOutcome(config, options.claiming, options.claimed ?? null, options.grant ?? 0)}
+${claimOutcome(config, options.claiming, { claimed: options.claimed ?? null, grant: options.grant ?? 0, accounts: options.accounts })}
 ${accountTable(options.accounts)}
 <ul>
 <li><a href="${links(config.baseUrl).activate}">Approve a command-line client</a> (device code)</li>

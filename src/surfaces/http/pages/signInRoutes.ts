@@ -83,6 +83,13 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
     const afterSignIn = (signedIn: SignedIn, continuation: Continuation, claiming: string | undefined) =>
       Effect.gen(function* () {
         const token = signedIn.management_token
+        // The cookie's previous sign-in, if any, is replaced: its token is revoked, not orphaned.
+        const previous = yield* session
+        if (previous !== undefined)
+          yield* identities.revokeToken(previous.governor, previous.governor.tokenId).pipe(
+            Effect.catchTag("NotFound", () => Effect.void),
+            Effect.orDie
+          )
         if (continuation._tag === "Redirect") {
           const governor = yield* identities.authenticate(token).pipe(Effect.orDie)
           const code = yield* identities.exchangeCode(governor).pipe(Effect.orDie)
