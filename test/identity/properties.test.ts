@@ -267,7 +267,11 @@ const runScenario = (ops: ReadonlyArray<Op>) =>
             assert.strictEqual(reply.body.code, "UNAUTHORIZED")
             stats.refused++
           } else {
-            assert.include([200, 402], reply.status, JSON.stringify(reply.body))
+            // Charged, or refused for want of credits (the IP's free budget spent and no grant left).
+            if (reply.status !== 200) {
+              assert.include([402, 403], reply.status, JSON.stringify(reply.body))
+              assert.include(["INSUFFICIENT_CREDITS", "TRIAL_CAP_EXCEEDED"], reply.body.code)
+            }
             if (reply.status === 200) stats.spends++
           }
           break
