@@ -51,6 +51,18 @@ export const Usage = Schema.Struct({
   today: Schema.Struct({ credits: Schema.Int, calls: Schema.Int }),
   history: Schema.Array(UsageDay),
   rate_limit_per_minute: Schema.Int,
+  /** The active subscription, else the latest ended one; absent when the account never subscribed. */
+  subscription: Schema.optionalKey(
+    Schema.Struct({
+      pack: Schema.String,
+      rail: Schema.String,
+      status: Schema.Literals(["active", "canceled"]),
+      current_period_end: Schema.String,
+      cancel_at_period_end: Schema.Boolean
+    })
+  ),
+  /** Paid purchases (one-time packs and subscription periods); absent before the first. */
+  purchases: Schema.optionalKey(Schema.Struct({ count: Schema.Int, last_purchase_at: Schema.String })),
   upgrade_url: Schema.String,
   claim_url: Schema.optionalKey(Schema.String)
 }).annotate({ identifier: "Usage" })

@@ -8,6 +8,15 @@ export interface UsageFacts {
   readonly freeUsedToday: number
   readonly today: { readonly credits: number; readonly calls: number }
   readonly history: ReadonlyArray<{ readonly day: string; readonly credits: number; readonly calls: number }>
+  /** The active subscription, else the latest ended one. */
+  readonly subscription?: {
+    readonly pack: string
+    readonly rail: string
+    readonly status: "active" | "canceled"
+    readonly currentPeriodEnd: number
+    readonly cancelAtPeriodEnd: boolean
+  }
+  readonly purchases: { readonly count: number; readonly lastAt: number | null }
 }
 
 const decodeFreeUse = Row.decoder(Schema.Struct({ credits_used: Row.Int }), "free_tier_usage")
@@ -17,7 +26,25 @@ const decodeDays = Row.decoder(
   "calls per day"
 )
 
-/** Read-only facts for `get_usage`: today's free-tier use for the IP and the account's last 30 days. */
+const decodeSubscription = Row.decoder(
+  Schema.Struct({
+    pack: Schema.String,
+    rail: Schema.String,
+    status: Schema.Literals(["active", "canceled"]),
+    current_period_end: Row.Int,
+    cancel_at_period_end: Schema.Boolean
+  }),
+  "subscriptions"
+)
+const decodePurchases = Row.decoder(
+  Schema.Struct({ n: Row.Int, last_at: Row.NullableInt }),
+  "purchases (count and latest)"
+)
+
+/**
+ * Read-only facts for `get_usage`: today's free-tier use for the IP, the account's last 30 days, its
+ * subscription and purchases.
+ */
 export class Usage extends Context.Service<
   Usage,
   { readonly facts: (accountId: string, ip: string) => Effect.Effect<UsageFacts, SqlError> }
@@ -42,10 +69,33 @@ export class Usage extends Context.Service<
           calls: row.calls
         }))
         const todayRow = days.find((row) => row.day === today)
+        const subscriptions = yield* sql`
+          SELECT pack, rail, status, current_period_end, cancel_at_period_end FROM subscriptions
+          WHERE account_id = ${accountId}
+          ORDER BY (status = 'active') DESC, created_at DESC, id DESC LIMIT 1`.pipe(
+          Effect.flatMap(decodeSubscription)
+        )
+        const purchases = yield* sql`
+          SELECT COUNT(*) AS n, MAX(created_at) AS last_at FROM purchases WHERE account_id = ${accountId}`.pipe(
+          Effect.flatMap(decodePurchases)
+        )
+        const subscription = subscriptions[0]
         return {
           freeUsedToday: free[0]?.credits_used ?? 0,
           today: { credits: todayRow?.credits ?? 0, calls: todayRow?.calls ?? 0 },
-          history
+          history,
+          ...(subscription === undefined
+            ? {}
+            : {
+                subscription: {
+                  pack: subscription.pack,
+                  rail: subscription.rail,
+                  status: subscription.status,
+                  currentPeriodEnd: subscription.current_period_end,
+                  cancelAtPeriodEnd: subscription.cancel_at_period_end
+                }
+              }),
+          purchases: { count: purchases[0]?.n ?? 0, lastAt: purchases[0]?.last_at ?? null }
         }
       })
       return Usage.of({ facts })

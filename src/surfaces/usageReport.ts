@@ -48,6 +48,25 @@ export const usageReport = (
     today: facts.today,
     history: facts.history,
     rate_limit_per_minute: config.policy.ratePerMinute[account.plan],
+    ...(facts.subscription === undefined
+      ? {}
+      : {
+          subscription: {
+            pack: facts.subscription.pack,
+            rail: facts.subscription.rail,
+            status: facts.subscription.status,
+            current_period_end: new Date(facts.subscription.currentPeriodEnd).toISOString(),
+            cancel_at_period_end: facts.subscription.cancelAtPeriodEnd
+          }
+        }),
+    ...(facts.purchases.lastAt === null
+      ? {}
+      : {
+          purchases: {
+            count: facts.purchases.count,
+            last_purchase_at: new Date(facts.purchases.lastAt).toISOString()
+          }
+        }),
     upgrade_url: upgradeUrl(config.upgradeUrl, account.id),
     ...(account.plan === "trial" && !account.claimed
       ? { claim_url: `${links(config.baseUrl).claim}?account=${account.id}` }
