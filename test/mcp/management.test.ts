@@ -9,7 +9,14 @@ import { testOperations } from "../support/testOperations.ts"
 import { callTool, connect, modes } from "./support.ts"
 
 const freshIp = ipSequence("10.62")
-const managementToolNames = ["list_keys", "create_key", "rotate_key", "revoke_key", "set_balance_alert"]
+const managementToolNames = [
+  "list_keys",
+  "create_key",
+  "rotate_key",
+  "revoke_key",
+  "set_balance_alert",
+  "billing_portal"
+]
 const dataToolNames = [...testOperations.map((operation) => operation.id), "get_usage"]
 
 describe(`MCP management tools (${storeName})`, () => {
@@ -108,6 +115,12 @@ describe(`MCP management tools (${storeName})`, () => {
         assert.strictEqual(alert.structured.account_id, minted.account_id)
         assert.strictEqual(alert.structured.threshold, 500)
         assert.isNumber(alert.structured.balance_credits)
+
+        // The same link REST's POST /v1/portal gives: the service's own /portal (no Stripe here).
+        const portal = yield* callTool(client, "billing_portal", {})
+        assert.isFalse(portal.isError, portal.text)
+        assert.strictEqual(portal.structured.account_id, minted.account_id)
+        assert.match(portal.structured.url, /^http:\/\/svc\.test\/portal\?session=[0-9A-Za-z]{43}$/)
 
         const after = yield* callTool(client, "list_keys", {})
         assert.deepStrictEqual(

@@ -3,14 +3,13 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { BaseApi, ClientIp } from "../../contract/api.ts"
 import type { ApiError } from "../../contract/errors.ts"
-import { InvalidInput, Unauthorized, UpstreamUnavailable } from "../../contract/errors.ts"
+import { InvalidInput, Unauthorized } from "../../contract/errors.ts"
 import { Governing } from "../../contract/governance.ts"
+import type { Governor } from "../../domain/accounts.ts"
 import { spendKeyPattern } from "../../domain/secrets.ts"
-import { Checkout } from "../../payments/Checkout.ts"
-import { PaymentRails } from "../../payments/PaymentRail.ts"
 import { Identities } from "../../services/Identities.ts"
-import { Keys } from "../../services/Keys.ts"
-import { Identity, selectAccount } from "../common/identity.ts"
+import { Identity } from "../common/identity.ts"
+import * as management from "../common/management.ts"
 import { Problems } from "../common/problems.ts"
 
 /** Runs a governance step: its contract errors become problems, a store failure a defect (INTERNAL). */
@@ -147,81 +146,43 @@ export const SessionsRoutes = HttpApiBuilder.group(BaseApi, "sessions", (handler
   })
 )
 
-/** An account's keys and balance alert, chosen by `account_id` (body, then query) or the only one. */
+/** An account's keys, balance alert and billing portal, chosen by `account_id` (body, then query) or the only one. */
 export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (handlers) =>
   Effect.gen(function* () {
-    const keys = yield* Keys
-    const checkout = yield* Checkout
-    const rails = yield* PaymentRails
     const answer = answering(yield* Problems)
-    const account = (accountId: string | undefined) =>
-      Effect.gen(function* () {
-        return yield* selectAccount(yield* Governing, accountId)
-      })
-    return handlers
-      .handle("listKeys", ({ query }) =>
-        answer(
-          Effect.gen(function* () {
-            const chosen = yield* account(query.account_id)
-            return { account_id: chosen.id, keys: yield* keys.list(chosen.id) }
-          })
-        )
+    const governed = <A, E extends ApiError | { readonly _tag: "SqlError" }, R>(
+      step: (governor: Governor) => Effect.Effect<A, E, R>
+    ) =>
+      answer(
+        Effect.gen(function* () {
+          return yield* step(yield* Governing)
+        })
       )
+    return handlers
+      .handle("listKeys", ({ query }) => governed((governor) => management.listKeys(governor, query)))
       .handle("createKey", ({ payload, query }) =>
-        answer(
-          Effect.gen(function* () {
-            const governor = yield* Governing
-            const chosen = yield* account(payload.account_id ?? query.account_id)
-            return yield* keys.create({
-              account: chosen,
-              email: governor.email,
-              label: payload.label ?? null
-            })
-          })
+        governed((governor) =>
+          management.createKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
         )
       )
       .handle("rotateKey", ({ payload, query }) =>
-        answer(
-          Effect.gen(function* () {
-            const chosen = yield* account(payload.account_id ?? query.account_id)
-            return yield* keys.rotate(chosen.id, payload.key_id)
-          })
+        governed((governor) =>
+          management.rotateKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
         )
       )
       .handle("revokeKey", ({ payload, query }) =>
-        answer(
-          Effect.gen(function* () {
-            const chosen = yield* account(payload.account_id ?? query.account_id)
-            return yield* keys.revoke(chosen.id, payload.key_id)
-          })
+        governed((governor) =>
+          management.revokeKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
         )
       )
       .handle("billingPortal", ({ query }) =>
-        answer(
-          Effect.gen(function* () {
-            const chosen = yield* account(query.account_id)
-            for (const rail of rails.values()) {
-              const url = yield* rail.portal(chosen.id).pipe(
-                Effect.catchTag("RailUnavailable", (failure) =>
-                  Effect.fail(
-                    new UpstreamUnavailable({
-                      message: `The ${failure.rail} billing portal did not answer (${failure.message}). Retry in a minute.`,
-                      retry_after_seconds: 60
-                    })
-                  )
-                )
-              )
-              if (url !== undefined) return { account_id: chosen.id, url }
-            }
-            return { account_id: chosen.id, url: yield* checkout.portalLink(chosen.id) }
-          })
-        )
+        governed((governor) => management.billingPortal(governor, query))
       )
       .handle("setBalanceAlert", ({ payload, query }) =>
-        answer(
-          Effect.gen(function* () {
-            const chosen = yield* account(payload.account_id ?? query.account_id)
-            return { account_id: chosen.id, ...(yield* keys.setAlert(chosen.id, payload.threshold)) }
+        governed((governor) =>
+          management.setBalanceAlert(governor, {
+            ...payload,
+            account_id: payload.account_id ?? query.account_id
           })
         )
       )

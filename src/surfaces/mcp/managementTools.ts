@@ -3,12 +3,14 @@ import { Context, Effect, Option, Schema } from "effect"
 import { HttpApiError, OpenApi } from "effect/http-api"
 import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
-import { AuthRequired, type NotFound } from "../../contract/errors.ts"
+import { AuthRequired, type NotFound, type UpstreamUnavailable } from "../../contract/errors.ts"
 import { ManagementGroup } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
+import type { Checkout } from "../../payments/Checkout.ts"
+import type { PaymentRails } from "../../payments/PaymentRail.ts"
 import type { Ids } from "../../services/Ids.ts"
-import { Keys } from "../../services/Keys.ts"
-import { selectAccount } from "../common/identity.ts"
+import type { Keys } from "../../services/Keys.ts"
+import * as management from "../common/management.ts"
 import { invalidInputFromSchemaError } from "../common/problems.ts"
 import { McpBearer } from "./bearer.ts"
 import { toToolResult } from "./toolResults.ts"
@@ -51,7 +53,7 @@ const notSignedIn = new AuthRequired({
     "Management tools need a management token (svcm_...): sign in with your email (POST /v1/auth/email/start) and connect with that token as bearer."
 })
 
-type ManagementServices = McpBearer | Keys | AppConfig | Ids
+type ManagementServices = McpBearer | Keys | Checkout | PaymentRails | AppConfig | Ids
 
 const managementTool = <E extends Endpoint>(
   name: string,
@@ -60,7 +62,11 @@ const managementTool = <E extends Endpoint>(
   run: (
     governor: Governor,
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], AuthRequired | NotFound | SqlError, Keys>
+  ) => Effect.Effect<
+    E["~Success"]["Type"],
+    AuthRequired | NotFound | UpstreamUnavailable | SqlError,
+    Keys | Checkout | PaymentRails
+  >
 ): McpTool<ManagementServices> => {
   const decode = Schema.decodeUnknownEffect(bodyOf(endpoint))
   const encode = Schema.encodeEffect(successOf(endpoint))
@@ -91,47 +97,36 @@ const changes = { readOnlyHint: false, destructiveHint: false, idempotentHint: f
 
 /** What a management token's connection tells its client beyond the data tools. */
 export const managementInstructions =
-  " This connection's management token also manages the account: list_keys, create_key, rotate_key, revoke_key and set_balance_alert (a new key's secret is shown once; pass `account_id` when the sign-in governs several accounts)."
+  " This connection's management token also manages the account: list_keys, create_key, rotate_key, revoke_key, set_balance_alert and billing_portal (a new key's secret is shown once; pass `account_id` when the sign-in governs several accounts)."
 
 /** The management tools, built once: a management token's connection on every mount adds them. */
 export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
-  managementTool("list_keys", endpoints.listKeys, { readOnlyHint: true }, (governor, args) =>
-    Effect.gen(function* () {
-      const account = yield* selectAccount(governor, args.account_id)
-      return { account_id: account.id, keys: yield* (yield* Keys).list(account.id) }
-    })
-  ),
-  managementTool("create_key", endpoints.createKey, changes, (governor, args) =>
-    Effect.gen(function* () {
-      const account = yield* selectAccount(governor, args.account_id)
-      return yield* (yield* Keys).create({ account, email: governor.email, label: args.label ?? null })
-    })
-  ),
-  managementTool("rotate_key", endpoints.rotateKey, { ...changes, destructiveHint: true }, (governor, args) =>
-    Effect.gen(function* () {
-      const account = yield* selectAccount(governor, args.account_id)
-      return yield* (yield* Keys).rotate(account.id, args.key_id)
-    })
+  managementTool("list_keys", endpoints.listKeys, { readOnlyHint: true }, management.listKeys),
+  managementTool("create_key", endpoints.createKey, changes, management.createKey),
+  managementTool(
+    "rotate_key",
+    endpoints.rotateKey,
+    { ...changes, destructiveHint: true },
+    management.rotateKey
   ),
   managementTool(
     "revoke_key",
     endpoints.revokeKey,
-    // A second revocation changes nothing (it is NOT_FOUND: no active key).
+    // A second revocation changes nothing (it answers the first one's time).
     { ...changes, destructiveHint: true, idempotentHint: true },
-    (governor, args) =>
-      Effect.gen(function* () {
-        const account = yield* selectAccount(governor, args.account_id)
-        return yield* (yield* Keys).revoke(account.id, args.key_id)
-      })
+    management.revokeKey
   ),
   managementTool(
     "set_balance_alert",
     endpoints.setBalanceAlert,
     { ...changes, idempotentHint: true },
-    (governor, args) =>
-      Effect.gen(function* () {
-        const account = yield* selectAccount(governor, args.account_id)
-        return { account_id: account.id, ...(yield* (yield* Keys).setAlert(account.id, args.threshold)) }
-      })
+    management.setBalanceAlert
+  ),
+  // A new link each call; it changes nothing on the account.
+  managementTool(
+    "billing_portal",
+    endpoints.billingPortal,
+    { readOnlyHint: true, openWorldHint: true },
+    management.billingPortal
   )
 ]

@@ -5,6 +5,8 @@ import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
+import type { Checkout } from "../../payments/Checkout.ts"
+import type { PaymentRails } from "../../payments/PaymentRail.ts"
 import type { Keys } from "../../services/Keys.ts"
 import { Identity } from "../common/identity.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
@@ -24,7 +26,7 @@ interface MountHandlers {
 }
 
 /** What every tool of a mount needs: the operations' services, the data and management tools'. */
-type McpToolServices<R> = R | Exclude<ToolServices, Caller> | McpBearer | Keys
+type McpToolServices<R> = R | Exclude<ToolServices, Caller> | McpBearer | Keys | Checkout | PaymentRails
 
 /**
  * The MCP surface, a Layer of routes beside REST: one stateless Streamable HTTP endpoint per mount
