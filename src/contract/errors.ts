@@ -145,8 +145,8 @@ export const errorCatalog = {
     status: 401,
     retriable: false,
     offer: "never",
-    title: "Account management required",
-    next: "Reserved for account-management calls (listing, rotating and revoking keys, billing), which are not available yet, so no call answers with it today. Every data call and `GET /v1/usage` take a spend key."
+    title: "Management token required",
+    next: "Account management (keys, alert, billing portal, sign-in tokens) takes a management token (`svcm_...`), not a spend key: sign in with `POST {base_url}/v1/auth/email/start` and `/v1/auth/email/verify`, or at {base_url}/login. When the sign-in governs several accounts, send `account_id`, one of `account_ids`."
   },
   KEY_REQUIRED: {
     status: 401,

@@ -120,7 +120,8 @@ describe(`pages in Chromium (${storeName})`, () => {
             assert.notInclude(errors.text, "{base_url}")
             assert.notInclude(errors.text, "`")
             assert.include(errors.text, `curl -X POST ${baseUrl}/v1/keys/mint`)
-            assert.include(errors.text, "not available yet")
+            assert.notInclude(errors.text, "not available yet")
+            assert.include(errors.text, `sign in with POST ${baseUrl}/v1/auth/email/start`)
             const section = page.locator("#INVALID_INPUT")
             assert.strictEqual(await section.count(), 1)
             // biome-ignore lint/performance/useDomNodeTextContent: the rendered text, as a person reads it
