@@ -9,7 +9,7 @@ import { Mailer } from "./mail/Mailer.ts"
 import { Outbox } from "./mail/Outbox.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Checkout } from "./payments/Checkout.ts"
-import { localRailsLayer } from "./payments/PaymentRail.ts"
+import { paymentRailsLayer } from "./payments/rails.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { Admin } from "./services/Admin.ts"
 import { AdminToken } from "./services/AdminToken.ts"
@@ -42,7 +42,7 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Domains.layer
   ).pipe(
     Layer.provideMerge(Checkout.layer),
-    Layer.provideMerge(localRailsLayer),
+    Layer.provideMerge(paymentRailsLayer),
     Layer.provideMerge(Identities.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Ledger.layer),

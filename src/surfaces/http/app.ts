@@ -21,6 +21,7 @@ import {
   SpendKeyAuthLayer
 } from "./middleware.ts"
 import { PageRoutes } from "./pages/routes.ts"
+import { StripeWebhookRoutes } from "./stripeWebhook.ts"
 
 const OpsRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
@@ -67,6 +68,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     McpRoutes(operations),
     PageRoutes,
     CheckoutPageRoutes,
+    StripeWebhookRoutes,
     OpsRoutes
   )
 }
