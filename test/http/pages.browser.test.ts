@@ -97,12 +97,24 @@ describe(`pages in Chromium (${storeName})`, () => {
               "monthly subscription",
               "$99.00 a month",
               "75,000 credits a month",
-              "Online checkout is not available yet",
-              "the operator of this service credits accounts by hand"
+              "The credits land on this account",
+              "INSUFFICIENT_CREDITS with the same Idempotency-Key",
+              "TRIAL_CAP_EXCEEDED and BUDGET_EXHAUSTED with a fresh one"
             ]) {
               assert.include(upgrade.text, text)
             }
+            assert.notInclude(upgrade.text, "not available yet")
             assert.strictEqual(await page.locator("table tbody tr").count(), 2, "one row per pack")
+            const forms = page.locator(`main form[method=post][action="${baseUrl}/upgrade"]`)
+            assert.strictEqual(await forms.count(), 2, "one checkout form per pack")
+            assert.strictEqual(
+              await forms.locator('input[type=hidden][name=account][value="acct_browser01"]').count(),
+              2,
+              "each form carries the account"
+            )
+            for (const name of ["Buy flex ($20.00)", "Subscribe to production ($99.00 a month)"]) {
+              assert.strictEqual(await page.getByRole("button", { name }).count(), 1, name)
+            }
             for (const href of upgrade.hrefs) links.add(href)
 
             const claim = await open(page, "/claim?account=acct_browser01")

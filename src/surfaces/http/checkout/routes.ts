@@ -1,70 +1,105 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { AppConfig, links } from "../../../config.ts"
-import type { Pack } from "../../../domain/plans.ts"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../../config.ts"
 import { Checkout, type CheckoutView } from "../../../payments/Checkout.ts"
-import { html, page } from "../pages/html.ts"
+import * as Row from "../../../store/rows.ts"
+import { type Form, type FormRefusal, htmlPage, queryParams, readForm } from "../pages/respond.ts"
+import { upgradePage } from "../pages/upgrade.ts"
+import {
+  checkoutNotFoundPage,
+  checkoutPage,
+  type Reveal,
+  railFailedPage,
+  refusedFormPage,
+  unknownAccountPage
+} from "./pages.ts"
+import { portalExpiredPage, portalPage, readPortal } from "./portal.ts"
 
-/** The local rail's pages post only to the service itself. */
-const headers = {
-  "content-security-policy":
-    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "cache-control": "no-store"
+const decodeAccountIds = Row.decoder(Schema.Struct({ id: Schema.String }), "upgrade account")
+const decodeKeyless = Row.decoder(Schema.Struct({ keyless: Schema.Boolean }), "checkout keyless")
+
+/** Every page here is about one account's money: never stored by a cache. */
+const personal = { private: true } as const
+
+const refusals: Record<FormRefusal, { readonly message: string; readonly status: number }> = {
+  "too-large": { message: "The form is too large.", status: 413 },
+  "not-a-form": {
+    message: "This address takes an HTML form (application/x-www-form-urlencoded).",
+    status: 415
+  },
+  "cross-site": {
+    message: "This form was sent from another site. Open the page on this service and submit it there.",
+    status: 403
+  }
 }
-const htmlPage = (body: string, status = 200) =>
-  HttpServerResponse.text(body, { contentType: "text/html; charset=utf-8", headers, status })
-
-const dollars = (cents: number) => `$${(cents / 100).toFixed(2)}`
-const count = (n: number) => n.toLocaleString("en-US")
-
-export const packSummary = (pack: Pack) =>
-  pack.mode === "subscription"
-    ? `${pack.pack}: ${dollars(pack.price_usd_cents)} a month for ${count(pack.credits_per_month ?? 0)} credits a month`
-    : `${pack.pack}: ${dollars(pack.price_usd_cents)} once for ${count(pack.credits ?? 0)} credits`
 
 /**
- * The local rail's test-mode checkout: `/checkout/{session_id}` shows the pack and a pay button
- * (no card, no money: a test rail); paying posts to `/checkout/{session_id}/pay` and comes back to
- * the same page, which then says it is paid and, for a keyless checkout, shows the new key once.
+ * The money pages: `POST /upgrade` (a pack form of `/upgrade` starts a checkout), the local rail's
+ * test-mode checkout `/checkout/{session_id}` and its pay button, and the local billing portal
+ * `/portal?session=...` with its cancel form. Stripe's own pages take over where it is the rail.
  */
 export const CheckoutPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const checkout = yield* Checkout
-    const link = links(config.baseUrl)
+    const sql = yield* SqlClient.SqlClient
 
-    const notFound = htmlPage(
-      page(
-        config.baseUrl,
-        "Checkout not found",
-        html`<p>No open checkout has this address: it is unknown or expired (a checkout is open for 24 hours).</p>
-<p>Start again from <a href="${link.upgrade}">the credit packs</a>.</p>`
-      ),
-      404
+    const withForm = <R>(
+      handle: (form: Form) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+    ) =>
+      Effect.flatMap(readForm(config.maxBodyBytes), (form) =>
+        typeof form === "string"
+          ? Effect.succeed(
+              htmlPage(refusedFormPage(config, refusals[form].message), { status: refusals[form].status })
+            )
+          : handle(form)
+      )
+
+    const accountExists = (id: string) =>
+      sql`SELECT id FROM accounts WHERE id = ${id}`.pipe(
+        Effect.flatMap(decodeAccountIds),
+        Effect.map((rows) => rows.length > 0)
+      )
+
+    yield* router.add(
+      "POST",
+      "/upgrade",
+      withForm((form) =>
+        Effect.gen(function* () {
+          const account = form.get("account").slice(0, 100) || undefined
+          if (account !== undefined && !(yield* accountExists(account)))
+            return htmlPage(unknownAccountPage(config, account), { status: 404 })
+          const started = yield* checkout
+            .start({ pack: form.get("pack"), rail: form.get("rail") || undefined, accountId: account })
+            .pipe(Effect.catchTag("SqlError", Effect.die), Effect.result)
+          if (started._tag === "Success")
+            return HttpServerResponse.redirect(started.success.checkout_url, {
+              status: 303,
+              headers: { "cache-control": "no-store" }
+            })
+          const error = started.failure
+          return error._tag === "InvalidInput"
+            ? htmlPage(upgradePage(config, account, error.message), { status: 400 })
+            : htmlPage(railFailedPage(config, error.message), {
+                status: 503,
+                headers: { "retry-after": String(error.retry_after_seconds) }
+              })
+        }).pipe(Effect.orDie)
+      )
     )
 
-    const sessionPage = (token: string, view: CheckoutView, apiKey: string | undefined) =>
-      page(
-        config.baseUrl,
-        view.status === "paid" ? "Payment received" : "Checkout (test mode)",
-        view.status === "paid"
-          ? html`<p>Paid: ${packSummary(view.pack)}. The credits are on account <code>${view.accountId ?? ""}</code>
-and the plan is <code>${view.pack.pack}</code> from now on.</p>
-${
-  apiKey === undefined
-    ? view.accountId === null
-      ? ""
-      : html`<p>Your existing key keeps working: nothing to reconfigure. Retry as the error's <code>offer.resume</code> says.</p>`
-    : html`<h2>Your new key</h2><p><strong>Shown once: store it now.</strong></p><pre id="api-key">${apiKey}</pre>
-<p>Send it as <code>Authorization: Bearer &lt;key&gt;</code>. To make the account recoverable by email, claim it at <a href="${link.claim}">${link.claim}</a>.</p>`
-}`
-          : html`<p>${packSummary(view.pack)}.</p>
-<p>This is the built-in test-mode rail: no card is asked for and no money moves. Paying credits the account at once.</p>
-<form method="post" action="${config.baseUrl}/checkout/${token}/pay"><button type="submit">Pay ${dollars(view.pack.price_usd_cents)}</button></form>
-<p>The checkout stays open until ${new Date(view.expiresAt).toISOString()}.</p>`
-      )
+    /** How a paid checkout's page reaches the payer: the keyless key is made and shown by the first read. */
+    const revealOf = (token: string, view: CheckoutView) =>
+      Effect.gen(function* () {
+        if (view.status !== "paid") return { _tag: "Keyed" } satisfies Reveal as Reveal
+        const status = yield* checkout.status(token)
+        if (status.api_key !== undefined) return { _tag: "NewKey", key: status.api_key } satisfies Reveal
+        const [row] = yield* sql`SELECT keyless FROM checkout_sessions WHERE id = ${view.id}`.pipe(
+          Effect.flatMap(decodeKeyless)
+        )
+        return (row?.keyless === true ? { _tag: "KeyShown" } : { _tag: "Keyed" }) satisfies Reveal as Reveal
+      })
 
     yield* router.add(
       "GET",
@@ -72,23 +107,68 @@ ${
       Effect.gen(function* () {
         const { params } = yield* HttpRouter.RouteContext
         const token = params.session ?? ""
-        const view = yield* Effect.orDie(Effect.option(checkout.view(token)).pipe(Effect.map((o) => o)))
-        if (view._tag === "None" || view.value.status === "expired") return notFound
-        // The page after payment is one of the two places a keyless checkout's key is shown once.
-        const status = view.value.status === "paid" ? yield* Effect.orDie(checkout.status(token)) : undefined
-        return htmlPage(sessionPage(token, view.value, status?.api_key))
+        const view = yield* Effect.option(Effect.catchTag(checkout.view(token), "SqlError", Effect.die))
+        if (view._tag === "None" || view.value.status === "expired")
+          return htmlPage(checkoutNotFoundPage(config), { status: 404, ...personal })
+        const reveal = yield* revealOf(token, view.value).pipe(Effect.orDie)
+        return htmlPage(checkoutPage(config, token, view.value, reveal), personal)
       })
     )
+
     yield* router.add(
       "POST",
       "/checkout/:session/pay",
+      withForm(() =>
+        Effect.gen(function* () {
+          const { params } = yield* HttpRouter.RouteContext
+          const token = params.session ?? ""
+          const paid = yield* Effect.option(Effect.catchTag(checkout.payLocal(token), "SqlError", Effect.die))
+          if (paid._tag === "None")
+            return htmlPage(checkoutNotFoundPage(config), { status: 404, ...personal })
+          return HttpServerResponse.redirect(`${config.baseUrl}/checkout/${token}`, {
+            status: 303,
+            headers: { "cache-control": "no-store" }
+          })
+        })
+      )
+    )
+
+    const portalOf = (token: string) =>
       Effect.gen(function* () {
-        const { params } = yield* HttpRouter.RouteContext
-        const token = params.session ?? ""
-        const paid = yield* Effect.option(Effect.catchTag(checkout.payLocal(token), "SqlError", Effect.die))
-        if (paid._tag === "None") return notFound
-        return HttpServerResponse.redirect(`${config.baseUrl}/checkout/${token}`, { status: 303, headers })
+        const accountId = token === "" ? undefined : yield* checkout.portalAccount(token)
+        return accountId === undefined ? undefined : yield* readPortal(accountId)
+      }).pipe(Effect.orDie)
+
+    const portalExpired = htmlPage(portalExpiredPage(config), { status: 404, ...personal })
+
+    yield* router.add(
+      "GET",
+      "/portal",
+      Effect.gen(function* () {
+        const token = (yield* queryParams).get("session") ?? ""
+        const view = yield* portalOf(token)
+        return view === undefined ? portalExpired : htmlPage(portalPage(config, token, view), personal)
       })
+    )
+
+    yield* router.add(
+      "POST",
+      "/portal/cancel",
+      withForm((form) =>
+        Effect.gen(function* () {
+          const token = form.get("session")
+          const accountId = token === "" ? undefined : yield* checkout.portalAccount(token)
+          if (accountId === undefined) return portalExpired
+          yield* checkout.cancelAtPeriodEnd(accountId)
+          return HttpServerResponse.redirect(
+            `${config.baseUrl}/portal?session=${encodeURIComponent(token)}`,
+            {
+              status: 303,
+              headers: { "cache-control": "no-store" }
+            }
+          )
+        }).pipe(Effect.orDie)
+      )
     )
   })
 )

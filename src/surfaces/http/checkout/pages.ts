@@ -1,0 +1,104 @@
+import { type AppConfigShape, links } from "../../../config.ts"
+import type { CheckoutView } from "../../../payments/Checkout.ts"
+import { html, page } from "../pages/html.ts"
+import { dollars, packSummary, when } from "./format.ts"
+
+type Config = Pick<AppConfigShape, "baseUrl">
+
+const backToPacks = (config: Config) =>
+  html`<p>Start again from <a href="${links(config.baseUrl).upgrade}">the credit packs</a>.</p>`
+
+/** A checkout address that leads nowhere: unknown, mistyped, or past its 24 hours. */
+export const checkoutNotFoundPage = (config: Config) =>
+  page(
+    config.baseUrl,
+    "Checkout not found",
+    html`<p class="error" role="alert">No open checkout has this address: it is unknown or expired (a checkout is open for 24 hours). Nothing was charged.</p>
+${backToPacks(config)}`
+  )
+
+/** `POST /upgrade` for an `account` this service does not have. */
+export const unknownAccountPage = (config: Config, account: string) =>
+  page(
+    config.baseUrl,
+    "Unknown account",
+    html`<p class="error" role="alert">There is no account <code>${account}</code> here, so no checkout was started.
+Open the <code>upgrade_url</code> of the error you got as it is, or check the <code>account_id</code> in <code>GET /v1/usage</code>.</p>
+<p>To buy credits for a new account instead, use <a href="${links(config.baseUrl).upgrade}">the credit packs without an account</a>.</p>`
+  )
+
+/** The rail could not start the checkout (Stripe did not answer): nothing was charged. */
+export const railFailedPage = (config: Config, message: string) =>
+  page(
+    config.baseUrl,
+    "Checkout not started",
+    html`<p class="error" role="alert">${message}</p>${backToPacks(config)}`
+  )
+
+/** How the credits reach the payer after a paid checkout. */
+export type Reveal =
+  | { readonly _tag: "Keyed" }
+  | { readonly _tag: "NewKey"; readonly key: string }
+  | { readonly _tag: "KeyShown" }
+
+const afterPayment = (config: Config, reveal: Reveal) => {
+  switch (reveal._tag) {
+    case "Keyed":
+      return html`<p>The key that started this checkout keeps working: nothing to reconfigure. Retry as the error's
+<code>offer.resume</code> says: <code>INSUFFICIENT_CREDITS</code> with the same <code>Idempotency-Key</code>,
+<code>TRIAL_CAP_EXCEEDED</code> and <code>BUDGET_EXHAUSTED</code> with a fresh one.</p>`
+    case "NewKey":
+      return html`<h2>Your new key</h2><p><strong>Shown once: store it now.</strong> This page will not show it again.</p>
+<pre id="api-key" class="secret">${reveal.key}</pre>
+<p>Send it as <code>Authorization: Bearer &lt;key&gt;</code>. To make the account recoverable by email, claim it at <a href="${links(config.baseUrl).claim}">${links(config.baseUrl).claim}</a>.</p>`
+    case "KeyShown":
+      return html`<p>This checkout's new key was shown once, on the first view of this page after payment (or in the first
+<code>GET /v1/checkout/{session_id}</code>), and is never shown again: the service keeps only its hash.</p>`
+  }
+}
+
+/**
+ * `/checkout/{session_id}`: the local rail's test-mode pay button, Stripe's wait for its webhook, and
+ * after payment what was credited (with a keyless checkout's key, once).
+ */
+export const checkoutPage = (config: Config, token: string, view: CheckoutView, reveal: Reveal) => {
+  const self = `${config.baseUrl}/checkout/${token}`
+  if (view.status === "paid")
+    return page(
+      config.baseUrl,
+      "Payment received",
+      html`<p>Paid: ${packSummary(view.pack)}. The credits are on account <code>${view.accountId ?? ""}</code>
+and the plan is <code>${view.pack.pack}</code> from now on.</p>
+${afterPayment(config, reveal)}`
+    )
+  if (view.rail !== "local")
+    return page(
+      config.baseUrl,
+      "Waiting for the payment confirmation",
+      html`<p>${packSummary(view.pack)}.</p>
+<p role="status">The payment provider has not confirmed this payment yet. Credits land only when it does, usually a few
+seconds after paying. <a href="${self}">Check again</a>.</p>
+<p>Left the payment page without paying? The checkout stays open until ${when(view.expiresAt)};
+or start again from <a href="${links(config.baseUrl).upgrade}">the credit packs</a>.</p>`
+    )
+  return page(
+    config.baseUrl,
+    "Checkout (test mode)",
+    html`<p>${packSummary(view.pack)}.</p>
+<p>This is the built-in test-mode rail: no card is asked for and no money moves. Paying credits the account at once${
+      view.accountId === null
+        ? ", and the next page shows the new account's key once"
+        : html` <code>${view.accountId}</code>`
+    }.</p>
+<form method="post" action="${self}/pay"><button type="submit">Pay ${dollars(view.pack.price_usd_cents)} (test mode)</button></form>
+<p>The checkout stays open until ${when(view.expiresAt)}.</p>`
+  )
+}
+
+/** A form the pages refuse before reading it (too large, not a form, sent from another site). */
+export const refusedFormPage = (config: Config, message: string) =>
+  page(
+    config.baseUrl,
+    "Form refused",
+    html`<p class="error" role="alert">${message}</p>${backToPacks(config)}`
+  )
