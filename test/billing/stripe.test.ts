@@ -393,6 +393,15 @@ describe(`checkout on the Stripe rail (${storeName})`, () => {
             stripeEvent("customer.created", { id: "cus_other", object: "customer" })
           )
           assert.strictEqual(other.status, 200)
+          assert.strictEqual(other.body.duplicate, false)
+          const huge = stripeEvent("customer.created", {
+            id: "cus_huge",
+            object: "customer",
+            note: "x".repeat(70_000)
+          })
+          const tooLarge = yield* deliver(app, huge)
+          assert.strictEqual(tooLarge.status, 413, JSON.stringify(tooLarge.body))
+          assert.strictEqual(tooLarge.body.code, "PAYLOAD_TOO_LARGE")
 
           const minted = yield* app.mint(ip)
           const capped = yield* app.call("/v1/profnet/test-echo?value=x&limit=11", { key: minted.key, ip })
