@@ -11,40 +11,51 @@ const form = "application/x-www-form-urlencoded"
 describe(`page forms over HTTP (${storeName})`, () => {
   layer(testApp(testOperations, { maxBodyBytes: 1024 }), { timeout: 60_000, excludeTestServices: true })(
     (it) => {
-      it.effect("a form over the body limit is 413, announced or not; a body that is not a form is 415", () =>
-        Effect.gen(function* () {
-          const app = yield* TestApp
-          const big = `email=${"a".repeat(2000)}%40example.com`
-          const announced = yield* app.call("/login", {
-            method: "POST",
-            headers: { "content-type": form },
-            body: big,
-            ip: "10.77.0.1"
-          })
-          assert.strictEqual(announced.status, 413)
-          assert.include(announced.body, "The form is larger than 1024 bytes.")
-          const streamed = yield* Effect.promise(() =>
-            fetch(`${app.url}/recover`, {
+      it.effect(
+        "a form over the body limit is 413, announced or not; not a form 415; from another site 403",
+        () =>
+          Effect.gen(function* () {
+            const app = yield* TestApp
+            const big = `email=${"a".repeat(2000)}%40example.com`
+            const announced = yield* app.call("/login", {
               method: "POST",
-              headers: { "content-type": form, "x-forwarded-for": "10.77.0.1" },
-              body: new ReadableStream({
-                start(controller) {
-                  controller.enqueue(new TextEncoder().encode(big))
-                  controller.close()
-                }
-              }),
-              duplex: "half"
-            } as RequestInit)
-          )
-          assert.strictEqual(streamed.status, 413)
-          const json = yield* app.call("/login", {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({ email: "a@example.com" }),
-            ip: "10.77.0.1"
+              headers: { "content-type": form },
+              body: big,
+              ip: "10.77.0.1"
+            })
+            assert.strictEqual(announced.status, 413)
+            assert.include(announced.body, "The form is larger than 1024 bytes.")
+            const streamed = yield* Effect.promise(() =>
+              fetch(`${app.url}/recover`, {
+                method: "POST",
+                headers: { "content-type": form, "x-forwarded-for": "10.77.0.1" },
+                body: new ReadableStream({
+                  start(controller) {
+                    controller.enqueue(new TextEncoder().encode(big))
+                    controller.close()
+                  }
+                }),
+                duplex: "half"
+              } as RequestInit)
+            )
+            assert.strictEqual(streamed.status, 413)
+            const json = yield* app.call("/login", {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ email: "a@example.com" }),
+              ip: "10.77.0.1"
+            })
+            assert.strictEqual(json.status, 415)
+            // A form another site submits is refused before it is read (login CSRF).
+            const crossSite = yield* app.call("/login", {
+              method: "POST",
+              headers: { "content-type": form, "sec-fetch-site": "cross-site" },
+              body: "email=victim%40example.com",
+              ip: "10.77.0.1"
+            })
+            assert.strictEqual(crossSite.status, 403)
+            assert.include(crossSite.body, "This form was sent from another site.")
           })
-          assert.strictEqual(json.status, 415)
-        })
       )
 
       it.effect("cookie-authenticated forms need the session's CSRF field; pages send their policy", () =>

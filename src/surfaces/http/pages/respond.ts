@@ -82,7 +82,7 @@ export interface Form {
   readonly get: (name: string) => string
 }
 
-export type FormRefusal = "too-large" | "not-a-form"
+export type FormRefusal = "too-large" | "not-a-form" | "cross-site"
 
 const isBodyTooLarge = (error: unknown) =>
   typeof error === "object" &&
@@ -94,6 +94,9 @@ const isBodyTooLarge = (error: unknown) =>
 export const readForm = (maxBodyBytes: number) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
+    // Fetch metadata: a form another site submits (login CSRF, even before any session) is refused.
+    // The Origin header cannot tell, as `Referrer-Policy: no-referrer` makes it "null" here too.
+    if (request.headers["sec-fetch-site"] === "cross-site") return "cross-site" as FormRefusal
     const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
     if (type !== "application/x-www-form-urlencoded") return "not-a-form" as FormRefusal
     if (announcedBodyTooLarge(request.headers, maxBodyBytes) !== undefined) return "too-large" as FormRefusal

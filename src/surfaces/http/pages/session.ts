@@ -49,19 +49,27 @@ export const pageSession = Effect.gen(function* () {
     return governor === undefined ? undefined : { token, governor }
   })
 
+  const refusals: Record<FormRefusal, { title: string; message: string; status: number }> = {
+    "too-large": {
+      title: "Form too large",
+      message: `The form is larger than ${config.maxBodyBytes} bytes.`,
+      status: 413
+    },
+    "not-a-form": {
+      title: "Not a form",
+      message: "This address takes an HTML form (application/x-www-form-urlencoded).",
+      status: 415
+    },
+    "cross-site": {
+      title: "Form refused",
+      message: "This form was sent from another site. Open the page on this service and submit it there.",
+      status: 403
+    }
+  }
   const refusedForm = (refusal: FormRefusal) =>
-    refusal === "too-large"
-      ? page(problemPage(config, "Form too large", `The form is larger than ${config.maxBodyBytes} bytes.`), {
-          status: 413
-        })
-      : page(
-          problemPage(
-            config,
-            "Not a form",
-            "This address takes an HTML form (application/x-www-form-urlencoded)."
-          ),
-          { status: 415 }
-        )
+    page(problemPage(config, refusals[refusal].title, refusals[refusal].message), {
+      status: refusals[refusal].status
+    })
 
   /** Reads the form, then runs `handle` with it; an oversized or foreign body never reaches it. */
   const withForm = <E, R>(
