@@ -531,5 +531,67 @@ describe(`identity routes and their errors (${storeName})`, () => {
         assert.strictEqual(verified.body.accounts.length, 1)
       })
     )
+    it.effect(
+      "start: a management token bearer is ignored; a bad or revoked spend key is refused and sends nothing",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = freshIp()
+          const person = yield* signIn(app, "bearer@example.com", { ip })
+          const byToken = yield* signIn(app, "bearer@example.com", {
+            key: person.management_token,
+            ip: freshIp()
+          })
+          assert.strictEqual(byToken.claimed, null)
+          assert.strictEqual(byToken.grant_credits, 0)
+          assert.deepStrictEqual(byToken.accounts, person.accounts)
+
+          const minted = yield* app.mint(ip)
+          const owner = yield* signIn(app, "revoker@example.com", { key: minted.key, ip: freshIp() })
+          const keyId = (yield* app.call("/v1/keys", { key: owner.management_token, ip })).body.keys[0].key_id
+          yield* post(app, "/v1/keys/revoke", { key_id: keyId }, { key: owner.management_token, ip })
+          for (const bearer of [minted.key, "svc_trial_nope", "not-a-key"]) {
+            const refused = yield* post(
+              app,
+              "/v1/auth/email/start",
+              { email: "nobody-sent@example.com" },
+              { key: bearer, ip: freshIp() }
+            )
+            assert.strictEqual(refused.status, 401, bearer)
+            assert.strictEqual(refused.body.code, "UNAUTHORIZED", bearer)
+          }
+          assert.deepStrictEqual(yield* mailTo("nobody-sent@example.com"), [])
+        })
+    )
+
+    it.effect("listings: a key's hint and last use, a token's last use; never a secret", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const person = yield* signIn(app, "listing@example.com", { ip })
+        const token = person.management_token
+        const created = yield* post(app, "/v1/keys", {}, { key: token, ip })
+        assert.strictEqual(created.status, 201)
+        assert.strictEqual(created.body.label, null)
+        assert.match(created.body.key, /^svc_trial_/)
+        assert.strictEqual(created.body.hint, `svc_trial_...${created.body.key.slice(-4)}`)
+        const before = (yield* app.call("/v1/keys", { key: token, ip })).body.keys[0]
+        assert.strictEqual(before.last_used_at, null)
+        assert.strictEqual(before.hint, created.body.hint)
+        assert.strictEqual(before.created_at, created.body.created_at)
+        assert.strictEqual((yield* app.call("/v1/usage", { key: created.body.key, ip })).status, 200)
+        const after = (yield* app.call("/v1/keys", { key: token, ip })).body.keys[0]
+        assert.isString(after.last_used_at)
+        assert.isAtLeast(Date.parse(after.last_used_at), Date.parse(after.created_at))
+        const tokens = (yield* app.call("/v1/auth/tokens", { key: token, ip })).body.tokens
+        assert.lengthOf(tokens, 1)
+        assert.isString(tokens[0].last_used_at)
+        assert.strictEqual(
+          Date.parse(tokens[0].expires_at) - Date.parse(tokens[0].created_at),
+          90 * 24 * 3_600_000
+        )
+        assert.isFalse(JSON.stringify(tokens).includes(token.slice(5)))
+      })
+    )
   })
 })
