@@ -22,18 +22,6 @@ const decodeKeyless = Row.decoder(Schema.Struct({ keyless: Schema.Boolean }), "c
 /** Every page here is about one account's money: never stored by a cache. */
 const personal = { private: true } as const
 
-const refusals: Record<FormRefusal, { readonly message: string; readonly status: number }> = {
-  "too-large": { message: "The form is too large.", status: 413 },
-  "not-a-form": {
-    message: "This address takes an HTML form (application/x-www-form-urlencoded).",
-    status: 415
-  },
-  "cross-site": {
-    message: "This form was sent from another site. Open the page on this service and submit it there.",
-    status: 403
-  }
-}
-
 /**
  * The money pages: `POST /upgrade` (a pack form of `/upgrade` starts a checkout), the local rail's
  * test-mode checkout `/checkout/{session_id}` and its pay button, and the local billing portal
@@ -44,6 +32,18 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
     const config = yield* AppConfig
     const checkout = yield* Checkout
     const sql = yield* SqlClient.SqlClient
+
+    const refusals: Record<FormRefusal, { readonly message: string; readonly status: number }> = {
+      "too-large": { message: `The form is larger than ${config.maxBodyBytes} bytes.`, status: 413 },
+      "not-a-form": {
+        message: "This address takes an HTML form (application/x-www-form-urlencoded).",
+        status: 415
+      },
+      "cross-site": {
+        message: "This form was sent from another site. Open the page on this service and submit it there.",
+        status: 403
+      }
+    }
 
     const withForm = <R>(
       handle: (form: Form) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
