@@ -265,5 +265,42 @@ describe(`the one-time grant (${storeName})`, () => {
         })
       })
     )
+    it.effect(
+      "one email, two unclaimed keys: a newer start supersedes; both claimed in turn, one grant",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = freshIp()
+          const email = "two-keys@example.com"
+          const one = yield* app.mint(ip)
+          const two = yield* app.mint(ip)
+          const first = yield* codeFor(app, email, { key: one.key, ip })
+          const second = yield* codeFor(app, email, { key: two.key, ip })
+          // Both starts are pending for one email: only the newer (key two) can finish.
+          if (first.code !== second.code) {
+            const stale = yield* post(app, "/v1/auth/email/verify", { email, code: first.code }, { ip })
+            assert.strictEqual(stale.status, 401)
+          }
+          assert.strictEqual(
+            (yield* post(app, "/v1/auth/email/verify", { token: first.token }, { ip })).status,
+            401
+          )
+          const claimedTwo = yield* post(app, "/v1/auth/email/verify", { email, code: second.code }, { ip })
+          assert.strictEqual(claimedTwo.status, 200, JSON.stringify(claimedTwo.body))
+          assert.strictEqual(claimedTwo.body.claimed, two.account_id)
+          assert.strictEqual(claimedTwo.body.grant_credits, 10_000)
+          assert.isFalse((yield* accountRow(one.account_id)).claimed)
+
+          const claimedOne = yield* signIn(app, email, { key: one.key, ip })
+          assert.strictEqual(claimedOne.claimed, one.account_id)
+          assert.strictEqual(claimedOne.grant_credits, 0)
+          assert.strictEqual((yield* accountRow(one.account_id)).grant, 0)
+          assert.strictEqual((yield* accountRow(two.account_id)).grant, 10_000)
+          assert.deepStrictEqual(
+            (yield* grantsOf(email)).map((grant) => grant.account_id),
+            [two.account_id]
+          )
+        })
+    )
   })
 })
