@@ -390,6 +390,10 @@ describe(`identity routes and their errors (${storeName})`, () => {
           assert.strictEqual(ask.body.code, "AUTH_REQUIRED", path)
           assert.deepStrictEqual([...ask.body.account_ids].sort(), both, path)
         }
+        // Its own sessions need no account.
+        const sessions = yield* app.call("/v1/auth/tokens", { key: token, ip })
+        assert.strictEqual(sessions.status, 200, JSON.stringify(sessions.body))
+        assert.lengthOf(sessions.body.tokens, 2)
         // A management token with two accounts does not spend on data routes.
         const data = yield* app.call("/v1/profnet/test-echo?value=x", { key: token, ip })
         assert.strictEqual(data.status, 401)
@@ -519,6 +523,23 @@ describe(`identity routes and their errors (${storeName})`, () => {
         const malformed = yield* raw("/v1/recover", "nobody")
         assert.strictEqual(malformed.status, 400)
         assert.strictEqual(JSON.parse(malformed.text).param, "email")
+        // A wrong code reads the same whether the email is known, unknown or has no pending sign-in.
+        const pendingCode = codeIn(
+          (yield* mailTo(known)).filter((mail) => mail.kind === "sign_in").at(-1)!.text
+        )
+        const wrong = otherCode(pendingCode)
+        const wrongFor = (email: string) =>
+          Effect.promise(async () => {
+            const response = await fetch(`${app.url}/v1/auth/email/verify`, {
+              method: "POST",
+              headers: { "content-type": "application/json", "x-forwarded-for": freshIp() },
+              body: JSON.stringify({ email, code: wrong })
+            })
+            return { status: response.status, text: await response.text() }
+          })
+        const wrongKnown = yield* wrongFor(known)
+        assert.strictEqual(wrongKnown.status, 401)
+        assert.deepStrictEqual(yield* wrongFor("never-seen@example.com"), wrongKnown)
         // The sign-in mail of the unknown email carries a working code.
         const code = codeIn((yield* latestMail("stranger@example.com")).text)
         const verified = yield* post(
