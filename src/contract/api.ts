@@ -6,6 +6,7 @@ import { BillingGroup } from "./billing.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
 import type { ErrorCode } from "./errors.ts"
+import { responseExamples } from "./examples/index.ts"
 import { AuthGroup, ManagementGroup, SessionsGroup } from "./governance.ts"
 import { Client, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
@@ -174,10 +175,28 @@ export const dataEndpoint = <D extends AnyDeclaration>(operation: D): DataEndpoi
     (endpoint) => endpoint.annotate(OpenApi.Transform, documentOperation(operation))
   ) as unknown as DataEndpoint<D>
 
-/** The operation's OpenAPI object: parameters documented by their decoded types, and its price. */
+/**
+ * The operation's OpenAPI object: parameters documented by their decoded types, its price, and
+ * as its 200 example the service's real answer to its request sample (`responseExamples`).
+ */
 const documentOperation = (operation: AnyDeclaration) => {
   const withQueryTypes = documentQueryTypes(operation)
-  return (spec: Record<string, unknown>) => ({ ...withQueryTypes(spec), "x-price": operation.price.summary })
+  const example = responseExamples.data[operation.id]
+  type Responses = Record<string, { readonly content?: Record<string, Record<string, unknown>> }>
+  const withExample = (responses: Responses): Responses => {
+    const ok = responses["200"]
+    const json = ok?.content?.["application/json"]
+    if (ok === undefined || json === undefined || example === undefined) return responses
+    return {
+      ...responses,
+      "200": { ...ok, content: { ...ok.content, "application/json": { ...json, example } } }
+    }
+  }
+  return (spec: Record<string, unknown>) => ({
+    ...withQueryTypes(spec),
+    responses: withExample((spec.responses ?? {}) as Responses),
+    "x-price": operation.price.summary
+  })
 }
 
 /**

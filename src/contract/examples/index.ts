@@ -1,0 +1,23 @@
+import stored from "./responses.json" with { type: "json" }
+
+export { problemExamples } from "./problems.ts"
+
+/**
+ * Real answers of the service, taken by `npm run examples` (bench/responseExamples.ts) from a
+ * service started with no configuration, on the default simulated world: the mint of a trial key,
+ * each data operation's documented request sample sent with that key, then the key's usage and
+ * receipts. Written at `baseUrl` and with the default hosts; the published document rewrites both.
+ */
+export interface ResponseExamples {
+  readonly world: string
+  readonly baseUrl: string
+  /** The trial key's answers by operation id: `mintKey`, `get_usage`, `listReceipts`, `getReceipt`. */
+  readonly account: {
+    readonly mintKey: { readonly account_id: string } & Record<string, unknown>
+    readonly [operationId: string]: unknown
+  }
+  /** The data operations' answers by operation id. */
+  readonly data: Readonly<Record<string, unknown>>
+}
+
+export const responseExamples: ResponseExamples = stored
