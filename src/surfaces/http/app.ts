@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { makeApi } from "../../contract/api.ts"
 import { NotFound } from "../../contract/errors.ts"
 import { type Publication, publishedApi } from "../../contract/openapi.ts"
@@ -9,9 +9,9 @@ import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
-import { dataRoutes } from "./dataRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
+import { dataRoutes } from "./dataRoutes.ts"
 import { AuthRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
   ClientLayer,
@@ -21,25 +21,40 @@ import {
   SpendKeyAuthLayer
 } from "./middleware.ts"
 import { PageRoutes } from "./pages/routes.ts"
+import { methodsAt } from "./routeHints.ts"
 import { StripeWebhookRoutes } from "./stripeWebhook.ts"
 
-const OpsRoutes = HttpRouter.use((router) =>
-  Effect.gen(function* () {
-    const problems = yield* Problems
-    yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
-    // Routes are attached only after the database is migrated, so any answer here means ready.
-    yield* router.add("GET", "/readyz", HttpServerResponse.jsonUnsafe({ status: "ready" }))
-    yield* router.add(
-      "*",
-      "/*",
-      Effect.succeed(
-        problems.render(
-          new NotFound({ message: "No such route. The API is described at /v1/openapi.json and /docs." })
-        )
+/** Health, readiness, and the answer to every request no route takes. */
+const opsRoutes = (methodsAt: (path: string) => ReadonlyArray<string>) =>
+  HttpRouter.use((router) =>
+    Effect.gen(function* () {
+      const problems = yield* Problems
+      yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
+      // Routes are attached only after the database is migrated, so any answer here means ready.
+      yield* router.add("GET", "/readyz", HttpServerResponse.jsonUnsafe({ status: "ready" }))
+      yield* router.add(
+        "*",
+        "/*",
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const path = new URL(request.url, "http://route").pathname
+          const methods = methodsAt(path)
+          if (methods.length === 0)
+            return problems.render(
+              new NotFound({ message: "No such route. The API is described at /v1/openapi.json and /docs." })
+            )
+          // A known path with another method: still NOT_FOUND (no 405 among the 17 codes), naming the method.
+          return problems
+            .render(
+              new NotFound({
+                message: `${request.method} ${path} is not a route; ${methods.map((method) => `${method} ${path}`).join(" and ")} is. See /docs.`
+              })
+            )
+            .pipe(HttpServerResponse.setHeader("allow", methods.join(", ")))
+        })
       )
-    )
-  })
-)
+    })
+  )
 
 /**
  * Every HTTP route of the service for a registry of data operations. The declarations are written
@@ -69,6 +84,6 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     PageRoutes,
     CheckoutPageRoutes,
     StripeWebhookRoutes,
-    OpsRoutes
+    opsRoutes(methodsAt(OpenApi.fromApi(api)))
   )
 }
