@@ -1,7 +1,5 @@
 import stored from "./responses.json" with { type: "json" }
 
-export { problemExamples } from "./problems.ts"
-
 /**
  * Real answers of the service, taken by `npm run examples` (bench/responseExamples.ts) from a
  * service started with no configuration, on the default simulated world: the mint of a trial key,
