@@ -1,5 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { sampleQuery } from "../../bench/responseExamples.ts"
+import { responseExamples } from "../../src/contract/examples/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { layerWorld, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
@@ -10,17 +12,7 @@ import { storeName } from "../support/database.ts"
 const defaultWorld = layerWorld("svc-world-1").pipe(Layer.provideMerge(UpstreamFaults.layer))
 const freshIp = ipSequence("10.61")
 
-/** A query string from the parameters' examples, as the docs' request samples send it. */
-const exampleQuery = (parameters: ReadonlyArray<any>) =>
-  parameters
-    .filter((parameter) => parameter.in === "query" && parameter.example !== undefined)
-    .map((parameter) => {
-      const value = Array.isArray(parameter.example) ? parameter.example.join(",") : String(parameter.example)
-      return `${parameter.name}=${encodeURIComponent(value)}`
-    })
-    .join("&")
-
-describe(`OpenAPI parameter examples (${storeName})`, () => {
+describe(`OpenAPI parameter and response examples (${storeName})`, () => {
   layer(testApp(operations, {}, defaultWorld), { timeout: 60_000, excludeTestServices: true })((it) => {
     it.effect(
       "every data operation's documented example answers 200 with data, on one paid key and on a trial key",
@@ -43,7 +35,7 @@ describe(`OpenAPI parameter examples (${storeName})`, () => {
               const header = operation.parameters.find(
                 (parameter: any) => parameter.name === "Idempotency-Key"
               )
-              const reply = yield* app.call(`${path}?${exampleQuery(operation.parameters)}`, {
+              const reply = yield* app.call(`${path}?${sampleQuery(operation.parameters)}`, {
                 key,
                 ip,
                 idempotencyKey: header.example
@@ -52,6 +44,23 @@ describe(`OpenAPI parameter examples (${storeName})`, () => {
               assert.isNotNull(reply.body.data, operation.operationId)
             }
         })
+    )
+
+    it.effect("the served document's response examples name the service's own base and upgrade URLs", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const spec = (yield* app.call("/v1/openapi.json")).body
+        const mint = spec.paths["/v1/keys/mint"].post.responses["200"].content["application/json"].example
+        assert.strictEqual(mint.docs, "http://svc.test/docs")
+        assert.strictEqual(mint.upgrade_url, `http://svc.test/upgrade?account=${mint.account_id}`)
+        const profile =
+          spec.paths["/v1/profnet/profiles"].get.responses["200"].content["application/json"].example
+        assert.deepStrictEqual(profile, responseExamples.data.getProfile)
+        const keyRequired = spec.components.examples.ProblemKeyRequired.value
+        assert.strictEqual(keyRequired.mint.url, "http://svc.test/v1/keys/mint")
+        assert.strictEqual(keyRequired.doc_url, "http://svc.test/docs/errors#KEY_REQUIRED")
+        assert.notInclude(JSON.stringify(spec), "127.0.0.1")
+      })
     )
   })
 })
