@@ -213,3 +213,37 @@ describe(`checkout, upgrade and portal pages in Chromium (${storeName})`, () => 
     )
   })
 })
+
+describe(`the pack picker with two rails in Chromium (${storeName})`, () => {
+  layer(testApp(testOperations, { checkoutRails: ["local", "stripe"] }), {
+    timeout: 120_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect(
+      "each pack asks which rail, labelled, at 375px; the test-mode rail is picked and pays",
+      (context) =>
+        Effect.gen(function* () {
+          if (skipReason !== undefined) return context.skip(skipReason)
+          const app = yield* TestApp
+          const ip = "10.77.0.4"
+          const { account_id } = yield* app.mint(ip)
+          yield* withBrowser(app.url, { ip, viewport: phone }, async (run) => {
+            const { page } = run
+            await page.goto(`${baseUrl}/upgrade?account=${account_id}`)
+            await checkPage(page, "/upgrade with two rails")
+            const flex = page.locator("section", { has: page.locator("#pack-flex") })
+            assert.strictEqual(await flex.getByRole("radio").count(), 2)
+            assert.isTrue(await flex.getByLabel("Test-mode checkout (no card, no money moves)").isChecked())
+            await flex.getByLabel("Card, through Stripe").check()
+            await flex.getByLabel("Test-mode checkout (no card, no money moves)").check()
+            await flex.getByRole("button", { name: "Buy flex ($20.00)" }).click()
+            assert.include(await textOf(page), "Checkout (test mode)")
+            await page.getByRole("button", { name: "Pay $20.00 (test mode)" }).click()
+            assert.include(await textOf(page), "Payment received")
+            assert.deepStrictEqual(run.elsewhere, [])
+          })
+        }),
+      120_000
+    )
+  })
+})

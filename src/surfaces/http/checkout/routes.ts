@@ -89,16 +89,19 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
       )
     )
 
-    /** How a paid checkout's page reaches the payer: the keyless key is made and shown by the first read. */
+    const keyed: Reveal = { _tag: "Keyed" }
+    const keyShown: Reveal = { _tag: "KeyShown" }
+
+    /** How a paid checkout's page reaches the payer: a keyless checkout's key is made and shown by the first read. */
     const revealOf = (token: string, view: CheckoutView) =>
       Effect.gen(function* () {
-        if (view.status !== "paid") return { _tag: "Keyed" } satisfies Reveal as Reveal
+        if (view.status !== "paid") return keyed
         const status = yield* checkout.status(token)
-        if (status.api_key !== undefined) return { _tag: "NewKey", key: status.api_key } satisfies Reveal
+        if (status.api_key !== undefined) return { _tag: "NewKey" as const, key: status.api_key }
         const [row] = yield* sql`SELECT keyless FROM checkout_sessions WHERE id = ${view.id}`.pipe(
           Effect.flatMap(decodeKeyless)
         )
-        return (row?.keyless === true ? { _tag: "KeyShown" } : { _tag: "Keyed" }) satisfies Reveal as Reveal
+        return row?.keyless === true ? keyShown : keyed
       })
 
     yield* router.add(
