@@ -5,6 +5,7 @@ import { TestClock } from "effect/testing"
 import { defaultPolicy } from "../../src/domain/policy.ts"
 import { hashSecret } from "../../src/domain/secrets.ts"
 import { checkoutTtlMs } from "../../src/payments/Checkout.ts"
+import { Admin } from "../../src/services/Admin.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -96,6 +97,28 @@ describe(`checkout expiry, resuming after payment, limits (${storeName})`, () =>
           assert.strictEqual(money.balance, 10_000 - 4 - afterRealtime.body.receipt.funding.balance)
           assert.strictEqual(money.chargedBalance, 4 + afterRealtime.body.receipt.funding.balance)
         })
+    )
+
+    it.effect("BUDGET_EXHAUSTED (free tier closed) → flex with that key → a fresh key succeeds", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const admin = yield* Admin
+        const ip = freshIp()
+        const { key, account_id } = yield* app.mint(ip)
+        yield* Effect.orDie(admin.settings({ freeTierOpen: false }))
+        const reopen = Effect.orDie(admin.settings({ freeTierOpen: true }))
+        yield* Effect.gen(function* () {
+          const closed = yield* app.call(echo("cost=4"), { key, ip, idempotencyKey: uuid() })
+          assert.strictEqual(closed.status, 503)
+          assert.strictEqual(closed.body.code, "BUDGET_EXHAUSTED")
+          assert.strictEqual(closed.body.offer.resume.action, "retry_fresh_idempotency_key")
+          yield* buy(app, "flex", { key, ip })
+          const paid = yield* app.call(echo("cost=4"), { key, ip, idempotencyKey: uuid() })
+          assert.strictEqual(paid.status, 200, JSON.stringify(paid.body))
+          assert.deepStrictEqual(paid.body.receipt.funding, { free_tier: 0, grant: 0, balance: 4 })
+          assert.strictEqual((yield* moneyOf(account_id)).balance, 9_996)
+        }).pipe(Effect.ensuring(reopen))
+      })
     )
 
     it.effect("INSUFFICIENT_CREDITS with key K → pay → the SAME K succeeds, charged once", () =>
