@@ -6,7 +6,7 @@ import { BillingGroup } from "./billing.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
 import type { ErrorCode } from "./errors.ts"
-import { responseExamples } from "./examples/index.ts"
+import { answerExample, responseExamples } from "./examples/index.ts"
 import { AuthGroup, ManagementGroup, SessionsGroup } from "./governance.ts"
 import { Client, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
@@ -189,7 +189,10 @@ const documentOperation = (operation: AnyDeclaration) => {
     if (ok === undefined || json === undefined || example === undefined) return responses
     return {
       ...responses,
-      "200": { ...ok, content: { ...ok.content, "application/json": { ...json, example } } }
+      "200": {
+        ...ok,
+        content: { ...ok.content, "application/json": { ...json, examples: answerExample(example) } }
+      }
     }
   }
   return (spec: Record<string, unknown>) => ({

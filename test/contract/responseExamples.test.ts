@@ -31,8 +31,8 @@ const accountSchemas: Record<string, Schema.Top> = {
 
 type Json = Record<string, any>
 
-/** Every media example of a published document: the response's own, or its examples' values (resolved). */
-const mediaExamples = (spec: Json) =>
+/** Every media type object of a published document's responses, with where it is. */
+const responseMedia = (spec: Json) =>
   Object.entries(spec.paths as Json).flatMap(([path, item]) =>
     Object.values(item as Json).flatMap((operation: Json) =>
       Object.entries(operation.responses as Json).flatMap(([status, response]) =>
@@ -108,14 +108,22 @@ describe("OpenAPI response examples", () => {
 
   it("the published document carries them on every data, account and problem response", () => {
     const spec = openApiDocument(declarations) as unknown as Json
-    const media = mediaExamples(spec)
+    const media = responseMedia(spec)
     for (const declaration of declarations) {
       const ok = media.find((entry) => entry.operationId === declaration.id && entry.status === "200")
-      assert.deepStrictEqual(ok?.media.example, responseExamples.data[declaration.id], declaration.id)
+      assert.deepStrictEqual(
+        ok?.media.examples?.answer?.value,
+        responseExamples.data[declaration.id],
+        declaration.id
+      )
     }
     for (const operationId of Object.keys(accountSchemas)) {
       const ok = media.find((entry) => entry.operationId === operationId && entry.status === "200")
-      assert.deepStrictEqual(ok?.media.example, responseExamples.account[operationId], operationId)
+      assert.deepStrictEqual(
+        ok?.media.examples?.answer?.value,
+        responseExamples.account[operationId],
+        operationId
+      )
     }
     for (const entry of media.filter(({ where }) => where.includes("application/problem+json"))) {
       const schema = entry.media.schema as Json
@@ -132,7 +140,7 @@ describe("OpenAPI response examples", () => {
   it("they name the published base URL, upgrade URL and hosts, never the defaults they were taken at", () => {
     const spec = openApiDocument(declarations, other) as unknown as Json
     const examples = JSON.stringify([
-      mediaExamples(spec).map(({ media }) => media.example ?? null),
+      responseMedia(spec).map(({ media }) => media.examples ?? null),
       spec.components.examples
     ])
     for (const stale of ["127.0.0.1", "profnet.com", "forum.com", "microblog.com"])

@@ -50,12 +50,15 @@ describe(`OpenAPI parameter and response examples (${storeName})`, () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         const spec = (yield* app.call("/v1/openapi.json")).body
-        const mint = spec.paths["/v1/keys/mint"].post.responses["200"].content["application/json"].example
+        const answer = (operation: any) =>
+          operation.responses["200"].content["application/json"].examples.answer.value
+        const mint = answer(spec.paths["/v1/keys/mint"].post)
         assert.strictEqual(mint.docs, "http://svc.test/docs")
         assert.strictEqual(mint.upgrade_url, `http://svc.test/upgrade?account=${mint.account_id}`)
-        const profile =
-          spec.paths["/v1/profnet/profiles"].get.responses["200"].content["application/json"].example
-        assert.deepStrictEqual(profile, responseExamples.data.getProfile)
+        assert.deepStrictEqual(
+          answer(spec.paths["/v1/profnet/profiles"].get),
+          responseExamples.data.getProfile
+        )
         const keyRequired = spec.components.examples.ProblemKeyRequired.value
         assert.strictEqual(keyRequired.mint.url, "http://svc.test/v1/keys/mint")
         assert.strictEqual(keyRequired.doc_url, "http://svc.test/docs/errors#KEY_REQUIRED")

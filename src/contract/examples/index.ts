@@ -19,3 +19,11 @@ export interface ResponseExamples {
 }
 
 export const responseExamples: ResponseExamples = stored
+
+/**
+ * A response's example as `examples` (one named example): Scalar, which /docs runs, shows those and
+ * not a media type's `example`.
+ */
+export const answerExample = (value: unknown) => ({
+  answer: { summary: "The service's answer to the request sample", value }
+})

@@ -1,7 +1,7 @@
 import { type ErrorCode, errorCatalog, errorClasses } from "../errors.ts"
 import type { Publication } from "../openapi.ts"
 import { problemContext, toProblem } from "../problem.ts"
-import { responseExamples } from "./index.ts"
+import { answerExample, responseExamples } from "./index.ts"
 import { problemExamples } from "./problems.ts"
 
 type Json = Record<string, any>
@@ -67,7 +67,8 @@ export const withResponseExamples = (spec: Json, publication: Publication): Json
     if (content === undefined) return response
     const json = content["application/json"] as Json | undefined
     const problem = content["application/problem+json"] as Json | undefined
-    const example = json?.example ?? (status === "200" ? stored[operationId] : undefined)
+    const stored200 = status === "200" ? stored[operationId] : undefined
+    const answer = json?.examples ?? (stored200 === undefined ? undefined : answerExample(stored200))
     const codes = codesOf(problem?.schema)
     for (const code of codes) documented.add(code)
     const examples = Object.fromEntries(
@@ -77,9 +78,9 @@ export const withResponseExamples = (spec: Json, publication: Publication): Json
       ...response,
       content: {
         ...content,
-        ...(json === undefined || example === undefined
+        ...(json === undefined || answer === undefined
           ? {}
-          : { "application/json": { ...json, example: toPublished(example) } }),
+          : { "application/json": { ...json, examples: toPublished(answer) } }),
         ...(problem === undefined || codes.length === 0
           ? {}
           : { "application/problem+json": { ...problem, examples } })
