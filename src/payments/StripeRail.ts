@@ -7,6 +7,7 @@ import { upgradeUrl } from "../contract/problem.ts"
 import type { Pack } from "../domain/plans.ts"
 import type { PurchaseInput } from "../services/Ledger.ts"
 import * as Row from "../store/rows.ts"
+import type { Payment } from "./Checkout.ts"
 import { type OpenSession, type PaymentRail, RailUnavailable } from "./PaymentRail.ts"
 
 /**
@@ -30,7 +31,7 @@ export const makeStripeClient = (config: StripeConfig) => {
 }
 
 /** What the service writes on Stripe's objects, and reads back from its events. */
-export const checkoutMetadata = (session: OpenSession) => ({
+const checkoutMetadata = (session: OpenSession) => ({
   checkout_id: session.id,
   ...(session.accountId === undefined ? {} : { account_id: session.accountId })
 })
@@ -189,12 +190,7 @@ export const makeStripeEvents = (deps: {
   readonly sql: SqlClient.SqlClient
   readonly complete: (
     sessionPublicId: string,
-    payment: {
-      readonly rail: string
-      readonly paymentRef: string
-      readonly externalSubscriptionId?: string | undefined
-      readonly periodEnd?: number | undefined
-    }
+    payment: Payment
   ) => Effect.Effect<string | undefined, SqlError>
   readonly applyPurchase: (input: PurchaseInput) => Effect.Effect<boolean, SqlError>
   readonly packs: ReadonlyArray<Pack>
