@@ -1,15 +1,15 @@
 /**
  * `npm run examples`: the OpenAPI response examples, as real answers of the service. Starts the
- * service in-process on the default simulated world (`svc-world-1`, what a service started with no
- * configuration simulates) at the default address, mints a trial key, sends every data
- * operation's documented request sample with it (its parameters' examples and its Idempotency-Key
- * example, as the docs' samples send them), reads the key's usage, and writes the answers to
- * `src/contract/examples/responses.json`.
+ * service in-process as one started with no configuration would run (the simulated world
+ * `svc-world-1`, the default address, hosts, policy and offers; the database in memory), mints a
+ * trial key, sends every data operation's documented request sample with it (its parameters'
+ * examples and its Idempotency-Key example, as the docs' samples send them), reads the key's usage
+ * and receipts, and writes the answers to `src/contract/examples/responses.json`.
  *
- * The answers are fixed so that a run gives the same file: the clock starts at `exampleTime` and
- * moves 7 seconds before each request (and only then), ids
- * and key secrets are drawn from a seeded hash instead of randomness, and the caller's IP is a
- * documentation address. `test/contract/responseExamples.test.ts` runs this again and compares.
+ * A run gives the same file every time: the clock starts at `exampleTime` and moves 7 seconds
+ * before each request and only then, ids and key secrets come from a seeded hash instead of
+ * randomness, and the caller's IP is a documentation address. `test/contract/responseExamples.test.ts`
+ * runs it again and compares.
  */
 import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
@@ -32,13 +32,13 @@ import * as Database from "../src/store/Database.ts"
 import * as PgliteClient from "../src/store/PgliteClient.ts"
 import { layerWorld, UpstreamFaults } from "../src/upstream/Upstream.ts"
 
-export const exampleWorld = "svc-world-1"
+const exampleWorld = "svc-world-1"
 /** When the examples were "taken": the clock starts here and moves only between requests. */
-export const exampleTime = Date.parse("2026-11-02T09:30:00.000Z")
+const exampleTime = Date.parse("2026-11-02T09:30:00.000Z")
 /** The caller, from the documentation range (RFC 5737), sent as X-Forwarded-For through a loopback proxy. */
 const exampleIp = "203.0.113.7"
 
-export const responseExamplesPath = fileURLToPath(
+const responseExamplesPath = fileURLToPath(
   new URL("../src/contract/examples/responses.json", import.meta.url)
 )
 
