@@ -47,11 +47,3 @@ export const localRail = (baseUrl: string): PaymentRail => ({
   begin: (session) => Effect.succeed({ checkoutUrl: `${baseUrl}/checkout/${session.token}` }),
   portal: () => Effect.succeed(undefined)
 })
-
-/** The local rail only (Stripe's layer adds itself when configured). */
-export const localRailsLayer = Layer.effect(
-  PaymentRails,
-  AppConfig.useSync(
-    (config): ReadonlyMap<string, PaymentRail> => new Map([["local", localRail(config.baseUrl)]])
-  )
-)
