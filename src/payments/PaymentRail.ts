@@ -1,5 +1,4 @@
-import { Context, Data, Effect, Layer } from "effect"
-import { AppConfig } from "../config.ts"
+import { Context, Data, Effect } from "effect"
 import type { Pack } from "../domain/plans.ts"
 
 /** A checkout session as a rail sees it when the payer is sent to pay. */
