@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { Admin } from "../../src/services/Admin.ts"
 import { accountRow, post, signIn } from "../identity/support.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence } from "../support/accounts.ts"
@@ -169,6 +170,47 @@ describe(`local rail checkouts over HTTP (${storeName})`, () => {
         assert.strictEqual(usage.body.account_id, read.body.account_id)
         assert.strictEqual(usage.body.balance.purchased, 10_000)
       })
+    )
+
+    it.effect(
+      "a token governing two accounts must name one; a suspended account's key cannot start a checkout",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const admin = yield* Admin
+          const ip = freshIp()
+          const first = yield* app.mint(ip)
+          const second = yield* app.mint(freshIp())
+          const email = "two-accounts@billing.test"
+          yield* signIn(app, email, { key: first.key, ip })
+          const session = yield* signIn(app, email, { key: second.key, ip })
+          const unnamed = yield* post(
+            app,
+            "/v1/checkout",
+            { pack: "flex" },
+            { key: session.management_token, ip }
+          )
+          assert.strictEqual(unnamed.status, 401)
+          assert.strictEqual(unnamed.body.code, "AUTH_REQUIRED")
+          assert.include(JSON.stringify(unnamed.body), first.account_id)
+          assert.include(JSON.stringify(unnamed.body), second.account_id)
+          const named = yield* startCheckout(
+            app,
+            { pack: "flex", account_id: second.account_id },
+            { key: session.management_token, ip }
+          )
+          yield* pay(app, named.checkout_url)
+          assert.strictEqual((yield* moneyOf(second.account_id)).purchased, 10_000)
+          assert.strictEqual((yield* moneyOf(first.account_id)).purchased, 0)
+
+          yield* Effect.orDie(admin.setState(first.account_id, "suspended"))
+          const suspended = yield* post(app, "/v1/checkout", { pack: "flex" }, { key: first.key, ip })
+          assert.strictEqual(suspended.status, 401)
+          assert.strictEqual(suspended.body.code, "UNAUTHORIZED")
+          const garbage = yield* post(app, "/v1/checkout", { pack: "flex" }, { key: "not-a-key", ip })
+          assert.strictEqual(garbage.status, 401)
+          assert.strictEqual(garbage.body.code, "UNAUTHORIZED")
+        })
     )
 
     it.effect("the pay button twice, and five pay requests at once, credit once", () =>
