@@ -31,6 +31,38 @@ const chargedByReplies = (replies: ReadonlyArray<Reply>) =>
 describe(`payments and charges at once (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 120_000, excludeTestServices: true })((it) => {
     it.effect(
+      "two production checkouts and a flex paid at once: one active subscription, every pack credited",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const sql = yield* SqlClient.SqlClient
+          const ip = freshIp()
+          const { key, account_id } = yield* app.mint(ip)
+          const checkouts = yield* Effect.forEach(["production", "production", "flex"] as const, (pack) =>
+            startCheckout(app, { pack }, { key, ip })
+          )
+          const answers = yield* Effect.all(
+            checkouts.flatMap((checkout) => [
+              pay(app, checkout.checkout_url),
+              pay(app, checkout.checkout_url)
+            ]),
+            { concurrency: "unbounded" }
+          )
+          assert.isTrue(answers.every((answer) => answer.status === 303))
+          const money = yield* moneyOf(account_id)
+          assert.strictEqual(money.purchases, 3)
+          assert.strictEqual(money.balance, 160_000)
+          assert.strictEqual(money.plan, "production")
+          const statuses = yield* sql<{ status: string }>`SELECT status FROM subscriptions
+          WHERE account_id = ${account_id} ORDER BY status`
+          assert.deepStrictEqual(
+            statuses.map((row) => row.status),
+            ["active", "canceled"]
+          )
+        })
+    )
+
+    it.effect(
       "many checkouts paid repeatedly and in parallel with charges: each account's credits add up, nothing negative",
       () =>
         Effect.gen(function* () {
