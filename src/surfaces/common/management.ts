@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { UpstreamUnavailable } from "../../contract/errors.ts"
+import { Unauthorized, UpstreamUnavailable } from "../../contract/errors.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import { Checkout } from "../../payments/Checkout.ts"
 import { PaymentRails } from "../../payments/PaymentRail.ts"
@@ -13,6 +13,18 @@ import { selectAccount } from "./identity.ts"
 
 type AccountArgs = { readonly account_id?: string | undefined }
 
+/** The chosen account, for a change: a suspended account's keys, alert and billing stay as they are. */
+const changeable = (governor: Governor, accountId: string | undefined) =>
+  Effect.flatMap(selectAccount(governor, accountId), (account) =>
+    account.state === "active"
+      ? Effect.succeed(account)
+      : Effect.fail(
+          new Unauthorized({
+            message: `Account ${account.id} is suspended: its keys, alert and billing cannot change. Write to the operator.`
+          })
+        )
+  )
+
 export const listKeys = (governor: Governor, args: AccountArgs) =>
   Effect.gen(function* () {
     const account = yield* selectAccount(governor, args.account_id)
@@ -21,32 +33,32 @@ export const listKeys = (governor: Governor, args: AccountArgs) =>
 
 export const createKey = (governor: Governor, args: AccountArgs & { readonly label?: string | undefined }) =>
   Effect.gen(function* () {
-    const account = yield* selectAccount(governor, args.account_id)
+    const account = yield* changeable(governor, args.account_id)
     return yield* (yield* Keys).create({ account, email: governor.email, label: args.label ?? null })
   })
 
 export const rotateKey = (governor: Governor, args: AccountArgs & { readonly key_id: string }) =>
   Effect.gen(function* () {
-    const account = yield* selectAccount(governor, args.account_id)
+    const account = yield* changeable(governor, args.account_id)
     return yield* (yield* Keys).rotate(account.id, args.key_id)
   })
 
 export const revokeKey = (governor: Governor, args: AccountArgs & { readonly key_id: string }) =>
   Effect.gen(function* () {
-    const account = yield* selectAccount(governor, args.account_id)
+    const account = yield* changeable(governor, args.account_id)
     return yield* (yield* Keys).revoke(account.id, args.key_id)
   })
 
 export const setBalanceAlert = (governor: Governor, args: AccountArgs & { readonly threshold: number }) =>
   Effect.gen(function* () {
-    const account = yield* selectAccount(governor, args.account_id)
+    const account = yield* changeable(governor, args.account_id)
     return { account_id: account.id, ...(yield* (yield* Keys).setAlert(account.id, args.threshold)) }
   })
 
 /** The provider's billing portal for one of its customers (Stripe), else the service's own `/portal` link. */
 export const billingPortal = (governor: Governor, args: AccountArgs) =>
   Effect.gen(function* () {
-    const account = yield* selectAccount(governor, args.account_id)
+    const account = yield* changeable(governor, args.account_id)
     for (const rail of (yield* PaymentRails).values()) {
       const url = yield* rail.portal(account.id).pipe(
         Effect.catchTag("RailUnavailable", (failure) =>

@@ -3,7 +3,12 @@ import { Context, Effect, Option, Schema } from "effect"
 import { HttpApiError, OpenApi } from "effect/http-api"
 import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
-import { AuthRequired, type NotFound, type UpstreamUnavailable } from "../../contract/errors.ts"
+import {
+  AuthRequired,
+  type NotFound,
+  type Unauthorized,
+  type UpstreamUnavailable
+} from "../../contract/errors.ts"
 import { ManagementGroup } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
@@ -64,7 +69,7 @@ const managementTool = <E extends Endpoint>(
     args: Body<E>
   ) => Effect.Effect<
     E["~Success"]["Type"],
-    AuthRequired | NotFound | UpstreamUnavailable | SqlError,
+    AuthRequired | NotFound | Unauthorized | UpstreamUnavailable | SqlError,
     Keys | Checkout | PaymentRails
   >
 ): McpTool<ManagementServices> => {
