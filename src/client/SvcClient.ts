@@ -1,0 +1,124 @@
+import { Context, Effect, Layer, Random } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import { HttpApiClient } from "effect/http-api"
+import { makeApi } from "../contract/api.ts"
+import { declarations } from "../contract/operations/index.ts"
+import { defaultRetryPolicy, isRetriable, type RetryPolicy, retryAfterOf, retryDelayMs } from "./retry.ts"
+
+/** The `/v1` contract the server serves, built from the same declarations. */
+export const svcApi = makeApi(declarations)
+export type SvcApi = typeof svcApi
+
+/** Every route of the contract as a typed method: data operations by their id, the rest by name. */
+export type SvcClientShape = HttpApiClient.ForApi<SvcApi>
+
+export interface ClientOptions {
+  /** The service's address, e.g. `http://127.0.0.1:8787` (no `/v1`). */
+  readonly baseUrl: string
+  /** A spend key (`sk_...`): data calls, usage, receipts, checkout. */
+  readonly key?: string | undefined
+  /** A management token (`svcm_...`): keys, alert, portal, tokens; also spends when no key is given. */
+  readonly managementToken?: string | undefined
+  readonly retry?: Partial<RetryPolicy> | undefined
+}
+
+/** One logical call: its Idempotency-Key (reused by every retry) and the last request it sent. */
+interface CallState {
+  readonly idempotencyKey: string
+  request: HttpClientRequest.HttpClientRequest | undefined
+}
+
+const CurrentCall = Context.Reference<CallState | undefined>("svc/client/CurrentCall", {
+  defaultValue: () => undefined
+})
+
+const ChosenIdempotencyKey = Context.Reference<string | undefined>("svc/client/ChosenIdempotencyKey", {
+  defaultValue: () => undefined
+})
+
+/**
+ * Runs `effect` (one client call) with the given Idempotency-Key instead of a fresh one: how a
+ * caller follows an offer's `resume.action: "retry_same_idempotency_key"` after paying.
+ */
+export const withIdempotencyKey =
+  (idempotencyKey: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.provideService(effect, ChosenIdempotencyKey, idempotencyKey)
+
+const dataPath = new RegExp(`^/v1/(${[...new Set(declarations.map((d) => d.platform))].join("|")})/`)
+
+/** The routes that take a management token rather than a spend key (README, "Management tokens"). */
+const managementPath = /^\/v1\/(keys(\/rotate|\/revoke)?|alert|portal|auth\/tokens(\/revoke)?|auth\/logout)$/
+
+const pathOf = (request: HttpClientRequest.HttpClientRequest) => new URL(request.url, "http://x").pathname
+
+const bearerFor = (options: ClientOptions, path: string) => {
+  if (path === "/v1/keys/mint") return undefined
+  return managementPath.test(path)
+    ? (options.managementToken ?? options.key)
+    : (options.key ?? options.managementToken)
+}
+
+/** Adds the bearer the route takes and, on data calls without one, the call's Idempotency-Key. */
+const prepare = (options: ClientOptions) => (request: HttpClientRequest.HttpClientRequest) =>
+  Effect.gen(function* () {
+    const path = pathOf(request)
+    const bearer = bearerFor(options, path)
+    let prepared = bearer === undefined ? request : HttpClientRequest.bearerToken(request, bearer)
+    const call = yield* CurrentCall
+    if (call !== undefined && dataPath.test(path) && !("idempotency-key" in prepared.headers))
+      prepared = HttpClientRequest.setHeader(prepared, "idempotency-key", call.idempotencyKey)
+    if (call !== undefined) call.request = prepared
+    return prepared
+  })
+
+/** One logical call: a fresh (or chosen) Idempotency-Key, then attempts until success or a final error. */
+const asLogicalCall =
+  (policy: RetryPolicy) =>
+  (effect: Effect.Effect<unknown, unknown, unknown>): Effect.Effect<unknown, unknown, unknown> =>
+    Effect.gen(function* () {
+      const chosen = yield* ChosenIdempotencyKey
+      const call: CallState = { idempotencyKey: chosen ?? crypto.randomUUID(), request: undefined }
+      const attempt = (n: number): Effect.Effect<unknown, unknown, unknown> =>
+        Effect.catch(effect, (error) =>
+          Effect.gen(function* () {
+            if (!isRetriable(error, call.request)) return yield* Effect.fail(error)
+            const delay = retryDelayMs(policy, n, retryAfterOf(error), yield* Random.next)
+            if (delay === undefined) return yield* Effect.fail(error)
+            yield* Effect.sleep(delay)
+            return yield* attempt(n + 1)
+          })
+        )
+      return yield* Effect.provideService(attempt(0), CurrentCall, call)
+    })
+
+/** The typed client over an `HttpClient`: bearer per route, Idempotency-Key per call, retries. */
+export const makeSvcClient = (
+  options: ClientOptions
+): Effect.Effect<SvcClientShape, never, HttpClient.HttpClient> =>
+  Effect.map(
+    HttpApiClient.make(svcApi, {
+      baseUrl: options.baseUrl.replace(/\/+$/, ""),
+      transformClient: HttpClient.mapRequestEffect(prepare(options))
+    }),
+    (client) => {
+      // `transformResponse` wraps only the decoding; a logical call spans the request too, so each
+      // method is wrapped whole. Every group is top level: the client is a flat record of methods.
+      const logical = asLogicalCall({ ...defaultRetryPolicy, ...options.retry })
+      const methods = Object.entries(client).map(([name, method]) => [
+        name,
+        (request: unknown) =>
+          logical((method as (request: unknown) => Effect.Effect<unknown, unknown, unknown>)(request))
+      ])
+      return Object.fromEntries(methods) as unknown as SvcClientShape
+    }
+  )
+
+/** The service's typed client as an Effect service. */
+export class SvcClient extends Context.Service<SvcClient, SvcClientShape>()("svc/client/SvcClient") {
+  /** Over the given `HttpClient` (a test can bring its own). */
+  static readonly layerNoDeps = (options: ClientOptions) => Layer.effect(SvcClient, makeSvcClient(options))
+  /** Over `fetch`. */
+  static readonly layer = (options: ClientOptions) =>
+    SvcClient.layerNoDeps(options).pipe(Layer.provide(FetchHttpClient.layer))
+}

@@ -1,0 +1,16 @@
+/**
+ * The typed client of the service, derived from the same contract as the server: an Effect
+ * service (`SvcClient`) and a Promise facade (`createClient`). Errors are the contract's error
+ * classes, one per problem code.
+ */
+export * from "../contract/errors.ts"
+export { createClient, type PromiseClient } from "./promise.ts"
+export { defaultRetryPolicy, type RetryPolicy } from "./retry.ts"
+export {
+  type ClientOptions,
+  makeSvcClient,
+  SvcClient,
+  type SvcClientShape,
+  svcApi,
+  withIdempotencyKey
+} from "./SvcClient.ts"

@@ -1,0 +1,57 @@
+import { Cause, Effect, Exit, type Types } from "effect"
+import { FetchHttpClient } from "effect/http"
+import type { HttpApi, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { type ClientOptions, makeSvcClient, type SvcApi, withIdempotencyKey } from "./SvcClient.ts"
+
+type Groups = SvcApi extends HttpApi.HttpApi<string, infer G> ? G : never
+type Endpoint = Extract<HttpApiGroup.Endpoints<Groups>, HttpApiEndpoint.ConstraintRequest>
+
+type RequestOf<E extends Endpoint> = Types.Simplify<
+  HttpApiEndpoint.ClientRequest<E["~Params"], E["~Query"], E["~Payload"], E["~Headers"], "decoded-only">
+>
+
+/** Each route of the contract as an async method, rejecting with the same typed errors as `SvcClient`. */
+export type PromiseClient = {
+  readonly [E in Endpoint as E["identifier"]]: (
+    ...request: {} extends RequestOf<E> ? [request?: RequestOf<E>] : [request: RequestOf<E>]
+  ) => Promise<HttpApiClient.SuccessType<E["~Success"]>>
+} & {
+  /** Runs one call with the given Idempotency-Key (to follow `offer.resume` after paying). */
+  readonly withIdempotencyKey: <A>(
+    idempotencyKey: string,
+    call: (client: PromiseClient) => Promise<A>
+  ) => Promise<A>
+}
+
+/** Rejects with the failure itself (an error class of `src/contract/errors.ts`, or the transport's). */
+const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
+  Effect.runPromiseExit(effect).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  })
+
+/**
+ * The client for callers who do not use Effect:
+ * `const svc = createClient({ baseUrl, key }); const profile = await svc.getProfile({ query: { identifier } })`.
+ */
+export const createClient = (options: ClientOptions): PromiseClient => {
+  const client = Effect.runSync(makeSvcClient(options).pipe(Effect.provide(FetchHttpClient.layer)))
+  const wrap = (idempotencyKey: string | undefined): PromiseClient => {
+    const methods = Object.fromEntries(
+      Object.entries(client).map(([name, method]) => [
+        name,
+        (...args: ReadonlyArray<unknown>) => {
+          const effect = (method as (...a: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown>)(
+            ...args
+          )
+          return run(idempotencyKey === undefined ? effect : withIdempotencyKey(idempotencyKey)(effect))
+        }
+      ])
+    )
+    return {
+      ...methods,
+      withIdempotencyKey: (key, call) => call(wrap(key))
+    } as PromiseClient
+  }
+  return wrap(undefined)
+}
