@@ -1,0 +1,282 @@
+import { readFileSync } from "node:fs"
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Page } from "playwright-core"
+import { signIn, spend } from "../identity/support.ts"
+import { baseUrl, lastStatus, mailReader, signInWithCode, skipReason, withBrowser } from "../pages/browser.ts"
+import { TestApp, testApp } from "../support/app.ts"
+import { storeName } from "../support/database.ts"
+import { testOperations } from "../support/testOperations.ts"
+import { checkPage, dashboard, htmlOf, textOf } from "./support.ts"
+
+/** Runs a test step from the browser's side (plain promises), with the test's database. */
+const runner = Effect.map(
+  SqlClient.SqlClient,
+  (sql) =>
+    <A>(effect: Effect.Effect<A, never, SqlClient.SqlClient>) =>
+      Effect.runPromise(Effect.provideService(effect, SqlClient.SqlClient, sql))
+)
+
+/** The spendable credits the overview shows, as a number. */
+const spendable = async (page: Page) => {
+  const text =
+    (await page.locator(".figure", { hasText: "Spendable credits" }).locator("strong").textContent()) ?? ""
+  return Number(text.replace(/,/g, ""))
+}
+
+describe(`/dashboard in Chromium (${storeName})`, () => {
+  layer(testApp(testOperations), { timeout: 180_000, excludeTestServices: true })((it) => {
+    it.effect(
+      "sign in, keys (shown once, revoked key fails), a receipt, an alert, a pack, a token revoked; every page at 360 px and desktop passes axe",
+      (context) =>
+        Effect.gen(function* () {
+          if (skipReason !== undefined) return context.skip(skipReason)
+          const app = yield* TestApp
+          const mail = yield* mailReader
+          const run = yield* runner
+          const ip = "10.81.0.1"
+          const email = "owner@example.com"
+          yield* withBrowser(app.url, { ip }, async (browser) => {
+            const { page } = browser
+            // Not signed in: to /login.
+            await page.goto(dashboard())
+            assert.strictEqual(new URL(page.url()).pathname, "/login")
+            await signInWithCode(page, mail, email)
+            assert.include(await textOf(page), `You are signed in as ${email}`)
+            const session = (await browser.context.cookies(baseUrl)).find(
+              (cookie) => cookie.name === "svc_session"
+            )!
+
+            const overview = await page.goto(dashboard())
+            assert.strictEqual(overview?.status(), 200)
+            assert.strictEqual(overview?.headers()["cache-control"], "no-store")
+            const overviewText = await textOf(page)
+            assert.include(overviewText, "Plan")
+            assert.include(overviewText, "trial")
+            assert.include(overviewText, "Free budget left today")
+            const accountId = /acct_\w+/.exec(overviewText)![0]
+
+            // Keys: none yet; create one, shown once with a copy button the CSP lets run.
+            await page.goto(dashboard("/keys"))
+            assert.include(await textOf(page), "This account has no keys")
+            await page.getByLabel("Label (optional)").fill("laptop")
+            await page.getByRole("button", { name: "Create key" }).click()
+            assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys"), 201)
+            const first = (await page.locator("#new-key-secret").textContent()) ?? ""
+            assert.match(first, /^svc_\w+$/)
+            assert.include(await textOf(page), "only time it is shown")
+            assert.isTrue(
+              await page.getByRole("button", { name: "Copy the key" }).isVisible(),
+              "the copy script ran"
+            )
+
+            // A call with it, and its receipt on the usage page.
+            const call = await run(spend(app, first, ip, 7))
+            assert.strictEqual(call.status, 200, JSON.stringify(call.body))
+            const receiptId = call.body.receipt.id as string
+            await page.goto(dashboard("/usage"))
+            const usageText = await textOf(page)
+            assert.include(usageText, receiptId)
+            assert.include(usageText, "testEcho")
+            assert.isTrue(await page.locator("svg[role=img]").isVisible())
+            assert.include((await page.locator("table").first().textContent()) ?? "", "profnet")
+            // Filters: another day has none; the CSV has the receipt.
+            await page.getByLabel("Day (UTC)").fill("2001-01-01")
+            await page.getByRole("button", { name: "Filter" }).click()
+            assert.include(await textOf(page), "No receipt matches these filters")
+            await page.goto(`${dashboard("/usage", accountId)}&operation=testEcho`)
+            const [download] = await Promise.all([
+              page.waitForEvent("download"),
+              page.getByRole("link", { name: "Download these receipts as CSV" }).click()
+            ])
+            assert.strictEqual(download.suggestedFilename(), `receipts-${accountId}.csv`)
+            const csv = readFileSync(await download.path(), "utf8")
+            const rows = csv.trim().split("\r\n")
+            assert.strictEqual(
+              rows[0],
+              "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key"
+            )
+            assert.isTrue(
+              rows.some((row) => row.startsWith(`${receiptId},`) && row.includes(",testEcho,profnet,"))
+            )
+
+            // Revoke with a confirmation step; the key then fails on /v1/usage.
+            await page.goto(dashboard("/keys"))
+            await page.getByRole("button", { name: /^Revoke key / }).click()
+            assert.include(await textOf(page), "Revoke this key?")
+            assert.strictEqual(
+              (await run(app.call("/v1/usage", { key: first, ip }))).status,
+              200,
+              "not yet revoked"
+            )
+            await page.getByRole("button", { name: "Yes, revoke it" }).click()
+            assert.include(await textOf(page), "is revoked")
+            assert.strictEqual((await run(app.call("/v1/usage", { key: first, ip }))).status, 401)
+
+            // Rotate: a second key, rotated; only the new secret works.
+            await page.getByRole("button", { name: "Create key" }).click()
+            const second = (await page.locator("#new-key-secret").textContent()) ?? ""
+            await page.goto(dashboard("/keys"))
+            await page.getByRole("button", { name: /^Rotate key / }).click()
+            await page.getByRole("button", { name: "Yes, rotate it" }).click()
+            const rotated = (await page.locator("#new-key-secret").textContent()) ?? ""
+            assert.notStrictEqual(rotated, second)
+            assert.strictEqual((await run(app.call("/v1/usage", { key: second, ip }))).status, 401)
+            assert.strictEqual((await run(app.call("/v1/usage", { key: rotated, ip }))).status, 200)
+
+            // No page shows a secret after its one showing, nor the session's token.
+            for (const path of ["", "/usage", "/keys", "/billing", "/tokens"]) {
+              await page.goto(dashboard(path))
+              const served = await htmlOf(page)
+              for (const secret of [first, second, rotated, session.value])
+                assert.notInclude(served, secret, `${path || "/"} shows a secret`)
+            }
+
+            // Alert.
+            await page.goto(dashboard("/billing"))
+            await page.getByLabel("Threshold (credits)").fill("500")
+            await page.getByRole("button", { name: "Set alert" }).click()
+            assert.include(
+              await textOf(page),
+              `Alert set: we email ${email} when the spendable credits fall below 500`
+            )
+            await page.getByLabel("Threshold (credits)").fill("-3")
+            await page.locator("form:has(#threshold)").evaluate((form) => form.setAttribute("novalidate", ""))
+            await page.getByRole("button", { name: "Set alert" }).click()
+            assert.strictEqual(lastStatus(browser, "POST", "/dashboard/alert"), 400)
+            assert.include(await textOf(page), "The threshold is a whole number")
+
+            // A flex pack on the local rail: the balance moves by its credits.
+            await page.goto(dashboard())
+            const before = await spendable(page)
+            await page.goto(dashboard("/billing"))
+            await page.getByRole("button", { name: /^Buy flex/ }).click()
+            assert.match(new URL(page.url()).pathname, /^\/checkout\//)
+            await page.getByRole("button", { name: /^Pay / }).click()
+            await page.goto(dashboard())
+            assert.strictEqual(await spendable(page), before + 10_000)
+            assert.include(await textOf(page), "flex")
+
+            // The billing portal opens (the local one, for a local-rail account).
+            await page.goto(dashboard("/billing"))
+            await page.getByRole("button", { name: "Open the billing portal" }).click()
+            assert.strictEqual(new URL(page.url()).pathname, "/portal")
+
+            // Management tokens: a command-line sign-in, revoked here, stops working.
+            const cli = await run(signIn(app, email, { ip: "10.81.0.2" }))
+            assert.strictEqual(
+              (await run(app.call("/v1/auth/tokens", { key: cli.management_token, ip }))).status,
+              200
+            )
+            await page.goto(dashboard("/tokens"))
+            assert.include(await textOf(page), "(this browser)")
+            await page
+              .getByRole("button", { name: /^Revoke the / })
+              .first()
+              .click()
+            assert.include(await textOf(page), "That sign-in is revoked")
+            assert.strictEqual(
+              (await run(app.call("/v1/auth/tokens", { key: cli.management_token, ip }))).status,
+              401
+            )
+
+            // Every page at phone and desktop widths: screenshots, axe-core, no sideways scroll.
+            for (const [name, path] of [
+              ["overview", ""],
+              ["usage", "/usage"],
+              ["keys", "/keys"],
+              ["billing", "/billing"],
+              ["tokens", "/tokens"]
+            ] as const) {
+              await page.goto(dashboard(path))
+              await checkPage(page, name)
+            }
+            await page.goto(dashboard("/keys"))
+            await page
+              .getByRole("button", { name: /^Revoke key / })
+              .first()
+              .click()
+            await checkPage(page, "keys-confirm")
+            assert.deepStrictEqual(browser.elsewhere, [])
+          })
+        }),
+      180_000
+    )
+
+    it.effect("several accounts: a switcher, and another account's ids in a form are refused", (context) =>
+      Effect.gen(function* () {
+        if (skipReason !== undefined) return context.skip(skipReason)
+        const app = yield* TestApp
+        const mail = yield* mailReader
+        const run = yield* runner
+        const ip = "10.81.1.1"
+        const email = "two@example.com"
+        // A stranger's account and key, claimed so that its key id can be read.
+        const stranger = yield* app.mint("10.81.1.9")
+        const strangerSignIn = yield* signIn(app, "stranger@example.com", {
+          key: stranger.key,
+          ip: "10.81.1.9"
+        })
+        const strangerKeys = yield* app.call("/v1/keys", {
+          key: strangerSignIn.management_token,
+          ip: "10.81.1.9"
+        })
+        const strangerKey = Promise.resolve(strangerKeys.body.keys[0].key_id as string)
+        yield* withBrowser(app.url, { ip }, async (browser) => {
+          const { page } = browser
+          await page.goto(`${baseUrl}/login`)
+          await signInWithCode(page, mail, email)
+          // Claim a trial key with the same email: the sign-in now governs two accounts.
+          const trial = await run(app.mint("10.81.1.2"))
+          await run(signIn(app, email, { key: trial.key, ip: "10.81.1.2" }))
+          await page.goto(dashboard())
+          const options = await page.locator("#account-switch option").allInnerTexts()
+          assert.strictEqual(options.length, 2)
+          await page.getByLabel("Account").selectOption(trial.account_id)
+          await page.getByRole("button", { name: "Switch" }).click()
+          assert.include(new URL(page.url()).search, `account=${trial.account_id}`)
+          await page.goto(dashboard("/keys", trial.account_id))
+          assert.include(await textOf(page), trial.key.slice(-4))
+          await checkPage(page, "keys-two-accounts")
+
+          // Another account in `?account=` and in a form's hidden field: refused.
+          const foreign = await page.goto(dashboard("/keys", stranger.account_id))
+          assert.strictEqual(foreign?.status(), 403)
+          assert.include(await textOf(page), "does not govern")
+          await page.goto(dashboard("/keys", trial.account_id))
+          await page
+            .locator("form:has(#label) input[name=account]")
+            .evaluate((input, id) => input.setAttribute("value", id), stranger.account_id)
+          await page.getByRole("button", { name: "Create key" }).click()
+          assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys"), 403)
+          // Another account's key id under one's own account: not found, nothing revoked.
+          await page.goto(dashboard("/keys", trial.account_id))
+          const strangerKeyId = await strangerKey
+          await page
+            .locator("form[action$='/keys/revoke'] input[name=key_id]")
+            .first()
+            .evaluate((input, id) => input.setAttribute("value", id), strangerKeyId)
+          await page
+            .getByRole("button", { name: /^Revoke key / })
+            .first()
+            .click()
+          assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys/revoke"), 404)
+          assert.include(await textOf(page), "not one of this account's keys")
+          assert.strictEqual(
+            (await run(app.call("/v1/usage", { key: stranger.key, ip: "10.81.1.9" }))).status,
+            200
+          )
+
+          // A form whose CSRF field is not the session's: refused.
+          await page
+            .locator("form:has(#label) input[name=csrf]")
+            .evaluate((input) => input.setAttribute("value", "forged"))
+          await page.getByRole("button", { name: "Create key" }).click()
+          assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys"), 403)
+          assert.include(await textOf(page), "This form does not belong to your current sign-in")
+        })
+      })
+    )
+  })
+})
