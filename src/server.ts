@@ -7,6 +7,7 @@ import { problemContext } from "./contract/problem.ts"
 import { withRequestLog } from "./logging.ts"
 import { Mailer } from "./mail/Mailer.ts"
 import { Outbox } from "./mail/Outbox.ts"
+import { OAuthHousekeeping, OAuthServer } from "./oauth/OAuthServer.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Checkout } from "./payments/Checkout.ts"
 import { paymentRailsLayer } from "./payments/rails.ts"
@@ -39,7 +40,8 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Admin.layer,
     AdminToken.layer,
     Cache.layer,
-    Domains.layer
+    Domains.layer,
+    OAuthServer.layer
   ).pipe(
     Layer.provideMerge(Checkout.layer),
     Layer.provideMerge(paymentRailsLayer),
@@ -116,6 +118,7 @@ export const appLayer = <R>(
   httpServerLayer(operations).pipe(
     Layer.provideMerge(AppConfig.hostsLayer),
     Layer.provideMerge(Housekeeping),
+    Layer.provideMerge(OAuthHousekeeping),
     Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(servicesLayer(ids)),
     Layer.provideMerge(database)

@@ -2,6 +2,7 @@ import { type Context, Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { defaultHosts } from "../domain/identifiers.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
+import { AppsGroup } from "./apps.ts"
 import { BillingGroup } from "./billing.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
@@ -89,6 +90,7 @@ export class BaseApi extends HttpApi.make("svc")
   .add(AuthGroup)
   .add(SessionsGroup)
   .add(ManagementGroup)
+  .add(AppsGroup)
   .add(BillingGroup)
   .middleware(InputProblems)
   .middleware(Client)

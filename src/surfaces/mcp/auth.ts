@@ -7,10 +7,14 @@ import type { Problems } from "../common/problems.ts"
 export const protectedResourcePath = (resourcePath: string): `/${string}` =>
   `/.well-known/oauth-protected-resource${resourcePath}`
 
+/**
+ * The service is its own authorization server (spec rule 9: MCP clients sign in in a browser with an
+ * emailed code); its issuer is the base URL. `mcp` is the scope a client asks for.
+ */
 export const protectedResourceMetadata = (baseUrl: string, resourcePath: string, resourceName: string) => ({
   resource: `${baseUrl}${resourcePath}`,
-  // `authorization_servers` joins here once the service runs its own OAuth authorization server
-  // (spec rule 9: MCP clients sign in with an emailed code); until then keys go in the header.
+  authorization_servers: [baseUrl],
+  scopes_supported: ["mcp"],
   bearer_methods_supported: ["header"],
   resource_name: resourceName,
   resource_documentation: links(baseUrl).docs

@@ -4,6 +4,7 @@ import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "e
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
+import { OAuthServer } from "../../oauth/OAuthServer.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
@@ -15,7 +16,7 @@ import { challengeResponse, protectedResourceMetadata, protectedResourcePath } f
 import { McpBearer, resolveBearer } from "./bearer.ts"
 import { allowedHostnames, foreignHostRejection } from "./guards.ts"
 import { managementInstructions, managementTools } from "./managementTools.ts"
-import { type McpMount, mcpMounts, mountTools } from "./mounts.ts"
+import { type McpMount, mcpMounts, mountTools, mountUrl } from "./mounts.ts"
 import { authInfoOf, makeSession, mcpServerFactory } from "./server.ts"
 import { type McpTool, registryTools, type ToolServices } from "./tools.ts"
 
@@ -38,6 +39,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const config = yield* AppConfig
       const problems = yield* Problems
       const identity = yield* Identity
+      const oauth = yield* OAuthServer
       const tools = registryTools(operations, config.hosts)
       const allowed = allowedHostnames(config.baseUrl)
       const metadata = (path: "" | `/${string}`, name: string) =>
@@ -58,7 +60,10 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         if (announced !== undefined) return problems.render(announced)
 
         const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
-        const found = yield* Effect.result(resolveBearer(identity, secret, identity.clientIp(request)))
+        const resource = mountUrl(config.baseUrl, mount)
+        const found = yield* Effect.result(
+          resolveBearer(identity, oauth, secret, identity.clientIp(request), resource)
+        )
         if (found._tag === "Failure") {
           const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`
           return challengeResponse(problems, found.failure, config.baseUrl, metadataUrl)

@@ -1,0 +1,120 @@
+import { errors, type KoaContext, type ProviderClient } from "oidc-provider"
+import { oauthPolicy } from "./policy.ts"
+
+/**
+ * The authorization server's settings (oidc-provider 9.13): authorization code with PKCE S256 only,
+ * each MCP mount a resource (RFC 8707) with opaque access tokens looked up in the database, rotating
+ * refresh tokens, dynamic registration and Client ID Metadata Documents, DPoP off, every TTL set.
+ */
+
+/** Its endpoints, all under `/oauth`; the metadata stays at the RFC 8414 well-known paths. */
+export const oauthRoutes = {
+  authorization: "/oauth/authorize",
+  token: "/oauth/token",
+  registration: "/oauth/register",
+  revocation: "/oauth/revoke",
+  introspection: "/oauth/introspect",
+  jwks: "/oauth/jwks",
+  end_session: "/oauth/logout",
+  userinfo: "/oauth/userinfo",
+  pushed_authorization_request: "/oauth/par",
+  code_verification: "/oauth/device",
+  device_authorization: "/oauth/device/auth",
+  backchannel_authentication: "/oauth/backchannel",
+  challenge: "/oauth/challenge",
+  credential: "/oauth/credential"
+} as const
+
+/** The scope an MCP client asks for (named in the protected-resource metadata). */
+export const mcpScope = "mcp"
+export const scopes = ["openid", "offline_access", mcpScope] as const
+
+export interface ConfigurationInput {
+  readonly adapter: unknown
+  readonly signingKey: Record<string, unknown>
+  readonly cookieKeys: ReadonlyArray<string>
+  /** The MCP mounts' URLs: the only resources a token may be for. */
+  readonly resources: ReadonlySet<string>
+  readonly renderError: (ctx: { type: string; body: string }, out: Record<string, string>) => void
+}
+
+export const configuration = (input: ConfigurationInput): Record<string, unknown> => ({
+  adapter: input.adapter,
+  clients: [],
+  jwks: { keys: [input.signingKey] },
+  cookies: {
+    keys: input.cookieKeys,
+    long: { signed: true, httpOnly: true, sameSite: "lax" },
+    short: { signed: true, httpOnly: true, sameSite: "lax" }
+  },
+  routes: oauthRoutes,
+  // Our own pages; the library's cookies are scoped to this path, so every step stays under it.
+  interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/login/${interaction.uid}` },
+  responseTypes: ["code"],
+  pkce: { required: () => true },
+  scopes,
+  claims: { openid: ["sub"] },
+  clientDefaults: {
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+    // With only an ES256 key, registration fails unless ID tokens default to it too.
+    id_token_signed_response_alg: "ES256"
+  },
+  allowOmittingSingleRegisteredRedirectUri: false,
+  features: {
+    devInteractions: { enabled: false },
+    registration: { enabled: true },
+    clientIdMetadataDocument: { enabled: true, ack: "draft-02" },
+    revocation: { enabled: true },
+    introspection: { enabled: false },
+    userinfo: { enabled: false },
+    rpInitiatedLogout: { enabled: false },
+    dPoP: { enabled: false },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: (_ctx: unknown, _client: unknown, oneOf: string | undefined) => oneOf,
+      // A refresh may omit `resource`: the grant's one is used.
+      useGrantedResource: () => true,
+      getResourceServerInfo: (_ctx: unknown, resource: string) => {
+        if (!input.resources.has(resource))
+          throw new errors.InvalidTarget("resource must be one of this service's MCP endpoints")
+        return {
+          scope: mcpScope,
+          audience: resource,
+          accessTokenFormat: "opaque",
+          accessTokenTTL: oauthPolicy.accessTokenTtlSeconds
+        }
+      }
+    }
+  },
+  // Every client that may refresh gets a refresh token (no `offline_access` ceremony); each use
+  // rotates it.
+  issueRefreshToken: (_ctx: unknown, client: ProviderClient) => client.grantTypeAllowed("refresh_token"),
+  rotateRefreshToken: () => true,
+  // The subject is an account id: a grant is one account's consent to one client.
+  findAccount: (_ctx: unknown, sub: string) => ({ accountId: sub, claims: () => ({ sub }) }),
+  ttl: {
+    AccessToken: oauthPolicy.accessTokenTtlSeconds,
+    AuthorizationCode: 60,
+    ClientCredentials: 600,
+    DeviceCode: 600,
+    BackchannelAuthenticationRequest: 600,
+    IdToken: 3600,
+    RefreshToken: oauthPolicy.refreshTokenTtlSeconds,
+    Interaction: 3600,
+    Session: 14 * 24 * 3600,
+    Grant: oauthPolicy.refreshTokenTtlSeconds,
+    PreAuthorizedCode: 600
+  },
+  renderError: (ctx: { type: string; body: string }, out: Record<string, string>) =>
+    input.renderError(ctx, out)
+})
+
+/** An authorization request without `scope` would end in `access_denied`: it asks for `mcp`. */
+export const defaultScope = async (ctx: KoaContext, next: () => Promise<void>) => {
+  if (ctx.path === oauthRoutes.authorization && ctx.method === "GET" && ctx.query.scope === undefined) {
+    ctx.query = { ...ctx.query, scope: mcpScope }
+  }
+  await next()
+}

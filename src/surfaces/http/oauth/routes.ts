@@ -1,0 +1,186 @@
+import type { IncomingMessage, ServerResponse } from "node:http"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { Effect } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { signInCodePattern } from "../../../domain/identity.ts"
+import { type ConsentRequest, OAuthServer } from "../../../oauth/OAuthServer.ts"
+import { csrfMatches, csrfToken, htmlPage, queryParams, withSession } from "../pages/respond.ts"
+import { badEmail, pageSession, rateLimitHeaders, tooMany } from "../pages/session.ts"
+import { codePage, consentPage, emailPage, expiredPage, noAccountPage } from "./pages.ts"
+
+const nodeOf = (request: HttpServerRequest.HttpServerRequest) => ({
+  req: NodeHttpServerRequest.toIncomingMessage(request) as IncomingMessage,
+  res: NodeHttpServerRequest.toServerResponse(request) as ServerResponse
+})
+
+/** The `{uid}` of `/login/{uid}/...`. */
+const uidOf = (request: HttpServerRequest.HttpServerRequest) =>
+  new URL(request.url, "http://page").pathname.split("/")[2] ?? ""
+
+/**
+ * The consent form's submission ends, through the authorization server, at the client's redirect
+ * URI: Chromium applies `form-action` to that redirect, so the page names its origin (or scheme).
+ */
+const formTargets = (request: ConsentRequest): ReadonlyArray<string> => {
+  if (!URL.canParse(request.redirectUri)) return []
+  const url = new URL(request.redirectUri)
+  if (url.protocol !== "http:" && url.protocol !== "https:") return [url.protocol]
+  return [url.hostname === "[::1]" ? `http://*${url.port === "" ? "" : `:${url.port}`}` : url.origin]
+}
+
+const seeOther = (location: string) => HttpServerResponse.redirect(location, { status: 303 })
+
+/**
+ * The authorization server's endpoints (handed to the library as raw Node requests: it reads the
+ * body and answers itself) and our interaction pages at `/login/{uid}`.
+ */
+export const OAuthRoutes = HttpRouter.use((router) =>
+  Effect.gen(function* () {
+    const oauth = yield* OAuthServer
+    const { config, identities, identity, personal, clientIp, session, withForm } = yield* pageSession
+    const baseUrl = config.baseUrl
+
+    const handOver = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      yield* oauth.serve(nodeOf(request), identity.clientIp(request))
+      // The library has written and ended the response; the server writes nothing more.
+      return HttpServerResponse.empty()
+    })
+    yield* router.add("*", "/oauth/*", handOver)
+    for (const path of [
+      "/.well-known/oauth-authorization-server",
+      "/.well-known/openid-configuration"
+    ] as const) {
+      yield* router.add("GET", path, handOver)
+      yield* router.add("OPTIONS", path, handOver)
+    }
+
+    /** The interaction this browser is in, or the page saying it ended. */
+    const current = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const uid = uidOf(request)
+      const consent = yield* oauth.interaction(nodeOf(request), uid)
+      return { request, uid, consent }
+    })
+    const ended = htmlPage(expiredPage(baseUrl), { status: 400, ...personal })
+
+    /** The consent page for the signed-in email, or the email step when nobody is signed in here. */
+    const signedInOrEmail = (uid: string, consent: ConsentRequest, another: boolean) =>
+      Effect.gen(function* () {
+        const signedIn = another ? undefined : yield* session
+        if (signedIn === undefined) return htmlPage(emailPage(baseUrl, uid, consent), personal)
+        const accounts = signedIn.governor.accounts.filter((account) => account.state === "active")
+        if (accounts.length === 0) return htmlPage(noAccountPage(baseUrl, signedIn.governor.email), personal)
+        return htmlPage(
+          consentPage(baseUrl, uid, consent, {
+            email: signedIn.governor.email,
+            accounts,
+            csrf: csrfToken(signedIn.token)
+          }),
+          { ...personal, formTargets: formTargets(consent) }
+        )
+      })
+
+    yield* router.add(
+      "GET",
+      "/login/:uid",
+      Effect.gen(function* () {
+        const { uid, consent } = yield* current
+        if (consent === undefined) return ended
+        const query = yield* queryParams
+        return yield* signedInOrEmail(uid, consent, query.get("another") === "1")
+      })
+    )
+
+    yield* router.add(
+      "POST",
+      "/login/:uid/email",
+      withForm((form) =>
+        Effect.gen(function* () {
+          const { uid, consent } = yield* current
+          if (consent === undefined) return ended
+          const email = form.get("email")
+          const ip = yield* clientIp
+          return yield* identities.start({ email, ip, keyId: undefined }).pipe(
+            Effect.as(htmlPage(codePage(baseUrl, uid, consent, email.toLowerCase()), personal)),
+            Effect.catchTags({
+              InvalidInput: () =>
+                Effect.succeed(
+                  htmlPage(emailPage(baseUrl, uid, consent, badEmail), { status: 400, ...personal })
+                ),
+              RateLimited: (error) =>
+                Effect.succeed(
+                  htmlPage(emailPage(baseUrl, uid, consent, tooMany(error)), {
+                    status: 429,
+                    ...personal,
+                    headers: rateLimitHeaders(error)
+                  })
+                )
+            }),
+            Effect.orDie
+          )
+        })
+      )
+    )
+
+    yield* router.add(
+      "POST",
+      "/login/:uid/code",
+      withForm((form) =>
+        Effect.gen(function* () {
+          const { uid, consent } = yield* current
+          if (consent === undefined) return ended
+          const email = form.get("email")
+          const code = form.get("code").replace(/\s/g, "")
+          const wrong = (status: number, message: string) =>
+            htmlPage(codePage(baseUrl, uid, consent, email, message), { status, ...personal })
+          if (!signInCodePattern.test(code)) return wrong(400, "The code is the 6 digits in the email.")
+          // The same sign-in as `/login`: this browser is signed in to the service too.
+          return yield* identities.verifyCode(email, code, "web").pipe(
+            Effect.map((signedIn) =>
+              withSession(seeOther(`${baseUrl}/login/${uid}`), signedIn.management_token, baseUrl)
+            ),
+            Effect.catchTags({
+              InvalidInput: () =>
+                Effect.succeed(htmlPage(emailPage(baseUrl, uid, consent, badEmail), personal)),
+              Unauthorized: () =>
+                Effect.succeed(
+                  wrong(
+                    401,
+                    "That code is wrong, used or expired. A code works for 10 minutes and stops working after 5 wrong tries."
+                  )
+                )
+            }),
+            Effect.orDie
+          )
+        })
+      )
+    )
+
+    yield* router.add(
+      "POST",
+      "/login/:uid/consent",
+      withForm((form) =>
+        Effect.gen(function* () {
+          const { request, uid, consent } = yield* current
+          if (consent === undefined) return ended
+          const signedIn = yield* session
+          if (signedIn === undefined || !csrfMatches(signedIn.token, form.get("csrf")))
+            return yield* signedInOrEmail(uid, consent, false)
+          if (form.get("decision") !== "allow") {
+            const back = yield* oauth.deny(nodeOf(request), uid)
+            return back === undefined ? ended : seeOther(back)
+          }
+          const account = signedIn.governor.accounts.find(
+            (candidate) => candidate.id === form.get("account_id") && candidate.state === "active"
+          )
+          if (account === undefined) return yield* signedInOrEmail(uid, consent, false)
+          const back = yield* Effect.orDie(
+            oauth.approve(nodeOf(request), uid, { accountId: account.id, email: signedIn.governor.email })
+          )
+          return back === undefined ? ended : seeOther(back)
+        })
+      )
+    )
+  })
+)
