@@ -3,7 +3,7 @@ import type { Account } from "../../../domain/accounts.ts"
 import { type Html, html } from "../pages/html.ts"
 
 /** The dashboard's sections, in the order of its navigation. */
-export type Section = "overview" | "usage" | "keys" | "billing" | "tokens"
+export type Section = "overview" | "usage" | "keys" | "billing" | "tokens" | "apps"
 
 const sections: ReadonlyArray<{ readonly id: Section; readonly path: string; readonly label: string }> = [
   { id: "overview", path: "/dashboard", label: "Overview" },

@@ -8,13 +8,13 @@ import type { PaymentRails } from "../../../payments/PaymentRail.ts"
 import { Keys } from "../../../services/Keys.ts"
 import type { Ledger } from "../../../services/Ledger.ts"
 import { Usage } from "../../../services/Usage.ts"
-import { selectAccount } from "../../common/identity.ts"
 import { billingPortal, createKey, revokeKey, rotateKey, setBalanceAlert } from "../../common/management.ts"
 import { usageReport } from "../../usageReport.ts"
 import { html } from "../pages/html.ts"
-import { csrfToken, htmlPage, queryParams, withoutSession } from "../pages/respond.ts"
+import { type Form, withoutSession } from "../pages/respond.ts"
 import { pageSession } from "../pages/session.ts"
-import { dashboardCsp, type Frame } from "./layout.ts"
+import { dashboardGuard } from "./guard.ts"
+import type { Frame } from "./layout.ts"
 import {
   csvHeader,
   csvRow,
@@ -27,7 +27,6 @@ import {
 import {
   billingPage,
   confirmKeyPage,
-  failurePage,
   keysPage,
   type Notes,
   overviewPage,
@@ -54,7 +53,7 @@ const paymentOrigins = (rails: ReadonlyArray<string>) =>
 export const DashboardRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
   HttpRouter.use((router) =>
     Effect.gen(function* () {
-      const { config, identities, clientIp, session, withSignedInForm } = yield* pageSession
+      const { config, identities, clientIp } = yield* pageSession
       const services = yield* Effect.context<Keys | Ledger | Usage | Checkout | PaymentRails>()
       const usage = yield* Usage
       const checkout = yield* Checkout
@@ -64,77 +63,22 @@ export const DashboardRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
       const chartPlatforms = [...platforms, "other", "unsplit"]
       const formTargets = paymentOrigins(config.checkoutRails)
 
-      const respond = (body: string, status = 200) =>
-        htmlPage(body, {
-          status,
-          private: true,
-          headers: { "content-security-policy": dashboardCsp(formTargets) }
-        })
-
-      const frameOf = (governor: Governor, token: string, account: Account): Frame => ({
-        baseUrl: config.baseUrl,
-        email: governor.email,
-        csrf: csrfToken(token),
-        accounts: governor.accounts,
-        account
-      })
-
-      const notGoverned = (governor: Governor, token: string, wanted: string) =>
-        respond(
-          failurePage(
-            frameOf(governor, token, governor.accounts[0]!),
-            "Not your account",
-            `This sign-in (${governor.email}) does not govern ${wanted.slice(0, 100)}.`,
-            html`Choose one of your accounts with the switcher above, or sign in with the email that owns it.`
-          ),
-          403
-        )
-
-      /** A dashboard page: signed in (else to `/login`), for the account of `?account=` or the first one. */
+      const guard = yield* dashboardGuard(formTargets)
+      const { respond } = guard
       const signedInPage = (
         handle: (
           frame: Frame,
           governor: Governor,
           query: URLSearchParams
         ) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, Needs>
-      ) =>
-        Effect.gen(function* () {
-          const current = yield* session
-          if (current === undefined)
-            return HttpServerResponse.redirect(`${config.baseUrl}/login?then=dashboard`, {
-              status: 303,
-              headers: { "cache-control": "no-store" }
-            })
-          const { governor, token } = current
-          if (governor.accounts.length === 0)
-            return respond(
-              html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>No account</title></head><body><main><h1>No account</h1><p>This sign-in governs no account. <a href="${config.baseUrl}/claim">Claim a trial key</a> or <a href="${config.baseUrl}/upgrade">buy a pack</a>.</p></main></body></html>`
-                .value
-            )
-          const query = yield* queryParams
-          const wanted = query.get("account")?.trim() || undefined
-          const chosen = governor.accounts.find(
-            (account) => account.id === (wanted ?? governor.accounts[0]!.id)
-          )
-          if (chosen === undefined) return notGoverned(governor, token, wanted!)
-          return yield* handle(frameOf(governor, token, chosen), governor, query)
-        }).pipe(Effect.provideContext(services), Effect.orDie)
-
-      /** A dashboard form: signed in, CSRF checked, and its `account` one the sign-in governs. */
+      ) => guard.signedInPage(handle).pipe(Effect.provideContext(services))
       const signedInForm = (
         handle: (
           frame: Frame,
           governor: Governor,
-          form: { readonly get: (name: string) => string }
+          form: Form
         ) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, Needs>
-      ) =>
-        withSignedInForm((form, { governor, token }) =>
-          Effect.gen(function* () {
-            const chosen = yield* selectAccount(governor, form.get("account")).pipe(Effect.option)
-            if (chosen._tag === "None") return notGoverned(governor, token, form.get("account"))
-            return yield* handle(frameOf(governor, token, chosen.value), governor, form)
-          })
-        ).pipe(Effect.provideContext(services), Effect.orDie)
+      ) => guard.signedInForm(handle).pipe(Effect.provideContext(services))
 
       const reportFor = (governor: Governor, account: Account) =>
         Effect.gen(function* () {
@@ -407,8 +351,10 @@ export const DashboardRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
             if (tokenId === governor.tokenId)
               return withoutSession(
                 respond(
-                  html`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Signed out</title></head><body><main><h1>Signed out</h1><p>This browser's sign-in is revoked. <a href="${config.baseUrl}/login">Sign in again</a>.</p></main></body></html>`
-                    .value
+                  guard.barePage(
+                    "Signed out",
+                    html`<p>This browser's sign-in is revoked. <a href="${config.baseUrl}/login">Sign in again</a>.</p>`
+                  )
                 ),
                 config.baseUrl
               )

@@ -16,7 +16,7 @@ export interface Notes {
   readonly error?: string | undefined
 }
 
-const notes = (options: Notes) => html`${okNote(options.ok)}${errorNote(options.error)}`
+export const notes = (options: Notes) => html`${okNote(options.ok)}${errorNote(options.error)}`
 
 const figure = (label: string, value: string | number, detail?: Html | string) =>
   html`<div class="figure">${label}<strong>${typeof value === "number" ? count(value) : value}</strong>${detail ?? ""}</div>`
@@ -59,7 +59,7 @@ ${
         `${subscription.pack}, ${subscription.status}${subscription.cancel_at_period_end ? ", ends then" : ", renews then"}`
       )
 }
-${figure("Used today", usage.today.credits, html`credits in ${count(usage.today.calls)} calls`)}
+${figure("Used today", usage.today.credits, html`credits in ${count(usage.today.calls)} ${usage.today.calls === 1 ? "call" : "calls"}`)}
 </div>
 ${
   (balance?.total ?? 0) === 0 && free !== undefined
