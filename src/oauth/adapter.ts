@@ -1,4 +1,4 @@
-import { Clock, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import * as Row from "../store/rows.ts"
@@ -10,6 +10,12 @@ import * as Row from "../store/rows.ts"
  */
 
 type Payload = Record<string, unknown>
+
+/**
+ * oidc-provider reads the wall clock for every expiry and consumption it checks, so its rows expire
+ * and are consumed by that same clock (not the service's `Clock`, which tests move virtually).
+ */
+const libraryNow = Effect.sync(() => Date.now())
 
 /** Runs one storage step on the service's database (the library calls plain async methods). */
 export type RunSql = <A>(effect: Effect.Effect<A, SqlError, SqlClient.SqlClient>) => Promise<A>
@@ -23,7 +29,9 @@ const read = (rows: ReadonlyArray<typeof RecordRow.Type>): Payload | undefined =
   const row = rows[0]
   if (row === undefined) return undefined
   const payload = JSON.parse(row.payload) as Payload
-  return row.consumed_at === null ? payload : { ...payload, consumed: Math.floor(row.consumed_at / 1000) }
+  return row.consumed_at === null
+    ? payload
+    : { ...payload, consumed: Math.max(1, Math.floor(row.consumed_at / 1000)) }
 }
 
 /** The adapter class the library instantiates once per model name. */
@@ -39,7 +47,7 @@ export const sqlAdapter = (run: RunSql) =>
       return run(
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          const now = yield* Clock.currentTimeMillis
+          const now = yield* libraryNow
           const expiresAt = expiresIn === undefined ? null : now + expiresIn * 1000
           yield* sql`INSERT INTO oauth_records
               (model, id, payload, grant_id, uid, user_code, account_id, client_id, expires_at)
@@ -57,7 +65,7 @@ export const sqlAdapter = (run: RunSql) =>
       return run(
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          const now = yield* Clock.currentTimeMillis
+          const now = yield* libraryNow
           const rows = yield* sql`SELECT payload, consumed_at FROM oauth_records
             WHERE model = ${model} AND ${sql(column)} = ${value} AND (expires_at IS NULL OR expires_at > ${now})
             LIMIT 1`.pipe(Effect.flatMap(decodeRecords))
@@ -83,7 +91,7 @@ export const sqlAdapter = (run: RunSql) =>
       return run(
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          const now = yield* Clock.currentTimeMillis
+          const now = yield* libraryNow
           yield* sql`UPDATE oauth_records SET consumed_at = ${now}
             WHERE model = ${model} AND id = ${id} AND consumed_at IS NULL`
         })
@@ -123,7 +131,7 @@ export const revokeGrant = (grantId: string) =>
 /** Forgets records past their expiry; returns how many. */
 export const sweepExpired = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const now = yield* Clock.currentTimeMillis
+  const now = yield* libraryNow
   const rows =
     yield* sql`DELETE FROM oauth_records WHERE expires_at IS NOT NULL AND expires_at <= ${now} RETURNING id`
   return rows.length
