@@ -1,0 +1,77 @@
+// Subpath imports: the package index loads every Node adapter and adds about a second to each command.
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { Cause, Console, Data, Effect, Layer, Runtime } from "effect"
+import { CliError, CliOutput, Command } from "effect/cli"
+import { svc } from "./commands.ts"
+import { red } from "./output.ts"
+
+/** Already written to stderr; only its exit code is left to report. */
+class Reported extends Data.TaggedError("Reported")<{ readonly exitCode: number }> {
+  override readonly [Runtime.errorReported] = false
+  override get [Runtime.errorExitCode]() {
+    return this.exitCode
+  }
+}
+
+const paymentTags = new Set([
+  "InsufficientCredits",
+  "TrialCapExceeded",
+  "BudgetExhausted",
+  "QuoteExceedsMaxCredits"
+])
+const authTags = new Set(["KeyRequired", "Unauthorized", "AuthRequired", "NotSignedIn"])
+
+/** 2 usage, 3 payment needed, 4 auth, 1 anything else (the issue's table). */
+export const exitCodeOf = (error: unknown): number => {
+  if (CliError.isCliError(error)) return 2
+  const tag = (error as { readonly _tag?: string } | undefined)?._tag ?? ""
+  if (tag === "UsageError" || tag === "InvalidInput") return 2
+  if (paymentTags.has(tag)) return 3
+  if (authTags.has(tag)) return 4
+  if (tag === "Abandoned") return (error as { readonly auth: boolean }).auth ? 4 : 1
+  return 1
+}
+
+const describe = (error: unknown): string => {
+  if (CliError.isCliError(error))
+    return error._tag === "ShowHelp"
+      ? error.errors.map((e) => e.message).join("; ") ||
+          `Give a command after \`${error.commandPath.join(" ")}\`; see --help.`
+      : error.message
+  const problem = error as {
+    readonly code?: string
+    readonly message?: string
+    readonly upgrade_url?: string
+    readonly offer?: { readonly checkout_url: string; readonly resume: { readonly detail: string } }
+    readonly retry_after_seconds?: number
+  }
+  const lines = [
+    `${problem.code ?? (error as { _tag?: string })._tag ?? "Error"}: ${problem.message ?? String(error)}`
+  ]
+  if (problem.offer)
+    lines.push(`Buy credits: svc buy flex (or ${problem.offer.checkout_url}). ${problem.offer.resume.detail}`)
+  else if (problem.upgrade_url) lines.push(`Upgrade: ${problem.upgrade_url}`)
+  if (problem.retry_after_seconds !== undefined) lines.push(`Retry after ${problem.retry_after_seconds} s.`)
+  return lines.join("\n")
+}
+
+/** Help and version go to stdout as usual; invocation errors are rendered below, once. */
+const presenter = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation" || (event._tag === "Help" && event.reason === "Implicit")
+      ? Effect.void
+      : CliOutput.defaultPresenter.present(event)
+})
+
+Command.run(svc, { version: "0.1.0", renderErrors: false }).pipe(
+  Effect.catchCause((cause) => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+    const error = Cause.squash(cause)
+    return Console.error(red(describe(error), process.stderr)).pipe(
+      Effect.andThen(Effect.fail(new Reported({ exitCode: exitCodeOf(error) })))
+    )
+  }),
+  Effect.provide(Layer.mergeAll(NodeServices.layer, presenter)),
+  NodeRuntime.runMain
+)
