@@ -132,6 +132,8 @@ export class Checkout extends Context.Service<
     readonly renewLocal: (
       accountId: string
     ) => Effect.Effect<{ readonly renewed: boolean; readonly current_period_end: number | null }, SqlError>
+    /** Stripe ended a subscription: canceled, and the account leaves `production` for `flex`. */
+    readonly endStripeSubscription: (stripeSubscriptionId: string) => Effect.Effect<boolean, SqlError>
     /** A local billing-portal link for an account. */
     readonly portalLink: (accountId: string) => Effect.Effect<string, SqlError>
     /** The account of a live portal link. */
@@ -311,10 +313,38 @@ export class Checkout extends Context.Service<
         return yield* view(token)
       })
 
+      /**
+       * A subscription ended: the credits paid for stay and the account goes from `production` to
+       * `flex` (a paid account without a subscription: flex's rate limit). Inside the caller's
+       * transaction, with the account locked.
+       */
+      const leaveProduction = (accountId: string) =>
+        sql`UPDATE accounts SET plan = 'flex' WHERE id = ${accountId} AND plan = 'production'
+          AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE account_id = ${accountId} AND status = 'active')`
+
+      const endStripeSubscription = Effect.fn("Checkout.endStripeSubscription")(function* (
+        stripeSubscriptionId: string
+      ) {
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            const owners = yield* sql`SELECT account_id FROM subscriptions
+              WHERE stripe_subscription_id = ${stripeSubscriptionId}`.pipe(Effect.flatMap(decodeAccountIds))
+            const accountId = owners[0]?.account_id
+            if (accountId === undefined) return false
+            yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`
+            yield* sql`UPDATE subscriptions SET status = 'canceled' WHERE stripe_subscription_id = ${stripeSubscriptionId}`
+            yield* leaveProduction(accountId)
+            return true
+          })
+        )
+      })
+
       const renewLocal = Effect.fn("Checkout.renewLocal")(function* (accountId: string) {
         return yield* sql.withTransaction(
           Effect.gen(function* () {
             const now = yield* Clock.currentTimeMillis
+            // Lock order as everywhere that pays: the account, then its subscription.
+            yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`
             const rows =
               yield* sql`SELECT id, account_id, pack, rail, cancel_at_period_end, current_period_end, periods
               FROM subscriptions WHERE account_id = ${accountId} AND status = 'active' AND rail = 'local'
@@ -323,6 +353,7 @@ export class Checkout extends Context.Service<
             if (subscription === undefined) return { renewed: false, current_period_end: null }
             if (subscription.cancel_at_period_end) {
               yield* sql`UPDATE subscriptions SET status = 'canceled' WHERE id = ${subscription.id}`
+              yield* leaveProduction(accountId)
               return { renewed: false, current_period_end: subscription.current_period_end }
             }
             const periodEnd = Math.max(subscription.current_period_end, now) + localPeriodMs
@@ -372,6 +403,7 @@ export class Checkout extends Context.Service<
         payLocal,
         complete,
         renewLocal,
+        endStripeSubscription,
         portalLink,
         portalAccount,
         cancelAtPeriodEnd

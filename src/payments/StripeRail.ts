@@ -188,6 +188,7 @@ const invoicePeriodEnd = (invoice: Stripe.Invoice) =>
  */
 export const makeStripeEvents = (deps: {
   readonly sql: SqlClient.SqlClient
+  readonly endSubscription: (stripeSubscriptionId: string) => Effect.Effect<boolean, SqlError>
   readonly complete: (
     sessionPublicId: string,
     payment: Payment
@@ -242,6 +243,12 @@ export const makeStripeEvents = (deps: {
         })
         yield* rememberCustomer(accountId, idOf(invoice.customer))
       }
+      // Lock order as everywhere that pays: the account, then its subscription (a payment completing
+      // at the same time takes them in that order too).
+      const owners = yield* sql`SELECT id, account_id, pack, periods FROM subscriptions
+        WHERE stripe_subscription_id = ${subscriptionId}`.pipe(Effect.flatMap(decodeSubscriptionRows))
+      if (owners[0] !== undefined)
+        yield* sql`SELECT id FROM accounts WHERE id = ${owners[0].account_id} FOR UPDATE`
       const rows = yield* sql`SELECT id, account_id, pack, periods FROM subscriptions
         WHERE stripe_subscription_id = ${subscriptionId} FOR UPDATE`.pipe(
         Effect.flatMap(decodeSubscriptionRows)
@@ -289,9 +296,9 @@ export const makeStripeEvents = (deps: {
               WHERE stripe_subscription_id = ${event.data.object.id} AND status = 'active'`
             break
           case "customer.subscription.deleted":
-            // The subscription ends; the plan and the credits already paid for stay.
-            yield* sql`UPDATE subscriptions SET status = 'canceled'
-              WHERE stripe_subscription_id = ${event.data.object.id}`
+            // The subscription ends: the credits already paid for stay, and the account goes from
+            // production to flex (a paid account without a subscription).
+            yield* deps.endSubscription(event.data.object.id)
             break
         }
         return "applied" as const

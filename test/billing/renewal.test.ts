@@ -85,6 +85,8 @@ describe(`local subscriptions and the portal link (${storeName})`, () => {
         assert.strictEqual(renewed.balance_credits, 75_000)
         const after = yield* app.call("/v1/usage", { key, ip })
         assert.strictEqual(after.body.subscription.status, "canceled")
+        // Without a subscription the account is a paid account on flex; its credits stay.
+        assert.strictEqual(after.body.plan, "flex")
         assert.strictEqual(after.body.purchases.count, 1)
         assert.strictEqual(after.body.balance.purchased, 75_000)
         assert.isFalse(

@@ -296,8 +296,10 @@ describe(`checkout on the Stripe rail (${storeName})`, () => {
           })
           assert.strictEqual((yield* deliver(app, deleted)).status, 200)
           assert.strictEqual((yield* subscriptionOf(subscription))?.status, "canceled")
-          // The plan stays as it is: the periods paid for are used up as credits, not as time.
-          assert.strictEqual((yield* usageOf(app, key, ip)).plan, "production")
+          // The credits paid for stay; without a subscription the account is on flex (its rate limit).
+          const after = yield* usageOf(app, key, ip)
+          assert.strictEqual(after.plan, "flex")
+          assert.strictEqual(after.balance.purchased, 150_000)
         })
     )
 

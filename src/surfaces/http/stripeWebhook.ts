@@ -38,6 +38,7 @@ export const StripeWebhookRoutes = HttpRouter.use((router) =>
     const events = makeStripeEvents({
       sql: yield* SqlClient.SqlClient,
       complete: checkout.complete,
+      endSubscription: checkout.endStripeSubscription,
       applyPurchase: ledger.applyPurchase,
       packs: config.policy.packs
     })
