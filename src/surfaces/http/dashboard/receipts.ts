@@ -60,8 +60,13 @@ export const receiptPage = (
         cursor = { createdAt: row.createdAtMs, id: row.id }
         if (filter.operation === undefined || row.operation === filter.operation) {
           found.push(row)
-          if (found.length > options.limit)
-            return { receipts: found.slice(0, options.limit), next: encodeCursor(cursor) }
+          if (found.length > options.limit) {
+            const last = found[options.limit - 1]!
+            return {
+              receipts: found.slice(0, options.limit),
+              next: encodeCursor({ createdAt: last.createdAtMs, id: last.id })
+            }
+          }
         }
       }
       if (rows.length < batch) return { receipts: found, next: undefined }
