@@ -5,8 +5,7 @@ import type { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config.ts"
 import { appLayer } from "../../src/server.ts"
 import { Ids } from "../../src/services/Ids.ts"
-import type { CallOptions, Reply, TestApp } from "../support/app.ts"
-import { worldUpstream } from "../support/app.ts"
+import { clientOf, worldUpstream } from "../support/app.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { latestMail, linkTokenIn, post, signIn } from "./support.ts"
@@ -24,29 +23,7 @@ const instance = Effect.gen(function* () {
   )
   const address = Context.get(built, HttpServer.HttpServer).address
   const url = "port" in address ? `http://127.0.0.1:${address.port}` : "http://unix"
-  const call = (path: string, options: CallOptions = {}) =>
-    Effect.promise(async (): Promise<Reply> => {
-      const headers: Record<string, string> = { ...options.headers }
-      if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
-      if (options.ip !== undefined) headers["x-forwarded-for"] = options.ip
-      const response = await fetch(`${url}${path}`, {
-        method: options.method ?? "GET",
-        headers,
-        ...(options.body === undefined ? {} : { body: options.body })
-      })
-      const text = await response.text()
-      let body: unknown = text
-      try {
-        body = JSON.parse(text)
-      } catch {}
-      return { status: response.status, headers: response.headers, body }
-    })
-  const mint = (ip = "10.67.9.9") =>
-    Effect.map(call("/v1/keys/mint", { method: "POST", ip }), (reply) => {
-      if (reply.status !== 200) throw new Error(`mint: ${reply.status} ${JSON.stringify(reply.body)}`)
-      return reply.body as { key: string; account_id: string }
-    })
-  return { url, call, mint } satisfies TestApp["Service"]
+  return clientOf(url)
 })
 
 describe(`revocation across instances (${storeName})`, () => {

@@ -43,6 +43,34 @@ export class TestApp extends Context.Service<
   }
 >()("test/TestApp") {}
 
+/** Calls and a key minter for the service at `url`, as tests use them. */
+export const clientOf = (url: string): TestApp["Service"] => {
+  const call = (path: string, options: CallOptions = {}) =>
+    Effect.promise(async (): Promise<Reply> => {
+      const headers: Record<string, string> = { ...options.headers }
+      if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
+      if (options.ip !== undefined) headers["x-forwarded-for"] = options.ip
+      if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey
+      const response = await fetch(`${url}${path}`, {
+        method: options.method ?? "GET",
+        headers,
+        ...(options.body === undefined ? {} : { body: options.body })
+      })
+      const text = await response.text()
+      let body: unknown = text
+      try {
+        body = JSON.parse(text)
+      } catch {}
+      return { status: response.status, headers: response.headers, body }
+    })
+  const mint = (ip = `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`) =>
+    Effect.map(call("/v1/keys/mint", { method: "POST", ip }), (reply) => {
+      if (reply.status !== 200) throw new Error(`mint failed: ${reply.status} ${JSON.stringify(reply.body)}`)
+      return reply.body as { key: string; account_id: string }
+    })
+  return { url, call, mint }
+}
+
 export const testApp = (
   operations: ReadonlyArray<AnyOperation<OperationServices>>,
   config: Partial<AppConfigShape> = {},
@@ -54,31 +82,7 @@ export const testApp = (
       const server = yield* HttpServer.HttpServer
       const address = server.address
       const url = "port" in address ? `http://127.0.0.1:${address.port}` : "http://unix"
-      const call = (path: string, options: CallOptions = {}) =>
-        Effect.promise(async () => {
-          const headers: Record<string, string> = { ...options.headers }
-          if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
-          if (options.ip !== undefined) headers["x-forwarded-for"] = options.ip
-          if (options.idempotencyKey !== undefined) headers["idempotency-key"] = options.idempotencyKey
-          const response = await fetch(`${url}${path}`, {
-            method: options.method ?? "GET",
-            headers,
-            ...(options.body === undefined ? {} : { body: options.body })
-          })
-          const text = await response.text()
-          let body: unknown = text
-          try {
-            body = JSON.parse(text)
-          } catch {}
-          return { status: response.status, headers: response.headers, body }
-        })
-      const mint = (ip = `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`) =>
-        Effect.map(call("/v1/keys/mint", { method: "POST", ip }), (reply) => {
-          if (reply.status !== 200)
-            throw new Error(`mint failed: ${reply.status} ${JSON.stringify(reply.body)}`)
-          return reply.body as { key: string; account_id: string }
-        })
-      return TestApp.of({ url, call, mint })
+      return TestApp.of(clientOf(url))
     })
   ).pipe(
     // Ids counted from 1 per app (one app per database), so a test can name the ids it expects.
