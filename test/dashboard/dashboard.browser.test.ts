@@ -181,6 +181,33 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
               401
             )
 
+            // A connected app (its OAuth flow is test/oauth's; here its record), revoked here.
+            await run(
+              Effect.flatMap(
+                SqlClient.SqlClient,
+                (
+                  sql
+                ) => sql`INSERT INTO oauth_apps (id, account_id, client_id, client_name, redirect_host, mounts, grant_id, created_at)
+                  VALUES ('app_dashboardtest', ${accountId}, 'client_dashboardtest', 'Test Agent', '127.0.0.1:4711', '/mcp/profnet', 'grant_dashboardtest', ${Date.now()})`
+              ).pipe(Effect.orDie)
+            )
+            const apps = async () =>
+              (await run(app.call(`/v1/apps?account_id=${accountId}`, { key: session.value, ip }))).body
+                .apps as Array<{
+                app_id: string
+              }>
+            assert.deepStrictEqual(
+              (await apps()).map((listed) => listed.app_id),
+              ["app_dashboardtest"]
+            )
+            await page.goto(dashboard("/apps"))
+            assert.include(await textOf(page), "Test Agent")
+            await checkPage(page, "apps")
+            await page.getByRole("button", { name: "Revoke Test Agent (app_dashboardtest)" }).click()
+            assert.include(await textOf(page), "The app is revoked")
+            assert.include(await textOf(page), "No app is connected")
+            assert.deepStrictEqual(await apps(), [])
+
             // Every page at phone and desktop widths: screenshots, axe-core, no sideways scroll.
             for (const [name, path] of [
               ["overview", ""],

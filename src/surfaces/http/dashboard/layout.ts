@@ -10,7 +10,8 @@ const sections: ReadonlyArray<{ readonly id: Section; readonly path: string; rea
   { id: "usage", path: "/dashboard/usage", label: "Usage" },
   { id: "keys", path: "/dashboard/keys", label: "Keys" },
   { id: "billing", path: "/dashboard/billing", label: "Billing" },
-  { id: "tokens", path: "/dashboard/tokens", label: "Sign-ins" }
+  { id: "tokens", path: "/dashboard/tokens", label: "Sign-ins" },
+  { id: "apps", path: "/dashboard/apps", label: "Connected apps" }
 ]
 
 /**
@@ -37,6 +38,8 @@ const style =
   ".error{border-left:4px solid #b00020;padding:.25rem .75rem;color:#b00020}.note{border-left:4px solid #0b6e2f;padding:.25rem .75rem}" +
   ".secret{word-break:break-all;font-size:1.1rem;display:block;padding:.5rem}.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.75rem}" +
   ".figure{border:1px solid #ccc;border-radius:4px;padding:.5rem .75rem}.figure strong{display:block;font-size:1.4rem}.chart svg{width:100%;height:auto;max-width:44rem}" +
+  ".items{list-style:none;padding:0}.items>li{border:1px solid #ccc;border-radius:4px;padding:.5rem .75rem;margin:.5rem 0}" +
+  ".items dl{display:grid;grid-template-columns:max-content 1fr;gap:0 .75rem;margin:.25rem 0}.items dt{font-weight:600}.items dd{margin:0}" +
   ".legend span{display:inline-block;width:.8rem;height:.8rem;margin:0 .3rem 0 .8rem;vertical-align:middle}.danger{color:#fff;background:#b00020;border:1px solid #7a0016}"
 
 /** `?account=` on a dashboard link. */
@@ -54,6 +57,27 @@ export const errorNote = (message: string | undefined): Html =>
 
 export const okNote = (message: string | undefined): Html =>
   message === undefined ? html`` : html`<p class="note" role="status">${message}</p>`
+
+type Content = Html | string
+
+/**
+ * Records (keys, sign-ins, apps) as a list of cards rather than a table: a phone shows each whole,
+ * its buttons included, without scrolling sideways.
+ */
+export const itemList = (
+  label: string,
+  items: ReadonlyArray<{
+    readonly title: Content
+    readonly facts: ReadonlyArray<readonly [string, Content]>
+    readonly actions: Content
+  }>
+) =>
+  html`<ul class="items" aria-label="${label}">${items.map(
+    (item) =>
+      html`<li><strong>${item.title}</strong><dl>${item.facts.map(
+        ([term, value]) => html`<dt>${term}</dt><dd>${value}</dd>`
+      )}</dl>${item.actions}</li>`
+  )}</ul>`
 
 /** A plain `GET` form: several accounts are switched without any script. */
 const switcher = (baseUrl: string, section: Section, accounts: ReadonlyArray<Account>, current: Account) => {

@@ -1,4 +1,4 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Account, Governor } from "../../../domain/accounts.ts"
 import { platforms } from "../../../domain/plans.ts"
@@ -13,6 +13,7 @@ import { usageReport } from "../../usageReport.ts"
 import { html } from "../pages/html.ts"
 import { type Form, withoutSession } from "../pages/respond.ts"
 import { pageSession } from "../pages/session.ts"
+import { DashboardAppsRoutes } from "./apps.ts"
 import { dashboardGuard } from "./guard.ts"
 import type { Frame } from "./layout.ts"
 import {
@@ -51,6 +52,9 @@ const paymentOrigins = (rails: ReadonlyArray<string>) =>
  * governs. Each page calls the services the management API calls, never the API itself.
  */
 export const DashboardRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
+  Layer.merge(DashboardPageRoutes(operations), DashboardAppsRoutes)
+
+const DashboardPageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
   HttpRouter.use((router) =>
     Effect.gen(function* () {
       const { config, identities, clientIp } = yield* pageSession

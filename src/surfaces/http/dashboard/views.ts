@@ -6,7 +6,16 @@ import type { IssuedKey, KeyListing } from "../../../services/Keys.ts"
 import { count, dollars, railLabel } from "../checkout/format.ts"
 import { type Html, html } from "../pages/html.ts"
 import { type DayUsage, usageChart, usageTable } from "./chart.ts"
-import { accountQuery, dashboardPage, errorNote, type Frame, formFields, hidden, okNote } from "./layout.ts"
+import {
+  accountQuery,
+  dashboardPage,
+  errorNote,
+  type Frame,
+  formFields,
+  hidden,
+  itemList,
+  okNote
+} from "./layout.ts"
 import type { ListedReceipt } from "./receipts.ts"
 
 type Config = Pick<AppConfigShape, "baseUrl" | "policy" | "checkoutRails">
@@ -152,7 +161,7 @@ ${receiptsSection(frame, operations, receipts, error)}`
 
 const keyActions = (frame: Frame, key: KeyListing) =>
   key.revoked_at !== null
-    ? html`revoked ${dateOf(key.revoked_at)}`
+    ? html`<p>Revoked ${dateOf(key.revoked_at)}.</p>`
     : html`<form method="post" action="${frame.baseUrl}/dashboard/keys/rotate" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Rotate key ${key.hint}">Rotate…</button></form><form method="post" action="${frame.baseUrl}/dashboard/keys/revoke" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Revoke key ${key.hint}">Revoke…</button></form>`
 
 /** A secret's one showing, with the copy button. */
@@ -185,12 +194,18 @@ export const keysPage = (
 ${
   keys.length === 0
     ? html`<p>This account has no keys. Create one below to call the API.</p>`
-    : html`<table tabindex="0"><caption>Keys of <code>${frame.account.id}</code></caption>
-<thead><tr><th scope="col">Label</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Actions</th></tr></thead>
-<tbody>${keys.map(
-        (key) =>
-          html`<tr><td>${key.label ?? "(no label)"}</td><td><code>${key.hint}</code></td><td>${dateOf(key.created_at)}</td><td>${dateOf(key.last_used_at)}</td><td>${keyActions(frame, key)}</td></tr>`
-      )}</tbody></table>`
+    : itemList(
+        `Keys of ${frame.account.id}`,
+        keys.map((key) => ({
+          title: key.label ?? "(no label)",
+          facts: [
+            ["Key", html`<code>${key.hint}</code>`],
+            ["Created", dateOf(key.created_at)],
+            ["Last used", dateOf(key.last_used_at)]
+          ],
+          actions: keyActions(frame, key)
+        }))
+      )
 }
 <h2>Create a key</h2>
 <form method="post" action="${frame.baseUrl}/dashboard/keys">${formFields(frame.csrf, frame.account)}
@@ -251,7 +266,7 @@ ${config.policy.packs.map((pack) => packForm(config, frame, pack))}
 <p>Purchases, the subscription and its cancellation.${
       usage.purchases === undefined
         ? " This account has bought nothing yet."
-        : ` ${usage.purchases.count} purchases so far.`
+        : ` ${usage.purchases.count} ${usage.purchases.count === 1 ? "purchase" : "purchases"} so far.`
     }</p>
 <form method="post" action="${config.baseUrl}/dashboard/portal">${formFields(frame.csrf, frame.account)}<button type="submit">Open the billing portal</button></form></section>`
   )
@@ -265,16 +280,22 @@ export const tokensPage = (frame: Frame, tokens: ReadonlyArray<TokenListing>, op
     html`${notes(options)}
 <p>Each sign-in (this browser, a command-line client, a device) holds a management token of <strong>${frame.email}</strong>.
 Revoke the ones you do not recognise; they stop working at once.</p>
-<table tabindex="0"><caption>Management tokens</caption>
-<thead><tr><th scope="col">Kind</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">Expires</th><th scope="col">Action</th></tr></thead>
-<tbody>${tokens.map(
-      (token) =>
-        html`<tr><td>${token.label}${token.current ? " (this browser)" : ""}</td><td>${dateOf(token.created_at)}</td><td>${dateOf(token.last_used_at)}</td><td>${dateOf(token.expires_at)}</td><td><form method="post" action="${frame.baseUrl}/dashboard/tokens/revoke" class="inline">${formFields(frame.csrf, frame.account)}${hidden("token_id", token.token_id)}${
-          token.current
-            ? html`<button type="submit">Sign out this browser</button>`
-            : html`<button type="submit" aria-label="Revoke the ${token.label} sign-in created ${dateOf(token.created_at)}">Revoke</button>`
-        }</form></td></tr>`
-    )}</tbody></table>`
+${itemList(
+  "Management tokens",
+  tokens.map((token) => ({
+    title: `${token.label}${token.current ? " (this browser)" : ""}`,
+    facts: [
+      ["Created", dateOf(token.created_at)],
+      ["Last used", dateOf(token.last_used_at)],
+      ["Expires", dateOf(token.expires_at)]
+    ],
+    actions: html`<form method="post" action="${frame.baseUrl}/dashboard/tokens/revoke">${formFields(frame.csrf, frame.account)}${hidden("token_id", token.token_id)}${
+      token.current
+        ? html`<button type="submit">Sign out this browser</button>`
+        : html`<button type="submit" aria-label="Revoke the ${token.label} sign-in created ${dateOf(token.created_at)}">Revoke</button>`
+    }</form>`
+  }))
+)}`
   )
 
 /** A dashboard request that could not be done, with what to do next. */
