@@ -23,10 +23,11 @@ const niceMax = (max: number) => {
  * text alternative; the numbers themselves are in the table after it.
  */
 export const usageChart = (days: ReadonlyArray<DayUsage>, platforms: ReadonlyArray<string>) => {
-  const width = 640
-  const height = 220
-  const left = 44
-  const bottom = 24
+  // Small enough that its 12-unit labels stay readable on a 360 px phone.
+  const width = 400
+  const height = 180
+  const left = 40
+  const bottom = 22
   const plotWidth = width - left - 8
   const plotHeight = height - bottom - 10
   const top = niceMax(Math.max(0, ...days.map((day) => day.total)))
@@ -45,14 +46,14 @@ export const usageChart = (days: ReadonlyArray<DayUsage>, platforms: ReadonlyArr
   })
   const ticks = [0, top / 2, top].map(
     (value) =>
-      html`<text x="${left - 4}" y="${(height - bottom - y(value) + 4).toFixed(1)}" text-anchor="end" font-size="11" fill="#1a1a1a">${Math.round(value)}</text><line x1="${left}" x2="${width - 8}" y1="${(height - bottom - y(value)).toFixed(1)}" y2="${(height - bottom - y(value)).toFixed(1)}" stroke="#ccc"/>`
+      html`<text x="${left - 4}" y="${(height - bottom - y(value) + 4).toFixed(1)}" text-anchor="end" font-size="12" fill="#1a1a1a">${Math.round(value)}</text><line x1="${left}" x2="${width - 8}" y1="${(height - bottom - y(value)).toFixed(1)}" y2="${(height - bottom - y(value)).toFixed(1)}" stroke="#ccc"/>`
   )
   const first = days[0]?.day ?? ""
   const last = days[days.length - 1]?.day ?? ""
   return html`<figure class="chart"><svg viewBox="0 0 ${width} ${height}" role="img" aria-labelledby="chart-title">
 <title id="chart-title">Credits per day from ${first} to ${last}: ${total} in all. The table below has each day's numbers.</title>
 ${ticks}${bars}
-<text x="${left}" y="${height - 6}" font-size="11" fill="#1a1a1a">${first}</text><text x="${width - 8}" y="${height - 6}" font-size="11" text-anchor="end" fill="#1a1a1a">${last}</text>
+<text x="${left}" y="${height - 6}" font-size="12" fill="#1a1a1a">${first}</text><text x="${width - 8}" y="${height - 6}" font-size="12" text-anchor="end" fill="#1a1a1a">${last}</text>
 </svg><figcaption class="legend">${platforms.map(
     (platform, p) => html`<span style="background:${colours[p % colours.length]!}"></span>${platform}`
   )}</figcaption></figure>`

@@ -37,7 +37,7 @@ const style =
   "form{margin:.5rem 0}form.inline{display:inline}.row{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}.row label{margin-top:0}" +
   ".error{border-left:4px solid #b00020;padding:.25rem .75rem;color:#b00020}.note{border-left:4px solid #0b6e2f;padding:.25rem .75rem}" +
   ".secret{word-break:break-all;font-size:1.1rem;display:block;padding:.5rem}.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.75rem}" +
-  ".figure{border:1px solid #ccc;border-radius:4px;padding:.5rem .75rem}.figure strong{display:block;font-size:1.4rem}.chart svg{width:100%;height:auto;max-width:44rem}" +
+  ".figure{border:1px solid #ccc;border-radius:4px;padding:.5rem .75rem}.figure strong{display:block;font-size:1.4rem}figure{margin:0}caption{text-align:left;font-weight:600}.chart svg{width:100%;height:auto;max-width:36rem}" +
   ".items{list-style:none;padding:0}.items>li{border:1px solid #ccc;border-radius:4px;padding:.5rem .75rem;margin:.5rem 0}" +
   ".items dl{display:grid;grid-template-columns:max-content 1fr;gap:0 .75rem;margin:.25rem 0}.items dt{font-weight:600}.items dd{margin:0}" +
   ".legend span{display:inline-block;width:.8rem;height:.8rem;margin:0 .3rem 0 .8rem;vertical-align:middle}.danger{color:#fff;background:#b00020;border:1px solid #7a0016}"
