@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from "node:fs"
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -130,6 +130,40 @@ describe("the svc command line, piped", () => {
         const run = yield* Effect.promise(() => start(["--version"], env, ["node", svcBin]).done)
         assert.strictEqual(run.code, 0, run.stderr)
         assert.include(run.stdout, "0.1.0")
+      })
+    )
+  })
+})
+
+describe("svc login by browser callback (RFC 8252)", () => {
+  layer(testApp(operations), { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect("opens /login with a loopback redirect, takes the code from the callback, exchanges it", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const identities = yield* Identities
+        const home = freshHome()
+        // The "browser" records the URL it was asked to open; the test plays the service's redirect.
+        const opened = join(home, "opened-url")
+        const browser = join(home, "browser.sh")
+        writeFileSync(browser, `#!/bin/sh\nprintf '%s' "$1" > '${opened}'\n`, { mode: 0o755 })
+        const env = { baseUrl: app.url, home, extra: { SVC_NO_BROWSER: "", BROWSER: browser } }
+        const login = start(["login"], env)
+        yield* waitFor(() => (existsSync(opened) ? readFileSync(opened, "utf8") : ""), /redirect_uri=/)
+        const url = new URL(readFileSync(opened, "utf8"))
+        assert.strictEqual(url.pathname, "/login")
+        const redirect = new URL(url.searchParams.get("redirect_uri")!)
+        assert.strictEqual(redirect.hostname, "127.0.0.1")
+        const person = yield* signIn(app, "svc-browser@example.com", { ip: "10.72.0.2" })
+        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
+        const code = yield* Effect.orDie(identities.exchangeCode(governor))
+        redirect.searchParams.set("code", code)
+        redirect.searchParams.set("state", url.searchParams.get("state")!)
+        const callback = yield* Effect.promise(() => fetch(redirect).then((r) => r.status))
+        assert.strictEqual(callback, 200)
+        const finished = yield* Effect.promise(() => login.done)
+        assert.strictEqual(finished.code, 0, finished.stderr)
+        assert.include(finished.stdout, "Signed in as svc-browser@example.com")
+        assert.match(configOf(home).management_token, /^svcm_/)
       })
     )
   })
