@@ -8,6 +8,7 @@ import * as Row from "../store/rows.ts"
 import { type Account, Accounts } from "./Accounts.ts"
 import { Ledger } from "./Ledger.ts"
 import { type OperatorSettings, Settings } from "./Settings.ts"
+import { decodeSubscription } from "./Usage.ts"
 
 export interface AccountReport {
   readonly account: Account
@@ -91,16 +92,6 @@ const decodePurchases = Row.decoder(
     created_at: Row.Int
   }),
   "purchases"
-)
-const decodeSubscription = Row.decoder(
-  Schema.Struct({
-    pack: Schema.String,
-    rail: Schema.String,
-    status: Schema.Literals(["active", "canceled"]),
-    current_period_end: Row.Int,
-    cancel_at_period_end: Schema.Boolean
-  }),
-  "subscriptions"
 )
 
 export class AccountNotFound extends Error {

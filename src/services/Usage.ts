@@ -26,7 +26,8 @@ const decodeDays = Row.decoder(
   "calls per day"
 )
 
-const decodeSubscription = Row.decoder(
+/** An account's subscription as get_usage and the operator's `admin purchases` show it. */
+export const decodeSubscription = Row.decoder(
   Schema.Struct({
     pack: Schema.String,
     rail: Schema.String,

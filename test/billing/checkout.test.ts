@@ -4,18 +4,7 @@ import { post } from "../identity/support.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
-
-/** The local rail's pay button (a form post answered with a redirect back to the checkout page). */
-const pay = (app: TestApp["Service"], checkoutUrl: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(`${app.url}${new URL(checkoutUrl).pathname}/pay`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "",
-      redirect: "manual"
-    })
-    return { status: response.status, location: response.headers.get("location") }
-  })
+import { pay } from "./support.ts"
 
 describe(`checkout on the local rail (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
