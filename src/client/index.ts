@@ -5,6 +5,7 @@
  */
 export * from "../contract/errors.ts"
 export { createClient, type PromiseClient } from "./promise.ts"
+export { followingOffer, offerOf } from "./resume.ts"
 export { defaultRetryPolicy, type RetryPolicy } from "./retry.ts"
 export {
   type ClientOptions,

@@ -1,6 +1,8 @@
 import { Cause, Effect, Exit, type Types } from "effect"
 import { FetchHttpClient } from "effect/http"
 import type { HttpApi, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import type { Offer } from "../contract/offer.ts"
+import { offerOf } from "./resume.ts"
 import { type ClientOptions, makeSvcClient, type SvcApi, withIdempotencyKey } from "./SvcClient.ts"
 
 type Groups = SvcApi extends HttpApi.HttpApi<string, infer G> ? G : never
@@ -20,6 +22,11 @@ export type PromiseClient = {
   readonly withIdempotencyKey: <A>(
     idempotencyKey: string,
     call: (client: PromiseClient) => Promise<A>
+  ) => Promise<A>
+  /** Runs a data call; on a problem with an offer, awaits `pay` and resumes as `offer.resume` says. */
+  readonly followingOffer: <A>(
+    call: (client: PromiseClient) => Promise<A>,
+    pay: (offer: Offer, error: unknown) => Promise<void>
   ) => Promise<A>
 }
 
@@ -50,7 +57,19 @@ export const createClient = (options: ClientOptions): PromiseClient => {
     )
     return {
       ...methods,
-      withIdempotencyKey: (key, call) => call(wrap(key))
+      withIdempotencyKey: (key, call) => call(wrap(key)),
+      followingOffer: async (call, pay) => {
+        const key = crypto.randomUUID()
+        try {
+          return await call(wrap(key))
+        } catch (error) {
+          const offer = offerOf(error)
+          if (offer === undefined) throw error
+          await pay(offer, error)
+          const same = offer.resume.action === "retry_same_idempotency_key"
+          return call(wrap(same ? key : crypto.randomUUID()))
+        }
+      }
     } as PromiseClient
   }
   return wrap(undefined)

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import {
   AuthRequired,
   createClient,
+  followingOffer,
   IdempotencyKeyRequired,
   InvalidInput,
   KeyRequired,
@@ -16,6 +17,7 @@ import {
 import { declarations } from "../../src/contract/operations/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { UpstreamFaults } from "../../src/upstream/Upstream.ts"
+import { pay } from "../billing/support.ts"
 import { signIn } from "../identity/support.ts"
 import { sampleArguments } from "../mcp/samples.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
@@ -153,6 +155,33 @@ describe("the SDK (src/client) against the running service", () => {
           assert.strictEqual(receipts.receipts.length, 2)
           const usage = yield* sdk({ key }, (client) => client.get_usage())
           assert.strictEqual(usage.today.credits, 8)
+        })
+    )
+
+    it.effect(
+      "follows offer.resume: pays on INSUFFICIENT_CREDITS, then resends the same Idempotency-Key",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const proxy = yield* startProxy(app.url)
+          const { key } = yield* paidKey(freshIp(), 0)
+          const query = { identifier: sampleArguments.getProfile!.identifier as string }
+          const offers: Array<string> = []
+          const envelope = yield* sdk({ key, via: proxy.url }, (client) =>
+            followingOffer(client.getProfile({ query, headers: {} }), (offer) =>
+              Effect.gen(function* () {
+                offers.push(offer.resume.action)
+                const started = yield* client.startCheckout({ payload: { pack: "flex" } })
+                yield* pay(app, started.checkout_url)
+              }).pipe(Effect.orDie)
+            )
+          )
+          assert.deepStrictEqual(offers, ["retry_same_idempotency_key"])
+          assert.strictEqual(envelope.kind, "person")
+          const calls = proxy.seen.filter((seen) => seen.path.startsWith("/v1/profnet/"))
+          assert.strictEqual(calls.length, 2)
+          assert.strictEqual(calls[0]!.idempotencyKey, calls[1]!.idempotencyKey)
+          assert.strictEqual(envelope.receipt.idempotency_key, calls[0]!.idempotencyKey)
         })
     )
 
