@@ -9,7 +9,13 @@ import { authorizeUrl, cookieClient, pkce, tokenRequest } from "./support.ts"
 export const flows = (baseUrl: string, redirectUri: string) => {
   const profnet = `${baseUrl}/mcp/profnet`
   /** The whole browser part, through plain requests: authorize, emailed code, consent; the code. */
-  const connect = (options: { email: string; ip: string; clientId: string; resource?: string }) =>
+  const connect = (options: {
+    email: string
+    ip: string
+    clientId: string
+    resource?: string
+    decision?: "allow" | "deny"
+  }) =>
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const browser = cookieClient(baseUrl, options.ip)
@@ -47,7 +53,9 @@ export const flows = (baseUrl: string, redirectUri: string) => {
       const csrf = /name="csrf" value="([^"]+)"/.exec(consent.text)![1]!
       const accountId = /name="account_id" value="([^"]+)"/.exec(consent.text)![1]!
       let answer = yield* Effect.promise(() =>
-        browser.request(`${login}/consent`, { form: { csrf, account_id: accountId, decision: "allow" } })
+        browser.request(`${login}/consent`, {
+          form: { csrf, account_id: accountId, decision: options.decision ?? "allow" }
+        })
       )
       while (answer.location !== undefined && !answer.location.startsWith(redirectUri)) {
         const next = answer.location
@@ -55,7 +63,13 @@ export const flows = (baseUrl: string, redirectUri: string) => {
       }
       const back = new URL(answer.location!)
       assert.strictEqual(back.searchParams.get("state"), "s1")
-      return { code: back.searchParams.get("code")!, verifier, accountId, browser }
+      return {
+        code: back.searchParams.get("code")!,
+        error: back.searchParams.get("error"),
+        verifier,
+        accountId,
+        browser
+      }
     })
 
   const exchange = (clientId: string, code: string, verifier: string) =>

@@ -120,6 +120,33 @@ describe(`OAuth refusals (${storeName})`, () => {
       })
     )
 
+    it.effect(
+      "a person who denies: access_denied at the client, no app; an ended sign-in is a page saying so",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const clientId = yield* Effect.promise(() => register(baseUrl, redirectUri, "Denied Agent"))
+          const denied = yield* connect({
+            email: "neg-deny@example.com",
+            ip: "10.78.0.8",
+            clientId,
+            decision: "deny"
+          })
+          assert.strictEqual(denied.error, "access_denied")
+          assert.isNull(denied.code)
+          const management = yield* signIn(app, "neg-deny@example.com", { ip: "10.78.0.9" })
+          assert.deepStrictEqual(
+            (yield* app.call("/v1/apps", { key: management.management_token })).body.apps,
+            []
+          )
+          const ended = yield* Effect.promise(() =>
+            cookieClient(baseUrl, "10.78.0.10").request("/login/no-such-interaction")
+          )
+          assert.strictEqual(ended.status, 400)
+          assert.include(ended.text, "This sign-in has ended")
+        })
+    )
+
     it.effect("another account's app: not listed, not revocable; revoking one's own stops it at once", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
