@@ -39,6 +39,11 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
           const email = "owner@example.com"
           yield* withBrowser(app.url, { ip }, async (browser) => {
             const { page } = browser
+            // The pages' policy admits their inline styles and the copy script, nothing else: no violation.
+            const refused: Array<string> = []
+            page.on("console", (message) => {
+              if (message.text().includes("Content Security Policy")) refused.push(message.text())
+            })
             // Not signed in: to /login.
             await page.goto(dashboard())
             assert.strictEqual(new URL(page.url()).pathname, "/login")
@@ -226,6 +231,7 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
               .click()
             await checkPage(page, "keys-confirm")
             assert.deepStrictEqual(browser.elsewhere, [])
+            assert.deepStrictEqual(refused, [])
           })
         }),
       180_000
