@@ -119,15 +119,22 @@ const receipts = Command.make(
     })
 ).pipe(Command.withDescription("The account's receipts, newest first (free)."))
 
+const account = Flag.String("account").pipe(
+  Flag.withDescription("The account (acct_...), when the signed-in email governs several."),
+  Flag.optional
+)
+const accountQuery = (account: Option.Option<string>) =>
+  Option.isSome(account) ? { account_id: account.value } : {}
+
 const keyId = Argument.String("key-id").pipe(Argument.withDescription("A key id from `svc keys list`."))
 
 const keys = Command.make("keys").pipe(
   Command.withDescription("The account's spend keys (needs `svc login`)."),
   Command.withSubcommands([
-    Command.make("list", { json }, ({ json: asJson }) =>
+    Command.make("list", { json, account }, ({ json: asJson, account }) =>
       Effect.gen(function* () {
         const { client } = yield* withManagement
-        const listed = yield* client.listKeys({ query: {} })
+        const listed = yield* client.listKeys({ query: accountQuery(account) })
         yield* show(asJson, listed, () => table(listed.keys as unknown as Array<Record<string, unknown>>))
       })
     ).pipe(Command.withDescription("List the keys (never their secrets).")),
@@ -135,6 +142,7 @@ const keys = Command.make("keys").pipe(
       "create",
       {
         json,
+        account,
         label: Flag.String("label").pipe(Flag.optional),
         use: Flag.Boolean("use").pipe(
           Flag.withDescription("Also make it this CLI's key."),
@@ -142,11 +150,11 @@ const keys = Command.make("keys").pipe(
           Flag.withDefault(false)
         )
       },
-      ({ json: asJson, label, use }) =>
+      ({ json: asJson, account, label, use }) =>
         Effect.gen(function* () {
           const { client } = yield* withManagement
           const created = yield* client.createKey({
-            query: {},
+            query: accountQuery(account),
             payload: Option.isSome(label) ? { label: label.value } : {}
           })
           if (use) yield* updateConfig((c) => ({ ...c, key: created.key, key_hint: created.hint }))
@@ -157,12 +165,12 @@ const keys = Command.make("keys").pipe(
           )
         })
     ).pipe(Command.withDescription("Create a key; its secret is printed once.")),
-    Command.make("rotate", { json, keyId }, ({ json: asJson, keyId }) =>
+    Command.make("rotate", { json, account, keyId }, ({ json: asJson, account, keyId }) =>
       Effect.gen(function* () {
         const { client, config } = yield* withManagement
-        const listed = yield* client.listKeys({ query: {} })
+        const listed = yield* client.listKeys({ query: accountQuery(account) })
         const wasOurs = listed.keys.some((k) => k.key_id === keyId && k.hint === config.key_hint)
-        const rotated = yield* client.rotateKey({ query: {}, payload: { key_id: keyId } })
+        const rotated = yield* client.rotateKey({ query: accountQuery(account), payload: { key_id: keyId } })
         // Rotating this CLI's own key: keep working with the new secret.
         if (wasOurs) yield* updateConfig((c) => ({ ...c, key: rotated.key, key_hint: rotated.hint }))
         yield* show(
@@ -173,10 +181,10 @@ const keys = Command.make("keys").pipe(
         )
       })
     ).pipe(Command.withDescription("A new secret for a key; the old one stops at once.")),
-    Command.make("revoke", { json, keyId }, ({ json: asJson, keyId }) =>
+    Command.make("revoke", { json, account, keyId }, ({ json: asJson, account, keyId }) =>
       Effect.gen(function* () {
         const { client } = yield* withManagement
-        const revoked = yield* client.revokeKey({ query: {}, payload: { key_id: keyId } })
+        const revoked = yield* client.revokeKey({ query: accountQuery(account), payload: { key_id: keyId } })
         yield* show(asJson, revoked, () => `Revoked ${revoked.key_id} at ${revoked.revoked_at}.`)
       })
     ).pipe(Command.withDescription("Revoke a key at once."))
@@ -186,15 +194,16 @@ const keys = Command.make("keys").pipe(
 const alert = Command.make(
   "alert",
   {
+    account,
     threshold: Argument.Int("credits").pipe(
       Argument.withDescription("Alert below this many credits; 0 turns it off.")
     )
   },
-  ({ threshold }) =>
+  ({ account, threshold }) =>
     Effect.gen(function* () {
       if (threshold < 0) return yield* new UsageError({ message: "The threshold is 0 or more credits." })
       const { client } = yield* withManagement
-      const set = yield* client.setBalanceAlert({ query: {}, payload: { threshold } })
+      const set = yield* client.setBalanceAlert({ query: accountQuery(account), payload: { threshold } })
       yield* Console.log(
         threshold === 0
           ? "Balance alert off."
