@@ -3,10 +3,16 @@ import { HttpRouter } from "effect/http"
 import { type ConnectedApp, OAuthServer } from "../../../oauth/OAuthServer.ts"
 import { html } from "../pages/html.ts"
 import { dashboardGuard } from "./guard.ts"
-import { dashboardPage, type Frame, formFields, hidden, itemList } from "./layout.ts"
-import { type Notes, notes } from "./views.ts"
-
-const dateOf = (iso: string | null) => (iso === null ? "never" : `${iso.slice(0, 16).replace("T", " ")} UTC`)
+import {
+  dashboardPage,
+  dateOf,
+  type Frame,
+  formFields,
+  hidden,
+  itemList,
+  type Notes,
+  notes
+} from "./layout.ts"
 
 /** Connected apps: the MCP clients this account authorised by OAuth, each revocable at once. */
 export const appsPage = (frame: Frame, apps: ReadonlyArray<ConnectedApp>, options: Notes = {}) =>

@@ -5,8 +5,7 @@ import { selectAccount } from "../../common/identity.ts"
 import { html } from "../pages/html.ts"
 import { csrfToken, type Form, htmlPage, queryParams } from "../pages/respond.ts"
 import { pageSession } from "../pages/session.ts"
-import { dashboardCsp, type Frame } from "./layout.ts"
-import { failurePage } from "./views.ts"
+import { dashboardCsp, type Frame, failurePage } from "./layout.ts"
 
 type Response = HttpServerResponse.HttpServerResponse
 type Request = HttpServerRequest.HttpServerRequest

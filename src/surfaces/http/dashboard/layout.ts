@@ -79,6 +79,18 @@ export const itemList = (
       )}</dl>${item.actions}</li>`
   )}</ul>`
 
+export interface Notes {
+  readonly ok?: string | undefined
+  readonly error?: string | undefined
+}
+
+/** What the last action did, or why it could not. */
+export const notes = (options: Notes) => html`${okNote(options.ok)}${errorNote(options.error)}`
+
+/** A time as every page writes it: "2026-11-23 15:49 UTC". */
+export const dateOf = (iso: string | null) =>
+  iso === null ? "never" : `${iso.slice(0, 16).replace("T", " ")} UTC`
+
 /** A plain `GET` form: several accounts are switched without any script. */
 const switcher = (baseUrl: string, section: Section, accounts: ReadonlyArray<Account>, current: Account) => {
   if (accounts.length < 2) return html`<p>Account <code>${current.id}</code></p>`
@@ -123,6 +135,6 @@ ${body}
 </main>${options.copy === true ? html`<script>${{ _tag: "Html", value: copyScript }}</script>` : ""}</body></html>`
     .value
 
-/** A page for someone whose request could not be done: what happened and what to do next. */
-export const problemBody = (message: string, next: Html) =>
-  html`<p class="error" role="alert">${message}</p><p>${next}</p>`
+/** A dashboard request that could not be done, with what to do next. */
+export const failurePage = (frame: Frame, title: string, message: string, next: Html) =>
+  dashboardPage(frame, "overview", title, html`<p class="error" role="alert">${message}</p><p>${next}</p>`)

@@ -1,0 +1,160 @@
+import { Effect } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { AppConfig, type AppConfigShape } from "../../../config.ts"
+import type { Usage } from "../../../contract/schemas.ts"
+import type { Governor } from "../../../domain/accounts.ts"
+import type { Pack } from "../../../domain/plans.ts"
+import { Checkout } from "../../../payments/Checkout.ts"
+import type { PaymentRails } from "../../../payments/PaymentRail.ts"
+import type { Keys } from "../../../services/Keys.ts"
+import { billingPortal, setBalanceAlert } from "../../common/management.ts"
+import { count, dollars, railLabel } from "../checkout/format.ts"
+import { html } from "../pages/html.ts"
+import { dashboardGuard } from "./guard.ts"
+import { accountQuery, dashboardPage, type Frame, formFields, hidden, type Notes, notes } from "./layout.ts"
+import { usageReporter } from "./report.ts"
+
+type Config = Pick<AppConfigShape, "baseUrl" | "policy" | "checkoutRails">
+
+/** Where a form may end besides the service: a payment provider's checkout or portal. */
+const paymentOrigins = (rails: ReadonlyArray<string>) =>
+  rails.includes("stripe") ? ["https://checkout.stripe.com", "https://billing.stripe.com"] : []
+
+const packForm = (config: Config, frame: Frame, pack: Pack) =>
+  html`<form method="post" action="${config.baseUrl}/dashboard/packs">${formFields(frame.csrf, frame.account)}${hidden("pack", pack.pack)}${
+    config.checkoutRails.length < 2
+      ? ""
+      : html`<label for="rail-${pack.pack}">Pay with</label><select id="rail-${pack.pack}" name="rail">${config.checkoutRails.map(
+          (rail) => html`<option value="${rail}">${railLabel(rail)}</option>`
+        )}</select>`
+  }<button type="submit">${
+    pack.mode === "subscription"
+      ? `Subscribe to ${pack.pack}: ${dollars(pack.price_usd_cents)} a month for ${count(pack.credits_per_month ?? 0)} credits a month`
+      : `Buy ${pack.pack}: ${dollars(pack.price_usd_cents)} for ${count(pack.credits ?? 0)} credits`
+  }</button></form>`
+
+/** Billing: the balance alert, the packs and the billing portal. */
+export const billingPage = (config: Config, frame: Frame, usage: typeof Usage.Type, options: Notes = {}) =>
+  dashboardPage(
+    frame,
+    "billing",
+    "Billing",
+    html`${notes(options)}
+<p>Spendable credits: <strong>${count(usage.balance?.total ?? 0)}</strong> (grant ${count(usage.balance?.grant ?? 0)},
+purchased ${count(usage.balance?.purchased ?? 0)}). Plan <code>${usage.plan}</code>.</p>
+<section aria-labelledby="alert"><h2 id="alert">Balance alert</h2>
+<p>We email you once each time the spendable credits fall below this number. 0 turns the alert off.</p>
+<form method="post" action="${config.baseUrl}/dashboard/alert" class="row">${formFields(frame.csrf, frame.account)}
+<div><label for="threshold">Threshold (credits)</label><input id="threshold" name="threshold" type="number" min="0" step="1" inputmode="numeric" required></div>
+<button type="submit">Set alert</button></form></section>
+<section aria-labelledby="packs"><h2 id="packs">Buy credits</h2>
+${config.policy.packs.map((pack) => packForm(config, frame, pack))}
+<p>The credits land on this account; its keys keep working. <a href="${config.baseUrl}/upgrade?${accountQuery(frame.account)}">Compare the packs</a>.</p></section>
+<section aria-labelledby="portal"><h2 id="portal">Billing portal</h2>
+<p>Purchases, the subscription and its cancellation.${
+      usage.purchases === undefined
+        ? " This account has bought nothing yet."
+        : ` ${usage.purchases.count} ${usage.purchases.count === 1 ? "purchase" : "purchases"} so far.`
+    }</p>
+<form method="post" action="${config.baseUrl}/dashboard/portal">${formFields(frame.csrf, frame.account)}<button type="submit">Open the billing portal</button></form></section>`
+  )
+
+/** Management tokens: every sign-in of this email, and its revocation. */
+
+/** `/dashboard/billing`: the balance alert, a pack's checkout, the billing portal. */
+export const BillingRoutes = HttpRouter.use((router) =>
+  Effect.gen(function* () {
+    const checkout = yield* Checkout
+    const services = yield* Effect.context<Keys | PaymentRails | Checkout>()
+    const reportFor = yield* usageReporter
+    const seeOther = (url: string) =>
+      HttpServerResponse.redirect(url, { status: 303, headers: { "cache-control": "no-store" } })
+    const config = yield* AppConfig
+    // This page's forms may end at the payment provider's own pages.
+    const guard = yield* dashboardGuard(paymentOrigins(config.checkoutRails))
+
+    const showBilling = (frame: Frame, governor: Governor, options: Notes = {}, status = 200) =>
+      Effect.map(reportFor(governor, frame.account), (report) =>
+        guard.respond(billingPage(config, frame, report, options), status)
+      )
+
+    yield* router.add(
+      "GET",
+      "/dashboard/billing",
+      guard.signedInPage((frame, governor) => showBilling(frame, governor))
+    )
+
+    yield* router.add(
+      "POST",
+      "/dashboard/alert",
+      guard
+        .signedInForm((frame, governor, form) =>
+          Effect.gen(function* () {
+            const text = form.get("threshold")
+            if (!/^\d{1,12}$/.test(text))
+              return yield* showBilling(
+                frame,
+                governor,
+                { error: "The threshold is a whole number of credits, 0 or more (0 turns the alert off)." },
+                400
+              )
+            const set = yield* setBalanceAlert(governor, {
+              account_id: frame.account.id,
+              threshold: Number(text)
+            })
+            return yield* showBilling(frame, governor, {
+              ok:
+                set.threshold === 0
+                  ? "The balance alert is off."
+                  : `Alert set: we email ${governor.email} when the spendable credits fall below ${set.threshold}.`
+            })
+          })
+        )
+        .pipe(Effect.provideContext(services))
+    )
+
+    yield* router.add(
+      "POST",
+      "/dashboard/packs",
+      guard.signedInForm((frame, governor, form) =>
+        Effect.gen(function* () {
+          const started = yield* checkout
+            .start({
+              pack: form.get("pack"),
+              rail: form.get("rail") || undefined,
+              accountId: frame.account.id
+            })
+            .pipe(Effect.result)
+          if (started._tag === "Success") return seeOther(started.success.checkout_url)
+          const error = started.failure
+          return yield* showBilling(
+            frame,
+            governor,
+            {
+              error:
+                error._tag === "InvalidInput"
+                  ? `${error.message} Choose one of the packs below.`
+                  : `${error.message} Nothing was charged; try again in a minute.`
+            },
+            error._tag === "InvalidInput" ? 400 : 503
+          )
+        })
+      )
+    )
+
+    yield* router.add(
+      "POST",
+      "/dashboard/portal",
+      guard
+        .signedInForm((frame, governor) =>
+          billingPortal(governor, { account_id: frame.account.id }).pipe(
+            Effect.map((portal) => seeOther(portal.url)),
+            Effect.catchTag("UpstreamUnavailable", (error) =>
+              showBilling(frame, governor, { error: error.message }, 503)
+            )
+          )
+        )
+        .pipe(Effect.provideContext(services))
+    )
+  })
+)

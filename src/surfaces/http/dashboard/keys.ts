@@ -1,0 +1,166 @@
+import { Effect } from "effect"
+import { HttpRouter } from "effect/http"
+import type { Account } from "../../../domain/accounts.ts"
+import type { IssuedKey, KeyListing } from "../../../services/Keys.ts"
+import { Keys } from "../../../services/Keys.ts"
+import { createKey, revokeKey, rotateKey } from "../../common/management.ts"
+import { count } from "../checkout/format.ts"
+import { html } from "../pages/html.ts"
+import { dashboardGuard } from "./guard.ts"
+import {
+  accountQuery,
+  dashboardPage,
+  dateOf,
+  type Frame,
+  formFields,
+  hidden,
+  itemList,
+  type Notes,
+  notes,
+  okNote
+} from "./layout.ts"
+
+const keyActions = (frame: Frame, key: KeyListing) =>
+  key.revoked_at !== null
+    ? html`<p>Revoked ${dateOf(key.revoked_at)}.</p>`
+    : html`<form method="post" action="${frame.baseUrl}/dashboard/keys/rotate" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Rotate key ${key.hint}">Rotate…</button></form><form method="post" action="${frame.baseUrl}/dashboard/keys/revoke" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Revoke key ${key.hint}">Revoke…</button></form>`
+
+/** A secret's one showing, with the copy button. */
+const revealed = (issued: IssuedKey, replaces?: string) =>
+  html`<section aria-labelledby="new-key" class="note"><h2 id="new-key">Your new key${replaces === undefined ? "" : html` (replaces <code>${replaces}</code>, which stopped working)`}</h2>
+<p><strong>Copy it now: this is the only time it is shown.</strong> It is stored only as a hash; if you lose it, rotate it.</p>
+<code class="secret" id="new-key-secret">${issued.key}</code>
+<button type="button" data-copy="new-key-secret" hidden>Copy the key</button>
+<p>Send it as <code>Authorization: Bearer &lt;key&gt;</code>.</p></section>`
+
+/** Keys: list, create, and the one showing of a new or rotated key. */
+export const keysPage = (
+  frame: Frame,
+  keys: ReadonlyArray<KeyListing>,
+  options: Notes & {
+    readonly issued?: IssuedKey | undefined
+    readonly replaces?: string | undefined
+    readonly grant?: number | undefined
+  } = {}
+) =>
+  dashboardPage(
+    frame,
+    "keys",
+    "Keys",
+    html`${notes(options)}${options.issued === undefined ? "" : revealed(options.issued, options.replaces)}${
+      (options.grant ?? 0) > 0
+        ? okNote(`This first key also brought a one-time grant of ${count(options.grant!)} credits.`)
+        : ""
+    }
+${
+  keys.length === 0
+    ? html`<p>This account has no keys. Create one below to call the API.</p>`
+    : itemList(
+        `Keys of ${frame.account.id}`,
+        keys.map((key) => ({
+          title: key.label ?? "(no label)",
+          facts: [
+            ["Key", html`<code>${key.hint}</code>`],
+            ["Created", dateOf(key.created_at)],
+            ["Last used", dateOf(key.last_used_at)]
+          ],
+          actions: keyActions(frame, key)
+        }))
+      )
+}
+<h2>Create a key</h2>
+<form method="post" action="${frame.baseUrl}/dashboard/keys">${formFields(frame.csrf, frame.account)}
+<label for="label">Label (optional)</label><input id="label" name="label" maxlength="100" autocomplete="off">
+<button type="submit">Create key</button></form>`,
+    { copy: options.issued !== undefined }
+  )
+
+/** The confirmation step of a rotation or revocation. */
+export const confirmKeyPage = (frame: Frame, action: "rotate" | "revoke", key: KeyListing) =>
+  dashboardPage(
+    frame,
+    "keys",
+    action === "revoke" ? "Revoke this key?" : "Rotate this key?",
+    html`<p>Key <code>${key.hint}</code>${key.label === null ? "" : html` (${key.label})`}, created ${dateOf(key.created_at)},
+last used ${dateOf(key.last_used_at)}.</p>
+<p>${
+      action === "revoke"
+        ? "It stops working at once: every program that uses it gets UNAUTHORIZED. The account, its credits and its other keys stay."
+        : "The old secret stops working at once; the next page shows the new one, once."
+    }</p>
+<form method="post" action="${frame.baseUrl}/dashboard/keys/${action}">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}${hidden("confirm", "yes")}
+<button type="submit" class="${action === "revoke" ? "danger" : ""}">${action === "revoke" ? "Yes, revoke it" : "Yes, rotate it"}</button>
+<a href="${frame.baseUrl}/dashboard/keys?${accountQuery(frame.account)}">No, keep it</a></form>`
+  )
+
+/**
+ * `/dashboard/keys`: list and create; rotate and revoke after a confirmation page. A new secret is
+ * in the answer to its form only (never stored, never in a link), with a copy button.
+ */
+export const KeysRoutes = HttpRouter.use((router) =>
+  Effect.gen(function* () {
+    const guard = yield* dashboardGuard([])
+    const keys = yield* Keys
+    const services = yield* Effect.context<Keys>()
+    const keysOf = (account: Account) => keys.list(account.id)
+    const showKeys = (frame: Frame, options: Parameters<typeof keysPage>[2] = {}, status = 200) =>
+      Effect.map(keysOf(frame.account), (listed) => guard.respond(keysPage(frame, listed, options), status))
+
+    yield* router.add(
+      "GET",
+      "/dashboard/keys",
+      guard.signedInPage((frame) => showKeys(frame))
+    )
+
+    yield* router.add(
+      "POST",
+      "/dashboard/keys",
+      guard
+        .signedInForm((frame, governor, form) =>
+          Effect.gen(function* () {
+            const label = form.get("label").slice(0, 100)
+            const issued = yield* createKey(governor, {
+              account_id: frame.account.id,
+              label: label === "" ? undefined : label
+            })
+            return yield* showKeys(frame, { issued, grant: issued.grant_credits }, 201)
+          })
+        )
+        .pipe(Effect.provideContext(services))
+    )
+
+    const keyAction = (action: "rotate" | "revoke") =>
+      guard
+        .signedInForm((frame, governor, form) =>
+          Effect.gen(function* () {
+            const keyId = form.get("key_id")
+            // Only this account's keys: another account's key id is not found here.
+            const key = (yield* keysOf(frame.account)).find((listed) => listed.key_id === keyId)
+            if (key === undefined || key.revoked_at !== null)
+              return yield* showKeys(
+                frame,
+                {
+                  error:
+                    key === undefined
+                      ? "That key is not one of this account's keys. Choose a key from the list."
+                      : "That key is already revoked; create a new one below."
+                },
+                404
+              )
+            if (form.get("confirm") !== "yes") return guard.respond(confirmKeyPage(frame, action, key))
+            const args = { account_id: frame.account.id, key_id: key.key_id }
+            if (action === "revoke") {
+              yield* revokeKey(governor, args)
+              return yield* showKeys(frame, {
+                ok: `Key ${key.hint} is revoked: it no longer works. Programs that used it need another key.`
+              })
+            }
+            const rotated = yield* rotateKey(governor, args)
+            return yield* showKeys(frame, { issued: rotated, replaces: key.hint })
+          })
+        )
+        .pipe(Effect.provideContext(services))
+    yield* router.add("POST", "/dashboard/keys/rotate", keyAction("rotate"))
+    yield* router.add("POST", "/dashboard/keys/revoke", keyAction("revoke"))
+  })
+)

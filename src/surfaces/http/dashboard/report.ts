@@ -1,0 +1,25 @@
+import { Clock, Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { AppConfig } from "../../../config.ts"
+import type { Account, Governor } from "../../../domain/accounts.ts"
+import { Usage } from "../../../services/Usage.ts"
+import { Identity } from "../../common/identity.ts"
+import { usageReport } from "../../usageReport.ts"
+
+/**
+ * The account's `get_usage` report (plan, credits, free budget, history, subscription), as the
+ * browser's client address sees it: the same body `GET /v1/usage` answers.
+ */
+export const usageReporter = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const usage = yield* Usage
+  const identity = yield* Identity
+  return (governor: Governor, account: Account) =>
+    Effect.gen(function* () {
+      const ip = identity.clientIp(yield* HttpServerRequest.HttpServerRequest)
+      const facts = yield* usage.facts(account.id, ip)
+      const now = yield* Clock.currentTimeMillis
+      const key = { id: governor.tokenId, accountId: account.id, hint: governor.hint, revoked: false }
+      return usageReport({ account, key, ip }, facts, now, config)
+    })
+})
