@@ -80,6 +80,27 @@ describe(`/dashboard over HTTP (${storeName})`, () => {
         })
     )
 
+    it.effect("a new account's pages say what to do next", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = "10.82.3.1"
+        const owner = yield* signIn(app, "fresh@example.com", { ip })
+        const headers = { cookie: `svc_session=${owner.management_token}` }
+        const text = (path: string) =>
+          Effect.map(app.call(path, { headers, ip }), (reply) => reply.body as string)
+        assert.include(yield* text("/dashboard"), "This account has no credits beyond the free budget")
+        const usage = yield* text("/dashboard/usage")
+        assert.include(usage, "No calls were charged in the last 30 days")
+        assert.include(usage, "No receipts yet")
+        assert.include(yield* text("/dashboard/keys"), "This account has no keys. Create one below")
+        assert.include(yield* text("/dashboard/apps"), "No app is connected")
+        assert.include(yield* text("/dashboard/billing"), "This account has bought nothing yet")
+        const foreign = yield* app.call("/dashboard?account=acct_someone_else", { headers, ip })
+        assert.strictEqual(foreign.status, 403)
+        assert.include(foreign.body, "does not govern acct_someone_else")
+      })
+    )
+
     it.effect("forms: another site's 403, a non-form 415, a missing CSRF field 403", () =>
       Effect.gen(function* () {
         const app = yield* TestApp

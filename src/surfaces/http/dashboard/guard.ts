@@ -39,16 +39,29 @@ export const dashboardGuard = (formTargets: ReadonlyArray<string>) =>
       account
     })
 
-    const notGoverned = (governor: Governor, token: string, wanted: string) =>
+    const noAccount = () =>
       respond(
-        failurePage(
-          frameOf(governor, token, governor.accounts[0]!),
-          "Not your account",
-          `This sign-in (${governor.email}) does not govern ${wanted.slice(0, 100)}.`,
-          html`Choose one of your accounts with the switcher above, or sign in with the email that owns it.`
-        ),
-        403
+        barePage(
+          "No account",
+          html`<p>This sign-in governs no account. <a href="${config.baseUrl}/claim">Claim a trial key</a> or
+<a href="${config.baseUrl}/upgrade">buy a pack</a>.</p>`
+        )
       )
+
+    const notGoverned = (governor: Governor, token: string, wanted: string) => {
+      const first = governor.accounts[0]
+      return first === undefined
+        ? noAccount()
+        : respond(
+            failurePage(
+              frameOf(governor, token, first),
+              "Not your account",
+              `This sign-in (${governor.email}) does not govern ${wanted.slice(0, 100)}.`,
+              html`Choose one of your accounts with the switcher above, or sign in with the email that owns it.`
+            ),
+            403
+          )
+    }
 
     /** A failure nobody can fix from the page (the database, a bug): logged, and a page that says what to do. */
     const troubled = <R>(effect: Effect.Effect<Response, never, R>) =>
@@ -83,14 +96,7 @@ check its page first to see whether the change took effect. Or <a href="${config
             headers: { "cache-control": "no-store" }
           })
         const { governor, token } = current
-        if (governor.accounts.length === 0)
-          return respond(
-            barePage(
-              "No account",
-              html`<p>This sign-in governs no account. <a href="${config.baseUrl}/claim">Claim a trial key</a> or
-<a href="${config.baseUrl}/upgrade">buy a pack</a>.</p>`
-            )
-          )
+        if (governor.accounts.length === 0) return noAccount()
         const query = yield* queryParams
         const wanted = query.get("account")?.trim() || undefined
         const chosen = governor.accounts.find(
