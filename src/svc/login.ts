@@ -34,11 +34,13 @@ const isPending = (error: unknown): error is Pending =>
 const deviceFlow = (s: Session) =>
   Effect.gen(function* () {
     const started = yield* s.client.startDeviceSignIn()
+    const err = process.stderr
     yield* Console.error(
-      `To sign in, open ${bold(started.verification_uri, process.stderr)} and enter ${bold(started.user_code, process.stderr)}\n${dim(
-        `(or ${started.verification_uri_complete}); waiting...`,
-        process.stderr
-      )}`
+      [
+        `To sign in, open ${bold(started.verification_uri, err)} and enter ${bold(started.user_code, err)}`,
+        `or open ${started.verification_uri_complete}`,
+        dim("Waiting for the approval...", err)
+      ].join("\n")
     )
     let interval = started.interval
     const deadline = Date.now() + started.expires_in * 1000
