@@ -56,6 +56,14 @@ const describe = (error: unknown): string => {
   return lines.join("\n")
 }
 
+/** With `--json`, a failure is one JSON object on stderr too: the problem's fields, or the local error's. */
+const asJson = (error: unknown) => {
+  if (CliError.isCliError(error)) return JSON.stringify({ code: "USAGE", message: describe(error) })
+  const { _tag, ...fields } = { ...(error as Record<string, unknown>) }
+  const message = error instanceof Error ? error.message : String(error)
+  return JSON.stringify({ code: fields.code ?? _tag ?? "ERROR", message, ...fields })
+}
+
 /** Help and version go to stdout as usual; invocation errors are rendered below, once. */
 const presenter = CliOutput.layerPresenter({
   present: (event) =>
@@ -68,7 +76,8 @@ Command.run(svc, { version: "0.1.0", renderErrors: false }).pipe(
   Effect.catchCause((cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
     const error = Cause.squash(cause)
-    return Console.error(red(describe(error), process.stderr)).pipe(
+    const text = process.argv.includes("--json") ? asJson(error) : red(describe(error), process.stderr)
+    return Console.error(text).pipe(
       Effect.andThen(Effect.fail(new Reported({ exitCode: exitCodeOf(error) })))
     )
   }),

@@ -65,6 +65,11 @@ describe("the svc command line, piped", () => {
         const trialCap = yield* svc(["profnet", "profile", slug, "--realtime"], env)
         assert.strictEqual(trialCap.code, 3, trialCap.stderr)
         assert.include(trialCap.stderr, "TRIAL_CAP_EXCEEDED")
+        const asJson = yield* svc(["profnet", "profile", slug, "--realtime", "--json"], env)
+        assert.strictEqual(asJson.code, 3)
+        const problem = JSON.parse(asJson.stderr)
+        assert.strictEqual(problem.code, "TRIAL_CAP_EXCEEDED")
+        assert.strictEqual(problem.offer.resume.action, "retry_fresh_idempotency_key")
       })
     )
 
