@@ -16,10 +16,11 @@ const sections: ReadonlyArray<{ readonly id: Section; readonly path: string; rea
 
 /**
  * The copy button's script, the only script of any page: it shows the (hidden) buttons and copies
- * the element they name. Without it the secret is still plain, selectable text.
+ * the element they name. Without it the secret is still plain, selectable text. The Clipboard API
+ * exists only in secure contexts (HTTPS, localhost); elsewhere the text is selected and copied.
  */
 const copyScript =
-  "for(const b of document.querySelectorAll('button[data-copy]')){b.hidden=false;b.addEventListener('click',()=>{const t=document.getElementById(b.dataset.copy);navigator.clipboard.writeText(t.textContent).then(()=>{b.textContent='Copied'},()=>{b.textContent='Select the text to copy it'})})}"
+  "for(const b of document.querySelectorAll('button[data-copy]')){b.hidden=false;b.addEventListener('click',()=>{const t=document.getElementById(b.dataset.copy);const done=()=>{b.textContent='Copied'};const fail=()=>{b.textContent='Select the text to copy it'};if(navigator.clipboard){navigator.clipboard.writeText(t.textContent).then(done,fail)}else{getSelection().selectAllChildren(t);document.execCommand('copy')?done():fail()}})}"
 const copyScriptHash = `sha256-${createHash("sha256").update(copyScript).digest("base64")}`
 
 /** As the sign-in pages' policy, plus the copy script by its hash and forms that may end at a payment provider. */
