@@ -260,6 +260,19 @@ const buy = Command.make(
     })
 ).pipe(Command.withDescription("Buy a pack: prints (and opens) the checkout URL, then waits for payment."))
 
+const portal = Command.make("portal", { account }, ({ account }) =>
+  Effect.gen(function* () {
+    const { client } = yield* withManagement
+    const answer = yield* client.billingPortal({ query: accountQuery(account) })
+    yield* Console.log(answer.url)
+    yield* openBrowser(answer.url)
+  })
+).pipe(
+  Command.withDescription(
+    "Print (and open) the billing portal link: purchases, plan, cancel (needs `svc login`)."
+  )
+)
+
 const recover = Command.make("recover", { email: Argument.String("email") }, ({ email }) =>
   Effect.gen(function* () {
     const { client } = yield* session
@@ -299,6 +312,7 @@ export const accountCommands = [
   keys,
   alert,
   buy,
+  portal,
   recover,
   mcpConfig
 ] as const
