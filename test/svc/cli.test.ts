@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
+import { delimiter, join } from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { operations } from "../../src/operations/registry.ts"
@@ -134,10 +134,18 @@ describe("the svc command line, piped", () => {
     it.effect("bin/svc.mjs starts on the machine's node (re-executing on the pinned one when older)", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
+        // npm puts node_modules/.bin first on PATH; the machine's own node is the first one outside it.
+        const machineNode =
+          (process.env.PATH ?? "")
+            .split(delimiter)
+            .filter((dir) => !dir.includes("node_modules"))
+            .map((dir) => join(dir, "node"))
+            .find((path) => existsSync(path)) ?? "node"
         const env = { baseUrl: app.url, home: freshHome() }
-        const run = yield* Effect.promise(() => start(["--version"], env, ["node", svcBin]).done)
+        yield* Effect.promise(() => start(["init"], env, [machineNode, svcBin]).done)
+        const run = yield* Effect.promise(() => start(["usage", "--json"], env, [machineNode, svcBin]).done)
         assert.strictEqual(run.code, 0, run.stderr)
-        assert.include(run.stdout, "0.1.0")
+        assert.strictEqual(JSON.parse(run.stdout).plan, "trial")
       })
     )
   })
