@@ -1,20 +1,12 @@
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { openBrowser } from "./browser.ts"
+import { buy, portal } from "./billing.ts"
 import { baseUrlOf, configPath, readConfig, updateConfig } from "./config.ts"
+import { json, show } from "./flags.ts"
+import { alert, keys } from "./keys.ts"
 import { login } from "./login.ts"
-import { bold, dim, human, printJson, table } from "./output.ts"
-import { Abandoned, NotSignedIn, session, UsageError, withKey, withManagement } from "./session.ts"
-
-const json = Flag.Boolean("json").pipe(
-  Flag.withDescription("Print the service's answer as JSON."),
-  Flag.withoutNegation,
-  Flag.withDefault(false)
-)
-const show = (asJson: boolean, value: unknown, text: () => string) =>
-  asJson ? printJson(value) : Console.log(text())
-
-const pollMs = () => Number(process.env.SVC_POLL_MS || 2000)
+import { dim, human, printJson, table } from "./output.ts"
+import { NotSignedIn, session, withKey } from "./session.ts"
 
 const init = Command.make(
   "init",
@@ -118,160 +110,6 @@ const receipts = Command.make(
       )
     })
 ).pipe(Command.withDescription("The account's receipts, newest first (free)."))
-
-const account = Flag.String("account").pipe(
-  Flag.withDescription("The account (acct_...), when the signed-in email governs several."),
-  Flag.optional
-)
-const accountQuery = (account: Option.Option<string>) =>
-  Option.isSome(account) ? { account_id: account.value } : {}
-
-const keyId = Argument.String("key-id").pipe(Argument.withDescription("A key id from `svc keys list`."))
-
-const keys = Command.make("keys").pipe(
-  Command.withDescription("The account's spend keys (needs `svc login`)."),
-  Command.withSubcommands([
-    Command.make("list", { json, account }, ({ json: asJson, account }) =>
-      Effect.gen(function* () {
-        const { client } = yield* withManagement
-        const listed = yield* client.listKeys({ query: accountQuery(account) })
-        yield* show(asJson, listed, () => table(listed.keys as unknown as Array<Record<string, unknown>>))
-      })
-    ).pipe(Command.withDescription("List the keys (never their secrets).")),
-    Command.make(
-      "create",
-      {
-        json,
-        account,
-        label: Flag.String("label").pipe(Flag.optional),
-        use: Flag.Boolean("use").pipe(
-          Flag.withDescription("Also make it this CLI's key."),
-          Flag.withoutNegation,
-          Flag.withDefault(false)
-        )
-      },
-      ({ json: asJson, account, label, use }) =>
-        Effect.gen(function* () {
-          const { client } = yield* withManagement
-          const created = yield* client.createKey({
-            query: accountQuery(account),
-            payload: Option.isSome(label) ? { label: label.value } : {}
-          })
-          if (use) yield* updateConfig((c) => ({ ...c, key: created.key, key_hint: created.hint }))
-          yield* show(
-            asJson,
-            created,
-            () => `${created.key}\n${dim(`${created.key_id}: shown once; keep it safe.`)}`
-          )
-        })
-    ).pipe(Command.withDescription("Create a key; its secret is printed once.")),
-    Command.make("rotate", { json, account, keyId }, ({ json: asJson, account, keyId }) =>
-      Effect.gen(function* () {
-        const { client, config } = yield* withManagement
-        const listed = yield* client.listKeys({ query: accountQuery(account) })
-        const wasOurs = listed.keys.some((k) => k.key_id === keyId && k.hint === config.key_hint)
-        const rotated = yield* client.rotateKey({ query: accountQuery(account), payload: { key_id: keyId } })
-        // Rotating this CLI's own key: keep working with the new secret.
-        if (wasOurs) yield* updateConfig((c) => ({ ...c, key: rotated.key, key_hint: rotated.hint }))
-        yield* show(
-          asJson,
-          rotated,
-          () =>
-            `${rotated.key}\n${dim(`${rotated.key_id} replaces ${rotated.replaces}; the old secret no longer works.`)}`
-        )
-      })
-    ).pipe(Command.withDescription("A new secret for a key; the old one stops at once.")),
-    Command.make("revoke", { json, account, keyId }, ({ json: asJson, account, keyId }) =>
-      Effect.gen(function* () {
-        const { client } = yield* withManagement
-        const revoked = yield* client.revokeKey({ query: accountQuery(account), payload: { key_id: keyId } })
-        yield* show(asJson, revoked, () => `Revoked ${revoked.key_id} at ${revoked.revoked_at}.`)
-      })
-    ).pipe(Command.withDescription("Revoke a key at once."))
-  ])
-)
-
-const alert = Command.make(
-  "alert",
-  {
-    account,
-    threshold: Argument.Int("credits").pipe(
-      Argument.withDescription("Alert below this many credits; 0 turns it off.")
-    )
-  },
-  ({ account, threshold }) =>
-    Effect.gen(function* () {
-      if (threshold < 0) return yield* new UsageError({ message: "The threshold is 0 or more credits." })
-      const { client } = yield* withManagement
-      const set = yield* client.setBalanceAlert({ query: accountQuery(account), payload: { threshold } })
-      yield* Console.log(
-        threshold === 0
-          ? "Balance alert off."
-          : `An email when spendable credits fall below ${set.threshold}.`
-      )
-    })
-).pipe(Command.withDescription("Email me when the credits fall below N (needs `svc login`)."))
-
-const buy = Command.make(
-  "buy",
-  {
-    pack: Argument.Literals("pack", ["flex", "production"] as const),
-    rail: Flag.String("rail").pipe(
-      Flag.withDescription("`local` or `stripe`; the service's first by default."),
-      Flag.optional
-    ),
-    wait: Flag.Boolean("wait").pipe(
-      Flag.withDescription("Wait until the checkout is paid (default)."),
-      Flag.withDefault(true)
-    )
-  },
-  ({ pack, rail, wait }) =>
-    Effect.gen(function* () {
-      const { client } = yield* session
-      const started = yield* client.startCheckout({
-        payload: { pack, ...(Option.isSome(rail) ? { rail: rail.value } : {}) }
-      })
-      yield* Console.log(started.checkout_url)
-      yield* Console.error(
-        dim(
-          `${pack}: $${(started.price_usd_cents / 100).toFixed(2)} on ${started.rail}; pay at the URL above.`,
-          process.stderr
-        )
-      )
-      yield* openBrowser(started.checkout_url)
-      if (!wait) return
-      for (;;) {
-        yield* Effect.sleep(pollMs())
-        const status = yield* client.getCheckout({ params: { session_id: started.session_id } })
-        if (status.status === "paid") {
-          if (status.api_key !== undefined)
-            yield* updateConfig((c) => ({
-              ...c,
-              key: status.api_key!,
-              ...(status.account_id ? { account_id: status.account_id } : {})
-            }))
-          return yield* Console.error(
-            bold(`Paid: ${pack} is active${status.api_key ? "; the new key is saved" : ""}.`, process.stderr)
-          )
-        }
-        if (status.status === "expired")
-          return yield* new Abandoned({ message: "The checkout expired unpaid.", auth: false })
-      }
-    })
-).pipe(Command.withDescription("Buy a pack: prints (and opens) the checkout URL, then waits for payment."))
-
-const portal = Command.make("portal", { account }, ({ account }) =>
-  Effect.gen(function* () {
-    const { client } = yield* withManagement
-    const answer = yield* client.billingPortal({ query: accountQuery(account) })
-    yield* Console.log(answer.url)
-    yield* openBrowser(answer.url)
-  })
-).pipe(
-  Command.withDescription(
-    "Print (and open) the billing portal link: purchases, plan, cancel (needs `svc login`)."
-  )
-)
 
 const recover = Command.make("recover", { email: Argument.String("email") }, ({ email }) =>
   Effect.gen(function* () {
