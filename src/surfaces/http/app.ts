@@ -11,6 +11,7 @@ import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
+import { DashboardRoutes } from "./dashboard/routes.ts"
 import { dataRoutes } from "./dataRoutes.ts"
 import { AuthRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
@@ -20,6 +21,8 @@ import {
   PlainInputLayer,
   SpendKeyAuthLayer
 } from "./middleware.ts"
+import { AppsRoutes } from "./oauth/appsRoutes.ts"
+import { OAuthRoutes } from "./oauth/routes.ts"
 import { PageRoutes } from "./pages/routes.ts"
 import { methodsAt } from "./routeHints.ts"
 import { StripeWebhookRoutes } from "./stripeWebhook.ts"
@@ -70,6 +73,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
       AuthRoutes,
       SessionsRoutes,
       ManagementRoutes,
+      AppsRoutes,
       BillingRoutes,
       dataRoutes(api, operations)
     ]),
@@ -82,6 +86,8 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     AdminRpcRoutes,
     McpRoutes(operations),
     PageRoutes,
+    DashboardRoutes(operations),
+    OAuthRoutes,
     CheckoutPageRoutes,
     StripeWebhookRoutes,
     opsRoutes(methodsAt(OpenApi.fromApi(api)))
