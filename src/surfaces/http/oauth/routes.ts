@@ -42,9 +42,11 @@ export const OAuthRoutes = HttpRouter.use((router) =>
 
     const handOver = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      yield* oauth.serve(nodeOf(request), identity.clientIp(request))
-      // The library has written and ended the response; the server writes nothing more.
-      return HttpServerResponse.empty()
+      const node = nodeOf(request)
+      yield* oauth.serve(node, identity.clientIp(request))
+      // The library has written and ended the response; the server writes nothing more (the
+      // status is for the request log).
+      return HttpServerResponse.empty({ status: node.res.statusCode })
     })
     yield* router.add("*", "/oauth/*", handOver)
     for (const path of [
