@@ -5,7 +5,15 @@ import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { flows } from "./flows.ts"
-import { authorizeUrl, cookieClient, freePort, pkce, register, tokenRequest } from "./support.ts"
+import {
+  authorizeUrl,
+  cookieClient,
+  freePort,
+  pkce,
+  register,
+  registration,
+  tokenRequest
+} from "./support.ts"
 
 const port = await freePort()
 const baseUrl = `http://127.0.0.1:${port}`
@@ -117,6 +125,27 @@ describe(`OAuth refusals (${storeName})`, () => {
         assert.strictEqual(reused.json.error, "invalid_grant")
 
         assert.strictEqual((yield* toolsList(tokens.json.access_token)).status, 401)
+      })
+    )
+
+    it.effect("dynamic registration is rate limited per client address", () =>
+      Effect.gen(function* () {
+        const statuses: Array<number> = []
+        for (let i = 0; i < 11; i++) {
+          const response = yield* Effect.promise(() =>
+            registration(baseUrl, redirectUri, `Agent ${i}`, "10.78.1.1")
+          )
+          statuses.push(response.status)
+          if (i === 10) {
+            const body = (yield* Effect.promise(() => response.json())) as { code: string }
+            assert.strictEqual(body.code, "RATE_LIMITED")
+          } else yield* Effect.promise(() => response.text())
+        }
+        assert.deepStrictEqual(statuses, [...Array(10).fill(201), 429])
+        const elsewhere = yield* Effect.promise(() =>
+          registration(baseUrl, redirectUri, "Agent", "10.78.1.2")
+        )
+        assert.strictEqual(elsewhere.status, 201)
       })
     )
 

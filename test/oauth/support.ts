@@ -181,6 +181,19 @@ export const cookieClient = (baseUrl: string, ip: string) => {
 }
 
 /** Registers a public client (RFC 7591) with one redirect URI. */
+export const registration = (baseUrl: string, redirectUri: string, name: string, ip?: string) =>
+  fetch(`${baseUrl}/oauth/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(ip === undefined ? {} : { "x-forwarded-for": ip }) },
+    body: JSON.stringify({
+      client_name: name,
+      redirect_uris: [redirectUri],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none"
+    })
+  })
+
 export const register = async (baseUrl: string, redirectUri: string, name = "Negative Agent") => {
   const response = await fetch(`${baseUrl}/oauth/register`, {
     method: "POST",

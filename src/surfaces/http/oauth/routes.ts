@@ -2,8 +2,13 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { RateLimited } from "../../../contract/errors.ts"
 import { signInCodePattern } from "../../../domain/identity.ts"
+import { oauthRoutes } from "../../../oauth/configuration.ts"
 import { type ConsentRequest, OAuthServer } from "../../../oauth/OAuthServer.ts"
+import { oauthPolicy } from "../../../oauth/policy.ts"
+import { RateLimits } from "../../../services/RateLimits.ts"
+import { Problems } from "../../common/problems.ts"
 import { csrfMatches, csrfToken, htmlPage, queryParams, withSession } from "../pages/respond.ts"
 import { badEmail, pageSession, rateLimitHeaders, tooMany } from "../pages/session.ts"
 import { codePage, consentPage, emailPage, expiredPage, noAccountPage } from "./pages.ts"
@@ -37,13 +42,29 @@ const seeOther = (location: string) => HttpServerResponse.redirect(location, { s
 export const OAuthRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const oauth = yield* OAuthServer
+    const limits = yield* RateLimits
+    const problems = yield* Problems
     const { config, identities, identity, personal, clientIp, session, withForm } = yield* pageSession
     const baseUrl = config.baseUrl
 
     const handOver = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
+      const ip = identity.clientIp(request)
+      if (
+        request.method === "POST" &&
+        new URL(request.url, "http://oauth").pathname === oauthRoutes.registration
+      ) {
+        const taken = yield* limits.take({ key: `oauth-register:${ip}`, ...oauthPolicy.registrationsPerIp })
+        if (!taken.allowed)
+          return problems.render(
+            new RateLimited({
+              message: `Too many client registrations from this address; at most ${oauthPolicy.registrationsPerIp.limit} per hour. Retry after retry_after_seconds, or use a Client ID Metadata Document.`,
+              retry_after_seconds: taken.retryAfterSeconds
+            })
+          )
+      }
       const node = nodeOf(request)
-      yield* oauth.serve(node, identity.clientIp(request))
+      yield* oauth.serve(node, ip)
       // The library has written and ended the response; the server writes nothing more (the
       // status is for the request log).
       return HttpServerResponse.empty({ status: node.res.statusCode })
