@@ -31,8 +31,8 @@ export const quotedStringSafe = (text: string) =>
     .trim()
 
 /**
- * How to get a key, in the challenge itself: a client that tries OAuth and gives up (no browser,
- * no authorization server yet) prints the challenge's `error_description`, never the body.
+ * How to get a key, in the challenge itself: a client that cannot do OAuth (no browser, no
+ * support for it) prints the challenge's `error_description`, never the body.
  */
 export const mintRecipe = (baseUrl: string) =>
   `Mint a free trial key with curl -X POST ${baseUrl}/v1/keys/mint (no body, no auth), then add the HTTP header Authorization: Bearer <key> to this MCP server's configuration. Docs: ${links(baseUrl).docs}`
