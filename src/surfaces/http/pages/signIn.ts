@@ -10,6 +10,8 @@ export type Continuation =
   | { readonly _tag: "Redirect"; readonly redirectUri: string; readonly state: string }
   /** Back to `/activate`, keeping the device's user code. */
   | { readonly _tag: "Activate"; readonly userCode: string }
+  /** Back to `/dashboard`, where a signed-out visit was sent from. */
+  | { readonly _tag: "Dashboard" }
 
 export const home: Continuation = { _tag: "Home" }
 
@@ -22,7 +24,9 @@ export const continuationFields = (continuation: Continuation): Html =>
     ? html`${hidden("redirect_uri", continuation.redirectUri)}${hidden("state", continuation.state)}`
     : continuation._tag === "Activate"
       ? html`${hidden("then", "activate")}${hidden("user_code", continuation.userCode)}`
-      : html``
+      : continuation._tag === "Dashboard"
+        ? hidden("then", "dashboard")
+        : html``
 
 export const errorNote = (message: string | undefined): Html =>
   message === undefined ? html`` : html`<p class="error" role="alert">${message}</p>`
@@ -161,6 +165,7 @@ export const signedInPage = (
 ${claimOutcome(config, options.claiming, { claimed: options.claimed ?? null, grant: options.grant ?? 0, accounts: options.accounts })}
 ${accountTable(options.accounts)}
 <ul>
+<li><a href="${config.baseUrl}/dashboard">Your dashboard</a>: keys, usage, receipts, alert, billing</li>
 <li><a href="${links(config.baseUrl).activate}">Approve a command-line client</a> (device code)</li>
 <li><a href="${links(config.baseUrl).upgrade}">Credit packs</a></li>
 <li><a href="${links(config.baseUrl).docs}">API reference</a>: management routes take a management token, which

@@ -50,6 +50,7 @@ const continuationOf = (get: (name: string) => string): Continuation | "refused"
       : "refused"
   }
   if (get("then") === "activate") return { _tag: "Activate", userCode: get("user_code").slice(0, 20) }
+  if (get("then") === "dashboard") return { _tag: "Dashboard" }
   return home
 }
 
@@ -89,6 +90,15 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
           yield* identities.revokeToken(previous.governor, previous.governor.tokenId).pipe(
             Effect.catchTag("NotFound", () => Effect.void),
             Effect.orDie
+          )
+        if (continuation._tag === "Dashboard")
+          return withSession(
+            HttpServerResponse.redirect(`${config.baseUrl}/dashboard`, {
+              status: 303,
+              headers: { "cache-control": "no-store" }
+            }),
+            token,
+            config.baseUrl
           )
         if (continuation._tag === "Redirect") {
           const governor = yield* identities.authenticate(token).pipe(Effect.orDie)
@@ -165,6 +175,11 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
           })
         const { governor, token: sessionToken } = current
         const csrf = csrfToken(sessionToken)
+        if (continuation._tag === "Dashboard")
+          return HttpServerResponse.redirect(`${config.baseUrl}/dashboard`, {
+            status: 303,
+            headers: { "cache-control": "no-store" }
+          })
         if (continuation._tag === "Redirect")
           return page(
             authorizePage(config, {
