@@ -9,7 +9,10 @@ export const ReceiptSchema = Schema.Struct({
   funding: Schema.Struct({ free_tier: Schema.Int, grant: Schema.Int, balance: Schema.Int }),
   idempotency_key: Schema.NullOr(Schema.String),
   replayed: Schema.Boolean,
-  created_at: Schema.String
+  created_at: Schema.String,
+  app_id: Schema.optionalKey(
+    Schema.String.annotate({ description: "The connected app (OAuth) the call was made through, if any." })
+  )
 }).annotate({ identifier: "Receipt" })
 
 export const FreshnessInfo = Schema.Struct({

@@ -46,6 +46,8 @@ export interface Receipt {
   readonly idempotency_key: string | null
   readonly replayed: boolean
   readonly created_at: string
+  /** The connected app (OAuth) the call was made through: its app id is the call's key. */
+  readonly app_id?: string
 }
 
 export interface ReserveInput {
@@ -101,6 +103,7 @@ const RefundRow = Schema.Struct({
 export const CallRow = Schema.Struct({
   id: Schema.String,
   account_id: Schema.String,
+  key_id: Schema.String,
   operation: Schema.String,
   state: Schema.Literals(["reserved", "settled", "released"]),
   ip: Schema.String,
@@ -160,7 +163,8 @@ export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
   funding: { free_tier: row.charged_free, grant: row.charged_grant, balance: row.charged_balance },
   idempotency_key: row.idempotency_key,
   replayed,
-  created_at: new Date(row.created_at).toISOString()
+  created_at: new Date(row.created_at).toISOString(),
+  ...(row.key_id.startsWith("app_") ? { app_id: row.key_id } : {})
 })
 
 /**

@@ -100,6 +100,7 @@ describe(`an MCP client connects with OAuth (${storeName})`, () => {
           client.callTool({ name: "testEcho", arguments: { value: "hello", cost: 4 } })
         )
         assert.notStrictEqual(result.isError, true, JSON.stringify(result))
+        const receipt = (result.structuredContent as { receipt: { app_id?: string } }).receipt
         yield* Effect.promise(() => client.close())
 
         const management = yield* signIn(app, email, { ip: "10.77.0.2" })
@@ -118,6 +119,8 @@ describe(`an MCP client connects with OAuth (${storeName})`, () => {
           calls.map((call) => ({ ...call })),
           [{ account_id: accountId, key_id: connected.app_id }]
         )
+        // The receipt names the app the call was made through.
+        assert.strictEqual(receipt.app_id, connected.app_id)
 
         // 4. The token is for /mcp/profnet only.
         const elsewhere = yield* app.call("/mcp/forum", {
