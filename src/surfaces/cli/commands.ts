@@ -213,6 +213,10 @@ const renew = Command.make("renew", byAccount, ({ account }) =>
   )
 )
 
+const apps = Command.make("apps", byAccount, ({ account }) =>
+  printed((client) => client.apps({ accountId: account }))
+).pipe(Command.withDescription("List an account's connected apps (OAuth clients), as GET /v1/apps does."))
+
 const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands, sent to SVC_BASE_URL with SVC_ADMIN_TOKEN."),
   Command.withSubcommands([
@@ -227,7 +231,8 @@ const admin = Command.make("admin").pipe(
     upstream,
     outbox,
     purchases,
-    renew
+    renew,
+    apps
   ])
 )
 

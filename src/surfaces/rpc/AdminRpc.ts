@@ -58,6 +58,21 @@ export const OutboxMessage = Schema.Struct({
   text: Schema.NullOr(Schema.String)
 })
 
+/** An account's connected apps (OAuth clients it authorised), as `GET /v1/apps` lists them. */
+export const AppsReport = Schema.Struct({
+  account_id: Schema.String,
+  apps: Schema.Array(
+    Schema.Struct({
+      app_id: Schema.String,
+      client_name: Schema.String,
+      redirect_host: Schema.String,
+      mounts: Schema.Array(Schema.String),
+      created_at: Schema.String,
+      last_used_at: Schema.NullOr(Schema.String)
+    })
+  )
+})
+
 /** An account's purchases newest first and its subscription (active, else the latest); times are epoch ms. */
 export const PurchasesReport = Schema.Struct({
   account_id: Schema.String,
@@ -150,6 +165,7 @@ export class AdminRpcs extends RpcGroup.make(
   }),
   Rpc.make("purchases", { payload: { accountId: AccountId }, success: PurchasesReport, error: accountError }),
   Rpc.make("renew", { payload: { accountId: AccountId }, success: RenewResult, error: accountError }),
+  Rpc.make("apps", { payload: { accountId: AccountId }, success: AppsReport, error: accountError }),
   // The simulated world's fault knobs (an HTTP provider has its own, at its /faults).
   Rpc.make("upstream", { payload: FaultsPatch, success: Faults })
 ).middleware(AdminAuth) {}

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
+import { OAuthServer } from "../../oauth/OAuthServer.ts"
 import { Admin } from "../../services/Admin.ts"
 import type { OperatorSettings } from "../../services/Settings.ts"
 import { UpstreamFaults } from "../../upstream/Upstream.ts"
@@ -33,6 +34,7 @@ const defaultOutboxLimit = 20
 export const AdminHandlers = AdminRpcs.toLayer(
   Effect.gen(function* () {
     const admin = yield* Admin
+    const oauth = yield* OAuthServer
     const faults = yield* UpstreamFaults
     return AdminRpcs.of({
       upstream: (patch) => faults.set(patch),
@@ -57,7 +59,16 @@ export const AdminHandlers = AdminRpcs.toLayer(
       outbox: ({ email, limit }) =>
         admin.outbox({ email, limit: limit ?? defaultOutboxLimit }).pipe(Effect.catch(storeFailed)),
       purchases: ({ accountId }) => admin.purchases(accountId).pipe(found(accountId)),
-      renew: ({ accountId }) => admin.renew(accountId).pipe(found(accountId))
+      renew: ({ accountId }) => admin.renew(accountId).pipe(found(accountId)),
+      apps: ({ accountId }) =>
+        admin.account(accountId).pipe(
+          Effect.flatMap((account) =>
+            account === undefined
+              ? Effect.succeed(undefined)
+              : Effect.map(oauth.apps(accountId), (apps) => ({ account_id: accountId, apps }))
+          ),
+          found(accountId)
+        )
     })
   })
 )
