@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Random } from "effect"
+import { Config, Context, Effect, Layer, Option, Random, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { makeApi } from "../contract/api.ts"
@@ -121,4 +121,17 @@ export class SvcClient extends Context.Service<SvcClient, SvcClientShape>()("svc
   /** Over `fetch`. */
   static readonly layer = (options: ClientOptions) =>
     SvcClient.layerNoDeps(options).pipe(Layer.provide(FetchHttpClient.layer))
+  /** Over `fetch`, configured by SVC_BASE_URL (default the local service), SVC_KEY and SVC_MANAGEMENT_TOKEN. */
+  static readonly layerConfig = Layer.unwrap(
+    Effect.gen(function* () {
+      const baseUrl = yield* Config.String("SVC_BASE_URL").pipe(Config.withDefault("http://127.0.0.1:8787"))
+      const key = yield* Config.option(Config.Redacted("SVC_KEY"))
+      const token = yield* Config.option(Config.Redacted("SVC_MANAGEMENT_TOKEN"))
+      return SvcClient.layer({
+        baseUrl,
+        key: Option.getOrUndefined(Option.map(key, Redacted.value)),
+        managementToken: Option.getOrUndefined(Option.map(token, Redacted.value))
+      })
+    })
+  )
 }

@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { ConfigProvider, Effect, Layer } from "effect"
 import {
   AuthRequired,
   createClient,
@@ -183,6 +183,23 @@ describe("the SDK (src/client) against the running service", () => {
           assert.strictEqual(calls[0]!.idempotencyKey, calls[1]!.idempotencyKey)
           assert.strictEqual(envelope.receipt.idempotency_key, calls[0]!.idempotencyKey)
         })
+    )
+
+    it.effect("SvcClient.layerConfig reads SVC_BASE_URL and SVC_KEY", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key, account_id } = yield* app.mint(freshIp())
+        const usage = yield* Effect.flatMap(SvcClient, (client) => client.get_usage()).pipe(
+          Effect.provide(
+            SvcClient.layerConfig.pipe(
+              Layer.provide(
+                ConfigProvider.layer(ConfigProvider.fromEnvRecord({ SVC_BASE_URL: app.url, SVC_KEY: key }))
+              )
+            )
+          )
+        )
+        assert.strictEqual(usage.account_id, account_id)
+      })
     )
 
     it.effect("without the SDK's header a paid key is refused; with it the call goes through", () =>
