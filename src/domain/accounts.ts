@@ -11,6 +11,8 @@ export interface Account {
   readonly balanceCredits: number
   readonly entitlements: ReadonlyArray<Platform>
   readonly createdAt: number
+  /** The balance alert's threshold in credits; 0 is off. */
+  readonly alertThreshold: number
 }
 
 /** A spend key as the service reads it; its secret is never stored, only its hash and hint. */

@@ -26,7 +26,8 @@ export const AccountRow = Schema.Struct({
   grant_credits: Row.Int,
   balance_credits: Row.Int,
   entitlements: Row.Platforms,
-  created_at: Row.Int
+  created_at: Row.Int,
+  alert_threshold: Row.Int
 })
 export type AccountRow = typeof AccountRow.Type
 
@@ -51,7 +52,8 @@ export const toAccount = (row: AccountRow): Account => ({
   grantCredits: row.grant_credits,
   balanceCredits: row.balance_credits,
   entitlements: row.entitlements,
-  createdAt: row.created_at
+  createdAt: row.created_at,
+  alertThreshold: row.alert_threshold
 })
 
 /** Accounts and their spend keys. Secrets never reach the database: only their hashes do. */

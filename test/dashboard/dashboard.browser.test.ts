@@ -48,7 +48,9 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
             await page.goto(dashboard())
             assert.strictEqual(new URL(page.url()).pathname, "/login")
             await signInWithCode(page, mail, email)
-            assert.include(await textOf(page), `You are signed in as ${email}`)
+            // Back where the sign-in was sent from.
+            assert.strictEqual(new URL(page.url()).pathname, "/dashboard")
+            assert.include(await textOf(page), `Signed in as ${email}`)
             const session = (await browser.context.cookies(baseUrl)).find(
               (cookie) => cookie.name === "svc_session"
             )!
@@ -150,6 +152,9 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
               await textOf(page),
               `Alert set: we email ${email} when the spendable credits fall below 500`
             )
+            await page.goto(dashboard("/billing"))
+            assert.include(await textOf(page), "The alert is set at 500 credits.")
+            assert.strictEqual(await page.getByLabel("Threshold (credits)").inputValue(), "500")
             await page.getByLabel("Threshold (credits)").fill("-3")
             await page.locator("form:has(#threshold)").evaluate((form) => form.setAttribute("novalidate", ""))
             await page.getByRole("button", { name: "Set alert" }).click()

@@ -43,9 +43,10 @@ export const billingPage = (config: Config, frame: Frame, usage: typeof Usage.Ty
 <p>Spendable credits: <strong>${count(usage.balance?.total ?? 0)}</strong> (grant ${count(usage.balance?.grant ?? 0)},
 purchased ${count(usage.balance?.purchased ?? 0)}). Plan <code>${usage.plan}</code>.</p>
 <section aria-labelledby="alert"><h2 id="alert">Balance alert</h2>
-<p>We email you once each time the spendable credits fall below this number. 0 turns the alert off.</p>
+<p>We email you once each time the spendable credits fall below this number. 0 turns the alert off.
+${frame.account.alertThreshold === 0 ? "The alert is off." : `The alert is set at ${count(frame.account.alertThreshold)} credits.`}</p>
 <form method="post" action="${config.baseUrl}/dashboard/alert" class="row">${formFields(frame.csrf, frame.account)}
-<div><label for="threshold">Threshold (credits)</label><input id="threshold" name="threshold" type="number" min="0" step="1" inputmode="numeric" required></div>
+<div><label for="threshold">Threshold (credits)</label><input id="threshold" name="threshold" type="number" min="0" step="1" inputmode="numeric" value="${frame.account.alertThreshold}" required></div>
 <button type="submit">Set alert</button></form></section>
 <section aria-labelledby="packs"><h2 id="packs">Buy credits</h2>
 ${config.policy.packs.map((pack) => packForm(config, frame, pack))}
@@ -102,7 +103,8 @@ export const BillingRoutes = HttpRouter.use((router) =>
               account_id: frame.account.id,
               threshold: Number(text)
             })
-            return yield* showBilling(frame, governor, {
+            const updated = { ...frame, account: { ...frame.account, alertThreshold: set.threshold } }
+            return yield* showBilling(updated, governor, {
               ok:
                 set.threshold === 0
                   ? "The balance alert is off."
