@@ -5,7 +5,12 @@ import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 
-const form = (app: TestApp["Service"], path: string, fields: Record<string, string>, cookie?: string) =>
+const form = (
+  app: TestApp["Service"],
+  path: string,
+  fields: ReadonlyArray<[string, string]>,
+  cookie?: string
+) =>
   Effect.promise(async () => {
     const response = await fetch(`${app.url}${path}`, {
       method: "POST",
@@ -33,10 +38,17 @@ describe(`back to the dashboard after signing in (${storeName})`, () => {
         Effect.gen(function* () {
           const app = yield* TestApp
           const email = "returning@example.com"
-          const started = yield* form(app, "/login", { email, then: "dashboard" })
+          const started = yield* form(app, "/login", [
+            ["email", email],
+            ["then", "dashboard"]
+          ])
           assert.strictEqual(started.status, 200)
           const code = codeIn((yield* latestMail(email)).text)
-          const verified = yield* form(app, "/login/code", { email, code, then: "dashboard" })
+          const verified = yield* form(app, "/login/code", [
+            ["email", email],
+            ["code", code],
+            ["then", "dashboard"]
+          ])
           assert.strictEqual(verified.status, 303)
           assert.strictEqual(verified.location, "http://svc.test/dashboard")
           assert.match(verified.setCookie ?? "", /^svc_session=svcm_/)
