@@ -131,6 +131,22 @@ describe("the svc command line, piped", () => {
       })
     )
 
+    it.effect("svc admin is the operator CLI, with the admin token", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { account_id } = yield* app.mint("10.72.0.3")
+        const env = { baseUrl: app.url, home: freshHome(), extra: { SVC_ADMIN_TOKEN: "test-admin-token" } }
+        const shown = yield* svc(["admin", "account", "--account", account_id], env)
+        assert.strictEqual(shown.code, 0, shown.stderr)
+        assert.strictEqual(JSON.parse(shown.stdout).account.id, account_id)
+        const refused = yield* svc(["admin", "account", "--account", account_id], {
+          ...env,
+          extra: { SVC_ADMIN_TOKEN: "wrong-token" }
+        })
+        assert.strictEqual(refused.code, 1, refused.stderr)
+      })
+    )
+
     it.effect("bin/svc.mjs starts on the machine's node (re-executing on the pinned one when older)", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
