@@ -4,7 +4,7 @@ import { ManagementAuth } from "./governance.ts"
 import { PlainInput } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 
-/** Connected apps (decisions.md, "Connected apps"): MCP clients an account authorised by OAuth. */
+/** Connected apps: MCP clients an account authorised by OAuth. */
 
 const described = <E extends { readonly annotateMerge: (annotations: Context.Context<never>) => E }>(
   summary: string,

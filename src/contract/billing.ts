@@ -3,7 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { PlainInput } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 
-/** Checkout (decisions.md, "Checkout and portal"): buying a pack on a payment rail. */
+/** Checkout: buying a pack on a payment rail. */
 
 const Timestamp = Schema.String.annotate({
   description: "RFC 3339 time, UTC.",

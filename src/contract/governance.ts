@@ -6,7 +6,7 @@ import { type ClientIp, PlainInput } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 
 /**
- * The identity and governance routes (decisions.md, "Accounts, sign-in, keys and money"): email
+ * The identity and governance routes (the account side of the contract): email
  * sign-in, command-line sign-in, recovery, management tokens, keys and the balance alert.
  */
 

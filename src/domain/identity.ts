@@ -3,7 +3,7 @@ import { encodeBase62 } from "./secrets.ts"
 
 /**
  * Identity and sign-in: email addresses, one-time codes, link tokens and device codes, with the
- * numbers that govern them (decisions.md, "Identity and sign-in", "Command-line sign-in", "Recovery").
+ * numbers that govern them (sign-in, command-line sign-in, recovery).
  */
 
 const minute = 60_000

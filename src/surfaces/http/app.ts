@@ -61,7 +61,7 @@ const opsRoutes = (methodsAt: (path: string) => ReadonlyArray<string>) =>
 
 /**
  * Every HTTP route of the service for a registry of data operations. The declarations are written
- * with decisions.md's hosts; the OpenAPI document (and the docs page built from it) names the
+ * with the default hosts; the OpenAPI document (and the docs page built from it) names the
  * configured hosts and base URL.
  */
 export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, publication: Publication) => {
