@@ -1,14 +1,63 @@
 import { readFileSync } from "node:fs"
-import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { afterAll, assert, describe, layer } from "@effect/vitest"
+import { Effect, Exit, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Page } from "playwright-core"
-import { signIn, spend } from "../identity/support.ts"
-import { baseUrl, lastStatus, mailReader, signInWithCode, skipReason, withBrowser } from "../pages/browser.ts"
+import { codeIn, linkTokenIn, post, spend } from "../identity/support.ts"
+import { freePort, smtpServer } from "../mail/smtp.ts"
+import {
+  baseUrl,
+  lastStatus,
+  type MailReader,
+  signInWithCode,
+  skipReason,
+  withBrowser
+} from "../pages/browser.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { checkPage, dashboard, htmlOf, textOf } from "./support.ts"
+
+/**
+ * The mail goes out over SMTP, as it does in production: the service's Mailer (SMTP_URL, read at
+ * start) delivers to a real SMTP server in this test, and sign-in codes are read from the messages
+ * it received, one message per read.
+ */
+const scope = Effect.runSync(Scope.make())
+const port = await Effect.runPromise(freePort)
+const sink = await Effect.runPromise(Scope.provide(smtpServer(port), scope))
+process.env.SMTP_URL = `smtp://127.0.0.1:${port}`
+afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+
+const taken = new Map<string, number>()
+const nextMail = async (email: string) => {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const to = sink.received.filter((mail) => mail.to.includes(email))
+    const seen = taken.get(email) ?? 0
+    if (to.length > seen) {
+      taken.set(email, to.length)
+      return { text: to[to.length - 1]!.text ?? "" }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(`no mail to ${email} arrived over SMTP`)
+}
+const mail: MailReader = {
+  read: (email) => nextMail(email) as never,
+  code: async (email) => codeIn((await nextMail(email)).text),
+  link: async (email, path) => linkTokenIn((await nextMail(email)).text, path)
+}
+
+/** A sign-in over the API with the code from the SMTP sink: the management token. */
+const signIn = (app: TestApp["Service"], email: string, options: { key?: string; ip?: string } = {}) =>
+  Effect.gen(function* () {
+    const started = yield* post(app, "/v1/auth/email/start", { email }, options)
+    assert.strictEqual(started.status, 202)
+    const code = codeIn((yield* Effect.promise(() => nextMail(email))).text)
+    const verified = yield* post(app, "/v1/auth/email/verify", { email, code }, options)
+    assert.strictEqual(verified.status, 200, JSON.stringify(verified.body))
+    return verified.body as { management_token: string; accounts: Array<{ account_id: string }> }
+  })
 
 /** Runs a test step from the browser's side (plain promises), with the test's database. */
 const runner = Effect.map(
@@ -33,7 +82,6 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
         Effect.gen(function* () {
           if (skipReason !== undefined) return context.skip(skipReason)
           const app = yield* TestApp
-          const mail = yield* mailReader
           const run = yield* runner
           const ip = "10.81.0.1"
           const email = "owner@example.com"
@@ -250,7 +298,6 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
       Effect.gen(function* () {
         if (skipReason !== undefined) return context.skip(skipReason)
         const app = yield* TestApp
-        const mail = yield* mailReader
         const run = yield* runner
         const ip = "10.81.1.1"
         const email = "two@example.com"
