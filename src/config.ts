@@ -211,6 +211,8 @@ const policyFromEnv = Effect.gen(function* () {
     tombstoneMs: (yield* positive("TOMBSTONE_DAYS", defaultPolicy.tombstoneMs / (24 * hour))) * 24 * hour,
     cacheRecentMs: (yield* positive("CACHE_RECENT_HOURS", defaultPolicy.cacheRecentMs / hour)) * hour,
     cacheKeepMs: (yield* positive("CACHE_KEEP_DAYS", defaultPolicy.cacheKeepMs / (24 * hour))) * 24 * hour,
+    cacheMemoryBytes:
+      (yield* positive("CACHE_MEMORY_MB", defaultPolicy.cacheMemoryBytes / (1024 * 1024))) * 1024 * 1024,
     packs: [
       {
         ...flex!,

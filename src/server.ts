@@ -19,12 +19,14 @@ import { Domains } from "./services/Domains.ts"
 import { IdempotencyStore } from "./services/IdempotencyStore.ts"
 import { Identities } from "./services/Identities.ts"
 import { Ids } from "./services/Ids.ts"
+import { KeyMemory } from "./services/KeyMemory.ts"
 import { Keys } from "./services/Keys.ts"
 import { Ledger } from "./services/Ledger.ts"
 import { RateLimits } from "./services/RateLimits.ts"
 import { Settings } from "./services/Settings.ts"
 import { Usage } from "./services/Usage.ts"
 import * as Database from "./store/Database.ts"
+import { Notifications } from "./store/Notifications.ts"
 import { Identity } from "./surfaces/common/identity.ts"
 import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
@@ -52,6 +54,8 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
     Layer.provideMerge(Settings.layer),
+    Layer.provideMerge(KeyMemory.layer),
+    Layer.provideMerge(Notifications.layer),
     Layer.provideMerge(ids)
   )
 

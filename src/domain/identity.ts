@@ -27,7 +27,14 @@ export const identityPolicy = {
   /** Revoked keys stay in the list this long. */
   revokedKeysListedMs: 30 * day,
   /** A token's `last_used_at` is written at most this often. */
-  lastUsedResolutionMs: minute
+  lastUsedResolutionMs: minute,
+  /**
+   * A spend key's account stays in memory at most this long (the bound on staleness should a change
+   * notification be lost without the listener noticing); changes are otherwise applied at commit.
+   */
+  keyMemoryMs: 5_000,
+  /** Spend keys remembered per instance. */
+  keyMemoryEntries: 50_000
 } as const
 
 /** Address syntax only (a confirmed email is proven by the code, not by this). At most 254 characters. */

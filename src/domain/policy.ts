@@ -21,6 +21,8 @@ export interface Policy {
   /** `recent` serves copies younger than this; copies are kept this long for fallback. */
   readonly cacheRecentMs: number
   readonly cacheKeepMs: number
+  /** Upstream copies kept in memory per instance, in bytes of their JSON. */
+  readonly cacheMemoryBytes: number
   /** The packs every offer lists. */
   readonly packs: ReadonlyArray<Pack>
 }
@@ -38,6 +40,7 @@ export const defaultPolicy: Policy = {
   tombstoneMs: 7 * day,
   cacheRecentMs: 6 * hour,
   cacheKeepMs: 7 * day,
+  cacheMemoryBytes: 16 * 1024 * 1024,
   packs: [
     { pack: "flex", mode: "one_time", price_usd_cents: 2_000, credits: 10_000 },
     { pack: "production", mode: "subscription", price_usd_cents: 9_900, credits_per_month: 75_000 }

@@ -1,4 +1,4 @@
-import { Effect, Exit } from "effect"
+import { Clock, Effect, Exit } from "effect"
 import { AppConfig } from "../config.ts"
 import type { Envelope } from "../contract/envelope.ts"
 import {
@@ -26,6 +26,7 @@ import { IdempotencyStore } from "../services/IdempotencyStore.ts"
 import { Ids } from "../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation, ReservationLost } from "../services/Ledger.ts"
 import { RateLimits } from "../services/RateLimits.ts"
+import { Speculating, type Speculation } from "../services/Speculation.ts"
 
 export interface CallRequest {
   readonly caller: { readonly key: KeyRecord; readonly account: Account; readonly ip: string }
@@ -39,6 +40,8 @@ export interface CallRequest {
 export interface CallOutcome {
   readonly envelope: Envelope
   readonly replayed: boolean
+  /** The envelope as JSON, when the path made it already (REST answers it as is). */
+  readonly json?: string
 }
 
 /** What admission makes of a request: the call as it will be claimed, reserved, run and settled. */
@@ -48,6 +51,8 @@ interface Admitted<R> {
   readonly who: ErrorAccount
   readonly args: unknown
   readonly quoted: number
+  /** What an Idempotency-Key is bound to: account, operation, canonical arguments and freshness. */
+  readonly fingerprint: string
 }
 
 /**
@@ -74,11 +79,15 @@ export const runMetered = Effect.fn("runMetered")(function* <R>(
     Effect.scoped(
       Effect.gen(function* () {
         const token = yield* takeRateToken(call)
+        const hit = yield* chargeIfHit(call, callId).pipe(Effect.tapError(() => token.giveBack))
+        if (hit !== undefined) return hit
         const held = yield* hold(call, callId).pipe(Effect.tapError(() => token.giveBack))
         if (held._tag === "Replay") return held.outcome
-        return yield* runAndSettle(call, callId, held.reservation, restore).pipe(
+        const outcome = yield* runAndSettle(call, callId, held.reservation, restore).pipe(
           Effect.catchDefect((defect) => failedWhileHeld(callId, defect))
         )
+        yield* rememberResult(call, outcome.envelope)
+        return outcome
       })
     )
   ).pipe(
@@ -146,7 +155,163 @@ const admit = Effect.fnUntraced(function* <R>(operation: AnyOperation<R>, reques
       })
     }
   }
-  return { operation, request, who, args: prepared.args, quoted: quote.credits } satisfies Admitted<R>
+  return {
+    operation,
+    request,
+    who,
+    args: prepared.args,
+    quoted: quote.credits,
+    fingerprint:
+      idempotencyKey === undefined
+        ? ""
+        : fingerprint(account.id, operation.id, { args: prepared.args, freshness: request.freshness })
+  } satisfies Admitted<R>
+})
+
+/** The stored result of a completed Idempotency-Key, kept in memory for its replays. */
+const rememberResult = Effect.fnUntraced(function* <R>(call: Admitted<R>, envelope: Envelope) {
+  const key = call.request.idempotencyKey
+  if (key === undefined) return
+  const { policy } = yield* AppConfig
+  const createdAt = Date.parse(envelope.receipt.created_at)
+  ;(yield* IdempotencyStore).results.remember(call.request.caller.account.id, key, {
+    fingerprint: call.fingerprint,
+    envelope,
+    replayUntil: createdAt + policy.replayWindowMs
+  })
+})
+
+const replayOf = (envelope: Envelope): CallOutcome => ({
+  envelope: { ...envelope, receipt: { ...envelope.receipt, replayed: true } },
+  replayed: true
+})
+
+/** Stands in for the receipt's funding while the stored result is cut around it. */
+const fundingMark = "\u0000funding\u0000"
+
+/**
+ * The cache-hit path. A paid call for `recent` data with an Idempotency-Key first looks for the
+ * key's result in memory (a replay), then runs its operation on stored copies only (`Speculating`):
+ * when every copy it needs is there, the data is in hand before any credit moves, and the charge,
+ * the receipt and the stored result commit in one statement (`Ledger.chargeHit`), with no
+ * reservation and no lease. `undefined` sends the call the full way: a copy missing, the run
+ * failing, or the charge declined (not enough credits, a call in flight, an alert to send, the key
+ * already used), since the full path answers each of those.
+ */
+const chargeIfHit = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) {
+  const { request, operation } = call
+  const key = request.idempotencyKey
+  const { account, key: spendKey, ip } = request.caller
+  if (key === undefined) return undefined
+  const memory = (yield* IdempotencyStore).results
+  const ledger = yield* Ledger
+  const now = yield* Clock.currentTimeMillis
+  const remembered = memory.replay(account.id, key, now)
+  if (remembered !== undefined)
+    return remembered.fingerprint === call.fingerprint ? replayOf(remembered.envelope) : undefined
+  if (!operation.speculative || request.freshness !== "recent" || !isPaid(account.plan) || call.quoted <= 0)
+    return undefined
+  if (ledger.hitsUnderWay.has(account.id)) {
+    return yield* new ConcurrencyLimit({
+      message:
+        "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
+      retry_after_seconds: 1,
+      account: call.who
+    })
+  }
+  ledger.hitsUnderWay.add(account.id)
+  return yield* Effect.ensuring(
+    Effect.gen(function* () {
+      const speculation: Speculation = { afterCharge: [] }
+      const ran = yield* Effect.exit(
+        operation
+          .run(call.args, { freshness: request.freshness })
+          .pipe(Effect.provideService(Speculating, speculation))
+      )
+      if (Exit.isFailure(ran)) return undefined
+      const result = ran.value
+      const { maxResponseBytes, policy } = yield* AppConfig
+
+      const refunds = refundsOf(result, request.freshness).filter((refund) => refund.credits > 0)
+      const refunded = Math.min(
+        call.quoted,
+        refunds.reduce((sum, refund) => sum + refund.credits, 0)
+      )
+      const charged = call.quoted - refunded
+      const envelopeFor = (funding: Receipt["funding"] | typeof fundingMark): Envelope => ({
+        schema_version: 2,
+        kind: operation.kind,
+        data: result.data,
+        freshness: {
+          requested: request.freshness,
+          served: result.served,
+          fetched_at: new Date(result.fetchedAt).toISOString(),
+          cache_age_seconds: Math.max(0, Math.floor((now - result.fetchedAt) / 1000))
+        },
+        cost: { quoted: call.quoted, charged, refunded },
+        receipt: {
+          id: callId,
+          operation: operation.id,
+          quoted: call.quoted,
+          charged,
+          refunds,
+          funding: funding as Receipt["funding"],
+          idempotency_key: key,
+          replayed: false,
+          created_at: new Date(now).toISOString(),
+          ...(spendKey.id.startsWith("app_") ? { app_id: spendKey.id } : {})
+        }
+      })
+      const stored = JSON.stringify(envelopeFor(fundingMark))
+      // The data is no longer than the whole envelope; a longer one is measured by the full path.
+      if (stored.length > maxResponseBytes) return undefined
+      const cut = stored.lastIndexOf(JSON.stringify(fundingMark))
+      const head = stored.slice(0, cut)
+      const tail = stored.slice(cut + JSON.stringify(fundingMark).length)
+      const outcome = yield* ledger
+        .chargeHit({
+          callId,
+          accountId: account.id,
+          keyId: spendKey.id,
+          ip,
+          operation: operation.id,
+          quoted: call.quoted,
+          charged,
+          refunds,
+          idempotencyKey: key,
+          fingerprint: call.fingerprint,
+          head,
+          tail,
+          now
+        })
+        .pipe(
+          // The statement's fate unknown (a lost connection): the full path finds the key done if it committed.
+          Effect.catchTag("SqlError", (error) =>
+            Effect.as(
+              Effect.logWarning("cache-hit charge failed; the call takes the full path", error),
+              undefined
+            )
+          )
+        )
+      if (outcome === undefined || outcome._tag === "Declined") return undefined
+      for (const write of speculation.afterCharge) {
+        yield* write.pipe(
+          Effect.catchCause((cause) => Effect.logWarning("write after a charge failed", cause))
+        )
+      }
+      const envelope = envelopeFor(outcome.receipt.funding)
+      memory.remember(account.id, key, {
+        fingerprint: call.fingerprint,
+        envelope,
+        replayUntil: now + policy.replayWindowMs,
+        size: stored.length
+      })
+      // The answer is the stored result, byte for byte.
+      const json = `${head}${JSON.stringify(outcome.receipt.funding)}${tail}`
+      return { envelope, replayed: false, json } satisfies CallOutcome
+    }),
+    Effect.sync(() => ledger.hitsUnderWay.delete(account.id))
+  )
 })
 
 /** One call of the account's per-minute allowance; the caller gives it back if the call is turned away. */
@@ -218,10 +383,7 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
     })
   }
   const store = yield* IdempotencyStore
-  const print = fingerprint(account.id, call.operation.id, {
-    args: call.args,
-    freshness: call.request.freshness
-  })
+  const print = call.fingerprint
   const begun = yield* Effect.acquireRelease(
     Effect.orDie(store.begin(account.id, key, print, callId)),
     (begun, exit) =>
@@ -241,8 +403,8 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
       return { _tag: "Claimed" } satisfies Claim
     case "Replay": {
       const stored = JSON.parse(begun.response) as Envelope
-      const envelope = { ...stored, receipt: { ...stored.receipt, replayed: true } }
-      return { _tag: "Replay", outcome: { envelope, replayed: true } } satisfies Claim
+      yield* rememberResult(call, stored)
+      return { _tag: "Replay", outcome: replayOf(stored) } satisfies Claim
     }
     case "Reused":
       return yield* new IdempotencyKeyReused({

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Clock, Context, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import Provider from "oidc-provider"
+import type Provider from "oidc-provider"
 import { AppConfig } from "../config.ts"
 import { NotFound, Unauthorized } from "../contract/errors.ts"
 import type { Account } from "../domain/accounts.ts"
@@ -13,9 +13,8 @@ import * as Row from "../store/rows.ts"
 import { escapeHtml } from "../surfaces/http/pages/html.ts"
 import { mcpMounts, mountUrl } from "../surfaces/mcp/mounts.ts"
 import { revokeApp, sqlAdapter, sweepExpired } from "./adapter.ts"
-import { configuration, defaultScope, mcpScope, scopes } from "./configuration.ts"
 import { loadServerKeys } from "./keys.ts"
-import { oauthPolicy } from "./policy.ts"
+import { mcpScope, oauthPolicy, scopes } from "./policy.ts"
 
 /** A connected app: one account's consent to one client (spec: connected apps). */
 export interface ConnectedApp {
@@ -115,30 +114,39 @@ export class OAuthServer extends Context.Service<
       const services = yield* Effect.context<SqlClient.SqlClient>()
       const run = <A>(effect: Effect.Effect<A, SqlError, SqlClient.SqlClient>) =>
         Effect.runPromiseWith(services)(effect)
-      const keys = yield* loadServerKeys
       const resources = new Set(mcpMounts.map((mount) => mountUrl(config.baseUrl, mount)))
-      const provider = new Provider(
-        config.baseUrl,
-        configuration({
-          adapter: sqlAdapter(run),
-          signingKey: keys.signingKey,
-          cookieKeys: keys.cookieKeys,
-          resources,
-          renderError: (ctx, out) => {
-            ctx.type = "html"
-            ctx.body = errorPage(config.baseUrl, out)
-          }
+      const runFork = Effect.runForkWith(yield* Effect.context<never>())
+      // The provider (and oidc-provider itself) is made at the first OAuth request, not at start-up.
+      const server = yield* Effect.cached(
+        Effect.gen(function* () {
+          const keys = yield* loadServerKeys.pipe(
+            Effect.provideService(SqlClient.SqlClient, sql),
+            Effect.orDie
+          )
+          const { makeProvider } = yield* Effect.promise(() => import("./provider.ts"))
+          const provider: Provider = makeProvider(
+            config.baseUrl,
+            {
+              adapter: sqlAdapter(run),
+              signingKey: keys.signingKey,
+              cookieKeys: keys.cookieKeys,
+              resources,
+              renderError: (ctx, out) => {
+                ctx.type = "html"
+                ctx.body = errorPage(config.baseUrl, out)
+              }
+            },
+            (error) =>
+              runFork(
+                Effect.logWarning(
+                  "OAuth server error",
+                  error instanceof Error ? error.message : String(error)
+                )
+              )
+          )
+          return { provider, callback: provider.callback() }
         })
       )
-      provider.proxy = true
-      provider.use(defaultScope)
-      const runFork = Effect.runForkWith(yield* Effect.context<never>())
-      provider.on("server_error", (_ctx, error) =>
-        runFork(
-          Effect.logWarning("OAuth server error", error instanceof Error ? error.message : String(error))
-        )
-      )
-      const callback = provider.callback()
       const base = new URL(config.baseUrl)
 
       const serve = Effect.fn("OAuthServer.serve")(function* ({ req, res }: Node, clientIp: string) {
@@ -147,19 +155,25 @@ export class OAuthServer extends Context.Service<
         req.headers["x-forwarded-host"] = base.host
         req.headers["x-forwarded-proto"] = base.protocol.slice(0, -1)
         req.headers["x-forwarded-for"] = clientIp
+        const { callback } = yield* server
         yield* Effect.promise(() => callback(req, res))
       })
 
       /** The interaction of this browser's cookie, when it is the one the URL names and still live. */
       const details = ({ req, res }: Node, uid: string) =>
-        Effect.tryPromise(() => provider.interactionDetails(req, res)).pipe(
-          Effect.option,
-          Effect.map((found) => (found._tag === "Some" && found.value.uid === uid ? found.value : undefined))
+        Effect.flatMap(server, ({ provider }) =>
+          Effect.tryPromise(() => provider.interactionDetails(req, res)).pipe(
+            Effect.option,
+            Effect.map((found) =>
+              found._tag === "Some" && found.value.uid === uid ? found.value : undefined
+            )
+          )
         )
 
       const interaction = Effect.fn("OAuthServer.interaction")(function* (node: Node, uid: string) {
         const found = yield* details(node, uid)
         if (found === undefined) return undefined
+        const { provider } = yield* server
         const clientId = String(found.params.client_id)
         const client = yield* Effect.promise(() => provider.Client.find(clientId))
         const redirectUri = String(found.params.redirect_uri ?? "")
@@ -178,6 +192,7 @@ export class OAuthServer extends Context.Service<
       ) {
         const found = yield* details(node, uid)
         if (found === undefined) return undefined
+        const { provider } = yield* server
         const clientId = String(found.params.client_id)
         const client = yield* Effect.promise(() => provider.Client.find(clientId))
         const requested = String(found.params.scope ?? mcpScope).split(" ")
@@ -235,6 +250,7 @@ export class OAuthServer extends Context.Service<
       const deny = Effect.fn("OAuthServer.deny")(function* (node: Node, uid: string) {
         const found = yield* details(node, uid)
         if (found === undefined) return undefined
+        const { provider } = yield* server
         return yield* Effect.promise(() =>
           provider.interactionResult(
             node.req,
@@ -246,6 +262,7 @@ export class OAuthServer extends Context.Service<
       })
 
       const authenticate = Effect.fn("OAuthServer.authenticate")(function* (token: string, resource: string) {
+        const { provider } = yield* server
         const found = yield* Effect.promise(() => provider.AccessToken.find(token))
         if (found === undefined)
           return yield* inactiveToken(

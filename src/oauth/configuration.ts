@@ -1,33 +1,11 @@
 import { errors, type KoaContext, type ProviderClient } from "oidc-provider"
-import { oauthPolicy } from "./policy.ts"
+import { mcpScope, oauthPolicy, oauthRoutes, scopes } from "./policy.ts"
 
 /**
  * The authorization server's settings (oidc-provider 9.13): authorization code with PKCE S256 only,
  * each MCP mount a resource (RFC 8707) with opaque access tokens looked up in the database, rotating
  * refresh tokens, dynamic registration and Client ID Metadata Documents, DPoP off, every TTL set.
  */
-
-/** Its endpoints, all under `/oauth`; the metadata stays at the RFC 8414 well-known paths. */
-export const oauthRoutes = {
-  authorization: "/oauth/authorize",
-  token: "/oauth/token",
-  registration: "/oauth/register",
-  revocation: "/oauth/revoke",
-  introspection: "/oauth/introspect",
-  jwks: "/oauth/jwks",
-  end_session: "/oauth/logout",
-  userinfo: "/oauth/userinfo",
-  pushed_authorization_request: "/oauth/par",
-  code_verification: "/oauth/device",
-  device_authorization: "/oauth/device/auth",
-  backchannel_authentication: "/oauth/backchannel",
-  challenge: "/oauth/challenge",
-  credential: "/oauth/credential"
-} as const
-
-/** The scope an MCP client asks for (named in the protected-resource metadata). */
-export const mcpScope = "mcp"
-export const scopes = ["openid", "offline_access", mcpScope] as const
 
 export interface ConfigurationInput {
   readonly adapter: unknown

@@ -47,32 +47,45 @@ export interface Implementation<Params, Args, R, Rule extends AnyRule = AnyRule>
 export type Operation<D extends AnyDeclaration, Args, R> = D & {
   readonly prepare: (params: D["params"]["Type"]) => Effect.Effect<Prepared<Args>, InvalidInput>
   readonly run: (args: Args, context: RunContext) => Effect.Effect<RunResult, RunError, R>
+  /**
+   * Its run reads upstream data only through the `Cache` (and `Domains`), nothing else: so the
+   * metered path may run it on stored copies before anything is held (see `Speculation`).
+   */
+  readonly speculative: boolean
 }
 
 /** Any operation needing `R`: a registry holds operations of every parameter and argument type. */
 export type AnyOperation<R = any> = AnyDeclaration & {
   readonly prepare: (params: any) => Effect.Effect<Prepared<any>, InvalidInput>
   readonly run: (args: any, context: RunContext) => Effect.Effect<RunResult, RunError, R>
+  readonly speculative: boolean
 }
 
-/** A declared operation with its implementation; the quote comes from the declared price rule. */
+/**
+ * A declared operation with its implementation; the quote comes from the declared price rule. The
+ * registry's operations fetch through the cache (`fetchVia`), so they are speculative.
+ */
 export const implement = <D extends AnyDeclaration, Args, R>(
   declaration: D,
-  implementation: Implementation<D["params"]["Type"], Args, R, D["price"]["rule"]>
+  implementation: Implementation<D["params"]["Type"], Args, R, D["price"]["rule"]>,
+  speculative = true
 ): Operation<D, Args, R> => ({
   ...declaration,
   prepare: (params) => implementation.prepare(params, declaration.price.rule),
-  run: implementation.run
+  run: implementation.run,
+  speculative
 })
 
 /**
  * A declaration and its implementation in one object, for operations that exist only in tests
- * (their ids and paths are not kept as literal types: no typed client calls them).
+ * (their ids and paths are not kept as literal types: no typed client calls them). They run their
+ * own upstream (sleeps, failures), so they are not speculative unless they say so.
  */
 export const defineOperation = <Fields extends Schema.Struct.Fields, Rule extends AnyRule, Args, R>(
-  operation: TestDeclaration<Fields, Rule> & Implementation<Schema.Struct<Fields>["Type"], Args, R, Rule>
+  operation: TestDeclaration<Fields, Rule> &
+    Implementation<Schema.Struct<Fields>["Type"], Args, R, Rule> & { readonly speculative?: boolean }
 ): Operation<TestDeclaration<Fields, Rule>, Args, R> =>
-  implement<TestDeclaration<Fields, Rule>, Args, R>(operation, operation)
+  implement<TestDeclaration<Fields, Rule>, Args, R>(operation, operation, operation.speculative ?? false)
 
 type TestDeclaration<Fields extends Schema.Struct.Fields, Rule extends AnyRule> = OperationDeclaration<
   string,

@@ -7,6 +7,7 @@ import { linkTokenPattern, makeLinkToken } from "../domain/identity.ts"
 import type { Pack } from "../domain/plans.ts"
 import { hashSecret } from "../domain/secrets.ts"
 import { Ids } from "../services/Ids.ts"
+import { KeyMemory } from "../services/KeyMemory.ts"
 import { Keys } from "../services/Keys.ts"
 import { Ledger } from "../services/Ledger.ts"
 import * as Row from "../store/rows.ts"
@@ -146,6 +147,7 @@ export class Checkout extends Context.Service<
     Checkout,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const keyMemory = yield* KeyMemory
       const ids = yield* Ids
       const ledger = yield* Ledger
       const keys = yield* Keys
@@ -319,8 +321,11 @@ export class Checkout extends Context.Service<
        * transaction, with the account locked.
        */
       const leaveProduction = (accountId: string) =>
-        sql`UPDATE accounts SET plan = 'flex' WHERE id = ${accountId} AND plan = 'production'
+        Effect.andThen(
+          keyMemory.changing(accountId),
+          sql`UPDATE accounts SET plan = 'flex' WHERE id = ${accountId} AND plan = 'production'
           AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE account_id = ${accountId} AND status = 'active')`
+        )
 
       const endStripeSubscription = Effect.fn("Checkout.endStripeSubscription")(function* (
         stripeSubscriptionId: string

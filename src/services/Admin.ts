@@ -6,6 +6,7 @@ import { dayOf } from "../domain/time.ts"
 import { Checkout } from "../payments/Checkout.ts"
 import * as Row from "../store/rows.ts"
 import { type Account, Accounts } from "./Accounts.ts"
+import { KeyMemory } from "./KeyMemory.ts"
 import { Ledger } from "./Ledger.ts"
 import { type OperatorSettings, Settings } from "./Settings.ts"
 import { decodeSubscription } from "./Usage.ts"
@@ -145,6 +146,7 @@ export class Admin extends Context.Service<
     Admin,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const keyMemory = yield* KeyMemory
       const accounts = yield* Accounts
       const ledger = yield* Ledger
       const settings = yield* Settings
@@ -185,6 +187,7 @@ export class Admin extends Context.Service<
       })
 
       const setPlan = Effect.fn("Admin.setPlan")(function* (accountId: string, plan: Plan) {
+        yield* keyMemory.changing(accountId)
         yield* sql`UPDATE accounts SET plan = ${plan} WHERE id = ${accountId}`
         return yield* accounts.get(accountId)
       })
@@ -193,6 +196,7 @@ export class Admin extends Context.Service<
         accountId: string,
         platforms: ReadonlyArray<Platform>
       ) {
+        yield* keyMemory.changing(accountId)
         yield* sql`UPDATE accounts SET entitlements = ${platforms.join(",")} WHERE id = ${accountId}`
         return yield* accounts.get(accountId)
       })
@@ -201,6 +205,7 @@ export class Admin extends Context.Service<
         accountId: string,
         state: "active" | "suspended"
       ) {
+        yield* keyMemory.changing(accountId)
         yield* sql`UPDATE accounts SET state = ${state} WHERE id = ${accountId}`
         return yield* accounts.get(accountId)
       })

@@ -6,15 +6,59 @@ import type { Freshness, Served } from "../domain/freshness.ts"
 import * as Row from "../store/rows.ts"
 import type { UpstreamFailure } from "../upstream/Upstream.ts"
 import { Settings } from "./Settings.ts"
+import { CacheMiss, Speculating } from "./Speculation.ts"
 
 /** A stored copy: the upstream value wrapped as `{ v }` in JSON (what the value is, the operation knows). */
 const decodeCopies = Row.decoder(
   Schema.Struct({
     body: Schema.fromJsonString(Schema.Struct({ v: Schema.optionalKey(Schema.Unknown) })),
-    fetched_at: Row.Int
+    fetched_at: Row.Int,
+    size: Row.Int
   }),
   "cache_entries"
 )
+
+interface Copy {
+  readonly value: unknown
+  readonly fetchedAt: number
+  /** The stored body's length, what the copy counts against the memory bound. */
+  readonly size: number
+}
+
+/**
+ * The copies young enough to serve `recent`, in memory in front of the database: least recently
+ * used first out once they hold more than `maxBytes` (counted as their stored JSON's length).
+ */
+const copiesInMemory = (maxBytes: number) => {
+  const copies = new Map<string, Copy>()
+  let bytes = 0
+  const drop = (key: string) => {
+    const copy = copies.get(key)
+    if (copy === undefined) return
+    copies.delete(key)
+    bytes -= copy.size
+  }
+  return {
+    get: (key: string): Copy | undefined => {
+      const copy = copies.get(key)
+      if (copy === undefined) return undefined
+      copies.delete(key)
+      copies.set(key, copy)
+      return copy
+    },
+    set: (key: string, copy: Copy) => {
+      drop(key)
+      if (copy.size > maxBytes / 8) return
+      copies.set(key, copy)
+      bytes += copy.size
+      for (const oldest of copies.keys()) {
+        if (bytes <= maxBytes) break
+        drop(oldest)
+      }
+    },
+    drop
+  }
+}
 
 export interface Fetched<A> {
   readonly value: A
@@ -45,23 +89,44 @@ export class Cache extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const settings = yield* Settings
       const { cacheRecentMs: recentMs, cacheKeepMs: keepMs } = (yield* AppConfig).policy
+      const { cacheMemoryBytes } = (yield* AppConfig).policy
       const inFlight = new Map<string, Deferred.Deferred<unknown, UpstreamFailure>>()
+      const memory = copiesInMemory(cacheMemoryBytes)
 
-      const read = (key: string) =>
+      const readStored = (key: string) =>
         sql`
-            SELECT body, fetched_at FROM cache_entries WHERE cache_key = ${key}`.pipe(
+            SELECT body, fetched_at, length(body) AS size FROM cache_entries WHERE cache_key = ${key}`.pipe(
           Effect.flatMap(decodeCopies),
           Effect.map((rows) =>
-            rows[0] === undefined ? undefined : { value: rows[0].body.v, fetchedAt: rows[0].fetched_at }
+            rows[0] === undefined
+              ? undefined
+              : { value: rows[0].body.v, fetchedAt: rows[0].fetched_at, size: rows[0].size }
           ),
           Effect.orDie
         )
 
-      const write = (key: string, value: unknown, now: number) =>
-        sql`INSERT INTO cache_entries (cache_key, body, fetched_at) VALUES (${key}, ${JSON.stringify({ v: value })}, ${now})
+      /** The copy in memory when it can serve `recent`, else the stored one (kept in memory if it can). */
+      const read = (key: string, now: number) =>
+        Effect.suspend(() => {
+          const held = memory.get(key)
+          if (held !== undefined) {
+            if (now - held.fetchedAt < recentMs) return Effect.succeed<Copy | undefined>(held)
+            memory.drop(key)
+          }
+          return Effect.map(readStored(key), (copy) => {
+            if (copy !== undefined && now - copy.fetchedAt < recentMs) memory.set(key, copy)
+            return copy
+          })
+        })
+
+      const write = (key: string, value: unknown, now: number) => {
+        const body = JSON.stringify({ v: value })
+        return sql`INSERT INTO cache_entries (cache_key, body, fetched_at) VALUES (${key}, ${body}, ${now})
           ON CONFLICT (cache_key) DO UPDATE SET body = EXCLUDED.body, fetched_at = EXCLUDED.fetched_at`.pipe(
-          Effect.orDie
+          Effect.orDie,
+          Effect.map(() => memory.set(key, { value, fetchedAt: now, size: body.length }))
         )
+      }
 
       /** One live fetch per key at a time on this instance; later callers await the first. */
       const singleFlight = <A>(
@@ -84,7 +149,7 @@ export class Cache extends Context.Service<
       const through = <A>(key: string, freshness: Freshness, live: Effect.Effect<A, UpstreamFailure>) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const copy = yield* read(key)
+          const copy = yield* read(key, now)
           if (freshness === "recent" && copy !== undefined && now - copy.fetchedAt < recentMs) {
             return {
               value: copy.value as A,
@@ -92,6 +157,8 @@ export class Cache extends Context.Service<
               fetchedAt: copy.fetchedAt
             } satisfies Fetched<A>
           }
+          // A speculative run serves stored copies only.
+          if ((yield* Speculating) !== undefined) return yield* Effect.die(new CacheMiss())
           const paused = (yield* Effect.orDie(settings.current)).livePaused
           const fetched = paused
             ? Exit.fail<UpstreamFailure | "paused">("paused")

@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Row from "../store/rows.ts"
+import { Speculating } from "./Speculation.ts"
 
 const decodeDomains = Row.decoder(Schema.Struct({ company_slug: Schema.String }), "resolved_domains")
 
@@ -25,9 +26,15 @@ export class Domains extends Context.Service<
         return rows[0]?.company_slug
       })
       const remember = Effect.fn("Domains.remember")(function* (domain: string, companySlug: string) {
-        const now = yield* Clock.currentTimeMillis
-        yield* sql`INSERT INTO resolved_domains (domain, company_slug, resolved_at) VALUES (${domain}, ${companySlug}, ${now})
-          ON CONFLICT (domain) DO NOTHING`.pipe(Effect.orDie)
+        const write = Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          yield* sql`INSERT INTO resolved_domains (domain, company_slug, resolved_at) VALUES (${domain}, ${companySlug}, ${now})
+            ON CONFLICT (domain) DO NOTHING`.pipe(Effect.orDie)
+        })
+        // A speculative run remembers only if its call is charged (else a rerun would be refunded).
+        const speculation = yield* Speculating
+        if (speculation === undefined) return yield* write
+        speculation.afterCharge.push(write)
       })
       return Domains.of({ known, remember })
     })

@@ -4,6 +4,10 @@ import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import * as Row from "../store/rows.ts"
+import { type ResultMemory, resultMemory } from "./ResultMemory.ts"
+
+/** Completed results kept in memory per instance, in bytes of their data's JSON. */
+const resultMemoryBytes = 16 * 1024 * 1024
 
 export type BeginResult =
   | { readonly _tag: "Fresh" }
@@ -62,6 +66,8 @@ export class IdempotencyStore extends Context.Service<
     /** Frees the key for a new try; false when the claim was no longer `owner`'s (nothing is touched). */
     readonly release: (accountId: string, key: string, owner: string) => Effect.Effect<boolean, SqlError>
     readonly purgeExpired: Effect.Effect<void, SqlError>
+    /** Completed keys' results in this instance's memory, for replays without the database. */
+    readonly results: ResultMemory
   }
 >()("app/IdempotencyStore") {
   static readonly layer = Layer.effect(
@@ -163,7 +169,8 @@ export class IdempotencyStore extends Context.Service<
         yield* sql`DELETE FROM idempotency_keys WHERE state = 'running' AND lease_expires_at <= ${now}`
       })
 
-      return IdempotencyStore.of({ begin, complete, release, purgeExpired })
+      const results = resultMemory(resultMemoryBytes)
+      return IdempotencyStore.of({ begin, complete, release, purgeExpired, results })
     })
   )
 }

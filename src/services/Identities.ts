@@ -25,6 +25,7 @@ import { Outbox } from "../mail/Outbox.ts"
 import * as Row from "../store/rows.ts"
 import { AccountRow, toAccount } from "./Accounts.ts"
 import { Ids } from "./Ids.ts"
+import { KeyMemory } from "./KeyMemory.ts"
 import { type IssuedKey, Keys } from "./Keys.ts"
 import { Ledger } from "./Ledger.ts"
 import { RateLimits } from "./RateLimits.ts"
@@ -205,6 +206,7 @@ export class Identities extends Context.Service<
     Identities,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const keyMemory = yield* KeyMemory
       const ids = yield* Ids
       const ledger = yield* Ledger
       const keys = yield* Keys
@@ -262,6 +264,7 @@ export class Identities extends Context.Service<
             const key = rows[0]
             if (key !== undefined && key.revoked_at === null && key.state === "active") {
               if (key.claimed_at === null) {
+                yield* keyMemory.changing(key.account_id)
                 const won = yield* sql`UPDATE accounts SET email = ${email}, claimed_at = ${now}
                   WHERE id = ${key.account_id} AND claimed_at IS NULL RETURNING id`
                 if (won.length > 0) claimed = key.account_id

@@ -1,6 +1,29 @@
 import { randomBytes } from "node:crypto"
 import { Context, Effect, Layer } from "effect"
-import { encodeBase62 } from "../domain/secrets.ts"
+
+const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+/**
+ * 20 random base62 characters, drawn from a pool of random bytes refilled 4 KiB at a time (one
+ * system call per couple of hundred ids instead of one each); bytes of 248 and more are skipped so
+ * every character is equally likely.
+ */
+const randomId = (() => {
+  let pool = randomBytes(4096)
+  let at = 0
+  return () => {
+    let id = ""
+    while (id.length < 20) {
+      if (at === pool.length) {
+        pool = randomBytes(4096)
+        at = 0
+      }
+      const byte = pool[at++]!
+      if (byte < 248) id += alphabet[byte % 62]
+    }
+    return id
+  }
+})()
 
 /** Randomness for identifiers and secrets; the test layer is deterministic for ids (secrets stay random). */
 export class Ids extends Context.Service<
@@ -13,7 +36,7 @@ export class Ids extends Context.Service<
   static readonly layer = Layer.succeed(
     Ids,
     Ids.of({
-      newId: (prefix) => Effect.sync(() => `${prefix}_${encodeBase62(randomBytes(24)).slice(0, 20)}`),
+      newId: (prefix) => Effect.sync(() => `${prefix}_${randomId()}`),
       secretBytes: Effect.sync(() => randomBytes(48))
     })
   )

@@ -8,6 +8,7 @@ import type { Plan } from "../domain/plans.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
+import { KeyMemory } from "./KeyMemory.ts"
 import { Ledger } from "./Ledger.ts"
 
 /** A key as the management surface lists it (never its secret). */
@@ -104,6 +105,7 @@ export class Keys extends Context.Service<
     Keys,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
+      const keyMemory = yield* KeyMemory
       const ids = yield* Ids
       const ledger = yield* Ledger
 
@@ -186,6 +188,7 @@ export class Keys extends Context.Service<
             if (old === undefined || old.revoked_at !== null || plan[0] === undefined) {
               return yield* unknownKey(keyId)
             }
+            yield* keyMemory.changing(accountId)
             yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
             const issued = yield* issue({ accountId, plan: plan[0].plan, label: old.label })
             return { ...issued, replaces: keyId }
@@ -202,6 +205,7 @@ export class Keys extends Context.Service<
             // Revoking a revoked key answers its revocation again (a retried request changes nothing).
             if (key.revoked_at !== null)
               return { key_id: keyId, revoked_at: new Date(key.revoked_at).toISOString() }
+            yield* keyMemory.changing(accountId)
             yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
             return { key_id: keyId, revoked_at: new Date(now).toISOString() }
           })
@@ -210,12 +214,14 @@ export class Keys extends Context.Service<
 
       const revokeAll = Effect.fn("Keys.revokeAll")(function* (accountId: string) {
         const now = yield* Clock.currentTimeMillis
+        yield* keyMemory.changing(accountId)
         const revoked = yield* sql`UPDATE api_keys SET revoked_at = ${now}
           WHERE account_id = ${accountId} AND revoked_at IS NULL RETURNING id`
         return revoked.length
       })
 
       const setAlert = Effect.fn("Keys.setAlert")(function* (accountId: string, threshold: number) {
+        yield* keyMemory.changing(accountId)
         const rows = yield* sql`UPDATE accounts SET alert_threshold = ${threshold},
             alert_armed = (${threshold} > 0 AND grant_credits + balance_credits >= ${threshold})
           WHERE id = ${accountId} RETURNING alert_threshold, balance_credits, grant_credits`.pipe(

@@ -1,4 +1,4 @@
-import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Data, Deferred, Effect, Layer, Queue, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
@@ -18,6 +18,7 @@ import { alertMail } from "../mail/messages.ts"
 import { Outbox } from "../mail/Outbox.ts"
 import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
+import { KeyMemory } from "./KeyMemory.ts"
 import { Settings } from "./Settings.ts"
 
 export type { Funding }
@@ -62,6 +63,34 @@ export interface ReserveInput {
   readonly realtime: boolean
   readonly idempotencyKey: string | undefined
 }
+
+/** A metered call whose data came from stored copies, charged without a reservation. */
+export interface HitInput {
+  readonly callId: string
+  readonly accountId: string
+  readonly keyId: string
+  readonly ip: string
+  readonly operation: string
+  readonly quoted: number
+  readonly charged: number
+  readonly refunds: ReadonlyArray<Refund>
+  readonly idempotencyKey: string
+  readonly fingerprint: string
+  /** The stored idempotent result around its receipt's funding, which the charge decides. */
+  readonly head: string
+  readonly tail: string
+  readonly now: number
+}
+
+/**
+ * Why a hit was not charged: the full path decides each of these (its errors, its alert, its
+ * replay), so nothing here is an answer to the caller.
+ */
+export type HitDeclined = "account" | "busy" | "credits" | "alert" | "key"
+
+export type HitOutcome =
+  | { readonly _tag: "Charged"; readonly receipt: Receipt }
+  | { readonly _tag: "Declined"; readonly reason: HitDeclined }
 
 export interface CreditInput {
   readonly accountId: string
@@ -142,6 +171,19 @@ const decodeHolders = Row.decoder(
   "calls (in flight)"
 )
 const decodeFreeUse = Row.decoder(Schema.Struct({ credits_used: Row.Int }), "free tier (credits used)")
+const decodeHits = Row.decoder(
+  Schema.Struct({
+    call_id: Schema.String,
+    outcome: Schema.Literals(["charged", "account", "busy", "credits", "alert", "key"]),
+    from_grant: Row.Int,
+    from_balance: Row.Int
+  }),
+  "svc_charge_hits"
+)
+
+/** Hits charged by one statement at most; and statements of hits in flight at once. */
+const hitBatch = 64
+const hitWorkers = 4
 
 /** What a reserved call holds, as finishing it needs it. */
 type Held = Pick<Reservation, "callId" | "accountId" | "ip" | "day" | "reserved">
@@ -186,6 +228,16 @@ export class Ledger extends Context.Service<
       refunds: ReadonlyArray<Refund>,
       alsoInTransaction: (receipt: Receipt) => Effect.Effect<void, E>
     ) => Effect.Effect<Receipt, SqlError | ReservationLost | E>
+    /**
+     * Charges a cache hit of a paid account in one statement, with its receipt and its stored
+     * idempotent result; concurrent hits share one statement and one commit (group commit).
+     */
+    readonly chargeHit: (input: HitInput) => Effect.Effect<HitOutcome, SqlError>
+    /**
+     * Accounts with a cache hit being charged on this instance: a second call of the account at
+     * that moment is CONCURRENCY_LIMIT, as it would be against a reservation.
+     */
+    readonly hitsUnderWay: Set<string>
     /** Returns every reserved credit; the call is charged nothing. False when it was already finished. */
     readonly release: (reservation: Reservation) => Effect.Effect<boolean, SqlError>
     /**
@@ -232,7 +284,84 @@ export class Ledger extends Context.Service<
       const settings = yield* Settings
       const ids = yield* Ids
       const outbox = yield* Outbox
+      const keyMemory = yield* KeyMemory
       const { leaseMs, policy, upgradeUrl: upgradeBase } = yield* AppConfig
+
+      // Group commit: hits wait in a queue; each worker charges whatever is waiting (up to a batch)
+      // in one statement, so under load many calls share a commit and idle ones wait for none.
+      const hits = yield* Queue.unbounded<{
+        readonly input: HitInput
+        readonly done: Deferred.Deferred<HitOutcome, SqlError>
+      }>()
+      const chargeBatch = Effect.fnUntraced(function* (
+        batch: ReadonlyArray<{
+          readonly input: HitInput
+          readonly done: Deferred.Deferred<HitOutcome, SqlError>
+        }>
+      ) {
+        const items = batch.map(({ input }) => ({
+          id: input.callId,
+          account_id: input.accountId,
+          key_id: input.keyId,
+          operation: input.operation,
+          ip: input.ip,
+          day: dayOf(input.now),
+          quoted: input.quoted,
+          charged: input.charged,
+          refunds: JSON.stringify(input.refunds),
+          idem_key: input.idempotencyKey,
+          fingerprint: input.fingerprint,
+          now: input.now,
+          replay_until: input.now + policy.replayWindowMs,
+          tombstone_until: input.now + policy.replayWindowMs + policy.tombstoneMs,
+          head: input.head,
+          tail: input.tail
+        }))
+        const exit = yield* Effect.exit(
+          sql`SELECT call_id, outcome, from_grant, from_balance FROM svc_charge_hits(${JSON.stringify(items)}::jsonb)`.pipe(
+            Effect.flatMap(decodeHits)
+          )
+        )
+        if (exit._tag === "Failure") {
+          for (const { done } of batch) yield* Deferred.failCause(done, exit.cause)
+          return
+        }
+        const byId = new Map(exit.value.map((row) => [row.call_id, row]))
+        for (const { input, done } of batch) {
+          const row = byId.get(input.callId)
+          const outcome: HitOutcome =
+            row === undefined || row.outcome !== "charged"
+              ? {
+                  _tag: "Declined",
+                  reason: row?.outcome === "charged" || row === undefined ? "account" : row.outcome
+                }
+              : {
+                  _tag: "Charged",
+                  receipt: {
+                    id: input.callId,
+                    operation: input.operation,
+                    quoted: input.quoted,
+                    charged: input.charged,
+                    refunds: input.refunds,
+                    funding: { free_tier: 0, grant: row.from_grant, balance: row.from_balance },
+                    idempotency_key: input.idempotencyKey,
+                    replayed: false,
+                    created_at: new Date(input.now).toISOString(),
+                    ...(input.keyId.startsWith("app_") ? { app_id: input.keyId } : {})
+                  }
+                }
+          yield* Deferred.succeed(done, outcome)
+        }
+      })
+      for (let worker = 0; worker < hitWorkers; worker++) {
+        yield* Effect.forkScoped(
+          Effect.forever(Effect.flatMap(Queue.takeBetween(hits, 1, hitBatch), chargeBatch))
+        )
+      }
+      const chargeHit = (input: HitInput) =>
+        Effect.flatMap(Deferred.make<HitOutcome, SqlError>(), (done) =>
+          Effect.andThen(Queue.offer(hits, { input, done }), Deferred.await(done))
+        )
 
       /** `alert_armed` after `added` credits: armed again once the spendable credits reach the threshold. */
       const rearmed = (added: number) =>
@@ -538,6 +667,7 @@ export class Ledger extends Context.Service<
               },
               now
             )
+            yield* keyMemory.changing(input.accountId)
             yield* input.pack.pack === "production"
               ? sql`UPDATE accounts SET plan = 'production' WHERE id = ${input.accountId}`
               : sql`UPDATE accounts SET plan = 'flex' WHERE id = ${input.accountId} AND plan = 'trial'`
@@ -591,6 +721,8 @@ export class Ledger extends Context.Service<
 
       return Ledger.of({
         reserve,
+        chargeHit,
+        hitsUnderWay: new Set(),
         settle,
         release,
         credit,

@@ -5,6 +5,9 @@ import { dayOf, dayToIso } from "../domain/time.ts"
 import * as Row from "../store/rows.ts"
 
 export interface UsageFacts {
+  /** The account's credits as the database has them now. */
+  readonly grantCredits: number
+  readonly balanceCredits: number
   readonly freeUsedToday: number
   readonly today: { readonly credits: number; readonly calls: number }
   readonly history: ReadonlyArray<{ readonly day: string; readonly credits: number; readonly calls: number }>
@@ -19,27 +22,31 @@ export interface UsageFacts {
   readonly purchases: { readonly count: number; readonly lastAt: number | null }
 }
 
-const decodeFreeUse = Row.decoder(Schema.Struct({ credits_used: Row.Int }), "free_tier_usage")
 /** Settled calls per UTC day (SUM of an integer column and COUNT are int8). */
-const decodeDays = Row.decoder(
-  Schema.Struct({ day: Row.Int, credits: Row.Int, calls: Row.Int }),
-  "calls per day"
-)
+const DayRow = Schema.Struct({ day: Row.Int, credits: Row.Int, calls: Row.Int })
 
 /** An account's subscription as get_usage and the operator's `admin purchases` show it. */
-export const decodeSubscription = Row.decoder(
+const SubscriptionRow = Schema.Struct({
+  pack: Schema.String,
+  rail: Schema.String,
+  status: Schema.Literals(["active", "canceled"]),
+  current_period_end: Row.Int,
+  cancel_at_period_end: Schema.Boolean
+})
+export const decodeSubscription = Row.decoder(SubscriptionRow, "subscriptions")
+
+/** Everything `get_usage` reads, in one row (the lists as JSON). */
+const decodeFacts = Row.decoder(
   Schema.Struct({
-    pack: Schema.String,
-    rail: Schema.String,
-    status: Schema.Literals(["active", "canceled"]),
-    current_period_end: Row.Int,
-    cancel_at_period_end: Schema.Boolean
+    grant_credits: Row.Int,
+    balance_credits: Row.Int,
+    free_used: Row.NullableInt,
+    days: Schema.Array(DayRow),
+    subscription: Schema.NullOr(SubscriptionRow),
+    purchases: Row.Int,
+    last_purchase_at: Row.NullableInt
   }),
-  "subscriptions"
-)
-const decodePurchases = Row.decoder(
-  Schema.Struct({ n: Row.Int, last_at: Row.NullableInt }),
-  "purchases (count and latest)"
+  "usage facts"
 )
 
 /**
@@ -56,33 +63,35 @@ export class Usage extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const facts = Effect.fn("Usage.facts")(function* (accountId: string, ip: string) {
         const today = dayOf(yield* Clock.currentTimeMillis)
-        const free = yield* sql`
-          SELECT credits_used FROM free_tier_usage WHERE ip = ${ip} AND day = ${today}`.pipe(
-          Effect.flatMap(decodeFreeUse)
-        )
-        const days = yield* sql`
-          SELECT day, SUM(charged) AS credits, COUNT(*) AS calls FROM calls
-          WHERE account_id = ${accountId} AND state = 'settled' AND day > ${today - 30}
-          GROUP BY day ORDER BY day DESC`.pipe(Effect.flatMap(decodeDays))
-        const history = days.map((row) => ({
-          day: dayToIso(row.day),
-          credits: row.credits,
-          calls: row.calls
+        // One statement: the credits as they are now (the caller's account may be remembered from
+        // an earlier request), today's free use of the IP, 30 days, the subscription, the purchases.
+        const rows = yield* sql`
+          SELECT a.grant_credits, a.balance_credits,
+            (SELECT f.credits_used FROM free_tier_usage f WHERE f.ip = ${ip} AND f.day = ${today}) AS free_used,
+            (SELECT COALESCE(json_agg(d ORDER BY d.day DESC), '[]'::json) FROM (
+              SELECT c.day, SUM(c.charged) AS credits, COUNT(*) AS calls FROM calls c
+              WHERE c.account_id = a.id AND c.state = 'settled' AND c.day > ${today - 30}
+              GROUP BY c.day) d) AS days,
+            (SELECT row_to_json(s) FROM (
+              SELECT pack, rail, status, current_period_end, cancel_at_period_end FROM subscriptions
+              WHERE account_id = a.id
+              ORDER BY (status = 'active') DESC, created_at DESC, id DESC LIMIT 1) s) AS subscription,
+            (SELECT COUNT(*) FROM purchases p WHERE p.account_id = a.id) AS purchases,
+            (SELECT MAX(p.created_at) FROM purchases p WHERE p.account_id = a.id) AS last_purchase_at
+          FROM accounts a WHERE a.id = ${accountId}`.pipe(Effect.flatMap(decodeFacts))
+        const row = rows[0]
+        const days = row?.days ?? []
+        const history = days.map((day) => ({
+          day: dayToIso(day.day),
+          credits: day.credits,
+          calls: day.calls
         }))
-        const todayRow = days.find((row) => row.day === today)
-        const subscriptions = yield* sql`
-          SELECT pack, rail, status, current_period_end, cancel_at_period_end FROM subscriptions
-          WHERE account_id = ${accountId}
-          ORDER BY (status = 'active') DESC, created_at DESC, id DESC LIMIT 1`.pipe(
-          Effect.flatMap(decodeSubscription)
-        )
-        const purchases = yield* sql`
-          SELECT COUNT(*) AS n, MAX(created_at) AS last_at FROM purchases WHERE account_id = ${accountId}`.pipe(
-          Effect.flatMap(decodePurchases)
-        )
-        const subscription = subscriptions[0]
+        const todayRow = days.find((day) => day.day === today)
+        const subscription = row?.subscription ?? undefined
         return {
-          freeUsedToday: free[0]?.credits_used ?? 0,
+          grantCredits: row?.grant_credits ?? 0,
+          balanceCredits: row?.balance_credits ?? 0,
+          freeUsedToday: row?.free_used ?? 0,
           today: { credits: todayRow?.credits ?? 0, calls: todayRow?.calls ?? 0 },
           history,
           ...(subscription === undefined
@@ -96,7 +105,7 @@ export class Usage extends Context.Service<
                   cancelAtPeriodEnd: subscription.cancel_at_period_end
                 }
               }),
-          purchases: { count: purchases[0]?.n ?? 0, lastAt: purchases[0]?.last_at ?? null }
+          purchases: { count: row?.purchases ?? 0, lastAt: row?.last_purchase_at ?? null }
         }
       })
       return Usage.of({ facts })

@@ -9,6 +9,27 @@ import * as PgliteClient from "./PgliteClient.ts"
 
 const migrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url))
 
+/**
+ * A migration's statements: split at a `;` that ends a line, except inside a dollar-quoted body
+ * (`$$ ... $$`, a function's), whose own statements end lines too.
+ */
+export const statementsOf = (text: string): ReadonlyArray<string> => {
+  const statements: Array<string> = []
+  let current: Array<string> = []
+  let quoted = false
+  for (const line of text.split("\n")) {
+    const code = line.replace(/^\s*--.*$/, "")
+    current.push(code)
+    if ((code.match(/\$\$/g)?.length ?? 0) % 2 === 1) quoted = !quoted
+    if (!quoted && /;\s*$/.test(code)) {
+      statements.push(current.join("\n").trim().replace(/;$/, ""))
+      current = []
+    }
+  }
+  statements.push(current.join("\n").trim())
+  return statements.filter((statement) => statement.length > 0)
+}
+
 /** `migrations/NNNN_name.sql`, each run statement by statement (PGlite's query path takes one at a time). */
 export const loadMigrations: Migrator.Loader = Effect.sync(() =>
   readdirSync(migrationsDir)
@@ -18,10 +39,7 @@ export const loadMigrations: Migrator.Loader = Effect.sync(() =>
     })
     .sort((a, b) => a[0] - b[0])
     .map(([id, name, file]): Migrator.ResolvedMigration => {
-      const statements = readFileSync(`${migrationsDir}${file}`, "utf8")
-        .split(/;\s*$/m)
-        .map((statement) => statement.replace(/^\s*--.*$/gm, "").trim())
-        .filter((statement) => statement.length > 0)
+      const statements = statementsOf(readFileSync(`${migrationsDir}${file}`, "utf8"))
       return [
         id,
         name,

@@ -15,7 +15,8 @@ export const usageReport = (
 ): typeof Usage.Type => {
   const perIpDay = config.policy.freeCreditsPerIpDay
   const paid = isPaid(account.plan)
-  const hasCredits = paid || account.grantCredits > 0 || account.balanceCredits > 0
+  const { grantCredits, balanceCredits } = facts
+  const hasCredits = paid || grantCredits > 0 || balanceCredits > 0
   return {
     account_id: account.id,
     plan: account.plan,
@@ -39,9 +40,9 @@ export const usageReport = (
     ...(hasCredits
       ? {
           balance: {
-            grant: account.grantCredits,
-            purchased: account.balanceCredits,
-            total: account.grantCredits + account.balanceCredits
+            grant: grantCredits,
+            purchased: balanceCredits,
+            total: grantCredits + balanceCredits
           }
         }
       : {}),

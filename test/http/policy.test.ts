@@ -35,6 +35,7 @@ describe("policy configuration", () => {
         TOMBSTONE_DAYS: "2",
         CACHE_RECENT_HOURS: "3",
         CACHE_KEEP_DAYS: "4",
+        CACHE_MEMORY_MB: "8",
         PACK_FLEX_PRICE_CENTS: "1000",
         PACK_FLEX_CREDITS: "4000",
         PACK_PRODUCTION_PRICE_CENTS: "5000",
@@ -53,6 +54,7 @@ describe("policy configuration", () => {
         tombstoneMs: 48 * hour,
         cacheRecentMs: 3 * hour,
         cacheKeepMs: 96 * hour,
+        cacheMemoryBytes: 8 * 1024 * 1024,
         packs: [
           { pack: "flex", mode: "one_time", price_usd_cents: 1000, credits: 4000 },
           { pack: "production", mode: "subscription", price_usd_cents: 5000, credits_per_month: 30000 }

@@ -5,8 +5,10 @@ import { AppConfig } from "../../src/config.ts"
 import { Outbox } from "../../src/mail/Outbox.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
 import { Ids } from "../../src/services/Ids.ts"
+import { KeyMemory } from "../../src/services/KeyMemory.ts"
 import { Ledger } from "../../src/services/Ledger.ts"
 import { Settings } from "../../src/services/Settings.ts"
+import { Notifications } from "../../src/store/Notifications.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
 describe("Ids.layerTest", () => {
@@ -32,6 +34,8 @@ describe("Ids.layerTest", () => {
 const services = Layer.mergeAll(Accounts.layer, Ledger.layer).pipe(
   Layer.provideMerge(Outbox.layer),
   Layer.provideMerge(Settings.layer),
+  Layer.provideMerge(KeyMemory.layer),
+  Layer.provideMerge(Notifications.layer),
   Layer.provideMerge(Ids.layerTest),
   Layer.provideMerge(freshDatabase),
   Layer.provide(AppConfig.layerTest())

@@ -5,10 +5,11 @@ import { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.t
 import type { Account, KeyRecord } from "../../domain/accounts.ts"
 import { clientIp } from "../../domain/clientIp.ts"
 import { identityPolicy } from "../../domain/identity.ts"
-import { managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
+import { hashSecret, managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
 import { noteAccount } from "../../logging.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { type Governor, Identities } from "../../services/Identities.ts"
+import { KeyMemory } from "../../services/KeyMemory.ts"
 
 /** The account and key a bearer credential stands for. */
 export interface Principal {
@@ -29,20 +30,32 @@ export interface BearerResolver {
 const inactive = (message: string) => new Unauthorized({ message })
 
 /** `svc_...` and `svc_trial_...` keys: unknown, revoked and suspended are UNAUTHORIZED. */
-const spendKeys = (accounts: typeof Accounts.Service): BearerResolver => ({
+const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.Service): BearerResolver => ({
   family: "spend key",
   claims: (secret) => spendKeyPattern.test(secret),
   resolve: (secret) =>
     Effect.gen(function* () {
-      const found = yield* Effect.orDie(accounts.findByKey(secret))
-      if (found === undefined || found.key.revoked)
-        return yield* inactive("This key is not active. Mint a new key or recover the account.")
-      if (found.account.state !== "active") return yield* inactive("The account of this key is suspended.")
       const now = yield* Clock.currentTimeMillis
-      if (found.lastUsedAt === null || now - found.lastUsedAt >= identityPolicy.lastUsedResolutionMs) {
-        yield* Effect.orDie(accounts.touchKey(found.key.id, now))
+      const hash = hashSecret(secret)
+      let entry = memory.lookup(hash, now)
+      if (entry === undefined) {
+        const since = memory.generation()
+        const found = yield* Effect.orDie(accounts.findByKey(secret))
+        if (found === undefined || found.key.revoked)
+          return yield* inactive("This key is not active. Mint a new key or recover the account.")
+        if (found.account.state !== "active") return yield* inactive("The account of this key is suspended.")
+        entry = {
+          principal: { key: found.key, account: found.account },
+          lastUsedAt: found.lastUsedAt,
+          until: now + identityPolicy.keyMemoryMs
+        }
+        memory.remember(hash, entry, since, now)
       }
-      return { key: found.key, account: found.account }
+      if (entry.lastUsedAt === null || now - entry.lastUsedAt >= identityPolicy.lastUsedResolutionMs) {
+        entry.lastUsedAt = now
+        yield* Effect.orDie(accounts.touchKey(entry.principal.key.id, now))
+      }
+      return entry.principal
     })
 })
 
@@ -117,7 +130,11 @@ export class Identity extends Context.Service<
       const accounts = yield* Accounts
       const identities = yield* Identities
       const { trustedProxies, baseUrl } = yield* AppConfig
-      const resolvers: ReadonlyArray<BearerResolver> = [spendKeys(accounts), managementTokens(identities)]
+      const memory = yield* KeyMemory
+      const resolvers: ReadonlyArray<BearerResolver> = [
+        spendKeys(accounts, memory),
+        managementTokens(identities)
+      ]
 
       const governor = Effect.fn("Identity.governor")(function* (secret: string) {
         if (!managementTokenPattern.test(secret)) {

@@ -11,14 +11,16 @@ import type { Ledger } from "../../services/Ledger.ts"
 import type { RateLimits } from "../../services/RateLimits.ts"
 import { Problems } from "../common/problems.ts"
 
-export const envelopeResponse = (outcome: CallOutcome) =>
-  HttpServerResponse.jsonUnsafe(outcome.envelope, {
-    headers: {
-      "x-receipt-id": outcome.envelope.receipt.id,
-      "x-credits-charged": outcome.replayed ? "0" : String(outcome.envelope.receipt.charged),
-      ...(outcome.replayed ? { "idempotent-replayed": "true" } : {})
-    }
-  })
+export const envelopeResponse = (outcome: CallOutcome) => {
+  const headers = {
+    "x-receipt-id": outcome.envelope.receipt.id,
+    "x-credits-charged": outcome.replayed ? "0" : String(outcome.envelope.receipt.charged),
+    ...(outcome.replayed ? { "idempotent-replayed": "true" } : {})
+  }
+  return outcome.json === undefined
+    ? HttpServerResponse.jsonUnsafe(outcome.envelope, { headers })
+    : HttpServerResponse.text(outcome.json, { contentType: "application/json", headers })
+}
 
 /** What every data route's handler receives: the decoded query (own and common parameters) and headers. */
 interface DataRequest {

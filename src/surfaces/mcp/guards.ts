@@ -24,3 +24,21 @@ export const foreignHostRejection = (headers: Headers.Headers, allowed: Readonly
     { status: 403 }
   )
 }
+
+/** How many accepted Host and Origin pairs a guard remembers (clients use a handful). */
+const rememberedPairs = 256
+
+/**
+ * `foreignHostRejection` for one set of allowed names, remembering the Host and Origin pairs it
+ * accepted so that a known pair is not parsed again on every request.
+ */
+export const hostGuard = (allowed: ReadonlyArray<string>) => {
+  const accepted = new Set<string>()
+  return (headers: Headers.Headers) => {
+    const pair = `${headers.host ?? ""}\n${headers.origin ?? "\n"}`
+    if (accepted.has(pair)) return undefined
+    const refused = foreignHostRejection(headers, allowed)
+    if (refused === undefined && accepted.size < rememberedPairs) accepted.add(pair)
+    return refused
+  }
+}

@@ -1,4 +1,4 @@
-import { createMcpHandler, type McpHttpHandler } from "@modelcontextprotocol/server"
+import { createMcpHandler, isJsonContentType, type McpHttpHandler } from "@modelcontextprotocol/server"
 import { Context, Effect, Redacted, Result } from "effect"
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
@@ -14,17 +14,76 @@ import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { challengeResponse, protectedResourceMetadata, protectedResourcePath } from "./auth.ts"
 import { McpBearer, resolveBearer } from "./bearer.ts"
-import { allowedHostnames, foreignHostRejection } from "./guards.ts"
+import {
+  answerAgain,
+  type FastAnswer,
+  type FastCatalogue,
+  type FastListing,
+  fastCallOf,
+  fastCatalogue,
+  fastListingOf,
+  type KeptAnswer,
+  listingsFor,
+  type RequestHeaders
+} from "./fastPath.ts"
+import { allowedHostnames, hostGuard } from "./guards.ts"
 import { managementInstructions, managementTools } from "./managementTools.ts"
 import { type McpMount, mcpMounts, mountTools, mountUrl } from "./mounts.ts"
-import { authInfoOf, makeSession, mcpServerFactory } from "./server.ts"
+import { authInfoOf, makeSession, mcpServerFactory, serverInfoOf } from "./server.ts"
 import { type McpTool, registryTools, type ToolServices } from "./tools.ts"
 
-/** A mount's two catalogues: a spend key's data tools, and a management token's (plus management). */
-interface MountHandlers {
-  readonly data: McpHttpHandler
-  readonly management: McpHttpHandler
+/** One catalogue of a mount, served by the SDK and, for a plain `tools/call`, by the hot path. */
+interface Served<R> {
+  readonly handler: McpHttpHandler
+  readonly fast: FastCatalogue<R>
+  /** The SDK's answer to a plain listing, asked once per era and version. */
+  readonly listing: (listing: FastListing) => Promise<KeptAnswer | undefined>
 }
+
+const fastResponse = ({ headers, body }: FastAnswer) => {
+  const { "content-type": contentType, ...rest } = headers
+  return HttpServerResponse.text(body, { status: 200, contentType, headers: rest })
+}
+
+/** A mount's two catalogues: a spend key's data tools, and a management token's (plus management). */
+interface MountHandlers<R> {
+  readonly data: Served<R>
+  readonly management: Served<R>
+}
+
+/** The SDK's answer to a body it could not read (the client went away while sending it). */
+const unreadableBody = HttpServerResponse.jsonUnsafe(
+  {
+    jsonrpc: "2.0",
+    error: { code: -32700, message: "Parse error: the request body could not be read" },
+    id: null
+  },
+  { status: 400 }
+)
+
+/**
+ * The body of a JSON POST that announced its length (already within the limit), read as the SDK
+ * reads it; `undefined` leaves the request to the SDK unread, and a body that cannot be read is
+ * answered as the SDK answers it.
+ */
+const announcedBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.method === "POST" &&
+  request.headers["content-length"] !== undefined &&
+  isJsonContentType(request.headers["content-type"] ?? null)
+    ? Effect.match(request.arrayBuffer, {
+        onFailure: () => unreadableBody,
+        onSuccess: (bytes) => {
+          const text = new TextDecoder().decode(bytes)
+          let json: unknown
+          try {
+            json = JSON.parse(text)
+          } catch {
+            json = undefined
+          }
+          return { bytes, json }
+        }
+      })
+    : Effect.succeed(undefined)
 
 /** What every tool of a mount needs: the operations' services, the data and management tools'. */
 type McpToolServices<R> = R | Exclude<ToolServices, Caller> | McpBearer | Keys | Checkout | PaymentRails
@@ -41,7 +100,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const identity = yield* Identity
       const oauth = yield* OAuthServer
       const tools = registryTools(operations, config.hosts)
-      const allowed = allowedHostnames(config.baseUrl)
+      const foreignHost = hostGuard(allowedHostnames(config.baseUrl))
       const metadata = (path: "" | `/${string}`, name: string) =>
         router.add(
           "GET",
@@ -51,16 +110,20 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           })
         )
 
-      const serve = Effect.fn("mcp.request")(function* (mount: McpMount, handlers: MountHandlers) {
+      const serve = Effect.fn("mcp.request")(function* (
+        mount: McpMount,
+        /** The mount's URL, which an access token must be for. */
+        resource: string,
+        handlers: MountHandlers<McpToolServices<R>>
+      ) {
         yield* Effect.annotateCurrentSpan("mcp.mount", mount.path)
         const request = yield* HttpServerRequest.HttpServerRequest
-        const refused = foreignHostRejection(request.headers, allowed)
+        const refused = foreignHost(request.headers)
         if (refused !== undefined) return refused
         const announced = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
         if (announced !== undefined) return problems.render(announced)
 
         const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
-        const resource = mountUrl(config.baseUrl, mount)
         const found = yield* Effect.result(
           resolveBearer(identity, oauth, secret, identity.clientIp(request), resource)
         )
@@ -69,14 +132,36 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           return challengeResponse(problems, found.failure, config.baseUrl, metadataUrl)
         }
         const bearer = found.success
+        // A management token's connection adds the management tools (spec rule 7).
+        const served = bearer.governor === undefined ? handlers.data : handlers.management
+        const body = yield* announcedBody(request)
+        if (HttpServerResponse.isHttpServerResponse(body)) return body
+        const fast =
+          body === undefined
+            ? undefined
+            : fastCallOf(served.fast, request.headers as RequestHeaders, body.json)
+        if (fast !== undefined) {
+          // A plain tool call, run here as this bearer, in this request's fiber.
+          const result = yield* Effect.provideService(fast.tool.call(fast.args), McpBearer, bearer)
+          return fastResponse(fast.answer(result))
+        }
+        const listing =
+          body === undefined ? undefined : fastListingOf(request.headers as RequestHeaders, body.json)
+        if (listing !== undefined) {
+          const kept = yield* Effect.promise(() => served.listing(listing))
+          if (kept !== undefined) return fastResponse(answerAgain(kept, listing.id))
+        }
         // Tool calls run as this bearer, in this request's context (services, span).
         const context = yield* Effect.context<Exclude<McpToolServices<R>, McpBearer>>()
         const session = makeSession(Context.add(context, McpBearer, bearer))
         const caller = Result.getOrUndefined(bearer.caller)
         const authInfo = authInfoOf(secret, caller?.account.id ?? bearer.governor?.tokenId ?? "", session)
-        // A management token's connection adds the management tools (spec rule 7).
-        const handler = bearer.governor === undefined ? handlers.data : handlers.management
-        const response = yield* HttpEffect.fromWebHandler((web) => handler.fetch(web, { authInfo }))
+        const response = yield* HttpEffect.fromWebHandler((web) =>
+          // A body read above is handed over as the very bytes that came.
+          served.handler.fetch(body === undefined ? web : new Request(web, { body: body.bytes }), {
+            authInfo
+          })
+        )
         // A body without Content-Length is measured by the SDK; its 413 becomes our problem too.
         return response.status === 413 ? problems.render(bodyTooLarge(config.maxBodyBytes)) : response
       })
@@ -98,17 +183,22 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
             onerror
           })
           yield* Effect.addFinalizer(() => Effect.promise(() => handler.close()))
-          return handler
+          const served: Served<McpToolServices<R>> = {
+            handler,
+            fast: fastCatalogue(catalogue, serverInfoOf(mount)),
+            listing: listingsFor(handler)
+          }
+          return served
         })
       for (const mount of mcpMounts) {
         const data = mountTools(mount, tools)
-        const handlers: MountHandlers = {
+        const handlers: MountHandlers<McpToolServices<R>> = {
           data: yield* handlerOf(mount, data),
           management: yield* handlerOf(mount, [...data, ...managementTools], managementInstructions)
         }
         const catalog = mount.platform === undefined ? "every tool" : `${mount.platform} tools`
         yield* metadata(mount.path, `svc data API over MCP (${catalog})`)
-        yield* router.add("*", mount.path, serve(mount, handlers))
+        yield* router.add("*", mount.path, serve(mount, mountUrl(config.baseUrl, mount), handlers))
       }
     })
   )

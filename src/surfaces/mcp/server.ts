@@ -40,6 +40,12 @@ const sessionOf = <R>(context: McpRequestContext): McpSession<R> => {
 const instructions =
   "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt; errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
 
+/** The server's identity on a mount. */
+export const serverInfoOf = (mount: McpMount) => ({
+  name: mount.platform === undefined ? "svc-data" : `svc-data-${mount.platform}`,
+  version: "2.2"
+})
+
 /**
  * A fresh server per request (stateless Streamable HTTP), serving the mount's tools as the caller;
  * `moreInstructions` tell about tools beyond the data ones.
@@ -48,10 +54,10 @@ export const mcpServerFactory =
   <R>(mount: McpMount, tools: ReadonlyArray<McpTool<R>>, moreInstructions = "") =>
   (context: McpRequestContext) => {
     const session = sessionOf<R>(context)
-    const server = new McpServer(
-      { name: mount.platform === undefined ? "svc-data" : `svc-data-${mount.platform}`, version: "2.2" },
-      { capabilities: { tools: { listChanged: false } }, instructions: `${instructions}${moreInstructions}` }
-    )
+    const server = new McpServer(serverInfoOf(mount), {
+      capabilities: { tools: { listChanged: false } },
+      instructions: `${instructions}${moreInstructions}`
+    })
     for (const tool of tools) {
       server.registerTool(
         tool.name,

@@ -5,11 +5,26 @@ import { type ApiError, Internal, isApiError } from "../../contract/errors.ts"
 import { type ProblemBody, problemContext, toProblem } from "../../contract/problem.ts"
 import { Ids } from "../../services/Ids.ts"
 
+/** The JSON of each result `structuredResult` built: its structured content's, which is its text. */
+const jsonTexts = new WeakMap<CallToolResult, string>()
+
+/**
+ * The JSON text of a result's structured content when `structuredResult` built it (exactly
+ * `{ content: [its text], structuredContent }`, never changed since), so that serialising the
+ * result need not serialise the envelope again.
+ */
+export const jsonTextOf = (result: CallToolResult): string | undefined => jsonTexts.get(result)
+
 /** A value as both structured content and its JSON text, for clients that read only text. */
-export const structuredResult = (value: object): CallToolResult => ({
-  content: [{ type: "text", text: JSON.stringify(value) }],
-  structuredContent: value as Record<string, unknown>
-})
+export const structuredResult = (value: object): CallToolResult => {
+  const text = JSON.stringify(value)
+  const result: CallToolResult = {
+    content: [{ type: "text", text }],
+    structuredContent: value as Record<string, unknown>
+  }
+  jsonTexts.set(result, text)
+  return result
+}
 
 /**
  * A metered failure: the problem body REST would send, as the error result's JSON text. Not as

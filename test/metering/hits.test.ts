@@ -1,0 +1,211 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { operations } from "../../src/operations/registry.ts"
+import { Admin } from "../../src/services/Admin.ts"
+import { makeWorld } from "../../src/upstream/world/index.ts"
+import { ipSequence, paidKey } from "../support/accounts.ts"
+import { TestApp, testApp, testSeed } from "../support/app.ts"
+import { storeName } from "../support/database.ts"
+
+const world = makeWorld(testSeed)
+const slugs = (() => {
+  const page = world.searchPeople({ keywords: "engineer" }, undefined, 30)
+  if (page === "invalid_cursor") throw new Error("unexpected")
+  return page.items.filter((item) => item.public_identifier !== null).map((item) => item.public_identifier!)
+})()
+let next = 0
+const nextSlug = () => slugs[next++ % slugs.length]!
+const freshIp = ipSequence("10.77")
+const profile = (slug: string) => `/v1/profnet/profiles?identifier=${slug}`
+
+const paid = (credits: number) =>
+  Effect.gen(function* () {
+    const app = yield* TestApp
+    const minted = yield* paidKey(freshIp(), credits, "production")
+    const call = (path: string, idempotencyKey: string = crypto.randomUUID()) =>
+      app.call(path, { key: minted.key, ip: minted.ip, idempotencyKey })
+    const purchased = Effect.map(
+      app.call("/v1/usage", { key: minted.key, ip: minted.ip }),
+      (reply) => reply.body.balance.purchased as number
+    )
+    return { ...minted, call, purchased }
+  })
+
+/** A profile in the shared cache: fetched once live by another account. */
+const warmed = Effect.gen(function* () {
+  const slug = nextSlug()
+  const other = yield* paid(100)
+  const first = yield* other.call(profile(slug))
+  assert.strictEqual(first.body.freshness.served, "realtime")
+  return slug
+})
+
+const count = (rows: ReadonlyArray<Record<string, unknown>>) => Number(rows[0]?.n ?? 0)
+
+describe(`cache hits charged in one statement (${storeName})`, () => {
+  layer(testApp(operations), { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect(
+      "a hit: charged once with its receipt and stored result; replays and reuse as on the full path",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const slug = yield* warmed
+          const account = yield* paid(1000)
+          const key = crypto.randomUUID()
+          const hit = yield* account.call(profile(slug), key)
+          assert.strictEqual(hit.status, 200)
+          assert.strictEqual(hit.body.freshness.served, "recent")
+          const charged = hit.body.receipt.charged as number
+          assert.isAbove(charged, 0)
+          assert.deepStrictEqual(hit.body.receipt.funding, { free_tier: 0, grant: 0, balance: charged })
+          assert.strictEqual(hit.headers.get("x-credits-charged"), String(charged))
+          assert.strictEqual(yield* account.purchased, 1000 - charged)
+
+          const row = yield* Effect.orDie(
+            sql`SELECT state, charged, charged_balance, idempotency_key FROM calls WHERE id = ${hit.body.receipt.id}`
+          )
+          assert.deepInclude(row[0], { state: "settled", idempotency_key: key })
+          assert.strictEqual(Number(row[0]!.charged), charged)
+          const stored = yield* Effect.orDie(
+            sql`SELECT state, response FROM idempotency_keys WHERE account_id = ${account.account_id} AND idem_key = ${key}`
+          )
+          assert.strictEqual(stored[0]!.state, "done")
+          assert.deepStrictEqual(JSON.parse(stored[0]!.response as string), hit.body)
+
+          const replay = yield* account.call(profile(slug), key)
+          assert.strictEqual(replay.headers.get("idempotent-replayed"), "true")
+          assert.deepStrictEqual(replay.body, {
+            ...hit.body,
+            receipt: { ...hit.body.receipt, replayed: true }
+          })
+          assert.strictEqual(yield* account.purchased, 1000 - charged)
+
+          const reused = yield* account.call(profile(nextSlug()), key)
+          assert.strictEqual(reused.body.code, "IDEMPOTENCY_KEY_REUSED")
+          const receipt = yield* (yield* TestApp).call(`/v1/receipts/${hit.body.receipt.id}`, {
+            key: account.key,
+            ip: account.ip
+          })
+          assert.deepStrictEqual(receipt.body, hit.body.receipt)
+        })
+    )
+
+    it.effect(
+      "a declined hit takes the full path: not enough credits, a call in flight, an alert to cross",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const admin = yield* Admin
+          const slug = yield* warmed
+
+          const poor = yield* paid(1)
+          const key = crypto.randomUUID()
+          const short = yield* poor.call(profile(slug), key)
+          assert.strictEqual(short.body.code, "INSUFFICIENT_CREDITS")
+          assert.strictEqual(short.body.credits_available, 1)
+          yield* Effect.orDie(admin.credit(poor.account_id, 100, "balance", "test purchase"))
+          const paidNow = yield* poor.call(profile(slug), key)
+          assert.strictEqual(paidNow.status, 200)
+          assert.strictEqual(yield* poor.purchased, 101 - paidNow.body.receipt.charged)
+
+          const busy = yield* paid(100)
+          yield* Effect.orDie(sql`INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted,
+            reserved_free, reserved_grant, reserved_balance, lease_expires_at, created_at)
+          VALUES ('rcpt_heldbytest', ${busy.account_id}, 'key_x', 'getProfile', 'reserved', '10.77.9.9', 0, 0,
+            0, 0, 0, ${Date.now() + 60_000}, ${Date.now()})`)
+          const refused = yield* busy.call(profile(slug))
+          assert.strictEqual(refused.body.code, "CONCURRENCY_LIMIT")
+          yield* Effect.orDie(sql`DELETE FROM calls WHERE id = 'rcpt_heldbytest'`)
+          assert.strictEqual((yield* busy.call(profile(slug))).status, 200)
+
+          const watched = yield* paid(100)
+          yield* Effect.orDie(
+            sql`UPDATE accounts SET alert_threshold = 99, alert_armed = true WHERE id = ${watched.account_id}`
+          )
+          assert.strictEqual((yield* watched.call(profile(slug))).status, 200)
+          const alert = yield* Effect.orDie(
+            sql`SELECT alert_armed FROM accounts WHERE id = ${watched.account_id}`
+          )
+          assert.isFalse(alert[0]!.alert_armed as boolean)
+        })
+    )
+
+    it.effect("a domain a declined hit resolved is not remembered; a charged one is", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const admin = yield* Admin
+        const person = slugs
+          .map((slug) => world.getPerson({ slug })!)
+          .find((p) => p.current_position?.company_slug)!
+        const company = world.getCompany({ slug: person.current_position!.company_slug! })!
+        const path = `/v1/profnet/companies?identifier=${company.domain}`
+        const first = yield* (yield* paid(100)).call(path)
+        assert.deepStrictEqual(first.body.cost, { quoted: 8, charged: 8, refunded: 0 })
+        // The copy fetched by domain stays; the resolution is forgotten.
+        yield* Effect.orDie(sql`DELETE FROM resolved_domains WHERE domain = ${company.domain}`)
+
+        const poor = yield* paid(1)
+        const key = crypto.randomUUID()
+        assert.strictEqual((yield* poor.call(path, key)).body.code, "INSUFFICIENT_CREDITS")
+        const known = yield* Effect.orDie(
+          sql`SELECT count(*) AS n FROM resolved_domains WHERE domain = ${company.domain}`
+        )
+        assert.strictEqual(count(known), 0)
+        yield* Effect.orDie(admin.credit(poor.account_id, 100, "balance", "test purchase"))
+        const charged = yield* poor.call(path, key)
+        assert.deepStrictEqual(charged.body.cost, { quoted: 8, charged: 8, refunded: 0 })
+        assert.strictEqual(charged.body.freshness.served, "recent")
+        const again = yield* poor.call(path)
+        assert.deepStrictEqual(again.body.cost, { quoted: 8, charged: 4, refunded: 4 })
+      })
+    )
+
+    it.effect("concurrent hits of many accounts share commits: each key charged once, money conserved", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const slug = yield* warmed
+        const accounts = yield* Effect.forEach(Array.from({ length: 12 }), () => paid(1000))
+        const results = yield* Effect.forEach(
+          accounts,
+          (account) =>
+            Effect.gen(function* () {
+              const keys = Array.from({ length: 4 }, () => crypto.randomUUID())
+              const answers = []
+              for (const key of keys) {
+                // Each key twice at once: one charge, the other a replay or CONCURRENCY_LIMIT.
+                const pair = yield* Effect.all(
+                  [account.call(profile(slug), key), account.call(profile(slug), key)],
+                  {
+                    concurrency: 2
+                  }
+                )
+                answers.push(...pair)
+                const again = yield* account.call(profile(slug), key)
+                assert.strictEqual(again.status, 200)
+                answers.push(again)
+              }
+              return { account, answers }
+            }),
+          { concurrency: "unbounded" }
+        )
+        for (const { account, answers } of results) {
+          for (const answer of answers) assert.include([200, 429], answer.status)
+          const receipts = new Map<string, number>()
+          for (const answer of answers) {
+            if (answer.status === 200) receipts.set(answer.body.receipt.id, answer.body.receipt.charged)
+          }
+          assert.strictEqual(receipts.size, 4)
+          const spent = [...receipts.values()].reduce((a, b) => a + b, 0)
+          assert.strictEqual(yield* account.purchased, 1000 - spent)
+          const settled = yield* Effect.orDie(
+            sql`SELECT count(*) AS n, COALESCE(SUM(charged), 0) AS spent FROM calls
+              WHERE account_id = ${account.account_id} AND state = 'settled'`
+          )
+          assert.strictEqual(count(settled), 4)
+          assert.strictEqual(Number(settled[0]!.spent), spent)
+        }
+      })
+    )
+  })
+})
