@@ -31,7 +31,7 @@ export interface BrowserRun {
   readonly context: BrowserContext
   /** A command-line client's loopback callback (`http://127.0.0.1:PORT`), a real listener. */
   readonly loopback: string
-  /** Every request that reached the loopback callback. */
+  /** Every request that reached the loopback callback (but the browser's own request for its icon). */
   readonly callbacks: ReadonlyArray<string>
   /** Requests to any host but the service and the loopback callback: refused and listed. */
   readonly elsewhere: ReadonlyArray<string>
@@ -47,6 +47,11 @@ export interface BrowserRun {
 const callbackListener = async () => {
   const callbacks: Array<string> = []
   const server = createServer((request, response) => {
+    // The browser asks the callback's origin for its icon on its own, after the page: not a callback.
+    if (request.url === "/favicon.ico") {
+      response.writeHead(404).end()
+      return
+    }
     callbacks.push(`${origin}${request.url ?? "/"}`)
     response.writeHead(200, { "content-type": "text/html; charset=utf-8" })
     response.end("<!doctype html><title>Done</title><p>Signed in; close this tab.</p>")
