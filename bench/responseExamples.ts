@@ -29,7 +29,6 @@ import { operations } from "../src/operations/registry.ts"
 import { appLayer } from "../src/server.ts"
 import { Ids } from "../src/services/Ids.ts"
 import * as Database from "../src/store/Database.ts"
-import * as PgliteClient from "../src/store/PgliteClient.ts"
 import { layerWorld, UpstreamFaults } from "../src/upstream/Upstream.ts"
 
 const exampleWorld = "svc-world-1"
@@ -81,11 +80,7 @@ const steppedClock = (live: Clock.Clock, time: { now: number }): Clock.Clock => 
 const secondsBetweenCalls = 7
 
 /** The service as started with no configuration, but in memory, on a random port, behind a loopback proxy. */
-const exampleApp = appLayer(
-  operations,
-  Database.migrated(PgliteClient.layer({ dataDir: ":memory:" })),
-  seededIds
-).pipe(
+const exampleApp = appLayer(operations, Database.pglite(":memory:"), seededIds).pipe(
   Layer.provideMerge(layerWorld(exampleWorld).pipe(Layer.provideMerge(UpstreamFaults.layer))),
   Layer.provide(
     AppConfig.layerTest({

@@ -1,11 +1,12 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Migrator from "effect/sql/Migrator"
 import { AppConfig } from "../config.ts"
 import * as PgClient from "./PgClient.ts"
 import * as PgliteClient from "./PgliteClient.ts"
+import { isNewStore, readTemplate, writeTemplate } from "./PgliteTemplate.ts"
 
 const migrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url))
 
@@ -62,14 +63,37 @@ export type Migrated = SqlClient.SqlClient
 export const layer: Layer.Layer<Migrated, unknown, AppConfig> = Layer.unwrap(
   Effect.map(AppConfig, (config) =>
     Option.match(config.databaseUrl, {
-      onNone: () => PgliteClient.layer({ dataDir: config.dataDir }),
-      onSome: (url) => PgClient.layer(Redacted.value(url))
+      onNone: () => pglite(config.dataDir),
+      onSome: (url) => migrated(PgClient.layer(Redacted.value(url)))
     })
   )
-).pipe(Layer.tap((context) => Effect.provide(runMigrations, context)))
+)
 
 /** Any SqlClient layer (a test database, say), migrated. */
 export const migrated = <E, R>(
   sqlLayer: Layer.Layer<SqlClient.SqlClient, E, R>
 ): Layer.Layer<Migrated, unknown, R> =>
   sqlLayer.pipe(Layer.tap((context) => Effect.provide(runMigrations, context)))
+
+/**
+ * A migrated PGlite store at `dataDir` (see `PgliteClient.Options`). A new one starts from the
+ * template of the current migrations when there is one (`PgliteTemplate.ts`), and otherwise becomes
+ * that template once migrated.
+ */
+export const pglite = (
+  dataDir: string | undefined
+): Layer.Layer<Migrated | PgliteClient.PgliteClient, unknown> =>
+  Layer.unwrap(
+    Effect.gen(function* () {
+      const fresh = isNewStore(dataDir)
+      const template = fresh ? yield* readTemplate : undefined
+      return PgliteClient.layer({ dataDir, template }).pipe(
+        Layer.tap((context) => Effect.provide(runMigrations, context)),
+        Layer.tap((context) =>
+          fresh && template === undefined
+            ? writeTemplate(Context.get(context, PgliteClient.PgliteClient).pglite)
+            : Effect.void
+        )
+      )
+    })
+  )

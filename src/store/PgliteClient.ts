@@ -48,6 +48,8 @@ export class PgliteClient extends Context.Service<PgliteClient, { readonly pglit
 export interface Options {
   /** `undefined` or `":memory:"` (or a `memory://` URL): in-memory; otherwise a directory, created if missing. */
   readonly dataDir: string | undefined
+  /** A data directory to start a new store from (a tar of `dumpDataDir`) instead of running `initdb`. */
+  readonly template?: Blob | undefined
 }
 
 // -----------------------------------------------------------------------------
@@ -302,7 +304,10 @@ export const make = Effect.fn("PgliteClient.make")(function* (pglite: PGlite) {
 const isInMemory = (dataDir: string | undefined): boolean =>
   dataDir === undefined || dataDir === ":memory:" || dataDir.startsWith("memory://")
 
-const open = Effect.fn("PgliteClient.open")(function* (dataDir: string | undefined) {
+const open = Effect.fn("PgliteClient.open")(function* (
+  dataDir: string | undefined,
+  template: Blob | undefined
+) {
   const directory = isInMemory(dataDir) ? undefined : dataDir
   if (directory !== undefined && !directory.includes("://")) {
     yield* Effect.tryPromise({
@@ -314,8 +319,10 @@ const open = Effect.fn("PgliteClient.open")(function* (dataDir: string | undefin
   }
   return yield* Effect.acquireRelease(
     Effect.tryPromise({
-      try: () =>
-        directory === undefined ? PGlite.create({ parsers }) : PGlite.create(directory, { parsers }),
+      try: () => {
+        const options = template === undefined ? { parsers } : { parsers, loadDataDir: template }
+        return directory === undefined ? PGlite.create(options) : PGlite.create(directory, options)
+      },
       catch: (cause) => toSqlError(cause, "connect")
     }),
     (pglite) =>
@@ -331,7 +338,7 @@ export const layer = (
 ): Layer.Layer<SqlClient.SqlClient | PgliteClient, SqlError | DataDirLocked | DataDirUnusable> =>
   Layer.effectContext(
     Effect.gen(function* () {
-      const pglite = yield* open(options.dataDir)
+      const pglite = yield* open(options.dataDir, options.template)
       const sql = yield* make(pglite)
       return Context.make(PgliteClient, { pglite }).pipe(Context.add(SqlClient.SqlClient, sql))
     })

@@ -2,7 +2,6 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../../src/store/Database.ts"
 import * as PgClient from "../../src/store/PgClient.ts"
-import * as PgliteClient from "../../src/store/PgliteClient.ts"
 
 /** Set in CI (and by `npm test` when given) to run every database test on PostgreSQL too. */
 export const postgresUrl = process.env.TEST_DATABASE_URL
@@ -15,7 +14,7 @@ export const storeName = postgresUrl === undefined ? "pglite" : "postgres"
  */
 export const freshDatabase: Layer.Layer<SqlClient.SqlClient, unknown> =
   postgresUrl === undefined
-    ? Database.migrated(PgliteClient.layer({ dataDir: ":memory:" }))
+    ? Database.pglite(":memory:")
     : Layer.unwrap(
         Effect.gen(function* () {
           const name = `svc_test_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`

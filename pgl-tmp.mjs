@@ -1,0 +1,12 @@
+import { PGlite } from "@electric-sql/pglite"
+const a = await PGlite.create()
+let t = performance.now()
+const dump = await a.dumpDataDir("gzip")
+console.log("dump gz", (performance.now()-t).toFixed(0), dump.size)
+t = performance.now()
+const b = await PGlite.create({ loadDataDir: dump })
+console.log("load gz memory", (performance.now()-t).toFixed(0))
+const dump2 = await a.dumpDataDir("none")
+t = performance.now()
+const c = await PGlite.create({ loadDataDir: dump2 })
+console.log("load none memory", (performance.now()-t).toFixed(0))

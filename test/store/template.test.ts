@@ -1,0 +1,67 @@
+import { mkdtemp, readdir, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Database from "../../src/store/Database.ts"
+import * as PgliteClient from "../../src/store/PgliteClient.ts"
+import { isNewStore, readTemplate, templateDir } from "../../src/store/PgliteTemplate.ts"
+
+const migrationIds = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql`SELECT migration_id FROM effect_sql_migrations ORDER BY migration_id`
+  return rows.map(
+    (row) => Schema.decodeUnknownSync(Schema.Struct({ migration_id: Schema.Number }))(row).migration_id
+  )
+})
+
+const expectedIds = Effect.map(Database.loadMigrations, (migrations) => migrations.map(([id]) => id))
+
+describe("PGlite stores start from a migrated template", () => {
+  it.effect(
+    "a new directory is migrated, kept, and reopened as it was; the template loads as a whole store",
+    () =>
+      Effect.gen(function* () {
+        const root = yield* Effect.acquireRelease(
+          Effect.promise(() => mkdtemp(join(tmpdir(), "svc-template-"))),
+          (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
+        )
+        const dataDir = join(root, "db")
+        assert.isTrue(isNewStore(dataDir))
+        assert.isTrue(isNewStore(":memory:"))
+        const expected = yield* expectedIds
+
+        const first = yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`CREATE TABLE kept (v text)`
+          yield* sql`INSERT INTO kept VALUES ('here')`
+          return yield* migrationIds
+        }).pipe(Effect.provide(Database.pglite(dataDir)))
+        assert.deepStrictEqual(first, expected)
+        // Migrated and written: the directory is a store now, and a template exists for these migrations.
+        assert.isFalse(isNewStore(dataDir))
+        const templates = (yield* Effect.promise(() => readdir(templateDir))).filter((name) =>
+          name.endsWith(".tar")
+        )
+        assert.lengthOf(templates, 1, "one template, for the current migrations")
+
+        const reopened = yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql`SELECT v FROM kept`
+        }).pipe(Effect.provide(Database.pglite(dataDir)))
+        assert.deepStrictEqual(reopened, [{ v: "here" }])
+
+        // The template alone (no migrations run on it) is a whole, migrated, empty store.
+        const template = yield* readTemplate
+        assert.isDefined(template)
+        const fromTemplate = yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const accounts = yield* sql`SELECT count(*)::int AS n FROM accounts`
+          return { ids: yield* migrationIds, accounts }
+        }).pipe(Effect.provide(Layer.orDie(PgliteClient.layer({ dataDir: ":memory:", template }))))
+        assert.deepStrictEqual(fromTemplate.ids, expected)
+        assert.deepStrictEqual(fromTemplate.accounts, [{ n: 0 }])
+      }).pipe(Effect.scoped)
+  )
+})
