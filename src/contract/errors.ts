@@ -157,6 +157,29 @@ export const errorCatalog = {
   }
 } as const satisfies Record<ErrorCode, ErrorSpec>
 
+/**
+ * `Schema.TaggedError`, less the stack trace: an `ApiError` is an answer to the caller, never read
+ * for where it was made, and capturing a stack is most of what constructing one costs (Effect's own
+ * `SchemaError` is made the same way).
+ */
+const ApiErrorClass = <Self>() => {
+  const make = Schema.TaggedError<Self>()
+  return ((tag: string, fields: Schema.Struct.Fields) => {
+    const Class = make(tag, fields) as unknown as new (...args: ReadonlyArray<unknown>) => object
+    return class extends Class {
+      constructor(...args: ReadonlyArray<unknown>) {
+        const limit = Error.stackTraceLimit
+        Error.stackTraceLimit = 0
+        try {
+          super(...args)
+        } finally {
+          Error.stackTraceLimit = limit
+        }
+      }
+    }
+  }) as unknown as typeof make
+}
+
 /** Who the failing call belonged to, so payment-fixable errors can carry an account-bound offer. */
 export const ErrorAccount = Schema.Struct({ accountId: Schema.String, plan: Schema.Literals(plans) })
 export type ErrorAccount = typeof ErrorAccount.Type
@@ -175,40 +198,40 @@ const base = {
 }
 const retryAfter = { retry_after_seconds: Schema.Int }
 
-export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+export class InvalidInput extends ApiErrorClass<InvalidInput>()("InvalidInput", {
   ...base,
   param: Schema.optional(Schema.String),
   closest_matches: Schema.optional(Schema.Array(Schema.String))
 }) {
   readonly code = "INVALID_INPUT"
 }
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+export class NotFound extends ApiErrorClass<NotFound>()("NotFound", {
   ...base,
   param: Schema.optional(Schema.String)
 }) {
   readonly code = "NOT_FOUND"
 }
-export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+export class Unauthorized extends ApiErrorClass<Unauthorized>()("Unauthorized", {
   ...base,
   param: Schema.optional(Schema.String)
 }) {
   readonly code = "UNAUTHORIZED"
 }
-export class NotEntitled extends Schema.TaggedError<NotEntitled>()("NotEntitled", {
+export class NotEntitled extends ApiErrorClass<NotEntitled>()("NotEntitled", {
   ...base,
   platform: Schema.String,
   entitled: Schema.Array(Schema.String)
 }) {
   readonly code = "NOT_ENTITLED"
 }
-export class InsufficientCredits extends Schema.TaggedError<InsufficientCredits>()("InsufficientCredits", {
+export class InsufficientCredits extends ApiErrorClass<InsufficientCredits>()("InsufficientCredits", {
   ...base,
   credits_required: Schema.Int,
   credits_available: Schema.Int
 }) {
   readonly code = "INSUFFICIENT_CREDITS"
 }
-export class QuoteExceedsMaxCredits extends Schema.TaggedError<QuoteExceedsMaxCredits>()(
+export class QuoteExceedsMaxCredits extends ApiErrorClass<QuoteExceedsMaxCredits>()(
   "QuoteExceedsMaxCredits",
   {
     ...base,
@@ -218,62 +241,62 @@ export class QuoteExceedsMaxCredits extends Schema.TaggedError<QuoteExceedsMaxCr
 ) {
   readonly code = "QUOTE_EXCEEDS_MAX_CREDITS"
 }
-export class IdempotencyKeyRequired extends Schema.TaggedError<IdempotencyKeyRequired>()(
+export class IdempotencyKeyRequired extends ApiErrorClass<IdempotencyKeyRequired>()(
   "IdempotencyKeyRequired",
   base
 ) {
   readonly code = "IDEMPOTENCY_KEY_REQUIRED"
 }
-export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()(
+export class IdempotencyKeyReused extends ApiErrorClass<IdempotencyKeyReused>()(
   "IdempotencyKeyReused",
   base
 ) {
   readonly code = "IDEMPOTENCY_KEY_REUSED"
 }
-export class ConcurrencyLimit extends Schema.TaggedError<ConcurrencyLimit>()("ConcurrencyLimit", {
+export class ConcurrencyLimit extends ApiErrorClass<ConcurrencyLimit>()("ConcurrencyLimit", {
   ...base,
   ...retryAfter
 }) {
   readonly code = "CONCURRENCY_LIMIT"
 }
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+export class RateLimited extends ApiErrorClass<RateLimited>()("RateLimited", {
   ...base,
   ...retryAfter
 }) {
   readonly code = "RATE_LIMITED"
 }
-export class TrialCapExceeded extends Schema.TaggedError<TrialCapExceeded>()("TrialCapExceeded", {
+export class TrialCapExceeded extends ApiErrorClass<TrialCapExceeded>()("TrialCapExceeded", {
   ...base,
   param: Schema.optional(Schema.String)
 }) {
   readonly code = "TRIAL_CAP_EXCEEDED"
 }
-export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("BudgetExhausted", base) {
+export class BudgetExhausted extends ApiErrorClass<BudgetExhausted>()("BudgetExhausted", base) {
   readonly code = "BUDGET_EXHAUSTED"
 }
-export class UpstreamUnavailable extends Schema.TaggedError<UpstreamUnavailable>()("UpstreamUnavailable", {
+export class UpstreamUnavailable extends ApiErrorClass<UpstreamUnavailable>()("UpstreamUnavailable", {
   ...base,
   ...retryAfter
 }) {
   readonly code = "UPSTREAM_UNAVAILABLE"
 }
-export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", base) {
+export class PayloadTooLarge extends ApiErrorClass<PayloadTooLarge>()("PayloadTooLarge", base) {
   readonly code = "PAYLOAD_TOO_LARGE"
 }
-export class Internal extends Schema.TaggedError<Internal>()("Internal", {
+export class Internal extends ApiErrorClass<Internal>()("Internal", {
   ...base,
   receipt_id: Schema.optional(Schema.String),
   retry_after_seconds: Schema.optional(Schema.Int)
 }) {
   readonly code = "INTERNAL"
 }
-export class AuthRequired extends Schema.TaggedError<AuthRequired>()("AuthRequired", {
+export class AuthRequired extends ApiErrorClass<AuthRequired>()("AuthRequired", {
   ...base,
   account_ids: Schema.optional(Schema.Array(Schema.String))
 }) {
   readonly code = "AUTH_REQUIRED"
 }
-export class KeyRequired extends Schema.TaggedError<KeyRequired>()("KeyRequired", {
+export class KeyRequired extends ApiErrorClass<KeyRequired>()("KeyRequired", {
   ...base,
   mint: Schema.optional(Schema.Struct({ method: Schema.String, url: Schema.String, curl: Schema.String }))
 }) {

@@ -26,6 +26,7 @@ import { IdempotencyStore } from "../services/IdempotencyStore.ts"
 import { Ids } from "../services/Ids.ts"
 import { Ledger, type Receipt, type Reservation, ReservationLost } from "../services/Ledger.ts"
 import { RateLimits } from "../services/RateLimits.ts"
+import type { Stored } from "../services/ResultMemory.ts"
 import { Speculating, type Speculation } from "../services/Speculation.ts"
 
 export interface CallRequest {
@@ -186,6 +187,13 @@ const replayOf = (envelope: Envelope): CallOutcome => ({
   replayed: true
 })
 
+/** A replay from memory, its JSON made once for every replay of the key. */
+const replayFromMemory = (stored: Stored): CallOutcome => {
+  const outcome = replayOf(stored.envelope)
+  stored.replayJson ??= JSON.stringify(outcome.envelope)
+  return { ...outcome, json: stored.replayJson }
+}
+
 /** Stands in for the receipt's funding while the stored result is cut around it. */
 const fundingMark = "\u0000funding\u0000"
 
@@ -208,7 +216,7 @@ const chargeIfHit = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: s
   const now = yield* Clock.currentTimeMillis
   const remembered = memory.replay(account.id, key, now)
   if (remembered !== undefined)
-    return remembered.fingerprint === call.fingerprint ? replayOf(remembered.envelope) : undefined
+    return remembered.fingerprint === call.fingerprint ? replayFromMemory(remembered) : undefined
   if (!operation.speculative || request.freshness !== "recent" || !isPaid(account.plan) || call.quoted <= 0)
     return undefined
   if (ledger.hitsUnderWay.has(account.id)) {

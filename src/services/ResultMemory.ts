@@ -5,6 +5,8 @@ export interface Stored {
   readonly envelope: Envelope
   readonly replayUntil: number
   readonly size: number
+  /** The replay's JSON (`receipt.replayed: true`), made at the first replay and kept for the next. */
+  replayJson?: string
 }
 
 export interface ResultMemory {
@@ -12,7 +14,7 @@ export interface ResultMemory {
   readonly remember: (
     accountId: string,
     key: string,
-    stored: Omit<Stored, "size"> & { readonly size?: number }
+    stored: Omit<Stored, "size" | "replayJson"> & { readonly size?: number }
   ) => void
 }
 
