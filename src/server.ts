@@ -3,6 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Schedule } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "./config.ts"
+import { makeApi } from "./contract/api.ts"
 import { problemContext } from "./contract/problem.ts"
 import { withRequestLog } from "./logging.ts"
 import { Mailer } from "./mail/Mailer.ts"
@@ -30,6 +31,7 @@ import { Notifications } from "./store/Notifications.ts"
 import { Identity } from "./surfaces/common/identity.ts"
 import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
+import { dataLane } from "./surfaces/http/dataLane.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 
 /** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
@@ -81,17 +83,26 @@ export const Housekeeping = Layer.effectDiscard(
  * Builds every route (and so the database and its migrations) before the socket listens,
  * so no request can arrive at a half-built server.
  */
-export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
+export const httpServerLayer = <R>(
+  operations: ReadonlyArray<AnyOperation<R>>,
+  options: {
+    /** `false` sends every data call through the router (the lane's tests compare the two). */
+    readonly dataLane?: boolean
+  } = {}
+) =>
   Layer.unwrap(
     Effect.gen(function* () {
       const config = yield* AppConfig
       const problems = yield* Problems
       const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config))
+      const lane =
+        options.dataLane === false ? () => undefined : yield* dataLane(makeApi(operations), operations)
       const app = Effect.gen(function* () {
-        const refused = unroutable(yield* HttpServerRequest.HttpServerRequest)
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const refused = unroutable(request)
         if (refused !== undefined)
           return problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close"))
-        return yield* routes
+        return yield* lane(request) ?? routes
       }).pipe(
         // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
         Effect.catchCause(problems.fromUnknown),
@@ -118,9 +129,14 @@ export const appLayer = <R>(
   operations: ReadonlyArray<AnyOperation<R>>,
   database: Layer.Layer<Database.Migrated, unknown, AppConfig> = Database.layer,
   ids: Layer.Layer<Ids> = Ids.layer
+) => httpServerLayer(operations).pipe(Layer.provideMerge(supportLayer(database, ids)))
+
+/** Everything the HTTP surface stands on: housekeeping, services, the store, the configured hosts. */
+export const supportLayer = (
+  database: Layer.Layer<Database.Migrated, unknown, AppConfig>,
+  ids: Layer.Layer<Ids>
 ) =>
-  httpServerLayer(operations).pipe(
-    Layer.provideMerge(AppConfig.hostsLayer),
+  AppConfig.hostsLayer.pipe(
     Layer.provideMerge(Housekeeping),
     Layer.provideMerge(OAuthHousekeeping),
     Layer.provideMerge(Mailer.layer),

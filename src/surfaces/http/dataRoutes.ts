@@ -23,9 +23,32 @@ export const envelopeResponse = (outcome: CallOutcome) => {
 }
 
 /** What every data route's handler receives: the decoded query (own and common parameters) and headers. */
-interface DataRequest {
+export interface DataRequest {
   readonly query: { readonly freshness?: Freshness; readonly max_credits?: number } & Record<string, unknown>
   readonly headers: { readonly "idempotency-key"?: string | undefined }
+}
+
+/**
+ * A data call's answer: the decoded query split into the operation's parameters and the common
+ * ones, the metered pipeline, the envelope or the problem.
+ */
+export const answerDataCall = <R>(
+  problems: Problems["Service"],
+  operation: AnyOperation<R>,
+  caller: Caller["Service"],
+  request: DataRequest
+) => {
+  const { freshness, max_credits, ...params } = request.query
+  return runMetered(operation, {
+    caller,
+    params,
+    freshness: freshness ?? "recent",
+    maxCredits: max_credits,
+    idempotencyKey: request.headers["idempotency-key"]
+  }).pipe(
+    Effect.map(envelopeResponse),
+    Effect.catch((error) => (isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)))
+  )
 }
 
 /** The one handler shape every data route shares; the registry's operations differ only in their schemas. */
@@ -57,22 +80,7 @@ export const dataRoutes = <R>(
         Effect.gen(function* () {
           const problems = yield* Problems
           const handle = (operation: AnyOperation<R>) => (request: DataRequest) =>
-            Effect.gen(function* () {
-              const caller = yield* Caller
-              const { freshness, max_credits, ...params } = request.query
-              const outcome = yield* runMetered(operation, {
-                caller,
-                params,
-                freshness: freshness ?? "recent",
-                maxCredits: max_credits,
-                idempotencyKey: request.headers["idempotency-key"]
-              })
-              return envelopeResponse(outcome)
-            }).pipe(
-              Effect.catch((error) =>
-                isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
-              )
-            )
+            Effect.flatMap(Caller, (caller) => answerDataCall(problems, operation, caller, request))
           // The group's endpoints are the registry's, typed per operation; every one of them takes the
           // same request shape here (`DataRequest`), so the handlers are attached through that shape.
           const loose = handlers as unknown as DataHandlers

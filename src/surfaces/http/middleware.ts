@@ -4,6 +4,7 @@ import { HttpApiMiddleware } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
+import type { ApiError } from "../../contract/errors.ts"
 import { Governing, ManagementAuth } from "../../contract/governance.ts"
 import { platforms } from "../../domain/plans.ts"
 import { entitlement } from "../../metering/pipeline.ts"
@@ -24,14 +25,37 @@ export const ClientLayer = Layer.effect(
         const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
         if (tooLarge !== undefined) return problems.render(tooLarge)
         const response = yield* Effect.provideService(httpEffect, ClientIp, identity.clientIp(request))
-        // Every answer of the API is the caller's own, and some carry a secret shown once (a key,
-        // a token): no shared or browser cache may keep one (RFC 9111 no-store, RFC 6749 5.1).
-        return response.headers["cache-control"] === undefined
-          ? HttpServerResponse.setHeader(response, "cache-control", "no-store")
-          : response
+        return noStore(response)
       })
   })
 )
+
+/**
+ * Every answer of the API is the caller's own, and some carry a secret shown once (a key, a
+ * token): no shared or browser cache may keep one (RFC 9111 no-store, RFC 6749 5.1).
+ */
+export const noStore = (response: HttpServerResponse.HttpServerResponse) =>
+  response.headers["cache-control"] === undefined
+    ? HttpServerResponse.setHeader(response, "cache-control", "no-store")
+    : response
+
+/**
+ * The caller of a spend-key route: the principal behind the bearer credential, refused when its
+ * account is not entitled to the route's platform (the pipeline's entitlement step, answered here
+ * already so that it precedes the validation of the parameters; a platform's group is named after
+ * the platform).
+ */
+export const callerOf = (
+  identity: Identity["Service"],
+  credential: string,
+  group: string,
+  ip: string
+): Effect.Effect<Caller["Service"], ApiError> =>
+  Effect.flatMap(identity.authenticate(credential), (found) => {
+    const platform = platforms.find((p) => p === group)
+    const refused = platform === undefined ? undefined : entitlement(found.account, platform)
+    return refused === undefined ? Effect.succeed({ ...found, ip }) : Effect.fail(refused)
+  })
 
 export const InputProblemsLayer = Layer.unwrap(
   Effect.map(Problems, (problems) =>
@@ -66,14 +90,11 @@ export const SpendKeyAuthLayer = Layer.effect(
       bearer: (httpEffect, { credential, group }) =>
         Effect.gen(function* () {
           const ip = yield* ClientIp
-          const found = yield* Effect.result(identity.authenticate(Redacted.value(credential)))
-          if (found._tag === "Failure") return problems.render(found.failure)
-          // The pipeline's entitlement step, answered here already so that it precedes the
-          // validation of the parameters (a platform's group is named after the platform).
-          const platform = platforms.find((p) => p === group.identifier)
-          const refused = platform === undefined ? undefined : entitlement(found.success.account, platform)
-          if (refused !== undefined) return problems.render(refused)
-          return yield* Effect.provideService(httpEffect, Caller, { ...found.success, ip })
+          const caller = yield* Effect.result(
+            callerOf(identity, Redacted.value(credential), group.identifier, ip)
+          )
+          if (caller._tag === "Failure") return problems.render(caller.failure)
+          return yield* Effect.provideService(httpEffect, Caller, caller.success)
         })
     })
   })
