@@ -186,7 +186,7 @@ export class Cache extends Context.Service<
               : "The platform could not be reached and no usable cached copy exists. Nothing was charged; retry after retry_after_seconds.",
             retry_after_seconds: retryAfter
           })
-        }).pipe(Effect.withSpan("Cache.through", { attributes: { key } }))
+        })
 
       const purgeExpired = Effect.gen(function* () {
         const now = yield* Clock.currentTimeMillis

@@ -24,7 +24,8 @@ export class RateLimits extends Context.Service<
 >()("app/RateLimits") {
   static readonly make = Effect.gen(function* () {
     const limiter = yield* RateLimiter.RateLimiter
-    const take = Effect.fn("RateLimits.take")(function* (window: LimitWindow) {
+    // Untraced: on every metered call, where a span and a captured stack per call cost more than they tell.
+    const take = Effect.fnUntraced(function* (window: LimitWindow) {
       const consume = (tokens: number) =>
         limiter.consume({
           algorithm: "fixed-window",
