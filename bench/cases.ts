@@ -1,10 +1,12 @@
-import { mkdirSync, readdirSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { type BenchAccount, paidAccounts, pool } from "./accounts.ts"
+import { type Preload, preloadPglite, preloadPostgres } from "./ledger.ts"
 import { type Entry, type LoadResult, runLoad } from "./load.ts"
 import { probeMcp } from "./mcp.ts"
 import type { Options } from "./options.ts"
+import { benchDir } from "./proc.ts"
 import { type ProfileSummary, summariseProfile } from "./profile.ts"
 import { call, expectStatus, type Service, type Store, startService } from "./service.ts"
 import { query, sampleWorld } from "./world.ts"
@@ -27,6 +29,19 @@ export interface StoreResult {
   /** VmHWM of the service at the end of its cases. */
   readonly peakRssMb: number | undefined
   readonly accounts: number
+  readonly ledger?: LedgerResult | undefined
+}
+
+/** The cache-hit case on the ledger as the cases left it, and again with `rows` more receipts. */
+export interface LedgerResult {
+  readonly rows: number
+  readonly preload: Preload
+  /** PGlite: stopping the service, and starting it again on its directory after the preload. */
+  readonly restartSeconds?: number | undefined
+  readonly freshRps: number
+  readonly grownRps: number
+  /** grownRps / freshRps. */
+  readonly ratio: number
 }
 
 /** Enough credits that no account runs dry during a run. */
@@ -162,14 +177,76 @@ const runCase = async (
   }
 }
 
+/**
+ * Adds `rows` receipts to the ledger of `service`'s store: on PostgreSQL while it runs; on PGlite
+ * (its directory) with the service stopped, and started again afterwards (the one returned).
+ */
+const growLedger = async (
+  service: Service,
+  rows: number,
+  on: {
+    readonly databaseUrl: string | undefined
+    readonly dataDir: string | undefined
+    readonly stamp: string
+    readonly start: (label: string) => Promise<Service>
+  }
+): Promise<{ service: Service; preload: Preload; restartSeconds?: number }> => {
+  if (on.dataDir === undefined) {
+    if (on.databaseUrl === undefined) throw new Error("no database to add receipts to")
+    return { service, preload: await preloadPostgres(on.databaseUrl, rows, on.stamp) }
+  }
+  const stopping = performance.now()
+  await service.stop()
+  const stopped = performance.now()
+  const preload = await preloadPglite(on.dataDir, rows, on.stamp)
+  const restarting = performance.now()
+  const restarted = await on.start(`service-${service.store}-ledger`)
+  return {
+    service: restarted,
+    preload,
+    restartSeconds: (stopped - stopping + performance.now() - restarting) / 1000
+  }
+}
+
+/**
+ * The first pass of a case runs on a service warmed by the set-up's calls; a restarted one starts
+ * cold (JIT, keys and results in memory, PGlite's buffers): a short load first, not measured.
+ */
+const warmUp = async (service: Service, testCase: Case, options: Options, tool: "wrk" | "autocannon") => {
+  if ("unavailable" in testCase.entries) return
+  await runLoad({
+    label: `${service.store}-warm-up`,
+    baseUrl: service.url,
+    method: testCase.method,
+    entries: testCase.entries,
+    duration: Math.min(3, options.duration),
+    connections: options.connections,
+    tool,
+    countStatuses: false
+  })
+}
+
 export const measureStore = async (
   store: Store,
   databaseUrl: string | undefined,
   options: Options,
   tool: "wrk" | "autocannon",
-  log: (line: string) => void
+  log: (line: string) => void,
+  stamp: string
 ): Promise<StoreResult> => {
-  const service = await startService({ label: `service-${store}`, store, databaseUrl })
+  // With --ledger-rows PGlite keeps its database in a directory, so that this process can open it
+  // while the service is stopped and add the rows (PGlite in memory lives inside the service).
+  const onDisk = store === "pglite" && options.ledgerRows !== undefined
+  if (onDisk) mkdirSync(benchDir, { recursive: true })
+  const dataDir = onDisk ? mkdtempSync(join(benchDir, "pglite-ledger-")) : undefined
+  const start = (label: string) =>
+    startService({ label, store, databaseUrl, ...(dataDir === undefined ? {} : { dataDir }) })
+  let service = await start(`service-${store}`)
+  let peakRssMb: number | undefined
+  const notePeak = () => {
+    const peak = service.memory()?.peakMb
+    if (peak !== undefined) peakRssMb = Math.max(peakRssMb ?? 0, peak)
+  }
   try {
     log(`${store}: service up (pid ${service.pid}); preparing ${options.accounts} production accounts`)
     const cases = await prepareCases(service, options.accounts)
@@ -179,9 +256,43 @@ export const measureStore = async (
       rows.push(await runCase(store, service, testCase, options, tool))
       await sleep(1000)
     }
-    return { store, rows, peakRssMb: service.memory()?.peakMb, accounts: options.accounts }
+    let ledger: LedgerResult | undefined
+    const cacheHit = cases[0]
+    if (options.ledgerRows !== undefined && cacheHit !== undefined) {
+      const n = options.ledgerRows
+      log(`${store}: adding ${n} settled receipts to the ledger`)
+      notePeak()
+      const grownLedger = await growLedger(service, n, { databaseUrl, dataDir, stamp, start })
+      service = grownLedger.service
+      const { preload, restartSeconds } = grownLedger
+      log(
+        `${store}: ${n} receipts added in ${preload.insertSeconds.toFixed(1)} s, VACUUM ANALYZE ${preload.vacuumSeconds.toFixed(1)} s`
+      )
+      if (restartSeconds !== undefined) await warmUp(service, cacheHit, options, tool)
+      const grownCase = { ...cacheHit, name: `${cacheHit.name}, +${n} receipts` }
+      log(`${store}: ${grownCase.name}`)
+      const grown = await runCase(store, service, grownCase, options, tool)
+      rows.splice(1, 0, grown)
+      const freshRps = rows[0]?.load?.rps ?? 0
+      const grownRps = grown.load?.rps ?? 0
+      ledger = {
+        rows: n,
+        preload,
+        restartSeconds,
+        freshRps,
+        grownRps,
+        ratio: freshRps === 0 ? 0 : grownRps / freshRps
+      }
+    }
+    notePeak()
+    const noted =
+      dataDir === undefined
+        ? rows
+        : rows.map((row) => ({ ...row, note: [row.note, "DATA_DIR on disk"].filter(Boolean).join("; ") }))
+    return { store, rows: noted, peakRssMb, accounts: options.accounts, ledger }
   } finally {
     await service.stop()
+    if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true })
   }
 }
 

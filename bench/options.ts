@@ -12,6 +12,10 @@ export interface Options {
   /** Soak mode: a steady mixed load for this many seconds, then the ledger invariants. */
   readonly soak: number | undefined
   readonly profile: boolean
+  /** Settled receipts to add to the ledger before measuring the cache-hit case a second time. */
+  readonly ledgerRows: number | undefined
+  /** Time the service's start-up (spawn to the first 200 from /readyz) before the load. */
+  readonly startup: boolean
   readonly tool: "wrk" | "autocannon" | undefined
 }
 
@@ -20,10 +24,14 @@ export const usage = `npm run bench -- [options]
   --duration N      seconds of load per case (default 10)
   --connections N   open connections (default 50)
   --accounts N      paid accounts the load rotates over (default 200)
-  --pg URL          also measure on PostgreSQL (a fresh database svc_bench_<ts> is created and dropped);
+  --pg URL          also measure on PostgreSQL (a fresh database svc_bench_<ts> is created and dropped),
+                    and PostgreSQL's own write limit beside it (pgbench -N on svc_pgbench_<ts>);
                     BENCH_DATABASE_URL does the same
   --soak N          soak mode: N seconds of mixed load, then ledger invariants and memory growth
   --no-profile      skip the CPU profile of the cache-hit case
+  --ledger-rows N   run the cache-hit case again after N settled receipts (and their idempotency
+                    keys) were added to each store's ledger, to see whether the rate falls as it grows
+  --no-startup      skip timing the service's start-up (spawn to the first 200 from /readyz)
   --tool wrk|autocannon   force the load generator (default: wrk when installed)
 `
 
@@ -44,6 +52,8 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
       pg: { type: "string" },
       soak: { type: "string" },
       "no-profile": { type: "boolean" },
+      "ledger-rows": { type: "string" },
+      "no-startup": { type: "boolean" },
       tool: { type: "string" },
       help: { type: "boolean", short: "h" }
     },
@@ -62,6 +72,9 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
     pg: pg === undefined || pg.length === 0 ? undefined : pg,
     soak: values.soak === undefined ? undefined : positiveInt("soak", values.soak, 60),
     profile: values["no-profile"] !== true,
+    ledgerRows:
+      values["ledger-rows"] === undefined ? undefined : positiveInt("ledger-rows", values["ledger-rows"], 0),
+    startup: values["no-startup"] !== true,
     tool
   }
 }

@@ -16,7 +16,7 @@ const onPath = (command: string): boolean => {
   }
 }
 
-export const has = { taskset: onPath("taskset"), wrk: onPath("wrk") }
+export const has = { taskset: onPath("taskset"), wrk: onPath("wrk"), pgbench: onPath("pgbench") }
 
 /** The server gets core 0, the load generator core 1, when `taskset` exists. */
 export const pinned = (core: number, command: string, args: ReadonlyArray<string>) =>
@@ -48,6 +48,8 @@ export interface Started {
   readonly pid: number
   /** `performance.now()` when it was spawned. */
   readonly spawnedAt: number
+  /** `performance.now()` at the first 200 from its ready path. */
+  readonly readyAt: number
   readonly url: string
   readonly logFile: string
   /** Peak and current resident set size of the process, in MiB. */
@@ -68,7 +70,14 @@ const statusKb = (pid: number, field: string): number | undefined => {
   }
 }
 
-export const waitFor = async (url: string, child: ChildProcess, timeoutMs: number, logFile: string) => {
+/** Polls `url` every `pollMs` until it answers 200; resolves with `performance.now()` at that answer. */
+export const waitFor = async (
+  url: string,
+  child: ChildProcess,
+  timeoutMs: number,
+  logFile: string,
+  pollMs = 200
+): Promise<number> => {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -76,9 +85,9 @@ export const waitFor = async (url: string, child: ChildProcess, timeoutMs: numbe
     }
     try {
       const response = await fetch(url, { signal: AbortSignal.timeout(2000) })
-      if (response.ok) return
+      if (response.ok) return performance.now()
     } catch {}
-    await sleep(200)
+    await sleep(pollMs)
   }
   throw new Error(`${url} did not answer within ${timeoutMs / 1000} s; see ${logFile}`)
 }
@@ -94,6 +103,8 @@ export const startNode = async (options: {
   readonly port: number
   readonly readyPath: string
   readonly timeoutMs?: number
+  /** How often the ready path is polled (default 200 ms; finer to time a start-up). */
+  readonly pollMs?: number
   readonly pin?: boolean
   /** Where `args` are resolved (default: the repository). */
   readonly cwd?: string
@@ -131,8 +142,15 @@ export const startNode = async (options: {
     }
     running.delete(child)
   }
+  let readyAt: number
   try {
-    await waitFor(`${url}${options.readyPath}`, child, options.timeoutMs ?? 180_000, logFile)
+    readyAt = await waitFor(
+      `${url}${options.readyPath}`,
+      child,
+      options.timeoutMs ?? 180_000,
+      logFile,
+      options.pollMs
+    )
   } catch (error) {
     await stop()
     throw error
@@ -140,6 +158,7 @@ export const startNode = async (options: {
   return {
     pid,
     spawnedAt,
+    readyAt,
     url,
     logFile,
     memory: () => {

@@ -1,7 +1,9 @@
-import type { CaseResult } from "./cases.ts"
+import type { CaseResult, StoreResult } from "./cases.ts"
+import type { PgbenchResult } from "./pgbench.ts"
 import type { Line } from "./profile.ts"
 import type { RoundTrips } from "./roundtrips.ts"
 import type { SoakResult } from "./soak.ts"
+import type { StartupResult } from "./startup.ts"
 
 const pad = (cells: ReadonlyArray<string>, widths: ReadonlyArray<number>, right: ReadonlyArray<boolean>) =>
   cells.map((cell, i) => (right[i] ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))).join("  ")
@@ -51,6 +53,37 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
     ),
     [false, false, true, true, true, true, true, true, false]
   )
+
+export const pgbenchLine = (pgbench: PgbenchResult, cacheHitRps: number | undefined): string =>
+  `pgbench -N: ${fixed(pgbench.tps, 0)} tps (${pgbench.clients} clients, ${pgbench.seconds} s); metered cache hit on PostgreSQL = ${
+    cacheHitRps === undefined ? "?" : fixed(cacheHitRps / pgbench.tps, 2)
+  }x of it`
+
+/** One line per store measured with --ledger-rows: the second cache-hit rate over the first. */
+export const ledgerLines = (stores: ReadonlyArray<StoreResult>): Array<string> =>
+  stores.flatMap(({ store, ledger }) =>
+    ledger === undefined
+      ? []
+      : [
+          `${store}: cache hit with ${ledger.rows} receipts preloaded: ${fixed(ledger.ratio, 3)} of the rate on an empty ledger (${fixed(ledger.grownRps, 0)} vs ${fixed(ledger.freshRps, 0)} req/s); preload ${fixed(ledger.preload.insertSeconds, 1)} s of INSERTs, ${fixed(ledger.preload.vacuumSeconds, 1)} s VACUUM ANALYZE${
+            ledger.restartSeconds === undefined
+              ? ", the service running"
+              : `, ${fixed(ledger.restartSeconds, 1)} s stopping and restarting the service`
+          }`
+        ]
+  )
+
+export const startupTable = (results: ReadonlyArray<StartupResult>): string =>
+  `start-up: spawn of node src/main.ts to the first 200 from /readyz (polled every 20 ms)\n${table(
+    ["start", "median ms", "runs ms", "notes"],
+    results.map((result) => [
+      result.kind,
+      fixed(result.medianMs, 0),
+      result.runsMs.map((ms) => fixed(ms, 0)).join(", "),
+      result.note ?? ""
+    ]),
+    [false, true, true, false]
+  )}`
 
 export const roundTripTable = (rows: ReadonlyArray<RoundTrips>): string =>
   table(

@@ -14,11 +14,21 @@ import {
 import { type LoadResult, runLoad } from "./load.ts"
 import { type Options, parseOptions, usage } from "./options.ts"
 import { createBenchDatabase, pgSession } from "./pg.ts"
+import { type PgbenchResult, runPgbench, serviceConnections } from "./pgbench.ts"
 import { benchDir, freePort, has, killAll, serviceEnv, startNode } from "./proc.ts"
-import { linesTable, loadTable, roundTripTable, soakReport } from "./report.ts"
+import {
+  ledgerLines,
+  linesTable,
+  loadTable,
+  pgbenchLine,
+  roundTripTable,
+  soakReport,
+  startupTable
+} from "./report.ts"
 import { countRoundTrips, type RoundTrips } from "./roundtrips.ts"
 import { type Store, startService } from "./service.ts"
 import { soak } from "./soak.ts"
+import { measureStartup, type StartupResult } from "./startup.ts"
 
 const begun = performance.now()
 const log = (line: string) =>
@@ -75,13 +85,44 @@ const baseline = async (options: Options, tool: "wrk" | "autocannon"): Promise<L
   }
 }
 
-/** The database the run measures PostgreSQL in, dropped when the run ends. */
-const benchDatabase = async (options: Options, stamp: string) => {
+/** The database the run measures PostgreSQL in (or another of its steps), dropped when the run ends. */
+const benchDatabase = async (options: Options, stamp: string, prefix?: string) => {
   if (options.pg === undefined) return undefined
-  const database = await createBenchDatabase(options.pg, stamp)
+  const database = await createBenchDatabase(options.pg, stamp, prefix)
   cleanups.push(database.drop)
   log(`postgres: created ${database.name}`)
   return database
+}
+
+/** Its own step before the load: the starts would otherwise share the machine with a load case. */
+const startup = async (options: Options, stamp: string): Promise<ReadonlyArray<StartupResult>> => {
+  const database = await benchDatabase(options, stamp, "svc_startup")
+  try {
+    return await measureStartup({
+      databaseUrl: database?.url,
+      stamp,
+      log,
+      defer: (cleanup) => cleanups.push(cleanup)
+    })
+  } finally {
+    // Dropped now (and again, harmlessly, at the end): the load cases need none of it.
+    await database?.drop()
+  }
+}
+
+/** PostgreSQL's own write limit, as many clients as the service has connections, on a database of its own. */
+const pgbench = async (options: Options, stamp: string): Promise<PgbenchResult | undefined> => {
+  if (!has.pgbench) {
+    log("pgbench not found: PostgreSQL's own limit not measured (apt-get install -y postgresql-client)")
+    return undefined
+  }
+  const database = await benchDatabase(options, stamp, "svc_pgbench")
+  if (database === undefined) return undefined
+  try {
+    return await runPgbench(database, options.duration, serviceConnections, log)
+  } finally {
+    await database.drop()
+  }
 }
 
 const write = (stamp: string, result: object) => {
@@ -121,12 +162,19 @@ const cpuPerRequest = (profile: ProfileResult) =>
 
 const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp: string) => {
   const startMachine = machine()
+  const startups = options.startup ? await startup(options, stamp) : undefined
   log(`baseline: node:http, ${options.duration} s, ${options.connections} connections, ${tool}`)
   const before = await baseline(options, tool)
   const stores: Array<StoreResult> = []
-  stores.push(await measureStore("pglite", undefined, options, tool, log))
+  stores.push(await measureStore("pglite", undefined, options, tool, log, stamp))
   const database = await benchDatabase(options, stamp)
-  if (database !== undefined) stores.push(await measureStore("postgres", database.url, options, tool, log))
+  let pgbenchResult: PgbenchResult | undefined
+  if (database !== undefined) {
+    stores.push(await measureStore("postgres", database.url, options, tool, log, stamp))
+    pgbenchResult = await pgbench(options, stamp)
+  }
+  // The metered cache hit on PostgreSQL, on the ledger as the other cases left it.
+  const pgCacheHitRps = stores.find((store) => store.store === "postgres")?.rows[0]?.load?.rps
   let roundTrips: ReadonlyArray<RoundTrips> | undefined
   if (database !== undefined) {
     log("postgres: counting database round trips of single calls")
@@ -158,11 +206,14 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     loadTable(rows, baselineRps),
     "",
     `x baseline: req/s over the mean of the two baseline runs (${baselineRps.toFixed(0)} req/s)`,
+    ...(pgbenchResult === undefined ? [] : [pgbenchLine(pgbenchResult, pgCacheHitRps)]),
+    ...ledgerLines(stores),
     ...stores.map(
       (store) => `${store.store}: peak RSS of the service (VmHWM) ${store.peakRssMb?.toFixed(0) ?? "?"} MiB`
     ),
     `machine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end`
   ]
+  if (startups !== undefined) out.push("", startupTable(startups))
   if (roundTrips !== undefined)
     out.push("", "database round trips of one call (PostgreSQL)", roundTripTable(roundTrips))
   for (const profile of profiles) {
@@ -188,6 +239,17 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
       ratioToBaseline: row.load === undefined ? null : row.load.rps / baselineRps
     })),
     peakRssMb: Object.fromEntries(stores.map((store) => [store.store, store.peakRssMb])),
+    pgbench:
+      pgbenchResult === undefined
+        ? null
+        : {
+            ...pgbenchResult,
+            cacheHitRps: pgCacheHitRps ?? null,
+            // PostgreSQL metered cache hit req/s over pgbench -N tps; the target is 1.0 or more.
+            cacheHitOverTps: pgCacheHitRps === undefined ? null : pgCacheHitRps / pgbenchResult.tps
+          },
+    ledger: Object.fromEntries(stores.map((store) => [store.store, store.ledger ?? null])),
+    startup: startups ?? null,
     roundTrips: roundTrips ?? null,
     profiles
   })

@@ -28,6 +28,10 @@ export const startService = async (options: {
   readonly pin?: boolean
   /** A copy of the service to run instead of the repository's own `src/`. */
   readonly cwd?: string
+  /** PGlite on this directory instead of in memory. */
+  readonly dataDir?: string
+  /** How often /readyz is polled while it starts (see `startNode`). */
+  readonly pollMs?: number
 }): Promise<Service> => {
   if (options.store === "postgres" && options.databaseUrl === undefined) {
     throw new Error("the PostgreSQL store needs a database URL")
@@ -38,13 +42,14 @@ export const startService = async (options: {
     label: options.label,
     ...(options.pin === undefined ? {} : { pin: options.pin }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
     args: [...(options.nodeFlags ?? []), "src/main.ts"],
     port,
     readyPath: "/readyz",
     env: serviceEnv({
       PORT: String(port),
       HOST: "127.0.0.1",
-      DATA_DIR: ":memory:",
+      DATA_DIR: options.dataDir ?? ":memory:",
       ADMIN_TOKEN: adminToken,
       TRUSTED_PROXIES: "127.0.0.1,::1",
       WORLD_SEED: serviceSeed,

@@ -67,10 +67,7 @@ interface Admitted<R> {
  * not settle. A failed call charges nothing.
  */
 // Untraced: a span and a captured stack per call were a tenth of a cached call's CPU time.
-export const runMetered = Effect.fnUntraced(function* <R>(
-  operation: AnyOperation<R>,
-  request: CallRequest
-) {
+export const runMetered = Effect.fnUntraced(function* <R>(operation: AnyOperation<R>, request: CallRequest) {
   const call = yield* admit(operation, request)
   // The call's id names its receipt, and fences its claim and its reservation: a call that outlives
   // its lease can neither complete, release nor settle what a newer call holds.
