@@ -110,7 +110,8 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           })
         )
 
-      const serve = Effect.fn("mcp.request")(function* (
+      // Untraced, as the metered path is: every MCP request passes here.
+      const serve = Effect.fnUntraced(function* (
         mount: McpMount,
         /** The mount's URL, which an access token must be for. */
         resource: string,
