@@ -1,52 +1,18 @@
-import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Config, Effect, Layer, Option } from "effect"
-import { AppConfig, logFormatConfig, logLevelConfig } from "./config.ts"
-import { describeStore, loggingLayer, logUpstreamFailures } from "./logging.ts"
-import { operations } from "./operations/registry.ts"
-import { appLayer } from "./server.ts"
-import { explainStartupFailure, logStarted } from "./startup.ts"
-import { layerFromConfig } from "./upstream/HttpProvider.ts"
-import { UpstreamFaults } from "./upstream/Upstream.ts"
+import { enableCompileCache } from "node:module"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { cacheStrippedTypes } from "./strippedTypes.ts"
 
-/** The simulated world unless UPSTREAM_URL names a provider; its fault knobs stay reachable by the operator. */
-const UpstreamLayer = logUpstreamFailures.pipe(
-  Layer.provide(layerFromConfig),
-  Layer.provideMerge(UpstreamFaults.layer)
-)
+/**
+ * `node src/main.ts`. Loading modules is most of start-up, so what Node does to each module at
+ * every start is kept between starts, beside the other tools' caches (gone with `node_modules`):
+ * its compiled code (Node's compile cache; `NODE_COMPILE_CACHE` still picks another place) and,
+ * for ours, its stripped types (`strippedTypes.ts`). Both must be on before the service's modules
+ * load, and static imports would load them before this code runs, so the service is imported
+ * dynamically.
+ */
+const cache = fileURLToPath(new URL("../node_modules/.cache/svc-start/", import.meta.url))
+enableCompileCache(join(cache, "compiled"))
+cacheStrippedTypes(join(cache, "stripped"))
 
-const App = Layer.effectDiscard(logStarted).pipe(
-  Layer.provideMerge(appLayer(operations)),
-  Layer.provide(UpstreamLayer),
-  Layer.provide(AppConfig.layer)
-)
-
-/** A start-up failure is one sentence on stderr and exit code 1; the whole cause only at `Debug`. */
-const main = Effect.gen(function* () {
-  // Read before the app, so that a bad LOG_LEVEL is reported as plainly as any other failure.
-  const level = yield* Effect.orElseSucceed(logLevelConfig, () => "Info" as const)
-  const format = yield* Effect.orElseSucceed(logFormatConfig, () => "pretty" as const)
-  const port = yield* Effect.orElseSucceed(Config.String("PORT"), () => "8787")
-  const host = yield* Effect.orElseSucceed(Config.String("HOST"), () => "127.0.0.1")
-  const databaseUrl = yield* Effect.orElseSucceed(Config.option(Config.String("DATABASE_URL")), () =>
-    Option.none()
-  )
-  const dataDir = yield* Effect.orElseSucceed(Config.String("DATA_DIR"), () => "./.data")
-  const store = describeStore(databaseUrl, dataDir)
-  return yield* Layer.launch(App).pipe(
-    Effect.catchCause((cause) =>
-      Effect.gen(function* () {
-        if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
-        const verbose = level === "Debug" || level === "Trace" || level === "All"
-        yield* Effect.sync(() => {
-          process.stderr.write(`${explainStartupFailure(cause, { port, host, store })}\n`)
-          if (verbose) process.stderr.write(`${Cause.pretty(cause)}\n`)
-        })
-        // Reported above; runMain exits non-zero without reporting it again.
-        return yield* Effect.failCause(cause)
-      })
-    ),
-    Effect.provide(loggingLayer(level, format))
-  )
-})
-
-NodeRuntime.runMain(main, { disableErrorReporting: true })
+await import("./launch.ts")

@@ -213,40 +213,45 @@ const idempotencyKeyExample = (operation: AnyDeclaration) => `docs-example-${ope
 
 /**
  * The query codec reads strings, so the generated parameters say "string". Document each
- * parameter by its decoded type instead (integer bounds, enums, comma-separated lists).
+ * parameter by its decoded type instead (integer bounds, enums, comma-separated lists), derived
+ * when the OpenAPI document is made (its first request), not when the API is.
  */
 const documentQueryTypes = (operation: AnyDeclaration) => {
   const fields: Schema.Struct.Fields = operation.common
     ? { ...operation.params.fields, ...commonFields }
     : operation.params.fields
-  const typed = Schema.toJsonSchemaDocument(Schema.toType(Schema.Struct(fields))).schema as {
-    readonly properties?: Record<string, Record<string, unknown>>
-  }
+  const typedOf = () =>
+    Schema.toJsonSchemaDocument(Schema.toType(Schema.Struct(fields))).schema as {
+      readonly properties?: Record<string, Record<string, unknown>>
+    }
   const examples: Record<string, unknown> = { max_credits: 20, ...operation.examples }
   type Parameter = {
     readonly in?: string
     readonly name?: string
     readonly schema?: { readonly description?: string }
   }
-  return (spec: Record<string, unknown>) => ({
-    ...spec,
-    parameters: ((spec.parameters ?? []) as ReadonlyArray<Parameter>).map((parameter) => {
-      if (parameter.in === "header" && parameter.name === "idempotency-key")
-        return { ...parameter, name: "Idempotency-Key", example: idempotencyKeyExample(operation) }
-      const schema = parameter.in === "query" ? typed.properties?.[parameter.name ?? ""] : undefined
-      if (schema === undefined) return parameter
-      const description = schema.description ?? parameter.schema?.description
-      const list = schema.type === "array" ? { style: "form", explode: false } : {}
-      const example = examples[parameter.name ?? ""]
-      return {
-        ...parameter,
-        ...list,
-        ...(description === undefined ? {} : { description }),
-        ...(example === undefined ? {} : { example }),
-        schema
-      }
-    })
-  })
+  return (spec: Record<string, unknown>) => {
+    const typed = typedOf()
+    return {
+      ...spec,
+      parameters: ((spec.parameters ?? []) as ReadonlyArray<Parameter>).map((parameter) => {
+        if (parameter.in === "header" && parameter.name === "idempotency-key")
+          return { ...parameter, name: "Idempotency-Key", example: idempotencyKeyExample(operation) }
+        const schema = parameter.in === "query" ? typed.properties?.[parameter.name ?? ""] : undefined
+        if (schema === undefined) return parameter
+        const description = schema.description ?? parameter.schema?.description
+        const list = schema.type === "array" ? { style: "form", explode: false } : {}
+        const example = examples[parameter.name ?? ""]
+        return {
+          ...parameter,
+          ...list,
+          ...(description === undefined ? {} : { description }),
+          ...(example === undefined ? {} : { example }),
+          schema
+        }
+      })
+    }
+  }
 }
 
 /** The group of one platform's data operations, behind the spend-key middleware, under `/v1`. */

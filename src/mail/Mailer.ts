@@ -14,7 +14,6 @@ import {
 import { SourceError } from "effect/ConfigProvider"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import nodemailer from "nodemailer"
 import * as Row from "../store/rows.ts"
 
 export interface MailerOptions {
@@ -102,6 +101,8 @@ export class Mailer extends Context.Service<
     if (options.smtpUrl === undefined) return Mailer.of({ enabled: false, deliverDue: Effect.succeed(0) })
     const url = Redacted.isRedacted(options.smtpUrl) ? Redacted.value(options.smtpUrl) : options.smtpUrl
     const password = passwordOf(url)
+    // Loaded only with SMTP configured: without it, mail waits in the outbox and nodemailer is dead weight.
+    const { default: nodemailer } = yield* Effect.promise(() => import("nodemailer"))
     const transport = yield* Effect.acquireRelease(
       Effect.sync(() =>
         nodemailer.createTransport({

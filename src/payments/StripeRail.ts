@@ -1,7 +1,7 @@
 import { Clock, Effect, Redacted, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import Stripe from "stripe"
+import type Stripe from "stripe"
 import type { StripeConfig } from "../config.ts"
 import { upgradeUrl } from "../contract/problem.ts"
 import type { Pack } from "../domain/plans.ts"
@@ -12,23 +12,28 @@ import { type OpenSession, type PaymentRail, RailUnavailable } from "./PaymentRa
 
 /**
  * The Stripe SDK for the configured account: Stripe's API, or `STRIPE_API_URL` (a local fake in
- * tests, where retries would only slow a failure down). Idempotency keys make retries safe.
+ * tests, where retries would only slow a failure down). Idempotency keys make retries safe. The SDK
+ * (a couple of hundred modules) is loaded here, so a service without Stripe never loads it.
  */
-export const makeStripeClient = (config: StripeConfig) => {
-  const api = config.apiUrl === undefined ? undefined : new URL(config.apiUrl)
-  return new Stripe(Redacted.value(config.secretKey), {
-    telemetry: false,
-    timeout: 20_000,
-    maxNetworkRetries: api === undefined ? 2 : 0,
-    ...(api === undefined
-      ? {}
-      : {
-          host: api.hostname,
-          port: api.port === "" ? (api.protocol === "http:" ? 80 : 443) : Number(api.port),
-          protocol: api.protocol === "http:" ? ("http" as const) : ("https" as const)
-        })
-  })
-}
+export const makeStripeClient = (config: StripeConfig): Effect.Effect<Stripe> =>
+  Effect.map(
+    Effect.promise(() => import("stripe")),
+    ({ default: Stripe }) => {
+      const api = config.apiUrl === undefined ? undefined : new URL(config.apiUrl)
+      return new Stripe(Redacted.value(config.secretKey), {
+        telemetry: false,
+        timeout: 20_000,
+        maxNetworkRetries: api === undefined ? 2 : 0,
+        ...(api === undefined
+          ? {}
+          : {
+              host: api.hostname,
+              port: api.port === "" ? (api.protocol === "http:" ? 80 : 443) : Number(api.port),
+              protocol: api.protocol === "http:" ? ("http" as const) : ("https" as const)
+            })
+      })
+    }
+  )
 
 /** What the service writes on Stripe's objects, and reads back from its events. */
 const checkoutMetadata = (session: OpenSession) => ({

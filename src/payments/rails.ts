@@ -15,7 +15,7 @@ export const paymentRailsLayer = Layer.effect(
       rails.set(
         "stripe",
         stripeRail({
-          stripe: makeStripeClient(config.stripe.value),
+          stripe: yield* makeStripeClient(config.stripe.value),
           config: config.stripe.value,
           sql,
           baseUrl: config.baseUrl,

@@ -1,7 +1,15 @@
-import { NodeRedis } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { AppConfig } from "../config.ts"
+
+/** The Redis client, loaded only when REDIS_URL is set: the client library is hundreds of modules. */
+const redisLayer = (url: string) =>
+  Layer.unwrap(
+    Effect.map(
+      Effect.promise(() => import("@effect/platform-node/NodeRedis")),
+      (NodeRedis) => NodeRedis.layer({ url })
+    )
+  )
 
 export interface LimitWindow {
   readonly key: string
@@ -62,7 +70,7 @@ export class RateLimits extends Context.Service<
     Layer.effect(RateLimits, RateLimits.make).pipe(
       Layer.provide(RateLimiter.layer),
       Layer.provide(RateLimiter.layerStoreRedis({ prefix: "svc:rl:" })),
-      Layer.provide(NodeRedis.layer({ url }))
+      Layer.provide(redisLayer(url))
     )
 
   /** Redis when REDIS_URL is set, memory otherwise. */

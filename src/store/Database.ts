@@ -5,8 +5,9 @@ import { SqlClient } from "effect/sql"
 import * as Migrator from "effect/sql/Migrator"
 import { AppConfig } from "../config.ts"
 import * as PgClient from "./PgClient.ts"
+import * as PgliteCheckpoints from "./PgliteCheckpoints.ts"
 import * as PgliteClient from "./PgliteClient.ts"
-import { isNewStore, readTemplate, writeTemplate } from "./PgliteTemplate.ts"
+import { findTemplate, isNewStore, writeTemplate } from "./PgliteTemplate.ts"
 
 const migrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url))
 
@@ -78,7 +79,7 @@ export const migrated = <E, R>(
 /**
  * A migrated PGlite store at `dataDir` (see `PgliteClient.Options`). A new one starts from the
  * template of the current migrations when there is one (`PgliteTemplate.ts`), and otherwise becomes
- * that template once migrated.
+ * that template once migrated. It checkpoints as its WAL grows (`PgliteCheckpoints.ts`).
  */
 export const pglite = (
   dataDir: string | undefined
@@ -86,8 +87,8 @@ export const pglite = (
   Layer.unwrap(
     Effect.gen(function* () {
       const fresh = isNewStore(dataDir)
-      const template = fresh ? yield* readTemplate : undefined
-      return PgliteClient.layer({ dataDir, template }).pipe(
+      const template = fresh ? yield* findTemplate : undefined
+      const store = PgliteClient.layer({ dataDir, template }).pipe(
         Layer.tap((context) => Effect.provide(runMigrations, context)),
         Layer.tap((context) =>
           fresh && template === undefined
@@ -95,5 +96,6 @@ export const pglite = (
             : Effect.void
         )
       )
+      return PgliteCheckpoints.layer.pipe(Layer.provideMerge(store))
     })
   )

@@ -13,7 +13,7 @@
 import { mkdir } from "node:fs/promises"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as PgTypes from "@effect/sql-pg/PgTypes"
-import { PGlite, type Results } from "@electric-sql/pglite"
+import type { PGlite, Results } from "@electric-sql/pglite"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -39,6 +39,7 @@ import {
   UnknownError
 } from "effect/sql/SqlError"
 import { type DataDirLocked, type DataDirUnusable, lockDataDir } from "./DataDirLock.ts"
+import { templateMemoryFs, unpackTemplate } from "./PgliteTemplate.ts"
 
 /** Raw access to the PGlite instance behind the `SqlClient`. */
 export class PgliteClient extends Context.Service<PgliteClient, { readonly pglite: PGlite }>()(
@@ -48,8 +49,8 @@ export class PgliteClient extends Context.Service<PgliteClient, { readonly pglit
 export interface Options {
   /** `undefined` or `":memory:"` (or a `memory://` URL): in-memory; otherwise a directory, created if missing. */
   readonly dataDir: string | undefined
-  /** A data directory to start a new store from (a tar of `dumpDataDir`) instead of running `initdb`. */
-  readonly template?: Blob | undefined
+  /** The file of a data directory to start a new store from (a tar of `dumpDataDir`) instead of running `initdb`. */
+  readonly template?: string | undefined
 }
 
 // -----------------------------------------------------------------------------
@@ -301,12 +302,24 @@ export const make = Effect.fn("PgliteClient.make")(function* (pglite: PGlite) {
   })
 })
 
+/**
+ * PostgreSQL settings after PGlite's own. `shared_buffers`: PostgreSQL's default 128 MB is all
+ * resident in PGlite's memory; 16 MB holds this service's working set, and a miss reads a page
+ * from a file the OS (or, in memory, PGlite) already holds. `min_wal_size`: a checkpoint keeps two
+ * WAL files (16 MB each, in memory for a `:memory:` store) for reuse rather than five; see
+ * `PgliteCheckpoints.ts` for what checkpoints here.
+ */
+const settings = ["shared_buffers=16MB", "min_wal_size=32MB", "max_wal_size=64MB"].flatMap((setting) => [
+  "-c",
+  setting
+])
+
 const isInMemory = (dataDir: string | undefined): boolean =>
   dataDir === undefined || dataDir === ":memory:" || dataDir.startsWith("memory://")
 
 const open = Effect.fn("PgliteClient.open")(function* (
   dataDir: string | undefined,
-  template: Blob | undefined
+  template: string | undefined
 ) {
   const directory = isInMemory(dataDir) ? undefined : dataDir
   if (directory !== undefined && !directory.includes("://")) {
@@ -317,11 +330,22 @@ const open = Effect.fn("PgliteClient.open")(function* (
     // One process per directory: a second PGlite over the same files would corrupt them.
     yield* lockDataDir(directory)
   }
+  // Loaded here, not with the module: a service on PostgreSQL never needs PGlite.
+  const pgliteModule = yield* Effect.promise(() => import("@electric-sql/pglite"))
+  const { PGlite } = pgliteModule
+  if (directory !== undefined && template !== undefined) {
+    yield* Effect.try({
+      try: () => unpackTemplate(template, directory),
+      catch: (cause) => toSqlError(cause, "connect")
+    })
+  }
   return yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: () => {
-        const options = template === undefined ? { parsers } : { parsers, loadDataDir: template }
-        return directory === undefined ? PGlite.create(options) : PGlite.create(directory, options)
+        const startParams = [...PGlite.defaultStartParams, ...settings]
+        if (directory !== undefined) return PGlite.create(directory, { parsers, startParams })
+        const fs = template === undefined ? undefined : templateMemoryFs(pgliteModule, template)
+        return PGlite.create(fs === undefined ? { parsers, startParams } : { parsers, startParams, fs })
       },
       catch: (cause) => toSqlError(cause, "connect")
     }),

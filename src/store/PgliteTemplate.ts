@@ -1,10 +1,12 @@
 import { createHash } from "node:crypto"
-import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises"
-import { join } from "node:path"
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdir, rename, rm, writeFile } from "node:fs/promises"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import type { PGlite } from "@electric-sql/pglite"
+import type { MemoryFS, PGlite } from "@electric-sql/pglite"
 import { Effect } from "effect"
+import { lockFileName } from "./DataDirLock.ts"
+import { readTar, withoutEntries } from "./tar.ts"
 
 /**
  * A new PGlite store starts from a template: a migrated, empty data directory kept as a tar file,
@@ -28,9 +30,15 @@ const pgliteVersion = (): string => {
   }
 }
 
-/** What the template depends on, hashed: the PGlite version, each migration's name and text. */
+/**
+ * How templates are made; a change here makes a new one. 2: without the service's lock file (a
+ * template holding its maker's lock overwrote the lock of every store made from it).
+ */
+const templateFormat = 2
+
+/** What the template depends on, hashed: its format, the PGlite version, each migration's name and text. */
 const templateName = (): string => {
-  const hash = createHash("sha256").update(`pglite ${pgliteVersion()}\n`)
+  const hash = createHash("sha256").update(`format ${templateFormat}\npglite ${pgliteVersion()}\n`)
   for (const file of readdirSync(migrationsDir)
     .filter((name) => name.endsWith(".sql"))
     .sort()) {
@@ -50,14 +58,71 @@ export const isNewStore = (dataDir: string | undefined): boolean => {
   return !existsSync(join(dataDir, "PG_VERSION"))
 }
 
-/** The template for the current migrations, when one was made. */
-export const readTemplate: Effect.Effect<Blob | undefined> = Effect.promise(async () => {
-  try {
-    return new Blob([await readFile(join(templateDir, templateName()))])
-  } catch {
-    return undefined
-  }
+/** The file of the template for the current migrations, when one was made. */
+export const findTemplate: Effect.Effect<string | undefined> = Effect.sync(() => {
+  const file = join(templateDir, templateName())
+  return existsSync(file) ? file : undefined
 })
+
+/**
+ * Unpacks the template at `file` into `dataDir`, a new store's directory whose lock is taken: what
+ * PGlite's `loadDataDir` would do, but straight to disk and one file in memory at a time (PGlite
+ * reads the whole archive, copies every file out of it and keeps its options, archive included,
+ * while it runs). `PG_VERSION`, which makes the directory a store, is written last, so unpacking
+ * cut short leaves a directory that is still new.
+ */
+export const unpackTemplate = (file: string, dataDir: string): void => {
+  // As PGlite refuses to load an archive over a store; a URL is PGlite's to open, not a path.
+  if (dataDir.includes("://")) throw new Error(`A template is unpacked into a directory path, not ${dataDir}`)
+  if (!isNewStore(dataDir)) throw new Error(`${dataDir} holds a store already; a template makes new ones`)
+  let version: Uint8Array | undefined
+  readTar(file, (entry, data) => {
+    if (entry.path === "" || entry.path === lockFileName) return
+    const target = join(dataDir, entry.path)
+    if (entry.kind === "directory") mkdirSync(target, { recursive: true })
+    if (entry.kind !== "file") return
+    if (entry.path === "PG_VERSION") {
+      version = data()
+      return
+    }
+    mkdirSync(dirname(target), { recursive: true })
+    writeFileSync(target, data())
+  })
+  if (version === undefined) throw new Error(`${file} is not a PGlite data directory: no PG_VERSION`)
+  writeFileSync(join(dataDir, "PG_VERSION"), version)
+}
+
+type EmscriptenOptions = Parameters<MemoryFS["init"]>[1]
+type PreRun = NonNullable<EmscriptenOptions["preRun"]>[number]
+
+/**
+ * An in-memory filesystem for PGlite that starts as the template at `file`: unpacked into
+ * PGlite's own files before PostgreSQL starts, each file's data read once into the buffer the
+ * file then keeps (for `loadDataDir`, PGlite would hold the archive and two copies of each file).
+ */
+export const templateMemoryFs = (
+  pglite: { readonly MemoryFS: typeof MemoryFS; readonly PGlite: typeof PGlite },
+  file: string
+): MemoryFS => {
+  class TemplateMemoryFS extends pglite.MemoryFS {
+    override async init(pg: PGlite, emscriptenOptions: EmscriptenOptions) {
+      const { emscriptenOpts } = await super.init(pg, emscriptenOptions)
+      const unpack: PreRun = (mod) => {
+        const root = pglite.PGlite.paths.PGDATA
+        readTar(file, (entry, data) => {
+          if (entry.path === "" || entry.path === lockFileName) return
+          const target = `${root}/${entry.path}`
+          if (entry.kind === "directory") mod.FS.mkdirTree(target)
+          if (entry.kind !== "file") return
+          mod.FS.mkdirTree(target.slice(0, target.lastIndexOf("/")))
+          mod.FS.writeFile(target, data(), { canOwn: true })
+        })
+      }
+      return { emscriptenOpts: { ...emscriptenOpts, preRun: [...(emscriptenOpts.preRun ?? []), unpack] } }
+    }
+  }
+  return new TemplateMemoryFS()
+}
 
 /**
  * Keeps `pglite`'s data directory (freshly migrated, nothing else written yet) as the template,
@@ -68,9 +133,11 @@ export const writeTemplate = (pglite: PGlite): Effect.Effect<void> =>
   Effect.promise(async () => {
     const name = templateName()
     const dump = await pglite.dumpDataDir("none")
+    // The maker's lock is no part of a store: a new store holds its own, taken before it loads this.
+    const tar = withoutEntries(new Uint8Array(await dump.arrayBuffer()), new Set([lockFileName]))
     await mkdir(templateDir, { recursive: true })
     const partial = join(templateDir, `${name}.${process.pid}.${Date.now()}.partial`)
-    await writeFile(partial, new Uint8Array(await dump.arrayBuffer()))
+    await writeFile(partial, tar)
     await rename(partial, join(templateDir, name))
     for (const other of readdirSync(templateDir)) {
       if (other !== name && other.startsWith("template-") && other.endsWith(".tar")) {

@@ -1,5 +1,6 @@
 import { createServer } from "node:http"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Config, Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { hostsFromEnv } from "../config.ts"

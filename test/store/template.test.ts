@@ -1,12 +1,14 @@
-import { mkdtemp, readdir, rm } from "node:fs/promises"
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Database from "../../src/store/Database.ts"
+import { lockFileName } from "../../src/store/DataDirLock.ts"
 import * as PgliteClient from "../../src/store/PgliteClient.ts"
-import { isNewStore, readTemplate, templateDir } from "../../src/store/PgliteTemplate.ts"
+import { findTemplate, isNewStore, templateDir } from "../../src/store/PgliteTemplate.ts"
+import { withoutEntries } from "../../src/store/tar.ts"
 
 const migrationIds = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -53,8 +55,11 @@ describe("PGlite stores start from a migrated template", () => {
         assert.deepStrictEqual(reopened, [{ v: "here" }])
 
         // The template alone (no migrations run on it) is a whole, migrated, empty store.
-        const template = yield* readTemplate
+        const template = yield* findTemplate
         assert.isDefined(template)
+        // Without its maker's lock: a store made from it keeps its own.
+        const tar = new Uint8Array(yield* Effect.promise(() => readFile(template!)))
+        assert.strictEqual(withoutEntries(tar, new Set([lockFileName])).length, tar.length)
         const fromTemplate = yield* Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           const accounts = yield* sql`SELECT count(*)::int AS n FROM accounts`
@@ -62,6 +67,23 @@ describe("PGlite stores start from a migrated template", () => {
         }).pipe(Effect.provide(Layer.orDie(PgliteClient.layer({ dataDir: ":memory:", template }))))
         assert.deepStrictEqual(fromTemplate.ids, expected)
         assert.deepStrictEqual(fromTemplate.accounts, [{ n: 0 }])
+
+        // A second new directory is unpacked from it: a migrated, empty store, locked by this process.
+        const second = join(root, "second")
+        const fromDirectory = yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const lock = yield* Effect.promise(() => readFile(join(second, lockFileName), "utf8"))
+          const tables = yield* sql`SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'kept'`
+          return { ids: yield* migrationIds, lock: lock.trim(), tables }
+        }).pipe(Effect.provide(Database.pglite(second)))
+        assert.deepStrictEqual(fromDirectory, {
+          ids: expected,
+          lock: String(process.pid),
+          tables: [{ n: 0 }]
+        })
+        assert.isFalse(isNewStore(second))
+        const reopenedSecond = yield* migrationIds.pipe(Effect.provide(Database.pglite(second)))
+        assert.deepStrictEqual(reopenedSecond, expected)
       }).pipe(Effect.scoped)
   )
 })

@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
+import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { makeApi } from "../../contract/api.ts"
 import { NotFound } from "../../contract/errors.ts"
 import { type Publication, publishedApi } from "../../contract/openapi.ts"
@@ -13,6 +13,7 @@ import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
 import { dataRoutes } from "./dataRoutes.ts"
+import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
   ClientLayer,
@@ -82,7 +83,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
   return Layer.mergeAll(
     apiRoutes,
     // No fonts from the Scalar CDN: the page works offline and loads nothing from other hosts.
-    HttpApiScalar.layer(api, { path: "/docs", scalar: { withDefaultFonts: false } }),
+    docsLayer(api, { path: "/docs", scalar: { withDefaultFonts: false } }),
     AdminRpcRoutes,
     McpRoutes(operations),
     PageRoutes,
@@ -90,6 +91,6 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     OAuthRoutes,
     CheckoutPageRoutes,
     StripeWebhookRoutes,
-    opsRoutes(methodsAt(OpenApi.fromApi(api)))
+    opsRoutes(methodsAt(() => OpenApi.fromApi(api)))
   )
 }

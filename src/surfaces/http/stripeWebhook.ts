@@ -31,7 +31,7 @@ export const StripeWebhookRoutes = HttpRouter.use((router) =>
     const config = yield* AppConfig
     if (Option.isNone(config.stripe)) return
     const secret = config.stripe.value.webhookSecret
-    const { webhooks } = makeStripeClient(config.stripe.value)
+    const { webhooks } = yield* makeStripeClient(config.stripe.value)
     const problems = yield* Problems
     const checkout = yield* Checkout
     const ledger = yield* Ledger

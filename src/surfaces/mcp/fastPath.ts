@@ -8,6 +8,7 @@ import {
 } from "@modelcontextprotocol/server"
 import { authInfoOf } from "./server.ts"
 import { jsonTextOf } from "./toolResults.ts"
+import { validatesSynchronously } from "./toolSchemas.ts"
 import type { McpTool } from "./tools.ts"
 
 /**
@@ -63,7 +64,8 @@ const servable = <R>(tool: McpTool<R>) => {
   const output = tool.outputSchema["~standard"]
   return (
     output.jsonSchema.output({ target: "draft-2020-12" }).type === "object" &&
-    !(output.validate({}) instanceof Promise) &&
+    // Known without calling it for our output schemas, which compile at their first check.
+    (validatesSynchronously(tool.outputSchema) || !(output.validate({}) instanceof Promise)) &&
     !JSON.stringify(jsonSchema.input({ target: "draft-2020-12" })).includes("x-mcp-header")
   )
 }

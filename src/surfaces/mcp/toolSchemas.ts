@@ -1,4 +1,9 @@
-import { fromJsonSchema, type JsonSchemaType, type jsonSchemaValidator } from "@modelcontextprotocol/server"
+import {
+  fromJsonSchema,
+  type JsonSchemaType,
+  type jsonSchemaValidator,
+  type StandardSchemaWithJSON
+} from "@modelcontextprotocol/server"
 import { Schema } from "effect"
 import { commonFields } from "../../contract/api.ts"
 import { envelopeOf } from "../../contract/envelope.ts"
@@ -58,5 +63,30 @@ const acceptAll: jsonSchemaValidator = {
 export const inputSchema = (schema: JsonSchemaType) =>
   fromJsonSchema<Record<string, unknown>>(schema, acceptAll)
 
-/** Structured results are checked against the advertised schema (the SDK's default validator). */
-export const outputSchema = (schema: JsonSchemaType) => fromJsonSchema(schema)
+/** Output schemas whose `validate` is known to answer synchronously without being called. */
+const synchronous = new WeakSet<StandardSchemaWithJSON>()
+
+/** True for an `outputSchema`: its validator (AJV's) is synchronous, compiled or not yet. */
+export const validatesSynchronously = (schema: StandardSchemaWithJSON) => synchronous.has(schema)
+
+/**
+ * Structured results are checked against the advertised schema (the SDK's default validator,
+ * `fromJsonSchema(schema)`). Compiling every tool's schema with AJV was a seventh of start-up, so a
+ * schema is compiled at its first check; until then only its JSON Schema is read (`tools/list`).
+ * The object is `fromJsonSchema`'s own (version, vendor, `jsonSchema`) with a deferred `validate`.
+ */
+export const outputSchema = (schema: JsonSchemaType): StandardSchemaWithJSON => {
+  const advertised = fromJsonSchema(schema, acceptAll)["~standard"]
+  let compiled: StandardSchemaWithJSON | undefined
+  const lazy: StandardSchemaWithJSON = {
+    "~standard": {
+      ...advertised,
+      validate: (value) => {
+        compiled ??= fromJsonSchema(schema)
+        return compiled["~standard"].validate(value)
+      }
+    }
+  }
+  synchronous.add(lazy)
+  return lazy
+}

@@ -1,0 +1,75 @@
+import { Effect } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { type HttpApi, type HttpApiGroup, type HttpApiScalar, OpenApi } from "effect/http-api"
+
+/**
+ * The `/docs` page exactly as effect's `HttpApiScalar.layer` serves it (same HTML, same headers;
+ * test/http/docsPage.test.ts compares the two), except that Scalar's bundled script (a 3 MB module
+ * whose source and exported string stay in memory once loaded) is imported at the first request
+ * for the page instead of when the routes are built: most processes never serve it.
+ */
+
+/** effect's bundle module; its package exports hide `internal/`, so it is found beside `HttpApiScalar`. */
+const bundleUrl = new URL("./internal/httpApiScalar.js", import.meta.resolve("effect/http-api/HttpApiScalar"))
+  .href
+
+const loadBundle: Effect.Effect<string> = Effect.promise(
+  () => import(bundleUrl) as Promise<{ readonly javascript: string }>
+).pipe(Effect.map((module) => module.javascript))
+
+// effect's `http-api/internal/html.js`, which is not exported either.
+const escapeJson = (value: unknown) =>
+  JSON.stringify(value)
+    .replace(/</g, "\\u003c")
+    .replace(/[\u2028\u2029]/g, (c) => (c === "\u2028" ? "\\u2028" : "\\u2029"))
+const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+const escapeAttribute = (text: string) => escapeHtml(text).replace(/"/g, "&quot;").replace(/'/g, "&#39;")
+
+/** `HttpApiScalar`'s page for `spec`, with the bundle inline. */
+const page = (spec: OpenApi.OpenAPISpec, javascript: string, options: HttpApiScalar.ScalarConfig = {}) => {
+  const { customFetch, ...scalar } = options
+  const scalarConfig = { _integration: "html", ...scalar }
+  return `<!doctype html>
+<html>
+  <head>
+    <meta charset="utf-8" />
+    <title>${escapeHtml(spec.info.title)}</title>
+    ${!spec.info.description ? "" : `<meta name="description" content="${escapeAttribute(spec.info.description)}"/>`}
+    ${!spec.info.description ? "" : `<meta name="og:description" content="${escapeAttribute(spec.info.description)}"/>`}
+    <meta
+      name="viewport"
+      content="width=device-width, initial-scale=1" />
+  </head>
+  <body>
+    <div id="api-reference-container"></div>
+    <script>${javascript}</script>
+    <script>
+      window.Scalar.createApiReference(document.getElementById('api-reference-container'), {
+        ...${escapeJson(scalarConfig)},
+        content: ${escapeJson(spec)}${
+          customFetch === undefined
+            ? ""
+            : `,
+        customFetch: ${customFetch}`
+        }
+      })
+    </script>
+  </body>
+</html>`
+}
+
+/** `HttpApiScalar.layer(api, options)`, its page made once, at the first request. */
+export const docsLayer = <Id extends string, Groups extends HttpApiGroup.Constraint>(
+  api: HttpApi.HttpApi<Id, Groups>,
+  options: { readonly path: `/${string}`; readonly scalar?: HttpApiScalar.ScalarConfig }
+) =>
+  HttpRouter.use((router) =>
+    Effect.gen(function* () {
+      const response = yield* Effect.cached(
+        Effect.map(loadBundle, (javascript) =>
+          HttpServerResponse.html(page(OpenApi.fromApi(api), javascript, options.scalar))
+        )
+      )
+      yield* router.add("GET", options.path, response)
+    })
+  )
