@@ -22,9 +22,8 @@ export const CurrentRequestNote = Context.Reference<RequestNote | undefined>("ap
   defaultValue: () => undefined
 })
 
-export const noteAccount = (account: string) =>
-  Effect.gen(function* () {
-    const note = yield* CurrentRequestNote
+export const noteAccount = (account: string): Effect.Effect<void> =>
+  Effect.map(CurrentRequestNote, (note) => {
     if (note !== undefined) note.account = account
   })
 
@@ -35,9 +34,14 @@ export const noteAccount = (account: string) =>
 export const withRequestLog = <E, R>(
   app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(References.MinimumLogLevel, (minimum) =>
+    minimum !== "All" && minimum !== "Trace" && minimum !== "Debug" ? app : logged(app)
+  )
+
+const logged = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
   Effect.gen(function* () {
-    const minimum = yield* References.MinimumLogLevel
-    if (minimum !== "All" && minimum !== "Trace" && minimum !== "Debug") return yield* app
     const request = yield* HttpServerRequest.HttpServerRequest
     const note: RequestNote = { account: undefined }
     const started = performance.now()

@@ -97,12 +97,17 @@ export const httpServerLayer = <R>(
       const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config))
       const lane =
         options.dataLane === false ? () => undefined : yield* dataLane(makeApi(operations), operations)
-      const app = Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
+      // No generator on the way of every request (see `dataLane`).
+      type Routed = Effect.Effect<
+        HttpServerResponse.HttpServerResponse,
+        Effect.Error<typeof routes>,
+        Effect.Services<typeof routes> | Effect.Services<NonNullable<ReturnType<typeof lane>>>
+      >
+      const app = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): Routed => {
         const refused = unroutable(request)
-        if (refused !== undefined)
-          return problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close"))
-        return yield* lane(request) ?? routes
+        return refused !== undefined
+          ? Effect.succeed(problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close")))
+          : (lane(request) ?? routes)
       }).pipe(
         // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
         Effect.catchCause(problems.fromUnknown),

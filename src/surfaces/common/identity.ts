@@ -9,7 +9,7 @@ import { hashSecret, managementTokenPattern, spendKeyPattern } from "../../domai
 import { noteAccount } from "../../logging.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { type Governor, Identities } from "../../services/Identities.ts"
-import { KeyMemory } from "../../services/KeyMemory.ts"
+import { KeyMemory, type Remembered } from "../../services/KeyMemory.ts"
 
 /** The account and key a bearer credential stands for. */
 export interface Principal {
@@ -30,34 +30,40 @@ export interface BearerResolver {
 const inactive = (message: string) => new Unauthorized({ message })
 
 /** `svc_...` and `svc_trial_...` keys: unknown, revoked and suspended are UNAUTHORIZED. */
-const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.Service): BearerResolver => ({
-  family: "spend key",
-  claims: (secret) => spendKeyPattern.test(secret),
-  resolve: (secret) =>
-    Effect.gen(function* () {
-      const now = yield* Clock.currentTimeMillis
-      const hash = hashSecret(secret)
-      let entry = memory.lookup(hash, now)
-      if (entry === undefined) {
+const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.Service): BearerResolver => {
+  // The principal, with the key's `last_used_at` written at most once per resolution interval.
+  const touched = (entry: Remembered, now: number): Effect.Effect<Principal> => {
+    if (entry.lastUsedAt !== null && now - entry.lastUsedAt < identityPolicy.lastUsedResolutionMs)
+      return Effect.succeed(entry.principal)
+    entry.lastUsedAt = now
+    return Effect.as(Effect.orDie(accounts.touchKey(entry.principal.key.id, now)), entry.principal)
+  }
+  return {
+    family: "spend key",
+    claims: (secret) => spendKeyPattern.test(secret),
+    // Chained, not a generator, as on every request (see the REST data lane).
+    resolve: (secret) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const hash = hashSecret(secret)
+        const entry = memory.lookup(hash, now)
+        if (entry !== undefined) return touched(entry, now)
         const since = memory.generation()
-        const found = yield* Effect.orDie(accounts.findByKey(secret))
-        if (found === undefined || found.key.revoked)
-          return yield* inactive("This key is not active. Mint a new key or recover the account.")
-        if (found.account.state !== "active") return yield* inactive("The account of this key is suspended.")
-        entry = {
-          principal: { key: found.key, account: found.account },
-          lastUsedAt: found.lastUsedAt,
-          until: now + identityPolicy.keyMemoryMs
-        }
-        memory.remember(hash, entry, since, now)
-      }
-      if (entry.lastUsedAt === null || now - entry.lastUsedAt >= identityPolicy.lastUsedResolutionMs) {
-        entry.lastUsedAt = now
-        yield* Effect.orDie(accounts.touchKey(entry.principal.key.id, now))
-      }
-      return entry.principal
-    })
-})
+        return Effect.flatMap(Effect.orDie(accounts.findByKey(secret)), (found) => {
+          if (found === undefined || found.key.revoked)
+            return Effect.fail(inactive("This key is not active. Mint a new key or recover the account."))
+          if (found.account.state !== "active")
+            return Effect.fail(inactive("The account of this key is suspended."))
+          const fresh: Remembered = {
+            principal: { key: found.key, account: found.account },
+            lastUsedAt: found.lastUsedAt,
+            until: now + identityPolicy.keyMemoryMs
+          }
+          memory.remember(hash, fresh, since, now)
+          return touched(fresh, now)
+        })
+      })
+  }
+}
 
 /** The ids a governor may name with `account_id`, in the error that asks for one. */
 const chooseAccount = (governor: Governor) =>
@@ -147,24 +153,26 @@ export class Identity extends Context.Service<
         return found
       })
 
-      // Untraced: on every request, where a span and a captured stack per call cost more than they tell.
-      const authenticate = Effect.fnUntraced(function* (secret: string) {
+      // Chained, untraced: on every request, where a generator, a span and a captured stack cost more than they tell.
+      const authenticate = (secret: string): Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired> => {
         if (secret.length === 0) {
-          return yield* new KeyRequired({
-            message:
-              "No key was sent. Mint a free trial key with POST /v1/keys/mint (no body, no auth) and send it as `Authorization: Bearer <key>`."
-          })
+          return Effect.fail(
+            new KeyRequired({
+              message:
+                "No key was sent. Mint a free trial key with POST /v1/keys/mint (no body, no auth) and send it as `Authorization: Bearer <key>`."
+            })
+          )
         }
         const resolver = resolvers.find((candidate) => candidate.claims(secret))
         if (resolver === undefined) {
-          return yield* new Unauthorized({
-            message: "The key is not a spend key of this service (expected svc_... or svc_trial_...)."
-          })
+          return Effect.fail(
+            new Unauthorized({
+              message: "The key is not a spend key of this service (expected svc_... or svc_trial_...)."
+            })
+          )
         }
-        const principal = yield* resolver.resolve(secret)
-        yield* noteAccount(principal.account.id)
-        return principal
-      })
+        return Effect.tap(resolver.resolve(secret), (principal) => noteAccount(principal.account.id))
+      }
 
       return Identity.of({
         authenticate,

@@ -40,30 +40,41 @@ export const dataLane = <R>(api: Api<AnyOperation<R>>, operations: ReadonlyArray
       })
     )
 
+    // Chained, not a generator: V8 promotes what a generator suspended under another one holds to
+    // the old generation, so a request's objects would outlive it until the next full collection.
     const answer = (
       request: HttpServerRequest.HttpServerRequest,
       route: Route<R>,
       credential: string,
       querystring: string
     ) =>
-      Effect.gen(function* () {
+      Effect.suspend(() => {
         const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
-        if (tooLarge !== undefined) return problems.render(tooLarge)
+        if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
         const ip = identity.clientIp(request)
-        const caller = yield* Effect.result(callerOf(identity, credential, route.operation.platform, ip))
-        if (caller._tag === "Failure") return problems.render(caller.failure)
-        const query = parseQuery(querystring)
-        const refused = controlCharacterInput(query)
-        if (refused !== undefined) return problems.render(refused)
-        const decoded = yield* Effect.result(
-          Effect.all([
-            HttpApiError.HttpApiSchemaError.wrap("Headers", route.headers(request.headers)),
-            HttpApiError.HttpApiSchemaError.wrap("Query", route.query(query))
-          ])
+        return Effect.flatMap(
+          Effect.result(callerOf(identity, credential, route.operation.platform, ip)),
+          (caller) => {
+            if (caller._tag === "Failure") return Effect.succeed(problems.render(caller.failure))
+            const query = parseQuery(querystring)
+            const refused = controlCharacterInput(query)
+            if (refused !== undefined) return Effect.succeed(problems.render(refused))
+            return Effect.flatMap(
+              Effect.result(
+                Effect.all([
+                  HttpApiError.HttpApiSchemaError.wrap("Headers", route.headers(request.headers)),
+                  HttpApiError.HttpApiSchemaError.wrap("Query", route.query(query))
+                ])
+              ),
+              (decoded) => {
+                if (decoded._tag === "Failure")
+                  return Effect.succeed(problems.render(invalidInputFromSchemaError(decoded.failure)))
+                const [headers, params] = decoded.success as [DataRequest["headers"], DataRequest["query"]]
+                return answerDataCall(problems, route.operation, caller.success, { query: params, headers })
+              }
+            )
+          }
         )
-        if (decoded._tag === "Failure") return problems.render(invalidInputFromSchemaError(decoded.failure))
-        const [headers, params] = decoded.success as [DataRequest["headers"], DataRequest["query"]]
-        return yield* answerDataCall(problems, route.operation, caller.success, { query: params, headers })
       }).pipe(Effect.map(noStore), Effect.interruptible)
 
     return (request: HttpServerRequest.HttpServerRequest) => {
