@@ -153,8 +153,10 @@ export class Identity extends Context.Service<
         return found
       })
 
-      // Chained, untraced: on every request, where a generator, a span and a captured stack cost more than they tell.
-      const authenticate = (secret: string): Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired> => {
+      // Chained and untraced: on every request, where a generator, a span and a stack cost more than they tell.
+      const authenticate = (
+        secret: string
+      ): Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired> => {
         if (secret.length === 0) {
           return Effect.fail(
             new KeyRequired({
