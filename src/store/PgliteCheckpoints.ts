@@ -1,4 +1,4 @@
-import { Effect, Layer, Schedule, Schema } from "effect"
+import { Clock, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Row from "./rows.ts"
 
@@ -30,7 +30,9 @@ export const checkpointPast = (limitBytes: number) =>
  * checkpointer's work: every few seconds it asks how much WAL was written since the last
  * checkpoint and, past `walLimitBytes`, checkpoints; PostgreSQL then removes or recycles the older
  * files (see `min_wal_size` in `PgliteClient.ts`). A checkpoint writes at most `shared_buffers`
- * of dirty pages and holds PGlite's one connection for some milliseconds.
+ * of dirty pages and holds PGlite's one connection for some milliseconds. The loop keeps real
+ * time, whatever clock the rest of the service runs on: under a test's virtual clock, days of
+ * advanced time would otherwise run a check for every 5 s of them.
  */
 export const layer: Layer.Layer<never, never, SqlClient.SqlClient> = Layer.effectDiscard(
   Effect.gen(function* () {
@@ -39,7 +41,8 @@ export const layer: Layer.Layer<never, never, SqlClient.SqlClient> = Layer.effec
       checkpointPast(walLimitBytes).pipe(
         Effect.provideService(SqlClient.SqlClient, sql),
         Effect.catchCause((cause) => Effect.logWarning("PGlite checkpoint failed", cause)),
-        Effect.repeat(Schedule.spaced("5 seconds"))
+        Effect.repeat(Schedule.spaced("5 seconds")),
+        Effect.provideService(Clock.Clock, Clock.Clock.defaultValue())
       )
     )
   })
