@@ -32,8 +32,8 @@ export class RateLimits extends Context.Service<
 >()("app/RateLimits") {
   static readonly make = Effect.gen(function* () {
     const limiter = yield* RateLimiter.RateLimiter
-    // Untraced: on every metered call, where a span and a captured stack per call cost more than they tell.
-    const take = Effect.fnUntraced(function* (window: LimitWindow) {
+    // Chained and untraced: on every metered call, where a generator, a span and a stack cost more than they tell.
+    const take = (window: LimitWindow): Effect.Effect<LimitResult> => {
       const consume = (tokens: number) =>
         limiter.consume({
           algorithm: "fixed-window",
@@ -43,7 +43,7 @@ export class RateLimits extends Context.Service<
           window: window.window,
           tokens
         })
-      return yield* consume(1).pipe(
+      return consume(1).pipe(
         Effect.map((): LimitResult => ({ allowed: true, giveBack: Effect.ignore(consume(-1)) })),
         Effect.catch((error) =>
           error.reason._tag === "RateLimitExceeded"
@@ -57,7 +57,7 @@ export class RateLimits extends Context.Service<
               )
         )
       )
-    })
+    }
     return RateLimits.of({ take })
   })
 
