@@ -106,74 +106,92 @@ export const runMetered = <R>(operation: AnyOperation<R>, request: CallRequest) 
   )
 
 /** Entitle, validate, quote, max_credits and trial caps: everything decided before anything is held. */
-const admit = Effect.fnUntraced(function* <R>(operation: AnyOperation<R>, request: CallRequest) {
-  const { account } = request.caller
-  const { policy } = yield* AppConfig
-  const who = { accountId: account.id, plan: account.plan }
+type AdmitError = NotEntitled | InvalidInput | QuoteExceedsMaxCredits | TrialCapExceeded
 
-  const refused = entitlement(account, operation.platform)
-  if (refused !== undefined) return yield* refused
+const admit = <R>(
+  operation: AnyOperation<R>,
+  request: CallRequest
+): Effect.Effect<Admitted<R>, AdmitError, AppConfig> =>
+  Effect.flatMap(AppConfig, ({ policy }): Effect.Effect<Admitted<R>, AdmitError> => {
+    const { account } = request.caller
+    const who = { accountId: account.id, plan: account.plan }
 
-  const idempotencyKey = request.idempotencyKey
-  if (
-    idempotencyKey !== undefined &&
-    (idempotencyKey.length < 8 || idempotencyKey.length > 128 || hasControlCharacter(idempotencyKey))
-  ) {
-    return yield* new InvalidInput({
-      message:
-        "Idempotency-Key must be 8 to 128 characters without control characters; a UUID is recommended.",
-      param: "Idempotency-Key"
-    })
-  }
-  // The surface decoded the parameters with this operation's own schema (a registry erases which).
-  const prepared = yield* operation.prepare(request.params as never)
+    const refused = entitlement(account, operation.platform)
+    if (refused !== undefined) return Effect.fail(refused)
 
-  const quote = withFreshness(prepared.quote, request.freshness)
-  if (request.maxCredits !== undefined && quote.credits > request.maxCredits) {
-    return yield* new QuoteExceedsMaxCredits({
-      message: `This call is quoted ${quote.credits} credits (${quote.lines.map((l) => `${l.item} ${l.credits}`).join(", ")}), above max_credits=${request.maxCredits}. Raise max_credits or ask for less.`,
-      quoted: quote.credits,
-      max_credits: request.maxCredits,
-      account: who
-    })
-  }
-
-  if (!isPaid(account.plan)) {
-    if (request.freshness === "realtime") {
-      return yield* new TrialCapExceeded({
-        message:
-          "Trial keys cannot ask for realtime data: use freshness=recent (a recent cached copy, or a live fetch when there is none), or buy a pack.",
-        param: "freshness",
-        account: who
-      })
+    const idempotencyKey = request.idempotencyKey
+    if (
+      idempotencyKey !== undefined &&
+      (idempotencyKey.length < 8 || idempotencyKey.length > 128 || hasControlCharacter(idempotencyKey))
+    ) {
+      return Effect.fail(
+        new InvalidInput({
+          message:
+            "Idempotency-Key must be 8 to 128 characters without control characters; a UUID is recommended.",
+          param: "Idempotency-Key"
+        })
+      )
     }
-    if (prepared.searchLimit !== undefined && prepared.searchLimit > policy.trialSearchLimit) {
-      return yield* new TrialCapExceeded({
-        message: `Trial keys get at most ${policy.trialSearchLimit} results per search; send limit=${policy.trialSearchLimit} or less, or buy a pack.`,
-        param: "limit",
-        account: who
-      })
-    }
-    if (prepared.continuation === true) {
-      return yield* new TrialCapExceeded({
-        message: "Trial keys get first pages only; a cursor page needs a paid key.",
-        param: "cursor",
-        account: who
-      })
-    }
-  }
-  return {
-    operation,
-    request,
-    who,
-    args: prepared.args,
-    quoted: quote.credits,
-    fingerprint:
-      idempotencyKey === undefined
-        ? ""
-        : fingerprint(account.id, operation.id, { args: prepared.args, freshness: request.freshness })
-  } satisfies Admitted<R>
-})
+    // The surface decoded the parameters with this operation's own schema (a registry erases which).
+    return Effect.flatMap(
+      operation.prepare(request.params as never),
+      (prepared): Effect.Effect<Admitted<R>, AdmitError> => {
+        const quote = withFreshness(prepared.quote, request.freshness)
+        if (request.maxCredits !== undefined && quote.credits > request.maxCredits) {
+          return Effect.fail(
+            new QuoteExceedsMaxCredits({
+              message: `This call is quoted ${quote.credits} credits (${quote.lines.map((l) => `${l.item} ${l.credits}`).join(", ")}), above max_credits=${request.maxCredits}. Raise max_credits or ask for less.`,
+              quoted: quote.credits,
+              max_credits: request.maxCredits,
+              account: who
+            })
+          )
+        }
+
+        if (!isPaid(account.plan)) {
+          if (request.freshness === "realtime") {
+            return Effect.fail(
+              new TrialCapExceeded({
+                message:
+                  "Trial keys cannot ask for realtime data: use freshness=recent (a recent cached copy, or a live fetch when there is none), or buy a pack.",
+                param: "freshness",
+                account: who
+              })
+            )
+          }
+          if (prepared.searchLimit !== undefined && prepared.searchLimit > policy.trialSearchLimit) {
+            return Effect.fail(
+              new TrialCapExceeded({
+                message: `Trial keys get at most ${policy.trialSearchLimit} results per search; send limit=${policy.trialSearchLimit} or less, or buy a pack.`,
+                param: "limit",
+                account: who
+              })
+            )
+          }
+          if (prepared.continuation === true) {
+            return Effect.fail(
+              new TrialCapExceeded({
+                message: "Trial keys get first pages only; a cursor page needs a paid key.",
+                param: "cursor",
+                account: who
+              })
+            )
+          }
+        }
+        return Effect.succeed({
+          operation,
+          request,
+          who,
+          args: prepared.args,
+          quoted: quote.credits,
+          fingerprint:
+            idempotencyKey === undefined
+              ? ""
+              : fingerprint(account.id, operation.id, { args: prepared.args, freshness: request.freshness })
+        })
+      }
+    )
+  })
 
 /** The stored result of a completed Idempotency-Key, kept in memory for its replays. */
 const rememberResult = Effect.fnUntraced(function* <R>(call: Admitted<R>, envelope: Envelope) {

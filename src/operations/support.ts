@@ -44,11 +44,11 @@ export const cleaned = <A>(
 
 /** One upstream call through the shared cache. */
 export const fetchVia = <M extends Method>(freshness: Freshness, method: M, ...args: Args<M>) =>
-  Effect.gen(function* () {
-    const upstream = yield* Upstream
-    const cache = yield* Cache
-    return yield* cache.through(`${method}:${canonicalJson(args)}`, freshness, upstream.call(method, ...args))
-  })
+  Effect.flatMap(Upstream, (upstream) =>
+    Effect.flatMap(Cache, (cache) =>
+      cache.through(`${method}:${canonicalJson(args)}`, freshness, upstream.call(method, ...args))
+    )
+  )
 
 export const notFound = (message: string) => new NotFound({ message })
 

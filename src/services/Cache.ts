@@ -146,17 +146,30 @@ export class Cache extends Context.Service<
           }).pipe(Effect.uninterruptible)
         })
 
+      // A young copy is answered by a chain, not a generator: it is every cache hit's way (see the
+      // README, "No generator suspended under another on the way in").
       const through = <A>(key: string, freshness: Freshness, live: Effect.Effect<A, UpstreamFailure>) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.flatMap(read(key, now), (copy) =>
+            freshness === "recent" && copy !== undefined && now - copy.fetchedAt < recentMs
+              ? Effect.succeed<Fetched<A>>({
+                  value: copy.value as A,
+                  served: "recent",
+                  fetchedAt: copy.fetchedAt
+                })
+              : beyondCopy(key, freshness, live, now, copy)
+          )
+        )
+
+      /** No young copy: a live fetch, or an older copy as the fallback of a realtime call. */
+      const beyondCopy = <A>(
+        key: string,
+        freshness: Freshness,
+        live: Effect.Effect<A, UpstreamFailure>,
+        now: number,
+        copy: Copy | undefined
+      ) =>
         Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          const copy = yield* read(key, now)
-          if (freshness === "recent" && copy !== undefined && now - copy.fetchedAt < recentMs) {
-            return {
-              value: copy.value as A,
-              served: "recent",
-              fetchedAt: copy.fetchedAt
-            } satisfies Fetched<A>
-          }
           // A speculative run serves stored copies only.
           if ((yield* Speculating) !== undefined) return yield* Effect.die(new CacheMiss())
           const paused = (yield* Effect.orDie(settings.current)).livePaused
