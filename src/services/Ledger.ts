@@ -1,4 +1,4 @@
-import { Clock, Context, Data, Deferred, Effect, Layer, Queue, Schema } from "effect"
+import { Clock, Context, Data, Deferred, Effect, Exit, Layer, Queue, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
@@ -180,6 +180,7 @@ const decodeHits = Row.decoder(
   }),
   "svc_charge_hits"
 )
+type HitRow = Effect.Success<ReturnType<typeof decodeHits>>[number]
 
 /** Hits charged by one statement at most; and statements of hits in flight at once. */
 const hitBatch = 64
@@ -289,16 +290,31 @@ export class Ledger extends Context.Service<
 
       // Group commit: hits wait in a queue; each worker charges whatever is waiting (up to a batch)
       // in one statement, so under load many calls share a commit and idle ones wait for none.
-      const hits = yield* Queue.unbounded<{
-        readonly input: HitInput
-        readonly done: Deferred.Deferred<HitOutcome, SqlError>
-      }>()
-      const chargeBatch = Effect.fnUntraced(function* (
-        batch: ReadonlyArray<{
-          readonly input: HitInput
-          readonly done: Deferred.Deferred<HitOutcome, SqlError>
-        }>
-      ) {
+      type Waiting = { readonly input: HitInput; readonly done: Deferred.Deferred<HitOutcome, SqlError> }
+      const hits = yield* Queue.unbounded<Waiting>()
+      const outcomeOf = (input: HitInput, row: HitRow | undefined): HitOutcome =>
+        row === undefined
+          ? { _tag: "Declined", reason: "account" }
+          : row.outcome !== "charged"
+            ? { _tag: "Declined", reason: row.outcome }
+            : {
+                _tag: "Charged",
+                receipt: {
+                  id: input.callId,
+                  operation: input.operation,
+                  quoted: input.quoted,
+                  charged: input.charged,
+                  refunds: input.refunds,
+                  funding: { free_tier: 0, grant: row.from_grant, balance: row.from_balance },
+                  idempotency_key: input.idempotencyKey,
+                  replayed: false,
+                  created_at: new Date(input.now).toISOString(),
+                  ...(input.keyId.startsWith("app_") ? { app_id: input.keyId } : {})
+                }
+              }
+      // Chained, not a generator: the batch's results (each ~5 KB) are held while the statement
+      // runs, and a generator suspended meanwhile would have them promoted (README).
+      const chargeBatch = (batch: ReadonlyArray<Waiting>) => {
         const items = batch.map(({ input }) => ({
           id: input.callId,
           account_id: input.accountId,
@@ -317,42 +333,24 @@ export class Ledger extends Context.Service<
           head: input.head,
           tail: input.tail
         }))
-        const exit = yield* Effect.exit(
-          sql`SELECT call_id, outcome, from_grant, from_balance FROM svc_charge_hits(${JSON.stringify(items)}::jsonb)`.pipe(
-            Effect.flatMap(decodeHits)
-          )
+        return Effect.flatMap(
+          Effect.exit(
+            sql`SELECT call_id, outcome, from_grant, from_balance FROM svc_charge_hits(${JSON.stringify(items)}::jsonb)`.pipe(
+              Effect.flatMap(decodeHits)
+            )
+          ),
+          (exit) =>
+            Effect.sync(() => {
+              if (exit._tag === "Failure") {
+                for (const { done } of batch) Deferred.doneUnsafe(done, Exit.failCause(exit.cause))
+                return
+              }
+              const byId = new Map(exit.value.map((row) => [row.call_id, row]))
+              for (const { input, done } of batch)
+                Deferred.doneUnsafe(done, Exit.succeed(outcomeOf(input, byId.get(input.callId))))
+            })
         )
-        if (exit._tag === "Failure") {
-          for (const { done } of batch) yield* Deferred.failCause(done, exit.cause)
-          return
-        }
-        const byId = new Map(exit.value.map((row) => [row.call_id, row]))
-        for (const { input, done } of batch) {
-          const row = byId.get(input.callId)
-          const outcome: HitOutcome =
-            row === undefined || row.outcome !== "charged"
-              ? {
-                  _tag: "Declined",
-                  reason: row?.outcome === "charged" || row === undefined ? "account" : row.outcome
-                }
-              : {
-                  _tag: "Charged",
-                  receipt: {
-                    id: input.callId,
-                    operation: input.operation,
-                    quoted: input.quoted,
-                    charged: input.charged,
-                    refunds: input.refunds,
-                    funding: { free_tier: 0, grant: row.from_grant, balance: row.from_balance },
-                    idempotency_key: input.idempotencyKey,
-                    replayed: false,
-                    created_at: new Date(input.now).toISOString(),
-                    ...(input.keyId.startsWith("app_") ? { app_id: input.keyId } : {})
-                  }
-                }
-          yield* Deferred.succeed(done, outcome)
-        }
-      })
+      }
       for (let worker = 0; worker < hitWorkers; worker++) {
         yield* Effect.forkScoped(
           Effect.forever(Effect.flatMap(Queue.takeBetween(hits, 1, hitBatch), chargeBatch))
