@@ -1,3 +1,4 @@
+import type { CallToolResult } from "@modelcontextprotocol/server"
 import { Context, Effect, Result } from "effect"
 import type { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
@@ -77,9 +78,11 @@ export const callingAsBearer = <R>(
 ): McpTool<Exclude<R, Caller> | McpBearer | AppConfig | Ids> => ({
   ...tool,
   call: (args) =>
-    Effect.gen(function* () {
-      const { caller } = yield* McpBearer
-      if (Result.isFailure(caller)) return yield* toToolResult(Effect.fail(caller.failure))
-      return yield* Effect.provideService(tool.call(args), Caller, caller.success)
-    })
+    Effect.flatMap(
+      McpBearer,
+      ({ caller }): Effect.Effect<CallToolResult, never, Exclude<R, Caller> | AppConfig | Ids> =>
+        Result.isFailure(caller)
+          ? toToolResult(Effect.fail(caller.failure))
+          : Effect.provideService(tool.call(args), Caller, caller.success)
+    )
 })

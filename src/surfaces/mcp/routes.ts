@@ -1,6 +1,12 @@
 import { createMcpHandler, isJsonContentType, type McpHttpHandler } from "@modelcontextprotocol/server"
 import { Context, Effect, Redacted, Result } from "effect"
-import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import {
+  HttpEffect,
+  HttpRouter,
+  type HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
@@ -110,8 +116,16 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           })
         )
 
-      // Untraced, as the metered path is: every MCP request passes here.
-      const serve = Effect.fnUntraced(function* (
+      // Untraced, as the metered path is: every MCP request passes here. The steps up to the call
+      // are a generator that returns the call instead of running it: no generator is suspended
+      // while the tool's pipeline runs (README, "No generator suspended under another").
+      type Answer = Effect.Effect<
+        HttpServerResponse.HttpServerResponse,
+        HttpServerError.HttpServerError,
+        Exclude<McpToolServices<R>, McpBearer> | HttpServerRequest.HttpServerRequest
+      >
+      const answered = (response: HttpServerResponse.HttpServerResponse): Answer => Effect.succeed(response)
+      const steps = Effect.fnUntraced(function* (
         mount: McpMount,
         /** The mount's URL, which an access token must be for. */
         resource: string,
@@ -120,9 +134,9 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         yield* Effect.annotateCurrentSpan("mcp.mount", mount.path)
         const request = yield* HttpServerRequest.HttpServerRequest
         const refused = foreignHost(request.headers)
-        if (refused !== undefined) return refused
+        if (refused !== undefined) return answered(refused)
         const announced = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
-        if (announced !== undefined) return problems.render(announced)
+        if (announced !== undefined) return answered(problems.render(announced))
 
         const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
         const found = yield* Effect.result(
@@ -130,42 +144,50 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         )
         if (found._tag === "Failure") {
           const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`
-          return challengeResponse(problems, found.failure, config.baseUrl, metadataUrl)
+          return answered(challengeResponse(problems, found.failure, config.baseUrl, metadataUrl))
         }
         const bearer = found.success
         // A management token's connection adds the management tools (spec rule 7).
         const served = bearer.governor === undefined ? handlers.data : handlers.management
         const body = yield* announcedBody(request)
-        if (HttpServerResponse.isHttpServerResponse(body)) return body
+        if (HttpServerResponse.isHttpServerResponse(body)) return answered(body)
         const fast =
           body === undefined
             ? undefined
             : fastCallOf(served.fast, request.headers as RequestHeaders, body.json)
         if (fast !== undefined) {
           // A plain tool call, run here as this bearer, in this request's fiber.
-          const result = yield* Effect.provideService(fast.tool.call(fast.args), McpBearer, bearer)
-          return fastResponse(fast.answer(result))
+          const call: Answer = Effect.map(
+            Effect.provideService(fast.tool.call(fast.args), McpBearer, bearer),
+            (result) => fastResponse(fast.answer(result))
+          )
+          return call
         }
         const listing =
           body === undefined ? undefined : fastListingOf(request.headers as RequestHeaders, body.json)
         if (listing !== undefined) {
           const kept = yield* Effect.promise(() => served.listing(listing))
-          if (kept !== undefined) return fastResponse(answerAgain(kept, listing.id))
+          if (kept !== undefined) return answered(fastResponse(answerAgain(kept, listing.id)))
         }
         // Tool calls run as this bearer, in this request's context (services, span).
         const context = yield* Effect.context<Exclude<McpToolServices<R>, McpBearer>>()
         const session = makeSession(Context.add(context, McpBearer, bearer))
         const caller = Result.getOrUndefined(bearer.caller)
         const authInfo = authInfoOf(secret, caller?.account.id ?? bearer.governor?.tokenId ?? "", session)
-        const response = yield* HttpEffect.fromWebHandler((web) =>
+        const handled = HttpEffect.fromWebHandler((web) =>
           // A body read above is handed over as the very bytes that came.
           served.handler.fetch(body === undefined ? web : new Request(web, { body: body.bytes }), {
             authInfo
           })
         )
         // A body without Content-Length is measured by the SDK; its 413 becomes our problem too.
-        return response.status === 413 ? problems.render(bodyTooLarge(config.maxBodyBytes)) : response
+        const slow: Answer = Effect.map(handled, (response) =>
+          response.status === 413 ? problems.render(bodyTooLarge(config.maxBodyBytes)) : response
+        )
+        return slow
       })
+      const serve = (mount: McpMount, resource: string, handlers: MountHandlers<McpToolServices<R>>) =>
+        Effect.flatten(steps(mount, resource, handlers))
 
       // The SDK reports requests it refused (bad headers, unsupported versions) out of band.
       const runFork = Effect.runForkWith(yield* Effect.context<never>())

@@ -55,15 +55,21 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     inputSchema: inputSchema(rehostJson(hosts, toolInputJsonSchema(operation))),
     outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
     annotations: dataAnnotations,
-    call: Effect.fn(`mcp.${operation.id}`)(function* (args: Record<string, unknown>) {
-      const caller = yield* Caller
-      // As on REST, the pipeline's entitlement step is answered before the arguments are validated.
-      const refused = entitlement(caller.account, operation.platform)
-      if (refused !== undefined) return yield* refused
-      const call = yield* decode(args)
-      const outcome = yield* runMetered(operation, { caller, ...call })
-      return outcome.envelope
-    }, toToolResult)
+    // Chained and untraced, as the metered path is (README, "No generator suspended under another").
+    call: (args: Record<string, unknown>) =>
+      toToolResult(
+        Effect.flatMap(Caller, (caller) => {
+          // As on REST, the pipeline's entitlement step is answered before the arguments are validated.
+          const refused = entitlement(caller.account, operation.platform)
+          const entitled = refused === undefined ? Effect.void : Effect.fail(refused)
+          return Effect.andThen(
+            entitled,
+            Effect.flatMap(decode(args), (call) =>
+              Effect.map(runMetered(operation, { caller, ...call }), (outcome) => outcome.envelope)
+            )
+          )
+        })
+      )
   }
 }
 
