@@ -103,11 +103,12 @@ export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
         })
       )
       .handle("get_usage", () =>
-        Effect.gen(function* () {
-          const caller = yield* Caller
-          const facts = yield* Effect.orDie(usage.facts(caller.account.id, caller.ip))
-          return usageReport(caller, facts, yield* Clock.currentTimeMillis, config)
-        })
+        // Chained: a generator suspended while the statement runs has what it holds promoted.
+        Effect.flatMap(Caller, (caller) =>
+          Effect.flatMap(Effect.orDie(usage.facts(caller.account.id, caller.ip)), (facts) =>
+            Effect.map(Clock.currentTimeMillis, (now) => usageReport(caller, facts, now, config))
+          )
+        )
       )
   })
 )

@@ -19,13 +19,13 @@ export const ClientLayer = Layer.effect(
     const config = yield* AppConfig
     const problems = yield* Problems
     const identity = yield* Identity
+    // The middleware here are chained, not generators: a generator suspended while the route runs
+    // has what it holds promoted (README, "No generator suspended under another").
     return (httpEffect) =>
-      Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
-        if (tooLarge !== undefined) return problems.render(tooLarge)
-        const response = yield* Effect.provideService(httpEffect, ClientIp, identity.clientIp(request))
-        return noStore(response)
+        if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
+        return Effect.map(Effect.provideService(httpEffect, ClientIp, identity.clientIp(request)), noStore)
       })
   })
 )
@@ -72,12 +72,12 @@ export const PlainInputLayer = Layer.effect(
   Effect.gen(function* () {
     const problems = yield* Problems
     return (httpEffect) =>
-      Effect.gen(function* () {
-        const route = yield* HttpRouter.RouteContext
-        const query = yield* HttpServerRequest.ParsedSearchParams
-        const refused = controlCharacterInput(route.params) ?? controlCharacterInput(query)
-        return refused === undefined ? yield* httpEffect : problems.render(refused)
-      })
+      Effect.flatMap(HttpRouter.RouteContext, (route) =>
+        Effect.flatMap(HttpServerRequest.ParsedSearchParams, (query) => {
+          const refused = controlCharacterInput(route.params) ?? controlCharacterInput(query)
+          return refused === undefined ? httpEffect : Effect.succeed(problems.render(refused))
+        })
+      )
   })
 )
 
@@ -88,14 +88,15 @@ export const SpendKeyAuthLayer = Layer.effect(
     const identity = yield* Identity
     return SpendKeyAuth.of({
       bearer: (httpEffect, { credential, group }) =>
-        Effect.gen(function* () {
-          const ip = yield* ClientIp
-          const caller = yield* Effect.result(
-            callerOf(identity, Redacted.value(credential), group.identifier, ip)
+        Effect.flatMap(ClientIp, (ip) =>
+          Effect.flatMap(
+            Effect.result(callerOf(identity, Redacted.value(credential), group.identifier, ip)),
+            (caller) =>
+              caller._tag === "Failure"
+                ? Effect.succeed(problems.render(caller.failure))
+                : Effect.provideService(httpEffect, Caller, caller.success)
           )
-          if (caller._tag === "Failure") return problems.render(caller.failure)
-          return yield* Effect.provideService(httpEffect, Caller, caller.success)
-        })
+        )
     })
   })
 )
@@ -108,11 +109,11 @@ export const ManagementAuthLayer = Layer.effect(
     const identity = yield* Identity
     return ManagementAuth.of({
       management: (httpEffect, { credential }) =>
-        Effect.gen(function* () {
-          const found = yield* Effect.result(identity.governor(Redacted.value(credential)))
-          if (found._tag === "Failure") return problems.render(found.failure)
-          return yield* Effect.provideService(httpEffect, Governing, found.success)
-        })
+        Effect.flatMap(Effect.result(identity.governor(Redacted.value(credential))), (found) =>
+          found._tag === "Failure"
+            ? Effect.succeed(problems.render(found.failure))
+            : Effect.provideService(httpEffect, Governing, found.success)
+        )
     })
   })
 )
