@@ -77,26 +77,7 @@ export const runMetered = <R>(operation: AnyOperation<R>, request: CallRequest) 
         // The call's id names its receipt, and fences its claim and its reservation: a call that
         // outlives its lease can neither complete, release nor settle what a newer call holds.
         // From the claim to the settlement nothing may be interrupted but the upstream run itself.
-        Effect.uninterruptibleMask((restore) =>
-          Effect.scoped(
-            Effect.flatMap(takeRateToken(call), (token) =>
-              Effect.flatMap(chargeIfHit(call, callId).pipe(Effect.tapError(() => token.giveBack)), (hit) =>
-                hit !== undefined
-                  ? Effect.succeed(hit)
-                  : Effect.flatMap(hold(call, callId).pipe(Effect.tapError(() => token.giveBack)), (held) =>
-                      held._tag === "Replay"
-                        ? Effect.succeed(held.outcome)
-                        : Effect.tap(
-                            runAndSettle(call, callId, held.reservation, restore).pipe(
-                              Effect.catchDefect((defect) => failedWhileHeld(callId, defect))
-                            ),
-                            (outcome) => rememberResult(call, outcome.envelope)
-                          )
-                    )
-              )
-            )
-          )
-        ).pipe(
+        Effect.uninterruptibleMask((restore) => Effect.scoped(metered(call, callId, restore))).pipe(
           Effect.catchTags({
             ReservationLost: (lost) => outlivedLease(lost, callId),
             ClaimLost: (lost) => outlivedLease(lost, callId)
@@ -105,9 +86,35 @@ export const runMetered = <R>(operation: AnyOperation<R>, request: CallRequest) 
     )
   )
 
-/** Entitle, validate, quote, max_credits and trial caps: everything decided before anything is held. */
+type Restore = <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+
+/**
+ * Inside the call's scope: a rate token, then a cache hit, or the full way (claim, reserve, run,
+ * settle). The token goes back when the call is turned away before it runs.
+ */
+const metered = <R>(call: Admitted<R>, callId: string, restore: Restore) =>
+  Effect.flatMap(takeRateToken(call), (token) => {
+    const turnedAway = <A, E, R2>(effect: Effect.Effect<A, E, R2>) =>
+      Effect.tapError(effect, () => token.giveBack)
+    return Effect.flatMap(turnedAway(chargeIfHit(call, callId)), (hit) =>
+      hit !== undefined
+        ? Effect.succeed(hit)
+        : Effect.flatMap(turnedAway(hold(call, callId)), (held) =>
+            held._tag === "Replay"
+              ? Effect.succeed(held.outcome)
+              : Effect.tap(
+                  runAndSettle(call, callId, held.reservation, restore).pipe(
+                    Effect.catchDefect((defect) => failedWhileHeld(callId, defect))
+                  ),
+                  (outcome) => rememberResult(call, outcome.envelope)
+                )
+          )
+    )
+  })
+
 type AdmitError = NotEntitled | InvalidInput | QuoteExceedsMaxCredits | TrialCapExceeded
 
+/** Entitle, validate, quote, max_credits and trial caps: everything decided before anything is held. */
 const admit = <R>(
   operation: AnyOperation<R>,
   request: CallRequest
@@ -218,6 +225,27 @@ const replayFromMemory = (stored: Stored): CallOutcome => {
   return { ...outcome, json: stored.replayJson }
 }
 
+/** A run's answer: its data, how fresh the data was at `servedAt`, the cost and the receipt. */
+const envelopeOf = (
+  operation: Pick<AnyOperation, "kind">,
+  freshness: Freshness,
+  result: RunResult,
+  servedAt: number,
+  receipt: Receipt
+): Envelope => ({
+  schema_version: 2,
+  kind: operation.kind,
+  data: result.data,
+  freshness: {
+    requested: freshness,
+    served: result.served,
+    fetched_at: new Date(result.fetchedAt).toISOString(),
+    cache_age_seconds: Math.max(0, Math.floor((servedAt - result.fetchedAt) / 1000))
+  },
+  cost: { quoted: receipt.quoted, charged: receipt.charged, refunded: receipt.quoted - receipt.charged },
+  receipt
+})
+
 /** Stands in for the receipt's funding while the stored result is cut around it. */
 const fundingMark = "\u0000funding\u0000"
 
@@ -301,18 +329,8 @@ const speculate = <R>(
           refunds.reduce((sum, refund) => sum + refund.credits, 0)
         )
         const charged = call.quoted - refunded
-        const envelopeFor = (funding: Receipt["funding"] | typeof fundingMark): Envelope => ({
-          schema_version: 2,
-          kind: operation.kind,
-          data: result.data,
-          freshness: {
-            requested: request.freshness,
-            served: result.served,
-            fetched_at: new Date(result.fetchedAt).toISOString(),
-            cache_age_seconds: Math.max(0, Math.floor((now - result.fetchedAt) / 1000))
-          },
-          cost: { quoted: call.quoted, charged, refunded },
-          receipt: {
+        const envelopeFor = (funding: Receipt["funding"] | typeof fundingMark): Envelope =>
+          envelopeOf(operation, request.freshness, result, now, {
             id: callId,
             operation: operation.id,
             quoted: call.quoted,
@@ -323,8 +341,7 @@ const speculate = <R>(
             replayed: false,
             created_at: new Date(now).toISOString(),
             ...(spendKey.id.startsWith("app_") ? { app_id: spendKey.id } : {})
-          }
-        })
+          })
         const stored = JSON.stringify(envelopeFor(fundingMark))
         // The data is no longer than the whole envelope; a longer one is measured by the full path.
         if (stored.length > maxResponseBytes) return Effect.succeed(undefined)
@@ -512,7 +529,7 @@ const runAndSettle = Effect.fnUntraced(function* <R>(
   call: Admitted<R>,
   callId: string,
   reservation: Reservation,
-  restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
+  restore: Restore
 ) {
   const { request, operation } = call
   const { maxResponseBytes } = yield* AppConfig
@@ -537,19 +554,8 @@ const runAndSettle = Effect.fnUntraced(function* <R>(
     })
   }
 
-  const envelopeFor = (receipt: Receipt): Envelope => ({
-    schema_version: 2,
-    kind: operation.kind,
-    data: result.data,
-    freshness: {
-      requested: request.freshness,
-      served: result.served,
-      fetched_at: new Date(result.fetchedAt).toISOString(),
-      cache_age_seconds: Math.max(0, Math.floor((reservation.createdAt - result.fetchedAt) / 1000))
-    },
-    cost: { quoted: receipt.quoted, charged: receipt.charged, refunded: receipt.quoted - receipt.charged },
-    receipt
-  })
+  const envelopeFor = (receipt: Receipt): Envelope =>
+    envelopeOf(operation, request.freshness, result, reservation.createdAt, receipt)
   const key = request.idempotencyKey
   const store = yield* IdempotencyStore
   const receipt = yield* ledger
