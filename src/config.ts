@@ -1,6 +1,7 @@
 import type { LogLevel } from "effect"
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { defaultHosts, type Hosts, isHostName } from "./domain/identifiers/hosts.ts"
+import { type PaymentRailName, paymentRailNames } from "./domain/plans.ts"
 import { defaultPolicy, type Policy } from "./domain/policy.ts"
 
 /** Everything an operator can set, read once at start-up through Effect `Config`. */
@@ -31,8 +32,12 @@ export interface AppConfigShape {
   readonly policy: Policy
   /** Where offers and usage send a person to pay (`?account=` is added for an account). */
   readonly upgradeUrl: string
-  /** The checkout rails offers list: `local` (the built-in test-mode checkout), and `stripe` when configured. */
-  readonly checkoutRails: ReadonlyArray<string>
+  /**
+   * `PAYMENT_RAILS`: the checkout rails offered, in the order offers list them (the first is the
+   * default). `stripe` when Stripe is configured, otherwise `local` (the built-in test-mode rail,
+   * which moves no money); `local` beside Stripe only when named explicitly.
+   */
+  readonly checkoutRails: ReadonlyArray<PaymentRailName>
   /** Stripe, when `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET` are set. */
   readonly stripe: Option.Option<StripeConfig>
   /** What every offer says about refunds (`REFUND_POLICY`). */
@@ -68,6 +73,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
     const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
     const baseUrl = yield* Config.String("BASE_URL").pipe(Config.withDefault(`http://127.0.0.1:${port}`))
     const stripe = yield* stripeFromEnv
+    const checkoutRails = yield* paymentRailsFromEnv(stripe)
     return AppConfig.of({
       port,
       host,
@@ -89,7 +95,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       upgradeUrl: yield* Config.String("UPGRADE_URL").pipe(
         Config.withDefault(`${baseUrl.replace(/\/+$/, "")}/upgrade`)
       ),
-      checkoutRails: Option.isSome(stripe) ? ["local", "stripe"] : ["local"],
+      checkoutRails,
       stripe,
       refundPolicy: yield* Config.String("REFUND_POLICY").pipe(Config.withDefault(defaultRefundPolicy)),
       hosts: yield* hostsFromEnv
@@ -192,6 +198,30 @@ const stripeFromEnv = Effect.gen(function* () {
     apiUrl: yield* optional("STRIPE_API_URL")
   })
 })
+
+/**
+ * `PAYMENT_RAILS` (comma-separated, in the order offers list them). Unset: `stripe` when Stripe is
+ * configured, otherwise `local`. Naming `stripe` without Stripe's keys, an unknown rail, or no rail
+ * at all stops the start-up: a rail that cannot take money is never offered by accident.
+ */
+export const paymentRailsFromEnv = (stripe: Option.Option<StripeConfig>) =>
+  Effect.gen(function* () {
+    const fail = (message: string) =>
+      Effect.fail(new Config.ConfigError(new ConfigProvider.SourceError({ message })))
+    const text = yield* Config.option(Config.String("PAYMENT_RAILS"))
+    if (Option.isNone(text)) return Option.isSome(stripe) ? (["stripe"] as const) : (["local"] as const)
+    const named = text.value
+      .split(",")
+      .map((entry) => entry.trim().toLowerCase())
+      .filter((entry) => entry.length > 0)
+    const unknown = named.filter((name) => !(paymentRailNames as ReadonlyArray<string>).includes(name))
+    if (unknown.length > 0)
+      return yield* fail(`PAYMENT_RAILS names ${unknown.join(", ")}; the rails are local and stripe`)
+    if (named.length === 0) return yield* fail("PAYMENT_RAILS names no rail; name local, stripe or both")
+    if (named.includes("stripe") && Option.isNone(stripe))
+      return yield* fail("PAYMENT_RAILS names stripe, but STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not set")
+    return [...new Set(named)] as ReadonlyArray<PaymentRailName>
+  })
 
 /** Every number of `Policy` from the environment, defaulting to `defaultPolicy`'s. */
 const policyFromEnv = Effect.gen(function* () {

@@ -1,7 +1,7 @@
 import { OpenApi } from "effect/http-api"
 import { defaultRefundPolicy } from "../config.ts"
 import { defaultHosts, type Hosts, rehostJson } from "../domain/identifiers.ts"
-import type { Pack } from "../domain/plans.ts"
+import type { Pack, PaymentRailName } from "../domain/plans.ts"
 import { defaultPolicy } from "../domain/policy.ts"
 import { type Api, makeApi } from "./api.ts"
 import type { AnyDeclaration } from "./declaration.ts"
@@ -15,7 +15,7 @@ export interface Publication {
   readonly baseUrl: string
   readonly hosts: Hosts
   readonly upgradeUrl: string
-  readonly checkoutRails: ReadonlyArray<string>
+  readonly checkoutRails: ReadonlyArray<PaymentRailName>
   readonly refundPolicy: string
   readonly policy: { readonly packs: ReadonlyArray<Pack> }
 }

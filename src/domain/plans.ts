@@ -21,3 +21,7 @@ export interface Pack {
   readonly credits?: number
   readonly credits_per_month?: number
 }
+
+/** Ways to take money: `local` is the built-in test-mode checkout (no money moves), `stripe` is Stripe. */
+export type PaymentRailName = "local" | "stripe"
+export const paymentRailNames = ["local", "stripe"] as const satisfies ReadonlyArray<PaymentRailName>

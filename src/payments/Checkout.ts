@@ -168,11 +168,11 @@ export class Checkout extends Context.Service<
             message: `Unknown pack "${input.pack}"; the packs are ${packs.map((p) => p.pack).join(" and ")}.`,
             param: "pack"
           })
-        const railName = input.rail ?? config.checkoutRails[0] ?? "local"
-        const rail = rails.get(railName)
-        if (rail === undefined || !config.checkoutRails.includes(railName))
+        const railName = input.rail ?? config.checkoutRails[0]
+        const rail = railName === undefined ? undefined : rails.get(railName)
+        if (railName === undefined || rail === undefined)
           return yield* new InvalidInput({
-            message: `Unknown or unconfigured rail "${railName}"; this service takes ${config.checkoutRails.join(" and ")}.`,
+            message: `The rail "${railName}" is not offered here; this service takes ${config.checkoutRails.join(" and ")}.`,
             param: "rail"
           })
         const now = yield* Clock.currentTimeMillis
@@ -232,7 +232,8 @@ export class Checkout extends Context.Service<
 
       const view = Effect.fn("Checkout.view")(function* (token: string) {
         const row = yield* byToken(token)
-        if (row === undefined) return yield* unknownSession()
+        // An open session on a rail that is no longer offered cannot be paid, so it is not shown.
+        if (row === undefined || (row.status === "open" && !rails.has(row.rail))) return yield* unknownSession()
         return viewOf(row, yield* Clock.currentTimeMillis)
       })
 
@@ -309,7 +310,9 @@ export class Checkout extends Context.Service<
       const payLocal = Effect.fn("Checkout.payLocal")(function* (token: string) {
         const row = yield* byToken(token)
         const now = yield* Clock.currentTimeMillis
-        if (row === undefined || row.rail !== "local" || statusAt(row, now) === "expired")
+        // Only while the local rail is offered: a session opened on it before the operator took
+        // it away (or on another rail) cannot be paid without money.
+        if (row === undefined || row.rail !== "local" || !rails.has("local") || statusAt(row, now) === "expired")
           return yield* unknownSession()
         yield* complete(row.id, { rail: "local", paymentRef: `local:${row.id}` })
         return yield* view(token)

@@ -4,23 +4,34 @@ import { AppConfig } from "../config.ts"
 import { localRail, type PaymentRail, PaymentRails } from "./PaymentRail.ts"
 import { makeStripeClient, stripeRail } from "./StripeRail.ts"
 
-/** The configured rails: the local test-mode rail always, Stripe when its keys are set. */
+/**
+ * The offered rails (`AppConfig.checkoutRails`, from `PAYMENT_RAILS`) and nothing else: a rail
+ * that is not offered has no implementation here, so nothing can start or pay a checkout on it.
+ */
 export const paymentRailsLayer = Layer.effect(
   PaymentRails,
   Effect.gen(function* () {
     const config = yield* AppConfig
     const sql = yield* SqlClient.SqlClient
-    const rails = new Map<string, PaymentRail>([["local", localRail(config.baseUrl)]])
-    if (Option.isSome(config.stripe)) {
-      rails.set(
-        "stripe",
-        stripeRail({
-          stripe: yield* makeStripeClient(config.stripe.value),
-          config: config.stripe.value,
-          sql,
-          baseUrl: config.baseUrl,
-          upgradeUrl: config.upgradeUrl
-        })
+    const rails = new Map<string, PaymentRail>()
+    for (const name of config.checkoutRails) {
+      if (name === "local") rails.set("local", localRail(config.baseUrl))
+      if (name === "stripe" && Option.isSome(config.stripe)) {
+        rails.set(
+          "stripe",
+          stripeRail({
+            stripe: yield* makeStripeClient(config.stripe.value),
+            config: config.stripe.value,
+            sql,
+            baseUrl: config.baseUrl,
+            upgradeUrl: config.upgradeUrl
+          })
+        )
+      }
+    }
+    if (rails.has("local") && Option.isSome(config.stripe)) {
+      yield* Effect.logWarning(
+        "PAYMENT_RAILS offers the local rail beside Stripe: local checkouts credit accounts without any payment (test mode). Remove local from PAYMENT_RAILS in production."
       )
     }
     return rails as ReadonlyMap<string, PaymentRail>

@@ -18,7 +18,7 @@ const stripeConfig = {
     prices: { flex: undefined, production: "price_production_monthly" },
     apiUrl: fake.url
   }),
-  checkoutRails: ["local", "stripe"]
+  checkoutRails: ["stripe"] as const
 }
 
 const day = 86_400

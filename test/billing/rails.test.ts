@@ -1,0 +1,179 @@
+import { afterAll, assert, describe, it, layer } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig, paymentRailsFromEnv, type StripeConfig } from "../../src/config.ts"
+import { hashSecret } from "../../src/domain/secrets.ts"
+import { post } from "../identity/support.ts"
+import { ipSequence } from "../support/accounts.ts"
+import { TestApp, testApp } from "../support/app.ts"
+import { storeName } from "../support/database.ts"
+import { startStripeFake } from "../support/stripeFake.ts"
+import { testOperations } from "../support/testOperations.ts"
+import { moneyOf, pay, startCheckout } from "./support.ts"
+
+const fake = await startStripeFake()
+afterAll(() => fake.close())
+
+const stripe: StripeConfig = {
+  secretKey: Redacted.make("sk_test_fake"),
+  webhookSecret: Redacted.make("whsec_test_0123456789abcdef"),
+  prices: { flex: undefined, production: undefined },
+  apiUrl: fake.url
+}
+
+const withEnv = <A, E, R>(effect: Effect.Effect<A, E, R>, env: Record<string, string>) =>
+  effect.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env)))
+
+/** The rails the service offers for an environment, as `AppConfig.fromEnv` reads them. */
+const railsOf = (env: Record<string, string>, configured: Option.Option<StripeConfig>) =>
+  withEnv(paymentRailsFromEnv(configured), env)
+
+describe("PAYMENT_RAILS", () => {
+  it.effect("defaults to stripe when Stripe is configured, to local otherwise", () =>
+    Effect.gen(function* () {
+      assert.deepStrictEqual(yield* railsOf({}, Option.some(stripe)), ["stripe"])
+      assert.deepStrictEqual(yield* railsOf({}, Option.none()), ["local"])
+      const config = yield* withEnv(AppConfig.fromEnv, {
+        STRIPE_SECRET_KEY: "sk_test_x",
+        STRIPE_WEBHOOK_SECRET: "whsec_x"
+      })
+      assert.deepStrictEqual(config.checkoutRails, ["stripe"])
+    })
+  )
+
+  it.effect("local beside Stripe only when named, in the order named", () =>
+    Effect.gen(function* () {
+      assert.deepStrictEqual(yield* railsOf({ PAYMENT_RAILS: "stripe, local" }, Option.some(stripe)), [
+        "stripe",
+        "local"
+      ])
+      assert.deepStrictEqual(yield* railsOf({ PAYMENT_RAILS: "LOCAL" }, Option.some(stripe)), ["local"])
+    })
+  )
+
+  it.effect("a rail that cannot work stops the start-up", () =>
+    Effect.gen(function* () {
+      for (const [value, configured] of [
+        ["stripe", Option.none()],
+        ["paypal", Option.some(stripe)],
+        [" , ", Option.none()]
+      ] as const) {
+        const exit = yield* Effect.exit(railsOf({ PAYMENT_RAILS: value }, configured))
+        assert.isTrue(Exit.isFailure(exit), `PAYMENT_RAILS=${value} was accepted`)
+      }
+    })
+  )
+})
+
+const freshIp = ipSequence("10.71")
+
+/** A local session as one opened before the operator took the local rail away: a row with a token. */
+const strandedLocalSession = (accountId: string | null) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const token = `cs_${"L".repeat(43)}`
+    const id = `chk_stranded_${crypto.randomUUID().slice(0, 8)}`
+    yield* sql`INSERT INTO checkout_sessions (id, token_hash, account_id, pack, rail, status, keyless, expires_at, created_at)
+      VALUES (${id}, ${hashSecret(token)}, ${accountId}, 'production', 'local', 'open', ${accountId === null},
+        ${Date.now() + 3_600_000}, ${Date.now()})`
+    return token
+  }).pipe(Effect.orDie)
+
+const stripeByDefault = await Effect.runPromise(railsOf({}, Option.some(stripe)))
+
+describe(`Stripe configured, PAYMENT_RAILS unset (${storeName})`, () => {
+  layer(testApp(testOperations, { stripe: Option.some(stripe), checkoutRails: stripeByDefault }), {
+    timeout: 60_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect("checkout goes to Stripe; the local rail is refused with param rail", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const { key } = yield* app.mint(ip)
+        const started = yield* startCheckout(app, { pack: "production" }, { key, ip })
+        assert.strictEqual(started.rail, "stripe")
+        assert.isTrue(started.checkout_url.startsWith(fake.url))
+        for (const options of [{ key, ip }, { ip }]) {
+          const refused = yield* post(app, "/v1/checkout", { pack: "production", rail: "local" }, options)
+          assert.strictEqual(refused.status, 400, JSON.stringify(refused.body))
+          assert.strictEqual(refused.body.code, "INVALID_INPUT")
+          assert.strictEqual(refused.body.param, "rail")
+        }
+      })
+    )
+
+    it.effect("offers, /upgrade and the checkout of a local session name no local rail", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const { key } = yield* app.mint(ip)
+        const capped = yield* app.call("/v1/profnet/test-echo?value=x&limit=11", { key, ip })
+        assert.strictEqual(capped.body.code, "TRIAL_CAP_EXCEEDED")
+        assert.deepStrictEqual(capped.body.offer.rails, ["stripe"])
+        const upgrade = yield* app.call("/upgrade")
+        assert.strictEqual(upgrade.status, 200)
+        assert.notInclude(String(upgrade.body), "Test-mode")
+        assert.notInclude(String(upgrade.body), 'value="local"')
+        const form = yield* Effect.promise(() =>
+          fetch(`${app.url}/upgrade`, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded", origin: app.url },
+            body: "pack=flex&rail=local",
+            redirect: "manual"
+          }).then((response) => response.status)
+        )
+        assert.strictEqual(form, 400)
+      })
+    )
+
+    it.effect("a local session cannot be paid: no plan, no credits (the audit's free 75,000)", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const { key, account_id } = yield* app.mint(ip)
+        for (const accountId of [account_id, null]) {
+          const token = yield* strandedLocalSession(accountId)
+          const paid = yield* pay(app, `http://svc.test/checkout/${token}`)
+          assert.strictEqual(paid.status, 404)
+          const page = yield* app.call(`/checkout/${token}`)
+          assert.strictEqual(page.status, 404)
+          const read = yield* app.call(`/v1/checkout/${token}`)
+          assert.notStrictEqual(read.body.status, "paid")
+          assert.isUndefined(read.body.api_key)
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`DELETE FROM checkout_sessions WHERE rail = 'local'`.pipe(Effect.orDie)
+        }
+        const money = yield* moneyOf(account_id)
+        assert.strictEqual(money.balance, 0)
+        assert.strictEqual(money.purchases, 0)
+        const usage = yield* app.call("/v1/usage", { key, ip })
+        assert.strictEqual(usage.body.plan, "trial")
+      })
+    )
+  })
+})
+
+describe(`PAYMENT_RAILS=stripe,local beside Stripe (${storeName})`, () => {
+  layer(testApp(testOperations, { stripe: Option.some(stripe), checkoutRails: ["stripe", "local"] }), {
+    timeout: 60_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect("local is offered second and its page says test mode", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const { key } = yield* app.mint(ip)
+        const byDefault = yield* startCheckout(app, { pack: "flex" }, { key, ip })
+        assert.strictEqual(byDefault.rail, "stripe")
+        const local = yield* startCheckout(app, { pack: "flex", rail: "local" }, { key, ip })
+        assert.strictEqual(local.rail, "local")
+        const page = yield* app.call(new URL(local.checkout_url).pathname)
+        assert.strictEqual(page.status, 200)
+        assert.include(String(page.body), "test mode")
+        const upgrade = yield* app.call("/upgrade")
+        assert.include(String(upgrade.body), "Test-mode checkout")
+      })
+    )
+  })
+})
