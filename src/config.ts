@@ -13,6 +13,8 @@ export interface AppConfigShape {
   readonly dataDir: string
   readonly redisUrl: Option.Option<Redacted.Redacted<string>>
   readonly trustedProxies: ReadonlyArray<string>
+  /** `IPV6_PREFIX_BITS`: per-IP rules count an IPv6 client by its network of this many bits (64). */
+  readonly ipv6PrefixBits: number
   /** `LOG_LEVEL`, read in any case. */
   readonly logLevel: LogLevel.LogLevel
   /** `LOG_FORMAT`: `pretty` or `json`. */
@@ -85,6 +87,10 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         .split(",")
         .map((entry) => entry.trim())
         .filter((entry) => entry.length > 0),
+      ipv6PrefixBits: yield* Config.schema(
+        Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 128 })),
+        "IPV6_PREFIX_BITS"
+      ).pipe(Config.withDefault(64)),
       logLevel: yield* logLevelConfig,
       logFormat: yield* logFormatConfig,
       adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")),
@@ -121,6 +127,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         dataDir: ":memory:",
         redisUrl: Option.none(),
         trustedProxies: [],
+        ipv6PrefixBits: 64,
         logLevel: "Warn",
         logFormat: "pretty",
         adminToken: Option.some(Redacted.make("test-admin-token")),

@@ -125,3 +125,17 @@ export const clientIp = (
   }
   return formatIp(client)
 }
+
+/**
+ * The client as every per-IP rule counts it (mint, the free budget, sign-in and recovery starts,
+ * OAuth, checkouts): an IPv4 address by itself, an IPv6 address by its network of `v6PrefixBits`
+ * (64 by default, written `2001:db8:1:2::/64`). One IPv6 subscriber is handed at least a /64 and
+ * may use any address in it, so counting addresses would give every subscriber 2^64 budgets.
+ * Text that is not an address (a Unix socket's peer) stands for itself.
+ */
+export const perIpKey = (address: string, v6PrefixBits: number): string => {
+  const ip = parseIp(address)
+  if (ip === undefined || ip.version === 4 || v6PrefixBits >= 128) return ip === undefined ? address : formatIp(ip)
+  const shift = BigInt(128 - Math.max(0, v6PrefixBits))
+  return `${formatIp({ version: 6, bits: (ip.bits >> shift) << shift })}/${v6PrefixBits}`
+}

@@ -3,7 +3,7 @@ import type { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../config.ts"
 import { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.ts"
 import type { Account, KeyRecord } from "../../domain/accounts.ts"
-import { clientIp } from "../../domain/clientIp.ts"
+import { clientIp, perIpKey } from "../../domain/clientIp.ts"
 import { identityPolicy } from "../../domain/identity.ts"
 import { hashSecret, managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
 import { noteAccount } from "../../logging.ts"
@@ -127,6 +127,12 @@ export class Identity extends Context.Service<
      * nothing) is AUTH_REQUIRED with the way to sign in.
      */
     readonly governor: (secret: string) => Effect.Effect<Governor, Unauthorized | AuthRequired>
+    /** The client's address: the socket peer, or behind trusted proxies the forwarded one. */
+    readonly clientAddress: (request: HttpServerRequest.HttpServerRequest) => string
+    /**
+     * The client as every per-IP rule counts it (`perIpKey`): the IPv4 address, or the IPv6
+     * network of `IPV6_PREFIX_BITS`.
+     */
     readonly clientIp: (request: HttpServerRequest.HttpServerRequest) => string
   }
 >()("app/Identity") {
@@ -135,7 +141,7 @@ export class Identity extends Context.Service<
     Effect.gen(function* () {
       const accounts = yield* Accounts
       const identities = yield* Identities
-      const { trustedProxies, baseUrl } = yield* AppConfig
+      const { trustedProxies, baseUrl, ipv6PrefixBits } = yield* AppConfig
       const memory = yield* KeyMemory
       const resolvers: ReadonlyArray<BearerResolver> = [
         spendKeys(accounts, memory),
@@ -176,15 +182,18 @@ export class Identity extends Context.Service<
         return Effect.tap(resolver.resolve(secret), (principal) => noteAccount(principal.account.id))
       }
 
+      const clientAddress = (request: HttpServerRequest.HttpServerRequest) =>
+        clientIp(
+          Option.getOrElse(request.remoteAddress, () => "0.0.0.0"),
+          request.headers["x-forwarded-for"],
+          trustedProxies
+        )
+
       return Identity.of({
         authenticate,
         governor,
-        clientIp: (request) =>
-          clientIp(
-            Option.getOrElse(request.remoteAddress, () => "0.0.0.0"),
-            request.headers["x-forwarded-for"],
-            trustedProxies
-          )
+        clientAddress,
+        clientIp: (request) => perIpKey(clientAddress(request), ipv6PrefixBits)
       })
     })
   )

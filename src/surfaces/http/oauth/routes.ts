@@ -63,7 +63,7 @@ export const OAuthRoutes = HttpRouter.use((router) =>
           )
       }
       const node = nodeOf(request)
-      yield* oauth.serve(node, ip)
+      yield* oauth.serve(node, identity.clientAddress(request))
       // The library has written and ended the response; the server writes nothing more (the
       // status is for the request log).
       return HttpServerResponse.empty({ status: node.res.statusCode })
