@@ -6,10 +6,10 @@ import { InvalidInput, NotFound, UpstreamUnavailable } from "../contract/errors.
 import { linkTokenPattern, makeLinkToken } from "../domain/identity.ts"
 import type { Pack } from "../domain/plans.ts"
 import { hashSecret } from "../domain/secrets.ts"
+import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { KeyMemory } from "../services/KeyMemory.ts"
 import { Keys } from "../services/Keys.ts"
-import { Ledger } from "../services/Ledger.ts"
 import * as Row from "../store/rows.ts"
 import { PaymentRails } from "./PaymentRail.ts"
 
@@ -149,7 +149,7 @@ export class Checkout extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const keyMemory = yield* KeyMemory
       const ids = yield* Ids
-      const ledger = yield* Ledger
+      const credits = yield* Credits
       const keys = yield* Keys
       const rails = yield* PaymentRails
       const config = yield* AppConfig
@@ -233,7 +233,8 @@ export class Checkout extends Context.Service<
       const view = Effect.fn("Checkout.view")(function* (token: string) {
         const row = yield* byToken(token)
         // An open session on a rail that is no longer offered cannot be paid, so it is not shown.
-        if (row === undefined || (row.status === "open" && !rails.has(row.rail))) return yield* unknownSession()
+        if (row === undefined || (row.status === "open" && !rails.has(row.rail)))
+          return yield* unknownSession()
         return viewOf(row, yield* Clock.currentTimeMillis)
       })
 
@@ -286,7 +287,7 @@ export class Checkout extends Context.Service<
             }
             const periodEnd =
               pack.mode === "subscription" ? (payment.periodEnd ?? now + localPeriodMs) : undefined
-            yield* ledger.applyPurchase({
+            yield* credits.applyPurchase({
               accountId,
               pack,
               rail: payment.rail,
@@ -312,7 +313,12 @@ export class Checkout extends Context.Service<
         const now = yield* Clock.currentTimeMillis
         // Only while the local rail is offered: a session opened on it before the operator took
         // it away (or on another rail) cannot be paid without money.
-        if (row === undefined || row.rail !== "local" || !rails.has("local") || statusAt(row, now) === "expired")
+        if (
+          row === undefined ||
+          row.rail !== "local" ||
+          !rails.has("local") ||
+          statusAt(row, now) === "expired"
+        )
           return yield* unknownSession()
         yield* complete(row.id, { rail: "local", paymentRef: `local:${row.id}` })
         return yield* view(token)
@@ -366,7 +372,7 @@ export class Checkout extends Context.Service<
             }
             const periodEnd = Math.max(subscription.current_period_end, now) + localPeriodMs
             const period = subscription.periods + 1
-            yield* ledger.applyPurchase({
+            yield* credits.applyPurchase({
               accountId,
               pack: packNamed(subscription.pack)!,
               rail: "local",
