@@ -226,7 +226,9 @@ export const paymentRailsFromEnv = (stripe: Option.Option<StripeConfig>) =>
       return yield* fail(`PAYMENT_RAILS names ${unknown.join(", ")}; the rails are local and stripe`)
     if (named.length === 0) return yield* fail("PAYMENT_RAILS names no rail; name local, stripe or both")
     if (named.includes("stripe") && Option.isNone(stripe))
-      return yield* fail("PAYMENT_RAILS names stripe, but STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not set")
+      return yield* fail(
+        "PAYMENT_RAILS names stripe, but STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not set"
+      )
     return [...new Set(named)] as ReadonlyArray<PaymentRailName>
   })
 
@@ -244,6 +246,16 @@ const policyFromEnv = Effect.gen(function* () {
     trialSearchLimit: yield* positive("TRIAL_SEARCH_LIMIT", defaultPolicy.trialSearchLimit),
     claimGrantCredits: yield* positive("CLAIM_GRANT_CREDITS", defaultPolicy.claimGrantCredits),
     mintPerIpHour: yield* positive("MINT_PER_IP_HOUR", defaultPolicy.mintPerIpHour),
+    checkoutsPerIpHour: yield* positive("CHECKOUTS_PER_IP_HOUR", defaultPolicy.checkoutsPerIpHour),
+    checkoutsPerAccountHour: yield* positive(
+      "CHECKOUTS_PER_ACCOUNT_HOUR",
+      defaultPolicy.checkoutsPerAccountHour
+    ),
+    checkoutKeepMs: (yield* positive("CHECKOUT_KEEP_HOURS", defaultPolicy.checkoutKeepMs / hour)) * hour,
+    stripeCheckoutKeepMs:
+      (yield* positive("STRIPE_CHECKOUT_KEEP_DAYS", defaultPolicy.stripeCheckoutKeepMs / (24 * hour))) *
+      24 *
+      hour,
     replayWindowMs: (yield* positive("REPLAY_HOURS", defaultPolicy.replayWindowMs / hour)) * hour,
     tombstoneMs: (yield* positive("TOMBSTONE_DAYS", defaultPolicy.tombstoneMs / (24 * hour))) * 24 * hour,
     cacheRecentMs: (yield* positive("CACHE_RECENT_HOURS", defaultPolicy.cacheRecentMs / hour)) * hour,

@@ -41,14 +41,15 @@ describe("the money pages as markup", () => {
       pack: flex,
       rail: "stripe",
       accountId: "acct_1",
+      origin: "spend_key" as const,
       expiresAt: Date.UTC(2026, 10, 24, 12, 0)
     }
-    const waiting = checkoutPage(base, token, view, { _tag: "Keyed" })
+    const waiting = checkoutPage(base, token, view, undefined)
     assert.include(waiting, "<h1>Waiting for the payment confirmation</h1>")
     assert.include(waiting, `<a href="http://svc.test/checkout/${token}">Check again</a>`)
     assert.include(waiting, "2026-11-24 12:00 UTC")
     assert.notInclude(waiting, "/pay")
-    const local = checkoutPage(base, token, { ...view, rail: "local" }, { _tag: "Keyed" })
+    const local = checkoutPage(base, token, { ...view, rail: "local" }, undefined)
     assert.include(local, `action="http://svc.test/checkout/${token}/pay"`)
   })
 })
