@@ -69,7 +69,7 @@ describe(`the money pages' forms over HTTP (${storeName})`, () => {
           assert.include(badPack.body, "<h1>Credit packs</h1>")
           const badRail = yield* upgrade("pack=flex&rail=stripe")
           assert.strictEqual(badRail.status, 400)
-          assert.include(badRail.body, "unconfigured rail")
+          assert.include(badRail.body, "The rail &quot;stripe&quot; is not offered here")
           const unknown = yield* upgrade("pack=flex&account=acct_nobody")
           assert.strictEqual(unknown.status, 404)
           assert.include(unknown.body, "There is no account <code>acct_nobody</code> here")
