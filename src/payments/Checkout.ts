@@ -127,6 +127,10 @@ const sessionSelect = "id, account_id, pack, rail, status, keyless, origin, key_
 const statusAt = (row: SessionRow, now: number) =>
   row.status === "open" && row.expires_at <= now ? ("expired" as const) : row.status
 
+/** A wait as a person reads it. */
+const inAWhile = (seconds: number) =>
+  seconds < 90 ? `${seconds} seconds` : `about ${Math.round(seconds / 60)} minutes`
+
 const unknownSession = () =>
   new NotFound({
     message: "No open checkout has this session id (unknown or expired). Start one with POST /v1/checkout.",
@@ -238,7 +242,7 @@ export class Checkout extends Context.Service<
             ? Effect.void
             : Effect.fail(
                 new RateLimited({
-                  message: `Too many checkouts: at most ${rule.limit} checkouts an hour ${rule.who} started them. Nothing was started or charged; pay a checkout already open, retry after retry_after_seconds${rule.instead}.`,
+                  message: `Too many checkouts: at most ${rule.limit} checkouts an hour ${rule.who} started them. Nothing was started or charged; pay a checkout already open, retry in ${inAWhile(taken.retryAfterSeconds)}${rule.instead}.`,
                   retry_after_seconds: taken.retryAfterSeconds
                 })
               )

@@ -2,6 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { defaultPolicy } from "../../src/domain/policy.ts"
+import { csrfToken } from "../../src/surfaces/http/pages/respond.ts"
 import { post, signIn } from "../identity/support.ts"
 import { type Reply, TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -178,6 +179,57 @@ describe(`checkout creation limits (${storeName})`, () => {
           assert.strictEqual(yield* sessionCount, before, "nothing created")
           // And the form from another IP is served.
           assert.strictEqual((yield* upgradeForm(app, "pack=flex", "10.90.2.2")).status, 303)
+        })
+    )
+  })
+})
+
+describe(`checkout creation limits on the dashboard (${storeName})`, () => {
+  layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
+    it.effect(
+      "a pack bought on the dashboard counts for its account; past the limit its page answers 429",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = "10.90.3.1"
+          const owner = yield* signIn(app, "dashboard-limits@billing.test", { ip })
+          const accountId = owner.accounts[0]!.account_id
+          const buyOnDashboard = Effect.promise(async (): Promise<Reply> => {
+            const response = await fetch(`${app.url}/dashboard/packs`, {
+              method: "POST",
+              headers: {
+                "content-type": form,
+                "x-forwarded-for": ip,
+                cookie: `svc_session=${owner.management_token}`
+              },
+              body: `csrf=${csrfToken(owner.management_token)}&account=${accountId}&pack=flex`,
+              redirect: "manual"
+            })
+            return { status: response.status, headers: response.headers, body: await response.text() }
+          })
+          assert.strictEqual((yield* buyOnDashboard).status, 303)
+          const perAccount = defaultPolicy.checkoutsPerAccountHour
+          for (let i = 1; i < perAccount; i++) {
+            const started = yield* post(
+              app,
+              "/v1/checkout",
+              { pack: "flex" },
+              { key: owner.management_token, ip }
+            )
+            assert.strictEqual(started.status, 200, `checkout ${i + 1}: ${JSON.stringify(started.body)}`)
+          }
+          assertRateLimited(
+            yield* post(app, "/v1/checkout", { pack: "flex" }, { key: owner.management_token, ip }),
+            "the token's 31st"
+          )
+          const refused = yield* buyOnDashboard
+          assert.strictEqual(refused.status, 429, refused.body)
+          assert.isAbove(Number(refused.headers.get("retry-after")), 0)
+          assert.include(
+            refused.body,
+            `Too many checkouts: at most ${perAccount} checkouts an hour for one account`
+          )
+          assert.include(refused.body, "<h1>Billing</h1>")
         })
     )
   })

@@ -99,13 +99,13 @@ export const checkoutPage = (
   after: AfterPayment | undefined
 ) => {
   const self = `${config.baseUrl}/checkout/${token}`
-  if (view.status === "paid" && after !== undefined)
+  if (view.status === "paid")
     return page(
       config.baseUrl,
       "Payment received",
       html`<p>Paid: ${packSummary(view.pack)}. The credits are on account <code>${view.accountId ?? ""}</code>
 and the plan is <code>${view.pack.pack}</code> from now on.</p>
-${afterPayment(config, view, after)}`
+${after === undefined ? "" : afterPayment(config, view, after)}`
     )
   if (view.rail !== "local")
     return page(
@@ -130,13 +130,12 @@ or start again from <a href="${links(config.baseUrl).upgrade}">the credit packs<
 }
 
 /** `POST /upgrade` past the per-IP limit on checkouts started without a key: nothing was started. */
-export const tooManyCheckoutsPage = (config: Config, message: string, retryAfterSeconds: number) =>
+export const tooManyCheckoutsPage = (config: Config, message: string) =>
   page(
     config.baseUrl,
     "Too many checkouts",
-    html`<p class="error" role="alert">${message.replace("retry after retry_after_seconds", "try again later")}</p>
-<p>You can start another checkout in about ${String(Math.max(1, Math.ceil(retryAfterSeconds / 60)))} minutes.
-A checkout you already opened stays payable for 24 hours from its start.</p>
+    html`<p class="error" role="alert">${message}</p>
+<p>A checkout you already opened can still be paid until it expires, 24 hours after it started.</p>
 ${backToPacks(config)}`
   )
 

@@ -89,7 +89,7 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
             case "InvalidInput":
               return htmlPage(upgradePage(config, account, error.message), { status: 400 })
             case "RateLimited":
-              return htmlPage(tooManyCheckoutsPage(config, error.message, error.retry_after_seconds), {
+              return htmlPage(tooManyCheckoutsPage(config, error.message), {
                 status: 429,
                 private: true,
                 headers: { "retry-after": String(error.retry_after_seconds) }

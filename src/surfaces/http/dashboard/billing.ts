@@ -140,12 +140,7 @@ export const BillingRoutes = HttpRouter.use((router) =>
               )
             case "RateLimited":
               return HttpServerResponse.setHeader(
-                yield* showBilling(
-                  frame,
-                  governor,
-                  { error: error.message.replace("retry after retry_after_seconds", "try again later") },
-                  429
-                ),
+                yield* showBilling(frame, governor, { error: error.message }, 429),
                 "retry-after",
                 String(error.retry_after_seconds)
               )
