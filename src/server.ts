@@ -68,14 +68,23 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
 /** The services with random ids, as the service runs. */
 export const ServicesLayer = servicesLayer()
 
-/** Releases reservations whose holder died; forgets expired idempotency tombstones and cache copies. */
+/**
+ * Releases reservations whose holder died; forgets expired idempotency tombstones, cache copies,
+ * unpaid checkout sessions and portal links.
+ */
 export const Housekeeping = Layer.effectDiscard(
   Effect.gen(function* () {
     const reservations = yield* Reservations
     const idempotency = yield* IdempotencyStore
     const cache = yield* Cache
+    const checkout = yield* Checkout
     yield* Effect.forkScoped(
-      Effect.all([reservations.sweepExpired, idempotency.purgeExpired, cache.purgeExpired]).pipe(
+      Effect.all([
+        reservations.sweepExpired,
+        idempotency.purgeExpired,
+        cache.purgeExpired,
+        checkout.sweepExpired
+      ]).pipe(
         Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
         Effect.repeat(Schedule.spaced("5 seconds"))
       )

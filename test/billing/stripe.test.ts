@@ -408,6 +408,7 @@ describe(`checkout on the Stripe rail (${storeName})`, () => {
           const minted = yield* app.mint(ip)
           const capped = yield* app.call("/v1/profnet/test-echo?value=x&limit=11", { key: minted.key, ip })
           assert.strictEqual(capped.body.code, "TRIAL_CAP_EXCEEDED")
+          // Stripe configured and PAYMENT_RAILS unset: Stripe alone (the local rail only when named).
           assert.deepStrictEqual(capped.body.offer.rails, ["stripe"])
 
           fake.failing = true
@@ -428,6 +429,10 @@ describe(`checkout on the Stripe rail (${storeName})`, () => {
           )
           assert.strictEqual(local.status, 400)
           assert.strictEqual(local.body.param, "rail")
+          // Once Stripe answers again, the default rail (Stripe) starts checkouts again.
+          const again = yield* post(app, "/v1/checkout", { pack: "flex" }, { key: minted.key, ip })
+          assert.strictEqual(again.status, 200, JSON.stringify(again.body))
+          assert.strictEqual(again.body.rail, "stripe")
         })
     )
   })
