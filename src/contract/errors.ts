@@ -227,7 +227,11 @@ export class NotEntitled extends ApiErrorClass<NotEntitled>()("NotEntitled", {
 export class InsufficientCredits extends ApiErrorClass<InsufficientCredits>()("InsufficientCredits", {
   ...base,
   credits_required: Schema.Int,
-  credits_available: Schema.Int
+  credits_available: Schema.Int,
+  /** `key_cap`: the key's spend cap (or its parent's), not the account, cannot cover the quote. */
+  limit: Schema.optional(Schema.Literal("key_cap")),
+  /** When a day or month cap starts afresh. */
+  cap_resets_at: Schema.optional(Schema.String)
 }) {
   readonly code = "INSUFFICIENT_CREDITS"
 }

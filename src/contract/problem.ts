@@ -21,6 +21,8 @@ export const ProblemBody = Schema.Struct({
   retry_after_seconds: Schema.optionalKey(Schema.Int),
   credits_required: Schema.optionalKey(Schema.Int),
   credits_available: Schema.optionalKey(Schema.Int),
+  limit: Schema.optionalKey(Schema.Literal("key_cap")),
+  cap_resets_at: Schema.optionalKey(Schema.String),
   quoted: Schema.optionalKey(Schema.Int),
   max_credits: Schema.optionalKey(Schema.Int),
   platform: Schema.optionalKey(Schema.String),
@@ -56,9 +58,15 @@ export const problemContext = (config: {
   refundPolicy: config.refundPolicy
 })
 
-const resumeFor = (code: ErrorCode): Offer["resume"] => {
+const resumeFor = (code: ErrorCode, keyCap = false): Offer["resume"] => {
   switch (code) {
     case "INSUFFICIENT_CREDITS":
+      if (keyCap)
+        return {
+          action: "retry_same_idempotency_key",
+          detail:
+            "The key's spend cap is reached, not the account's credits: once the cap is raised (POST /v1/keys/update) or resets (cap_resets_at), retry the same call with the same Idempotency-Key."
+        }
       return {
         action: "retry_same_idempotency_key",
         detail: "After payment, retry the same call with the same Idempotency-Key."
@@ -83,14 +91,19 @@ export const upgradeUrl = (base: string, accountId: string | undefined) =>
     ? base
     : `${base}${base.includes("?") ? "&" : "?"}account=${encodeURIComponent(accountId)}`
 
-export const makeOffer = (code: ErrorCode, checkoutUrl: string, context: ProblemContext): Offer => ({
+export const makeOffer = (
+  code: ErrorCode,
+  checkoutUrl: string,
+  context: ProblemContext,
+  keyCap = false
+): Offer => ({
   offer_version: 1,
   reason: code,
   currency: "usd",
   packs: context.packs.map((pack) => ({ ...pack })),
   rails: [...context.rails],
   checkout_url: checkoutUrl,
-  resume: resumeFor(code),
+  resume: resumeFor(code, keyCap),
   refund_policy: context.refundPolicy
 })
 
@@ -113,7 +126,12 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
   }
   if (carriesOffer) {
     body.upgrade_url = checkoutUrl
-    body.offer = makeOffer(error.code, checkoutUrl, context)
+    body.offer = makeOffer(
+      error.code,
+      checkoutUrl,
+      context,
+      error._tag === "InsufficientCredits" && error.limit === "key_cap"
+    )
   }
   switch (error._tag) {
     case "InvalidInput":
@@ -128,6 +146,8 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
     case "InsufficientCredits":
       body.credits_required = error.credits_required
       body.credits_available = error.credits_available
+      if (error.limit !== undefined) body.limit = error.limit
+      if (error.cap_resets_at !== undefined) body.cap_resets_at = error.cap_resets_at
       break
     case "QuoteExceedsMaxCredits":
       body.quoted = error.quoted

@@ -6,7 +6,7 @@ import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
 import { Settings } from "../services/Settings.ts"
 import * as Row from "../store/rows.ts"
-import { freeTierTerms } from "./Reservations.ts"
+import { freeTierTerms, type Remaining } from "./Reservations.ts"
 import { CallRow, type Receipt, receiptOf } from "./receipt.ts"
 
 /** A metered call whose data came from stored copies, charged without a reservation. */
@@ -31,17 +31,19 @@ export interface HitInput {
  * replay), so nothing here is an answer to the caller. `pending`: another hit of the account is
  * being charged by this instance (the full path then meets its in-flight rule).
  */
-export type HitDeclined = "account" | "busy" | "credits" | "alert" | "key" | "pending"
+export type HitDeclined = "account" | "busy" | "key_cap" | "credits" | "alert" | "key" | "pending"
 
 export type HitOutcome =
-  | { readonly _tag: "Charged"; readonly receipt: Receipt }
+  | { readonly _tag: "Charged"; readonly receipt: Receipt; readonly remaining: Remaining }
   | { readonly _tag: "Declined"; readonly reason: HitDeclined }
 
 const decodeHits = Row.decoder(
   Schema.Struct({
     call_id: Schema.String,
-    outcome: Schema.Literals(["charged", "account", "busy", "credits", "alert", "key"]),
-    call: Schema.NullOr(CallRow)
+    outcome: Schema.Literals(["charged", "account", "busy", "key_cap", "credits", "alert", "key"]),
+    call: Schema.NullOr(CallRow),
+    spendable: Row.NullableInt,
+    cap_left: Row.NullableInt
   }),
   "svc_charge_hits"
 )
@@ -94,7 +96,7 @@ export class HitCharges extends Context.Service<
           }))
           return Effect.flatMap(
             Effect.exit(
-              sql`SELECT call_id, outcome, call FROM svc_charge_hits(${JSON.stringify(items)}::jsonb)`.pipe(
+              sql`SELECT call_id, outcome, call, spendable, cap_left FROM svc_charge_hits(${JSON.stringify(items)}::jsonb)`.pipe(
                 Effect.flatMap(decodeHits)
               )
             ),
@@ -111,7 +113,11 @@ export class HitCharges extends Context.Service<
                     row === undefined
                       ? { _tag: "Declined", reason: "account" }
                       : row.outcome === "charged" && row.call !== null
-                        ? { _tag: "Charged", receipt: receiptOf(row.call) }
+                        ? {
+                            _tag: "Charged",
+                            receipt: receiptOf(row.call),
+                            remaining: { credits: row.spendable ?? 0, keyCap: row.cap_left ?? undefined }
+                          }
                         : { _tag: "Declined", reason: row.outcome === "charged" ? "account" : row.outcome }
                   Deferred.doneUnsafe(done, Exit.succeed(outcome))
                 }

@@ -10,6 +10,7 @@ import {
   TrialCapExceeded
 } from "../contract/errors.ts"
 import { upgradeUrl } from "../contract/problem.ts"
+import { type CapPeriod, capPeriods, capResetsAtIso } from "../domain/keyLimits.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import type { Plan } from "../domain/plans.ts"
 import type { Refund } from "../domain/pricing.ts"
@@ -55,11 +56,22 @@ export class ReservationLost extends Data.TaggedError("ReservationLost")<{ reado
 
 const decodeReserved = Row.decoder(
   Schema.Struct({
-    outcome: Schema.Literals(["reserved", "account", "expired", "busy", "credits", "budget", "trial_cap"]),
+    outcome: Schema.Literals([
+      "reserved",
+      "account",
+      "expired",
+      "busy",
+      "key_cap",
+      "credits",
+      "budget",
+      "trial_cap"
+    ]),
     free_left: Row.NullableInt,
     available: Row.NullableInt,
     holder_lease: Row.NullableInt,
     holder_seen: Row.NullableInt,
+    cap_left: Row.NullableInt,
+    cap_period: Schema.NullOr(Schema.Literals(capPeriods)),
     reserved_free: Row.NullableInt,
     reserved_grant: Row.NullableInt,
     reserved_balance: Row.NullableInt
@@ -71,13 +83,36 @@ const decodeSettled = Row.decoder(
     call: CallRow,
     alert_email: Schema.NullOr(Schema.String),
     alert_threshold: Row.NullableInt,
-    alert_spendable: Row.NullableInt
+    alert_spendable: Row.NullableInt,
+    spendable: Row.NullableInt,
+    cap_left: Row.NullableInt
   }),
   "svc_settle"
 )
 const decodeCallIds = Row.decoder(Schema.Struct({ id: Schema.String }), "calls.id")
 
+/** `cap_resets_at` of a day or month cap (a total cap never resets). */
+const capResetsAt = (period: CapPeriod | null, now: number): { readonly cap_resets_at?: string } => {
+  const at = period === null ? undefined : capResetsAtIso(period, now)
+  return at === undefined ? {} : { cap_resets_at: at }
+}
+
+/** What an account and a key have left after a charge (Credits-Remaining, Key-Cap-Remaining). */
+export interface Remaining {
+  readonly credits: number
+  /** Undefined for a key without a cap (nor a capped parent). */
+  readonly keyCap: number | undefined
+}
+
+/** A settled call: its receipt, and what is left. */
+export interface Settled {
+  readonly receipt: Receipt
+  readonly remaining: Remaining
+}
+
 /** The free tier's numbers a funding decision takes: the per-IP budget and the operator's switches. */
+export type Terms = Effect.Success<ReturnType<typeof freeTierTerms>>
+
 export const freeTierTerms = (settings: Settings["Service"], freePerIp: number) =>
   Effect.map(settings.current, (operator) => ({
     free_per_ip: freePerIp,
@@ -104,7 +139,7 @@ export class Reservations extends Context.Service<
       reservation: Reservation,
       refunds: ReadonlyArray<Refund>,
       alsoInTransaction: (receipt: Receipt) => Effect.Effect<void, E>
-    ) => Effect.Effect<Receipt, SqlError | ReservationLost | E>
+    ) => Effect.Effect<Settled, SqlError | ReservationLost | E>
     /** Returns every reserved credit; the call is charged nothing. False when it was already finished. */
     readonly release: (reservation: Reservation) => Effect.Effect<boolean, SqlError>
     /** A live call shows it is alive (see `domain/lease.ts`); false once its reservation is gone. */
@@ -126,12 +161,18 @@ export class Reservations extends Context.Service<
        * Ends a reserved call inside the caller's transaction, and queues the balance alert's email
        * when this charge crossed it. Undefined when the call was no longer reserved.
        */
-      const finish = (callId: string, charged: number, refunds: ReadonlyArray<Refund>, now: number) =>
+      const finish = (
+        callId: string,
+        charged: number,
+        refunds: ReadonlyArray<Refund>,
+        now: number,
+        terms: Terms | null = null
+      ) =>
         Effect.gen(function* () {
-          const [ended] = yield* sql`SELECT call, alert_email, alert_threshold, alert_spendable
-            FROM svc_settle(${callId}, ${charged}, ${JSON.stringify(refunds)}, ${now})`.pipe(
-            Effect.flatMap(decodeSettled)
-          )
+          const [ended] =
+            yield* sql`SELECT call, alert_email, alert_threshold, alert_spendable, spendable, cap_left
+            FROM svc_settle(${callId}, ${charged}, ${JSON.stringify(refunds)}, ${now},
+              ${terms === null ? null : JSON.stringify(terms)}::jsonb)`.pipe(Effect.flatMap(decodeSettled))
           if (ended === undefined) return undefined
           if (
             ended.alert_email !== null &&
@@ -148,7 +189,10 @@ export class Reservations extends Context.Service<
               })
             )
           }
-          return receiptOf(ended.call)
+          return {
+            receipt: receiptOf(ended.call),
+            remaining: { credits: ended.spendable ?? 0, keyCap: ended.cap_left ?? undefined }
+          } satisfies Settled
         })
 
       /** Refunds the account's dead calls, each in its own transaction, as the sweeper does. */
@@ -215,6 +259,15 @@ export class Reservations extends Context.Service<
               ),
               account
             })
+          case "key_cap":
+            return yield* new InsufficientCredits({
+              message: `This call is quoted ${input.quoted} credits and this key's ${found.cap_period ?? "total"} spend cap has ${found.cap_left ?? 0} left. Raise the cap (POST /v1/keys/update) or wait for it to reset (cap_resets_at), then retry with the SAME Idempotency-Key.`,
+              credits_required: input.quoted,
+              credits_available: found.cap_left ?? 0,
+              limit: "key_cap",
+              ...capResetsAt(found.cap_period, now),
+              account
+            })
           case "budget":
             return yield* new BudgetExhausted({
               message:
@@ -249,12 +302,19 @@ export class Reservations extends Context.Service<
             reservation.quoted,
             kept.reduce((sum, refund) => sum + refund.credits, 0)
           )
+          const terms = yield* freeTierTerms(settings, policy.freeCreditsPerIpDay)
           return yield* sql.withTransaction(
             Effect.gen(function* () {
-              const receipt = yield* finish(reservation.callId, reservation.quoted - refunded, kept, now)
-              if (receipt === undefined) return yield* new ReservationLost({ callId: reservation.callId })
-              yield* alsoInTransaction(receipt)
-              return receipt
+              const settled = yield* finish(
+                reservation.callId,
+                reservation.quoted - refunded,
+                kept,
+                now,
+                terms
+              )
+              if (settled === undefined) return yield* new ReservationLost({ callId: reservation.callId })
+              yield* alsoInTransaction(settled.receipt)
+              return settled
             })
           )
         }).pipe(Effect.withSpan("Reservations.settle"))

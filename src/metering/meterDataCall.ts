@@ -1,4 +1,4 @@
-import { Clock, Effect, Exit } from "effect"
+import { Clock, Effect, Exit, type Result } from "effect"
 import { AppConfig } from "../config.ts"
 import type { Caller } from "../contract/api.ts"
 import type { Envelope } from "../contract/envelope.ts"
@@ -20,7 +20,7 @@ import type { Account } from "../domain/accounts.ts"
 import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { heartbeatMs } from "../domain/lease.ts"
-import { isPaid, type Platform } from "../domain/plans.ts"
+import { isPaid, type Plan, type Platform } from "../domain/plans.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
 import type { AnyOperation, Freshness, RunError, RunResult } from "../operations/Operation.ts"
 import { Ids } from "../services/Ids.ts"
@@ -28,9 +28,15 @@ import { RateLimits } from "../services/RateLimits.ts"
 import { Speculating, type Speculation } from "../services/Speculation.ts"
 import { HitCharges } from "./HitCharges.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
-import { type Reservation, ReservationLost, Reservations, type ReserveError } from "./Reservations.ts"
+import {
+  type Remaining,
+  type Reservation,
+  ReservationLost,
+  Reservations,
+  type ReserveError
+} from "./Reservations.ts"
 import type { Stored } from "./ResultMemory.ts"
-import { type CallResult, envelopeOf, type Receipt, receiptOf } from "./receipt.ts"
+import { type CallResult, envelopeOf, receiptOf } from "./receipt.ts"
 
 /** What a surface decodes from its wire (a query string, a tool's arguments) for a data call. */
 export interface CallInput {
@@ -46,6 +52,26 @@ export interface CallOutcome {
   readonly replayed: boolean
   /** The envelope as JSON, when the path made it already (REST answers it as is). */
   readonly json?: string
+  /** What the account and the key have left once charged; undefined on a replay. */
+  readonly remaining?: Remaining
+}
+
+/** The plan's per-minute allowance and what is left of it (RateLimit-Policy, RateLimit). */
+export interface RateState {
+  readonly plan: Plan
+  readonly limit: number
+  readonly windowSeconds: number
+  readonly remaining: number
+  readonly resetSeconds: number
+}
+
+/**
+ * A metered call's answer with what every surface reports beside it: the rate limit always, and
+ * once charged what was charged and what is left (REST's usage headers, MCP's `_meta`).
+ */
+export interface Metered<E> {
+  readonly result: Result.Result<CallOutcome, E | MeteringError>
+  readonly rate: RateState
 }
 
 /** What admission makes of a call: the call as it will be claimed, reserved, run and settled. */
@@ -77,26 +103,41 @@ export const meterDataCall = <R, E>(
   operation: AnyOperation<R>,
   caller: Caller["Service"],
   input: Effect.Effect<CallInput, E>
-): Effect.Effect<CallOutcome, E | MeteringError, MeteringServices | R> => {
+): Effect.Effect<Metered<E>, never, MeteringServices | R> => {
+  const meter: Meter = { rate: undefined }
   const refused = entitlement(caller.account, operation.platform)
-  if (refused !== undefined) return Effect.fail(refused)
-  return Effect.flatMap(input, (decoded) =>
-    Effect.flatMap(admit(operation, caller, decoded), (call) =>
-      Effect.flatMap(
-        Effect.flatMap(Ids, (ids) => ids.newId("rcpt")),
-        (callId) =>
-          // The call's id names its receipt, and fences its claim and its reservation: a call that
-          // outlives its lease can neither complete, release nor settle what a newer call holds.
-          // From the claim to the settlement nothing may be interrupted but the upstream run itself.
-          Effect.uninterruptibleMask((restore) => Effect.scoped(metered(call, callId, restore))).pipe(
-            Effect.catchTags({
-              ReservationLost: (lost) => outlivedLease(lost, callId),
-              ClaimLost: (lost) => outlivedLease(lost, callId)
-            })
+  const call: Effect.Effect<CallOutcome, E | MeteringError, MeteringServices | R> =
+    refused !== undefined
+      ? Effect.fail(refused)
+      : Effect.flatMap(input, (decoded) =>
+          Effect.flatMap(admit(operation, caller, decoded), (admitted) =>
+            Effect.flatMap(
+              Effect.flatMap(Ids, (ids) => ids.newId("rcpt")),
+              (callId) =>
+                // The call's id names its receipt, and fences its claim and its reservation: a call
+                // that outlives its lease can neither complete, release nor settle what a newer call
+                // holds. From the claim to the settlement nothing may be interrupted but the run.
+                Effect.uninterruptibleMask((restore) =>
+                  Effect.scoped(metered(admitted, callId, restore, meter))
+                ).pipe(
+                  Effect.catchTags({
+                    ReservationLost: (lost) => outlivedLease(lost, callId),
+                    ClaimLost: (lost) => outlivedLease(lost, callId)
+                  })
+                )
+            )
           )
-      )
-    )
+        )
+  return Effect.flatMap(Effect.result(call), (result) =>
+    meter.rate !== undefined
+      ? Effect.succeed({ result, rate: meter.rate })
+      : Effect.map(peekRate(caller.account), (rate) => ({ result, rate }))
   )
+}
+
+/** What a call learns on its way that its answer reports: the rate limit as its token left it. */
+interface Meter {
+  rate: RateState | undefined
 }
 
 /** Every problem a metered call can answer besides its surface's decoding. */
@@ -125,10 +166,17 @@ type Restore = <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E
  * settle). The token goes back when the call is turned away before it runs.
  */
 // hot path
-const metered = <R>(call: Admitted<R>, callId: string, restore: Restore) =>
-  Effect.flatMap(takeRateToken(call), (token) => {
+const metered = <R>(call: Admitted<R>, callId: string, restore: Restore, meter: Meter) =>
+  Effect.flatMap(takeRateToken(call, meter), (token) => {
     const turnedAway = <A, E, R2>(effect: Effect.Effect<A, E, R2>) =>
-      Effect.tapError(effect, () => token.giveBack)
+      Effect.tapError(effect, () =>
+        Effect.andThen(
+          token.giveBack,
+          Effect.sync(() => {
+            if (meter.rate !== undefined) meter.rate = { ...meter.rate, remaining: meter.rate.remaining + 1 }
+          })
+        )
+      )
     return Effect.flatMap(turnedAway(chargeIfHit(call, callId)), (hit) =>
       hit !== undefined
         ? Effect.succeed(hit)
@@ -404,27 +452,47 @@ const speculate = <R>(
 
 /** One call of the account's per-minute allowance; the caller gives it back if the call is turned away. */
 // hot path
-const takeRateToken = <R>(call: Admitted<R>) =>
+const takeRateToken = <R>(call: Admitted<R>, meter: Meter) =>
   Effect.flatMap(AppConfig, ({ policy }) => {
     const { account } = call.caller
+    const limit = policy.ratePerMinute[account.plan]
     return Effect.flatMap(
       Effect.flatMap(RateLimits, (limits) =>
-        limits.take({
-          key: `plan:${account.id}`,
-          limit: policy.ratePerMinute[account.plan],
-          window: "1 minute"
-        })
+        limits.take({ key: rateKey(account.id), limit, window: "1 minute" })
       ),
-      (token) =>
-        token.allowed
+      (token) => {
+        meter.rate = {
+          plan: account.plan,
+          limit,
+          windowSeconds: 60,
+          remaining: token.allowed ? token.remaining : 0,
+          resetSeconds: token.allowed ? token.resetSeconds : token.retryAfterSeconds
+        }
+        return token.allowed
           ? Effect.succeed(token)
           : Effect.fail(
               new RateLimited({
-                message: `At most ${policy.ratePerMinute[account.plan]} calls per minute on the ${account.plan} plan. Retry after retry_after_seconds.`,
+                message: `At most ${limit} calls per minute on the ${account.plan} plan. Retry after retry_after_seconds.`,
                 retry_after_seconds: token.retryAfterSeconds,
                 account: call.who
               })
             )
+      }
+    )
+  })
+
+const rateKey = (accountId: string) => `plan:${accountId}`
+
+/** The rate limit of an answer given before the call took its token. */
+// hot path
+const peekRate = (account: Account): Effect.Effect<RateState, never, AppConfig | RateLimits> =>
+  Effect.flatMap(AppConfig, ({ policy }) => {
+    const limit = policy.ratePerMinute[account.plan]
+    return Effect.flatMap(RateLimits, (limits) =>
+      Effect.map(
+        limits.peek({ key: rateKey(account.id), limit, window: "1 minute" }),
+        (state): RateState => ({ plan: account.plan, limit, windowSeconds: 60, ...state })
+      )
     )
   })
 
@@ -558,14 +626,18 @@ const runAndSettle = Effect.fnUntraced(function* <R>(
   const result = resultOf(operation, input.freshness, run, reservation.createdAt)
   const key = input.idempotencyKey
   const store = yield* IdempotencyStore
-  const receipt: Receipt = yield* reservations
+  const settled = yield* reservations
     .settle(reservation, refundsOf(run, input.freshness), () =>
       key === undefined
         ? Effect.void
         : store.complete(call.caller.account.id, key, callId, JSON.stringify(result))
     )
     .pipe(Effect.catchTag("SqlError", Effect.die))
-  return { envelope: envelopeOf(result, receipt), replayed: false } satisfies CallOutcome
+  return {
+    envelope: envelopeOf(result, settled.receipt),
+    replayed: false,
+    remaining: settled.remaining
+  } satisfies CallOutcome
 })
 
 /** A defect once the call has its row: the answer names the call, so it can be reported. */

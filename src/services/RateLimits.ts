@@ -18,8 +18,20 @@ export interface LimitWindow {
 }
 
 export type LimitResult =
-  | { readonly allowed: true; readonly giveBack: Effect.Effect<void> }
+  | {
+      readonly allowed: true
+      readonly giveBack: Effect.Effect<void>
+      /** Calls left in the window after this one, and seconds until the window starts afresh. */
+      readonly remaining: number
+      readonly resetSeconds: number
+    }
   | { readonly allowed: false; readonly retryAfterSeconds: number }
+
+/** What is left of a window without taking from it. */
+export interface LimitState {
+  readonly remaining: number
+  readonly resetSeconds: number
+}
 
 /**
  * Fixed-window limits on Effect's RateLimiter: in memory for one instance, in Redis when
@@ -28,8 +40,11 @@ export type LimitResult =
  */
 export class RateLimits extends Context.Service<
   RateLimits,
-  { readonly take: (window: LimitWindow) => Effect.Effect<LimitResult> }
->()("app/RateLimits") {
+  {
+    readonly take: (window: LimitWindow) => Effect.Effect<LimitResult>
+    readonly peek: (window: LimitWindow) => Effect.Effect<LimitState>
+  }
+>()("services/RateLimits") {
   static readonly make = Effect.gen(function* () {
     const limiter = yield* RateLimiter.RateLimiter
     // hot path
@@ -44,7 +59,14 @@ export class RateLimits extends Context.Service<
           tokens
         })
       return consume(1).pipe(
-        Effect.map((): LimitResult => ({ allowed: true, giveBack: Effect.ignore(consume(-1)) })),
+        Effect.map(
+          (result): LimitResult => ({
+            allowed: true,
+            giveBack: Effect.ignore(consume(-1)),
+            remaining: result.remaining,
+            resetSeconds: Math.max(0, Math.ceil(Duration.toSeconds(result.resetAfter)))
+          })
+        ),
         Effect.catch((error) =>
           error.reason._tag === "RateLimitExceeded"
             ? Effect.succeed<LimitResult>({
@@ -53,12 +75,37 @@ export class RateLimits extends Context.Service<
               })
             : // A broken limit store must not take the service down: log and let the call through.
               Effect.logWarning("rate limit store failed; allowing the call", error).pipe(
-                Effect.as<LimitResult>({ allowed: true, giveBack: Effect.void })
+                Effect.as<LimitResult>({
+                  allowed: true,
+                  giveBack: Effect.void,
+                  remaining: window.limit,
+                  resetSeconds: 0
+                })
               )
         )
       )
     }
-    return RateLimits.of({ take })
+    // hot path
+    const peek = (window: LimitWindow): Effect.Effect<LimitState> =>
+      limiter
+        .consume({
+          algorithm: "fixed-window",
+          onExceeded: "fail",
+          key: window.key,
+          limit: window.limit,
+          window: window.window,
+          tokens: 0
+        })
+        .pipe(
+          Effect.map(
+            (result): LimitState => ({
+              remaining: result.remaining,
+              resetSeconds: Math.max(0, Math.ceil(Duration.toSeconds(result.resetAfter)))
+            })
+          ),
+          Effect.orElseSucceed(() => ({ remaining: window.limit, resetSeconds: 0 }))
+        )
+    return RateLimits.of({ take, peek })
   })
 
   static readonly layerMemory = Layer.effect(RateLimits, RateLimits.make).pipe(

@@ -128,6 +128,19 @@ const served: ReadonlyArray<Case> = [
 const results: ReadonlyArray<[string, CallToolResult]> = [
   ["structured", structuredResult({ name: 'p \u00e9 \u2028 "q" </script>', at: [1, 2.5, -3e-7] })],
   ["structured, optional field", structuredResult({ name: "", at: [], note: "\n\t" })],
+  [
+    "structured, with _meta",
+    structuredResult(
+      { name: "m", at: [1] },
+      { "svc/usage": { credits_charged: 4, rate_limit: { remaining: 3 } } }
+    )
+  ],
+  [
+    "a problem, with _meta",
+    problemResult({ code: "RATE_LIMITED", message: "slow" } as any, {
+      "svc/usage": { rate_limit: { remaining: 0 } }
+    })
+  ],
   ["a problem", problemResult({ code: "INVALID_INPUT", message: "no", param: "x" } as any)],
   ["structured content off its schema", structuredResult({ name: 3 })],
   ["no structured content", { content: [{ type: "text", text: "plain" }] }]

@@ -162,8 +162,8 @@ describe(`a call that dies between reserve and settle (${storeName})`, () => {
         assert.deepStrictEqual(yield* snapshot(trial), sweptTrial)
 
         const next = yield* Effect.orDie(ledger.reserve(reserveInput(paid, 10, "idem-next")))
-        const receipt = yield* Effect.orDie(ledger.settle(next, [], () => Effect.void))
-        assert.strictEqual(receipt?.charged, 10)
+        const { receipt } = yield* Effect.orDie(ledger.settle(next, [], () => Effect.void))
+        assert.strictEqual(receipt.charged, 10)
         assert.strictEqual((yield* snapshot(paid)).balance, 90)
         const again = yield* Effect.orDie(ledger.reserve(reserveInput(trial, 5)))
         yield* Effect.orDie(ledger.release(again))
@@ -256,12 +256,12 @@ describe(`a call that dies between reserve and settle (${storeName})`, () => {
         )
 
         const retry = yield* Effect.orDie(ledger.reserve(reserveInput(paid, 20, key, "rcpt_takeover_retry")))
-        const receipt = yield* Effect.orDie(
+        const { receipt } = yield* Effect.orDie(
           ledger.settle(retry, [], (receipt) =>
             store.complete(paid.accountId, key, receipt.id, JSON.stringify({ kind: "echo" }))
           )
         )
-        assert.strictEqual(receipt?.charged, 20)
+        assert.strictEqual(receipt.charged, 20)
         const replay = yield* begin("print-a")
         assert.strictEqual(replay._tag, "Replay")
         assert.strictEqual(replay._tag === "Replay" ? replay.call.id : "", retry.callId)

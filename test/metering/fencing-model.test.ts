@@ -159,7 +159,7 @@ const scenario = (instances: ReadonlyArray<Instance>, steps: ReadonlyArray<Step>
                 )
               })
             ).pipe(
-              Effect.map((receipt) => ({ _tag: "Settled" as const, receipt })),
+              Effect.map((settled) => ({ _tag: "Settled" as const, receipt: settled.receipt })),
               Effect.catchTags({
                 ReservationLost: (lost) => Effect.succeed(lost),
                 ClaimLost: (lost) => Effect.succeed(lost)

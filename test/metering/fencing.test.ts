@@ -76,7 +76,12 @@ const call = (instance: Instance, caller: Caller["Service"], idempotencyKey: str
       maxCredits: undefined,
       idempotencyKey
     })
-  ).pipe(Effect.provide(instance))
+  ).pipe(
+    Effect.flatMap(({ result }) =>
+      result._tag === "Success" ? Effect.succeed(result.success) : Effect.fail(result.failure)
+    ),
+    Effect.provide(instance)
+  )
 
 const ledgerOf = (accountId: string) =>
   Effect.gen(function* () {

@@ -5,7 +5,13 @@ import { AppConfig } from "../../config.ts"
 import { IdempotencyHeaders, restQuerySchema } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { type InvalidInput, isApiError } from "../../contract/errors.ts"
-import { type CallInput, type CallOutcome, meterDataCall } from "../../metering/meterDataCall.ts"
+import {
+  type CallInput,
+  type CallOutcome,
+  type Metered,
+  meterDataCall,
+  type RateState
+} from "../../metering/meterDataCall.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
 import { Identity } from "../common/identity.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
@@ -13,8 +19,27 @@ import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 import { noStore } from "./middleware.ts"
 import { parseQuery } from "./queryString.ts"
 
-export const envelopeResponse = (outcome: CallOutcome) => {
+/**
+ * The usage headers of every metered answer: the plan's rate limit and what is left of it
+ * (draft-ietf-httpapi-ratelimit-headers), and once charged the credits charged and left, and what
+ * a capped key has left.
+ */
+const usageHeaders = (rate: RateState, outcome: CallOutcome | undefined): Record<string, string> => {
+  const headers: Record<string, string> = {
+    "ratelimit-policy": `"${rate.plan}";q=${rate.limit};w=${rate.windowSeconds}`,
+    ratelimit: `"${rate.plan}";r=${rate.remaining};t=${rate.resetSeconds}`
+  }
+  const remaining = outcome?.remaining
+  if (outcome === undefined || remaining === undefined) return headers
+  headers["credits-charged"] = String(outcome.envelope.receipt.charged)
+  headers["credits-remaining"] = String(remaining.credits)
+  if (remaining.keyCap !== undefined) headers["key-cap-remaining"] = String(remaining.keyCap)
+  return headers
+}
+
+export const envelopeResponse = (outcome: CallOutcome, extra: Record<string, string> = {}) => {
   const headers = {
+    ...extra,
     "x-receipt-id": outcome.envelope.receipt.id,
     "x-credits-charged": outcome.replayed ? "0" : String(outcome.envelope.receipt.charged),
     ...(outcome.replayed ? { "idempotent-replayed": "true" } : {})
@@ -22,6 +47,13 @@ export const envelopeResponse = (outcome: CallOutcome) => {
   return outcome.json === undefined
     ? HttpServerResponse.jsonUnsafe(outcome.envelope, { headers })
     : HttpServerResponse.text(outcome.json, { contentType: "application/json", headers })
+}
+
+/** A metered answer on the wire: the envelope or the problem, with the usage headers. */
+const meteredResponse = (problems: Problems["Service"], metered: Metered<InvalidInput>) => {
+  const { result, rate } = metered
+  if (result._tag === "Success") return envelopeResponse(result.success, usageHeaders(rate, result.success))
+  return HttpServerResponse.setHeaders(problems.render(result.failure), usageHeaders(rate, undefined))
 }
 
 /**
@@ -89,7 +121,7 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const ip = identity.clientIp(request)
           return identity.authenticate(bearerCredential(request.headers.authorization)).pipe(
             Effect.flatMap((principal) => meterDataCall(operation, { ...principal, ip }, input(request))),
-            Effect.map(envelopeResponse),
+            Effect.map((metered) => meteredResponse(problems, metered)),
             Effect.catch((error) =>
               isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
             ),

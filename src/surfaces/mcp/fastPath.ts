@@ -136,19 +136,31 @@ interface Era {
   readonly extra: Record<string, unknown>
   /** `extra` as JSON members, after a comma. */
   readonly tail: string
+  readonly serverInfo: ServerInfo
 }
 
 const modernEra = (serverInfo: ServerInfo): Era => {
   const extra = { resultType: "complete", _meta: { [SERVER_INFO_META_KEY]: serverInfo } }
-  return { extra, tail: `,${JSON.stringify(extra).slice(1, -1)}` }
+  return { extra, tail: `,${JSON.stringify(extra).slice(1, -1)}`, serverInfo }
 }
 
 /**
  * The result as JSON. A result built by `structuredResult` already holds its structured content's
- * JSON as its text: that text is reused rather than the envelope serialised a second time.
+ * JSON as its text: that text is reused rather than the envelope serialised a second time. A
+ * result with its own `_meta` leaves the SDK with `_meta` first (and the server's identity added
+ * to it, in 2026-07-28).
  */
 const resultJson = (result: CallToolResult, era: Era | undefined) => {
   const text = jsonTextOf(result)
+  const { _meta: meta, ...rest } = result
+  if (meta !== undefined) {
+    const stamped = era === undefined ? meta : { ...meta, [SERVER_INFO_META_KEY]: era.serverInfo }
+    const members =
+      text === undefined
+        ? JSON.stringify(rest).slice(1, -1)
+        : `"content":${JSON.stringify(rest.content)},"structuredContent":${text}`
+    return `{"_meta":${JSON.stringify(stamped)},${members}${era === undefined ? "" : ',"resultType":"complete"'}}`
+  }
   if (text === undefined) return JSON.stringify(era === undefined ? result : { ...result, ...era.extra })
   return `{"content":${JSON.stringify(result.content)},"structuredContent":${text}${era?.tail ?? ""}}`
 }

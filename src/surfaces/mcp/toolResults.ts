@@ -3,6 +3,7 @@ import { Cause, Effect, Option } from "effect"
 import { AppConfig } from "../../config.ts"
 import { type ApiError, Internal, isApiError } from "../../contract/errors.ts"
 import { type ProblemBody, problemContext, toProblem } from "../../contract/problem.ts"
+import type { CallOutcome, Metered, RateState } from "../../metering/meterDataCall.ts"
 import { Ids } from "../../services/Ids.ts"
 
 /** The JSON of each result `structuredResult` built: its structured content's, which is its text. */
@@ -15,12 +16,13 @@ const jsonTexts = new WeakMap<CallToolResult, string>()
  */
 export const jsonTextOf = (result: CallToolResult): string | undefined => jsonTexts.get(result)
 
-/** A value as both structured content and its JSON text, for clients that read only text. */
-export const structuredResult = (value: object): CallToolResult => {
+/** A value as both structured content and its JSON text, for clients that read only text; `meta` is its `_meta`. */
+export const structuredResult = (value: object, meta?: Record<string, unknown>): CallToolResult => {
   const text = JSON.stringify(value)
   const result: CallToolResult = {
     content: [{ type: "text", text }],
-    structuredContent: value as Record<string, unknown>
+    structuredContent: value as Record<string, unknown>,
+    ...(meta === undefined ? {} : { _meta: meta })
   }
   jsonTexts.set(result, text)
   return result
@@ -32,34 +34,76 @@ export const structuredResult = (value: object): CallToolResult => {
  * as the MCP Inspector check it even on errors. Widening every output schema to "envelope or
  * problem" would blur the success type that typed clients generate from it.
  */
-export const problemResult = (problem: ProblemBody): CallToolResult => ({
+export const problemResult = (problem: ProblemBody, meta?: Record<string, unknown>): CallToolResult => ({
   content: [{ type: "text", text: JSON.stringify(problem) }],
-  isError: true
+  isError: true,
+  ...(meta === undefined ? {} : { _meta: meta })
 })
 
 /**
- * Settles one tool call into a result and never fails: an ApiError becomes its problem, anything
- * else (a defect) is logged and becomes INTERNAL with a trace id, so a `tools/call` never hangs.
+ * A tool call's result whatever happens: an ApiError becomes its problem, anything else (a defect)
+ * is logged and becomes INTERNAL with a trace id, so a `tools/call` never hangs.
  */
-export const toToolResult = <R>(effect: Effect.Effect<object, ApiError, R>) =>
-  effect.pipe(
-    Effect.map(structuredResult),
-    Effect.catchCause((cause) =>
-      Effect.gen(function* () {
-        const config = yield* AppConfig
-        const context = problemContext(config)
-        const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
-        if (isApiError(failure)) return problemResult(toProblem(failure, context))
-        const traceId = yield* (yield* Ids).newId("trace")
-        yield* Effect.logError("MCP tool call failed", { traceId }, Cause.pretty(cause))
-        return problemResult(
-          toProblem(
-            new Internal({
-              message: `The service failed while handling this call (trace ${traceId}). Retry once; if it fails again, report this id.`
-            }),
-            context
-          )
+export const settledResult = <R>(effect: Effect.Effect<CallToolResult, ApiError, R>) =>
+  Effect.catchCause(effect, (cause) =>
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const context = problemContext(config)
+      const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
+      if (isApiError(failure)) return problemResult(toProblem(failure, context))
+      const traceId = yield* (yield* Ids).newId("trace")
+      yield* Effect.logError("MCP tool call failed", { traceId }, Cause.pretty(cause))
+      return problemResult(
+        toProblem(
+          new Internal({
+            message: `The service failed while handling this call (trace ${traceId}). Retry once; if it fails again, report this id.`
+          }),
+          context
         )
-      })
-    )
+      )
+    })
   )
+
+/** Settles one tool call's value or problem into a result; never fails. */
+export const toToolResult = <R>(effect: Effect.Effect<object, ApiError, R>) =>
+  settledResult(Effect.map(effect, (value) => structuredResult(value)))
+
+/**
+ * What REST's usage headers say, as a result's `_meta`: the rate limit always, and once charged the
+ * credits charged and left, and what a capped key has left.
+ */
+const usageMeta = (rate: RateState, outcome: CallOutcome | undefined) => {
+  const remaining = outcome?.remaining
+  return {
+    [usageMetaKey]: {
+      rate_limit: {
+        policy: rate.plan,
+        limit: rate.limit,
+        window_seconds: rate.windowSeconds,
+        remaining: rate.remaining,
+        reset_seconds: rate.resetSeconds
+      },
+      ...(outcome === undefined || remaining === undefined
+        ? {}
+        : {
+            credits_charged: outcome.envelope.receipt.charged,
+            credits_remaining: remaining.credits,
+            ...(remaining.keyCap === undefined ? {} : { key_cap_remaining: remaining.keyCap })
+          })
+    }
+  }
+}
+
+/** Where a data tool's result carries its usage numbers. */
+export const usageMetaKey = "svc/usage"
+
+/** A metered call's result: the envelope, or its problem, with the usage in `_meta`. */
+export const meteredResult = <E extends ApiError>(metered: Metered<E>) => {
+  const { result, rate } = metered
+  return result._tag === "Success"
+    ? Effect.succeed(structuredResult(result.success.envelope, usageMeta(rate, result.success)))
+    : Effect.map(settledResult(Effect.fail(result.failure)), (failed) => ({
+        ...failed,
+        _meta: usageMeta(rate, undefined)
+      }))
+}

@@ -15,7 +15,7 @@ import { Usage } from "../../services/Usage.ts"
 import { usageReport } from "../usageReport.ts"
 import { callingAsBearer } from "./bearer.ts"
 import { toolArgumentsDecoder } from "./toolArguments.ts"
-import { toToolResult } from "./toolResults.ts"
+import { meteredResult, settledResult, toToolResult } from "./toolResults.ts"
 import {
   inputSchema,
   noArguments,
@@ -66,15 +66,15 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     annotations: dataAnnotations,
     // hot path
     call: (args: Record<string, unknown>) =>
-      toToolResult(
+      settledResult(
         Effect.flatMap(Caller, (caller) =>
-          Effect.map(
+          Effect.flatMap(
             meterDataCall(
               operation,
               caller,
               Effect.suspend(() => decode(args))
             ),
-            (outcome) => outcome.envelope
+            meteredResult
           )
         )
       )

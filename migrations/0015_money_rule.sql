@@ -55,12 +55,14 @@ $$;
 -- account, which the caller has locked: the ledger's lock order) and changes nothing else.
 -- `outcome` is 'funded', or why not: 'credits' (an account that was ever funded, or is on a paid
 -- plan), 'budget' (the free tier is closed or the global ceiling is reached), 'trial_cap' (the
--- IP's free budget). `free_left` is what the IP's budget had; `available` what could be drawn.
+-- IP's free budget). `free_left` is what the IP's budget had; `available` what could be drawn for
+-- this call; `spendable` what the account could spend in all (the free budget left, the grant and
+-- the balance: the Credits-Remaining every charged answer reports, asked with an amount of 0).
 CREATE FUNCTION svc_funding(p_account text, p_plan text, p_grant bigint, p_balance bigint, p_ip text,
   p_day integer, p_amount bigint, p_realtime boolean, p_free_per_ip bigint, p_free_open boolean,
   p_global_free bigint,
   OUT outcome text, OUT from_free bigint, OUT from_grant bigint, OUT from_balance bigint,
-  OUT free_left bigint, OUT available bigint)
+  OUT free_left bigint, OUT available bigint, OUT spendable bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   used bigint;
@@ -83,6 +85,7 @@ BEGIN
   SELECT d.from_free, d.from_grant, d.from_balance INTO from_free, from_grant, from_balance
     FROM svc_draw(p_amount, free_left, p_grant, p_balance) d;
   available := LEAST(free_left, p_amount) + p_grant + p_balance;
+  spendable := free_left + p_grant + p_balance;
   IF from_free IS NOT NULL THEN
     outcome := 'funded';
   ELSIF p_plan <> 'trial' OR EXISTS (SELECT 1 FROM credit_events e WHERE e.account_id = p_account) THEN
@@ -113,17 +116,23 @@ $$;
 -- Reserves a call's whole quote and takes the account's one in-flight slot, in one transaction.
 -- outcome: 'reserved'; 'account' (no such account); 'expired' (the slot is held by a call whose
 -- lease has passed: the caller refunds it and asks again with p_after_sweep); 'busy' (another call
--- holds the slot: holder_lease and holder_seen say when it ends and when it was last alive); or
--- the funding's refusal ('credits', 'budget', 'trial_cap', with free_left and available).
+-- holds the slot: holder_lease and holder_seen say when it ends and when it was last alive);
+-- 'key_cap' (the quote is above what the key's cap, or its parent's, has left: cap_left and
+-- cap_period); or the funding's refusal ('credits', 'budget', 'trial_cap', with free_left and
+-- available).
 CREATE FUNCTION svc_reserve(p jsonb)
 RETURNS TABLE (outcome text, free_left bigint, available bigint, holder_lease bigint, holder_seen bigint,
-  reserved_free bigint, reserved_grant bigint, reserved_balance bigint)
+  cap_left bigint, cap_period text, reserved_free bigint, reserved_grant bigint, reserved_balance bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   acct record;
   holder record;
+  cap record;
   f record;
   v_account text := p->>'account_id';
+  v_key text := p->>'key_id';
+  v_day integer := (p->>'day')::integer;
+  v_quoted bigint := (p->>'quoted')::bigint;
   v_now bigint := (p->>'now')::bigint;
 BEGIN
   SELECT a.plan, a.grant_credits, a.balance_credits INTO acct FROM accounts a WHERE a.id = v_account FOR UPDATE;
@@ -142,8 +151,16 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
+  SELECT * INTO cap FROM svc_key_cap(v_key, v_day);
+  IF cap.cap_left IS NOT NULL AND cap.cap_left < v_quoted THEN
+    outcome := 'key_cap';
+    cap_left := GREATEST(cap.cap_left, 0);
+    cap_period := cap.cap_period;
+    RETURN NEXT;
+    RETURN;
+  END IF;
   SELECT * INTO f FROM svc_funding(v_account, acct.plan, acct.grant_credits, acct.balance_credits, p->>'ip',
-    (p->>'day')::integer, (p->>'quoted')::bigint, (p->>'realtime')::boolean, (p->>'free_per_ip')::bigint,
+    v_day, v_quoted, (p->>'realtime')::boolean, (p->>'free_per_ip')::bigint,
     (p->>'free_open')::boolean, (p->>'global_free')::bigint);
   outcome := f.outcome;
   free_left := f.free_left;
@@ -152,11 +169,12 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
-  PERFORM svc_take(v_account, p->>'ip', (p->>'day')::integer, f.from_free, f.from_grant, f.from_balance);
+  PERFORM svc_take(v_account, p->>'ip', v_day, f.from_free, f.from_grant, f.from_balance);
+  PERFORM svc_key_spend(v_key, v_day, v_quoted);
   INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted, reserved_free, reserved_grant,
       reserved_balance, idempotency_key, lease_expires_at, created_at)
-    VALUES (p->>'call_id', v_account, p->>'key_id', p->>'operation', 'reserved', p->>'ip', (p->>'day')::integer,
-      (p->>'quoted')::integer, f.from_free, f.from_grant, f.from_balance, p->>'idempotency_key',
+    VALUES (p->>'call_id', v_account, v_key, p->>'operation', 'reserved', p->>'ip', v_day,
+      v_quoted, f.from_free, f.from_grant, f.from_balance, p->>'idempotency_key',
       v_now + (p->>'lease_ms')::bigint, v_now);
   outcome := 'reserved';
   reserved_free := f.from_free;
@@ -166,14 +184,33 @@ BEGIN
 END
 $$;
 
+-- What an account (and a key) has left once a call is charged: the Credits-Remaining and
+-- Key-Cap-Remaining of its answer. `p_terms` are the free tier's terms, as for a reservation.
+CREATE FUNCTION svc_remaining(p_account text, p_key text, p_ip text, p_day integer, p_terms jsonb,
+  OUT spendable bigint, OUT cap_left bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  acct record;
+  f record;
+BEGIN
+  SELECT a.plan, a.grant_credits, a.balance_credits INTO acct FROM accounts a WHERE a.id = p_account;
+  SELECT * INTO f FROM svc_funding(p_account, acct.plan, acct.grant_credits, acct.balance_credits, p_ip, p_day, 0,
+    false, (p_terms->>'free_per_ip')::bigint, (p_terms->>'free_open')::boolean, (p_terms->>'global_free')::bigint);
+  spendable := f.spendable;
+  SELECT GREATEST(k.cap_left, 0) INTO cap_left FROM svc_key_cap(p_key, p_day) k;
+END
+$$;
+
 -- Ends a reserved call: `p_charged` (at most the quote) is charged in the funding order from what
--- was reserved, the rest goes back where it came from. The call's state guards against ending it
--- twice: no row when it was no longer reserved (its lease expired and it was refunded). A charge
--- of grant or balance that crosses the armed balance alert disarms it and reports the crossing
--- (the caller queues its one email in the same transaction). Released, when nothing was charged
--- and nothing refunded. Lock order: the account, then the call, then the free-tier rows.
-CREATE FUNCTION svc_settle(p_call text, p_charged bigint, p_refunds text, p_now bigint)
-RETURNS TABLE (call jsonb, alert_email text, alert_threshold bigint, alert_spendable bigint)
+-- was reserved, the rest goes back where it came from (and off the key's cap). The call's state
+-- guards against ending it twice: no row when it was no longer reserved (its lease expired and it
+-- was refunded). A charge of grant or balance that crosses the armed balance alert disarms it and
+-- reports the crossing (the caller queues its one email in the same transaction). Released, when
+-- nothing was charged and nothing refunded. Lock order: the account, then the call, then the
+-- free-tier rows. With `p_terms`, what is left is reported too (`svc_remaining`).
+CREATE FUNCTION svc_settle(p_call text, p_charged bigint, p_refunds text, p_now bigint, p_terms jsonb)
+RETURNS TABLE (call jsonb, alert_email text, alert_threshold bigint, alert_spendable bigint,
+  spendable bigint, cap_left bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   r record;
@@ -183,8 +220,9 @@ DECLARE
   back_balance bigint;
   ended calls;
   crossing record;
+  left_over record;
 BEGIN
-  SELECT c.account_id, c.ip, c.day, c.reserved_free, c.reserved_grant, c.reserved_balance INTO r
+  SELECT c.account_id, c.key_id, c.ip, c.day, c.reserved_free, c.reserved_grant, c.reserved_balance INTO r
     FROM calls c WHERE c.id = p_call AND c.state = 'reserved';
   IF NOT FOUND THEN
     RETURN;
@@ -211,6 +249,9 @@ BEGIN
   IF back_grant + back_balance > 0 THEN
     PERFORM svc_add_credits(r.account_id, back_grant, back_balance);
   END IF;
+  IF back_free + back_grant + back_balance > 0 THEN
+    PERFORM svc_key_spend(r.key_id, r.day, -(back_free + back_grant + back_balance));
+  END IF;
   IF s.from_grant + s.from_balance > 0 THEN
     UPDATE accounts a SET alert_armed = false
       WHERE a.id = r.account_id AND svc_alert_crossed(a.alert_armed, a.alert_threshold, a.grant_credits + a.balance_credits)
@@ -220,6 +261,11 @@ BEGIN
       alert_threshold := crossing.alert_threshold;
       alert_spendable := crossing.spendable;
     END IF;
+  END IF;
+  IF p_terms IS NOT NULL THEN
+    SELECT * INTO left_over FROM svc_remaining(r.account_id, r.key_id, r.ip, r.day, p_terms);
+    spendable := left_over.spendable;
+    cap_left := left_over.cap_left;
   END IF;
   call := to_jsonb(ended);
   RETURN NEXT;
@@ -231,18 +277,23 @@ $$;
 -- reservation. Several calls (of any accounts) are charged by one call of the function and share
 -- one commit (group commit). An item is charged only in the plain case; otherwise it changes
 -- nothing and answers why, and the caller takes the full path, which decides it: 'account' (no
--- such account, or suspended), 'busy' (a call in flight), 'credits' (not funded), 'alert' (the
--- charge would cross the armed balance alert, whose email the full path queues), 'key' (the
--- Idempotency-Key is already used). Lock order: every account of the batch first, in id order.
+-- such account, or suspended), 'busy' (a call in flight), 'key_cap' (above the key's cap),
+-- 'credits' (not funded), 'alert' (the charge would cross the armed balance alert, whose email the
+-- full path queues), 'key' (the Idempotency-Key is already used). Lock order: every account of the
+-- batch first, in id order. A charged item reports what is left (`svc_remaining`).
 CREATE FUNCTION svc_charge_hits(batch jsonb)
-RETURNS TABLE (call_id text, outcome text, call jsonb)
+RETURNS TABLE (call_id text, outcome text, call jsonb, spendable bigint, cap_left bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   item jsonb;
   acct record;
+  cap record;
   f record;
+  left_over record;
   v_call text;
   v_account text;
+  v_key text;
+  v_day integer;
   v_amount bigint;
   v_now bigint;
   charged calls;
@@ -253,10 +304,14 @@ BEGIN
   FOR item IN SELECT x FROM jsonb_array_elements(batch) x ORDER BY x->>'account_id' LOOP
     v_call := item->>'call_id';
     v_account := item->>'account_id';
+    v_key := item->>'key_id';
+    v_day := (item->>'day')::integer;
     v_amount := (item->>'charged')::bigint;
     v_now := (item->>'now')::bigint;
     call_id := v_call;
     call := NULL;
+    spendable := NULL;
+    cap_left := NULL;
     SELECT a.plan, a.state, a.grant_credits, a.balance_credits, a.alert_armed, a.alert_threshold
       INTO acct FROM accounts a WHERE a.id = v_account;
     IF NOT FOUND OR acct.state <> 'active' THEN
@@ -264,34 +319,43 @@ BEGIN
     ELSIF EXISTS (SELECT 1 FROM calls c WHERE c.account_id = v_account AND c.state = 'reserved') THEN
       outcome := 'busy';
     ELSE
-      SELECT * INTO f FROM svc_funding(v_account, acct.plan, acct.grant_credits, acct.balance_credits,
-        item->>'ip', (item->>'day')::integer, v_amount, false, (item->>'free_per_ip')::bigint,
-        (item->>'free_open')::boolean, (item->>'global_free')::bigint);
-      IF f.outcome <> 'funded' THEN
-        outcome := 'credits';
-      ELSIF f.from_grant + f.from_balance > 0 AND svc_alert_crossed(acct.alert_armed, acct.alert_threshold,
-          acct.grant_credits + acct.balance_credits - f.from_grant - f.from_balance) THEN
-        outcome := 'alert';
+      SELECT * INTO cap FROM svc_key_cap(v_key, v_day);
+      IF cap.cap_left IS NOT NULL AND cap.cap_left < v_amount THEN
+        outcome := 'key_cap';
       ELSE
-        INSERT INTO idempotency_keys (account_id, idem_key, fingerprint, state, owner, call_id, response,
-            lease_expires_at, replay_until, tombstone_until, created_at)
-          VALUES (v_account, item->>'idempotency_key', item->>'fingerprint', 'done', v_call, v_call,
-            item->>'response', v_now, (item->>'replay_until')::bigint, (item->>'tombstone_until')::bigint, v_now)
-          ON CONFLICT DO NOTHING;
-        IF NOT FOUND THEN
-          outcome := 'key';
+        SELECT * INTO f FROM svc_funding(v_account, acct.plan, acct.grant_credits, acct.balance_credits,
+          item->>'ip', v_day, v_amount, false, (item->>'free_per_ip')::bigint,
+          (item->>'free_open')::boolean, (item->>'global_free')::bigint);
+        IF f.outcome <> 'funded' THEN
+          outcome := 'credits';
+        ELSIF f.from_grant + f.from_balance > 0 AND svc_alert_crossed(acct.alert_armed, acct.alert_threshold,
+            acct.grant_credits + acct.balance_credits - f.from_grant - f.from_balance) THEN
+          outcome := 'alert';
         ELSE
-          PERFORM svc_take(v_account, item->>'ip', (item->>'day')::integer, f.from_free, f.from_grant, f.from_balance);
-          INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted, reserved_free,
-              reserved_grant, reserved_balance, charged, charged_free, charged_grant, charged_balance, refunds,
-              idempotency_key, lease_expires_at, created_at, settled_at)
-            VALUES (v_call, v_account, item->>'key_id', item->>'operation', 'settled', item->>'ip',
-              (item->>'day')::integer, (item->>'quoted')::integer, f.from_free, f.from_grant, f.from_balance,
-              v_amount, f.from_free, f.from_grant, f.from_balance, item->>'refunds', item->>'idempotency_key',
-              v_now, v_now, v_now)
-            RETURNING * INTO charged;
-          outcome := 'charged';
-          call := to_jsonb(charged);
+          INSERT INTO idempotency_keys (account_id, idem_key, fingerprint, state, owner, call_id, response,
+              lease_expires_at, replay_until, tombstone_until, created_at)
+            VALUES (v_account, item->>'idempotency_key', item->>'fingerprint', 'done', v_call, v_call,
+              item->>'response', v_now, (item->>'replay_until')::bigint, (item->>'tombstone_until')::bigint, v_now)
+            ON CONFLICT DO NOTHING;
+          IF NOT FOUND THEN
+            outcome := 'key';
+          ELSE
+            PERFORM svc_take(v_account, item->>'ip', v_day, f.from_free, f.from_grant, f.from_balance);
+            PERFORM svc_key_spend(v_key, v_day, v_amount);
+            INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted, reserved_free,
+                reserved_grant, reserved_balance, charged, charged_free, charged_grant, charged_balance, refunds,
+                idempotency_key, lease_expires_at, created_at, settled_at)
+              VALUES (v_call, v_account, v_key, item->>'operation', 'settled', item->>'ip',
+                v_day, (item->>'quoted')::integer, f.from_free, f.from_grant, f.from_balance,
+                v_amount, f.from_free, f.from_grant, f.from_balance, item->>'refunds', item->>'idempotency_key',
+                v_now, v_now, v_now)
+              RETURNING * INTO charged;
+            SELECT * INTO left_over FROM svc_remaining(v_account, v_key, item->>'ip', v_day, item);
+            outcome := 'charged';
+            call := to_jsonb(charged);
+            spendable := left_over.spendable;
+            cap_left := left_over.cap_left;
+          END IF;
         END IF;
       END IF;
     END IF;
