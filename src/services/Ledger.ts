@@ -10,6 +10,7 @@ import {
 } from "../contract/errors.ts"
 import { upgradeUrl } from "../contract/problem.ts"
 import { draw, type Funding, split, total } from "../domain/funding.ts"
+import { mailboxOf } from "../domain/identity.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import type { Pack, Plan } from "../domain/plans.ts"
 import type { Refund, RefundReason } from "../domain/pricing.ts"
@@ -247,8 +248,9 @@ export class Ledger extends Context.Service<
      */
     readonly credit: (input: CreditInput) => Effect.Effect<boolean, SqlError>
     /**
-     * The one-time claim grant for an account, its owner's email and a key: once per email and
-     * once per key (the database's unique constraints decide, also under concurrent sign-ins).
+     * The one-time claim grant for an account, its owner's email and a key: once per mailbox
+     * (`mailboxOf`: `farm+1@` and `f.arm@gmail.com` are `farm@`'s) and once per key (the database's
+     * unique constraints decide, also under concurrent sign-ins).
      * Returns the credits granted, 0 when either already had it. Joins the caller's transaction.
      */
     readonly grantOnce: (input: {
@@ -629,9 +631,10 @@ export class Ledger extends Context.Service<
         const credits = policy.claimGrantCredits
         return yield* sql.withTransaction(
           Effect.gen(function* () {
-            // The unique email and key columns decide, also between racing transactions.
-            const inserted = yield* sql`INSERT INTO grants (account_id, email, key_id, credits, created_at)
-              VALUES (${input.accountId}, ${input.email}, ${input.keyId}, ${credits}, ${now})
+            // The unique mailbox and key columns decide, also between racing transactions.
+            const inserted =
+              yield* sql`INSERT INTO grants (account_id, email, mailbox, key_id, credits, created_at)
+              VALUES (${input.accountId}, ${input.email}, ${mailboxOf(input.email)}, ${input.keyId}, ${credits}, ${now})
               ON CONFLICT DO NOTHING RETURNING account_id`
             if (inserted.length === 0) return 0
             yield* addCredits(

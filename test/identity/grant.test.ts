@@ -108,7 +108,9 @@ describe(`the one-time grant (${storeName})`, () => {
         const minted = yield* app.mint(ip)
         const { code } = yield* codeFor(app, email, { key: minted.key, ip })
         const replies = yield* Effect.all(
-          Array.from({ length: 4 }, () => post(app, "/v1/auth/email/verify", { email, code }, { ip })),
+          Array.from({ length: 4 }, () =>
+            post(app, "/v1/auth/email/verify", { email, code }, { key: minted.key, ip })
+          ),
           { concurrency: "unbounded" }
         )
         assert.deepStrictEqual(replies.map((reply) => reply.status).sort(), [200, 401, 401, 401])
@@ -129,7 +131,9 @@ describe(`the one-time grant (${storeName})`, () => {
           const codes: Array<string> = []
           for (const email of emails) codes.push((yield* codeFor(app, email, { key: minted.key, ip })).code)
           const replies = yield* Effect.all(
-            emails.map((email, i) => post(app, "/v1/auth/email/verify", { email, code: codes[i] }, { ip })),
+            emails.map((email, i) =>
+              post(app, "/v1/auth/email/verify", { email, code: codes[i] }, { key: minted.key, ip })
+            ),
             { concurrency: "unbounded" }
           )
           for (const reply of replies) assert.strictEqual(reply.status, 200, JSON.stringify(reply.body))
@@ -167,7 +171,7 @@ describe(`the one-time grant (${storeName})`, () => {
           const { code } = yield* codeFor(app, email, { key: minted.key, ip })
           const [claimed, created] = yield* Effect.all(
             [
-              post(app, "/v1/auth/email/verify", { email, code }, { ip }),
+              post(app, "/v1/auth/email/verify", { email, code }, { key: minted.key, ip }),
               post(app, "/v1/keys", { label: "first" }, { key: person.management_token, ip })
             ],
             { concurrency: "unbounded" }
@@ -278,14 +282,24 @@ describe(`the one-time grant (${storeName})`, () => {
           const second = yield* codeFor(app, email, { key: two.key, ip })
           // Both starts are pending for one email: only the newer (key two) can finish.
           if (first.code !== second.code) {
-            const stale = yield* post(app, "/v1/auth/email/verify", { email, code: first.code }, { ip })
+            const stale = yield* post(
+              app,
+              "/v1/auth/email/verify",
+              { email, code: first.code },
+              { key: one.key, ip }
+            )
             assert.strictEqual(stale.status, 401)
           }
           assert.strictEqual(
-            (yield* post(app, "/v1/auth/email/verify", { token: first.token }, { ip })).status,
+            (yield* post(app, "/v1/auth/email/verify", { token: first.token }, { key: one.key, ip })).status,
             401
           )
-          const claimedTwo = yield* post(app, "/v1/auth/email/verify", { email, code: second.code }, { ip })
+          const claimedTwo = yield* post(
+            app,
+            "/v1/auth/email/verify",
+            { email, code: second.code },
+            { key: two.key, ip }
+          )
           assert.strictEqual(claimedTwo.status, 200, JSON.stringify(claimedTwo.body))
           assert.strictEqual(claimedTwo.body.claimed, two.account_id)
           assert.strictEqual(claimedTwo.body.grant_credits, 10_000)
