@@ -100,6 +100,38 @@ describe(`the one-time grant (${storeName})`, () => {
         })
     )
 
+    it.effect("once per mailbox: a +tag, the case, and Gmail's dots and two domains are one person", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        for (const spellings of [
+          ["farm+1@example.com", "farm+2@example.com", "Farm@Example.com"],
+          ["f.arm@gmail.com", "farm+x@googlemail.com", "F.A.R.M@gmail.com"]
+        ]) {
+          const granted = []
+          for (const email of spellings) {
+            const ip = freshIp()
+            const minted = yield* app.mint(ip)
+            const claim = yield* signIn(app, email, { key: minted.key, ip })
+            // Each spelling is its own identity, kept as typed (lower-cased), and claims its account.
+            assert.strictEqual(claim.email, email.toLowerCase())
+            assert.strictEqual(claim.claimed, minted.account_id)
+            granted.push(claim.grant_credits)
+          }
+          assert.deepStrictEqual(granted, [10_000, 0, 0], spellings.join(", "))
+        }
+        // A new spelling's own trial account: its first key earns nothing either.
+        const ip = freshIp()
+        const person = yield* signIn(app, "farm+3@example.com", { ip })
+        const firstKey = yield* post(app, "/v1/keys", { label: "a" }, { key: person.management_token, ip })
+        assert.strictEqual(firstKey.status, 201, JSON.stringify(firstKey.body))
+        assert.strictEqual(firstKey.body.grant_credits, 0)
+        // Another mailbox at the same provider is another person.
+        const other = yield* app.mint(ip)
+        const stranger = yield* signIn(app, "farmer@gmail.com", { key: other.key, ip })
+        assert.strictEqual(stranger.grant_credits, 10_000)
+      })
+    )
+
     it.effect("the same code verified twice at once: one sign-in, one UNAUTHORIZED, one grant", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
