@@ -109,6 +109,8 @@ describe(`page forms over HTTP (${storeName})`, () => {
             for (const [email, headers] of [
               ["own-origin@example.com", { origin: "http://svc.test", "sec-fetch-site": "same-origin" }],
               ["own-referer@example.com", { referer: "http://svc.test/login" }],
+              // The address the request was sent to (its Host), as a proxy-less deployment sees it.
+              ["own-host@example.com", { origin: app.url }],
               ["program@example.com", {}]
             ] as const) {
               const served = yield* submit("/login", `email=${encodeURIComponent(email)}`, headers)

@@ -95,18 +95,21 @@ const isBodyTooLarge = (error: unknown) =>
 /**
  * Whether a form was submitted from the service's own pages, judged before any session exists (login
  * CSRF: another site's form must not sign a browser in, or start a sign-in in its name). Fetch
- * metadata when the browser sends it, then `Origin`, then `Referer` when there is no `Origin`. A
- * request with none of the three is not a browser's form submission (browsers send `Origin` with
- * every POST), so no other site can have caused it.
+ * metadata when the browser sends it, then `Origin`, then `Referer` when there is no `Origin`; the
+ * service's own origin is the configured base URL's, or the one this request was addressed to (its
+ * `Host`), which another site's form cannot name. A request with none of the three is not a
+ * browser's form submission (browsers send `Origin` with every POST), so no other site caused it.
  */
 export const fromOwnPages = (headers: Readonly<Record<string, string | undefined>>, ownOrigin: string) => {
   const site = headers["sec-fetch-site"]
   if (site !== undefined && site !== "same-origin" && site !== "none") return false
+  const ours = (url: string) =>
+    URL.canParse(url) &&
+    (new URL(url).origin === ownOrigin || (headers.host !== undefined && new URL(url).host === headers.host))
   const origin = headers.origin
-  if (origin !== undefined) return origin === ownOrigin
+  if (origin !== undefined) return ours(origin)
   const referer = headers.referer
-  if (referer !== undefined) return URL.canParse(referer) && new URL(referer).origin === ownOrigin
-  return true
+  return referer === undefined || ours(referer)
 }
 
 /** Reads an `application/x-www-form-urlencoded` body from the service's own pages, under the configured limit. */
