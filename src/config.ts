@@ -263,6 +263,16 @@ const policyFromEnv = Effect.gen(function* () {
     trialSearchLimit: yield* positive("TRIAL_SEARCH_LIMIT", defaultPolicy.trialSearchLimit),
     claimGrantCredits: yield* positive("CLAIM_GRANT_CREDITS", defaultPolicy.claimGrantCredits),
     mintPerIpHour: yield* positive("MINT_PER_IP_HOUR", defaultPolicy.mintPerIpHour),
+    checkoutsPerIpHour: yield* positive("CHECKOUTS_PER_IP_HOUR", defaultPolicy.checkoutsPerIpHour),
+    checkoutsPerAccountHour: yield* positive(
+      "CHECKOUTS_PER_ACCOUNT_HOUR",
+      defaultPolicy.checkoutsPerAccountHour
+    ),
+    checkoutKeepMs: (yield* positive("CHECKOUT_KEEP_HOURS", defaultPolicy.checkoutKeepMs / hour)) * hour,
+    stripeCheckoutKeepMs:
+      (yield* positive("STRIPE_CHECKOUT_KEEP_DAYS", defaultPolicy.stripeCheckoutKeepMs / (24 * hour))) *
+      24 *
+      hour,
     replayWindowMs: (yield* positive("REPLAY_HOURS", defaultPolicy.replayWindowMs / hour)) * hour,
     tombstoneMs: (yield* positive("TOMBSTONE_DAYS", defaultPolicy.tombstoneMs / (24 * hour))) * 24 * hour,
     cacheRecentMs: (yield* positive("CACHE_RECENT_HOURS", defaultPolicy.cacheRecentMs / hour)) * hour,

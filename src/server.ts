@@ -3,11 +3,14 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Layer, Schedule } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "./config.ts"
-import { makeApi } from "./contract/api.ts"
 import { problemContext } from "./contract/problem.ts"
 import { withRequestLog } from "./logging.ts"
 import { Mailer } from "./mail/Mailer.ts"
 import { Outbox } from "./mail/Outbox.ts"
+import { HitCharges } from "./metering/HitCharges.ts"
+import { IdempotencyStore } from "./metering/IdempotencyStore.ts"
+import { Receipts } from "./metering/Receipts.ts"
+import { Reservations } from "./metering/Reservations.ts"
 import { OAuthHousekeeping, OAuthServer } from "./oauth/OAuthServer.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Checkout } from "./payments/Checkout.ts"
@@ -16,13 +19,12 @@ import { Accounts } from "./services/Accounts.ts"
 import { Admin } from "./services/Admin.ts"
 import { AdminToken } from "./services/AdminToken.ts"
 import { Cache } from "./services/Cache.ts"
+import { Credits } from "./services/Credits.ts"
 import { Domains } from "./services/Domains.ts"
-import { IdempotencyStore } from "./services/IdempotencyStore.ts"
 import { Identities } from "./services/Identities.ts"
 import { Ids } from "./services/Ids.ts"
 import { KeyMemory } from "./services/KeyMemory.ts"
 import { Keys } from "./services/Keys.ts"
-import { Ledger } from "./services/Ledger.ts"
 import { RateLimits } from "./services/RateLimits.ts"
 import { Settings } from "./services/Settings.ts"
 import { Usage } from "./services/Usage.ts"
@@ -31,7 +33,6 @@ import { Notifications } from "./store/Notifications.ts"
 import { Identity } from "./surfaces/common/identity.ts"
 import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
-import { dataLane } from "./surfaces/http/dataLane.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 
 /** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
@@ -45,13 +46,16 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     AdminToken.layer,
     Cache.layer,
     Domains.layer,
-    OAuthServer.layer
+    OAuthServer.layer,
+    Reservations.layer,
+    HitCharges.layer,
+    Receipts.layer
   ).pipe(
     Layer.provideMerge(Checkout.layer),
     Layer.provideMerge(paymentRailsLayer),
     Layer.provideMerge(Identities.layer),
     Layer.provideMerge(Keys.layer),
-    Layer.provideMerge(Ledger.layer),
+    Layer.provideMerge(Credits.layer),
     Layer.provideMerge(Outbox.layer),
     Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
@@ -64,14 +68,23 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
 /** The services with random ids, as the service runs. */
 export const ServicesLayer = servicesLayer()
 
-/** Releases reservations whose holder died; forgets expired idempotency tombstones and cache copies. */
+/**
+ * Releases reservations whose holder died; forgets expired idempotency tombstones, cache copies,
+ * unpaid checkout sessions and portal links.
+ */
 export const Housekeeping = Layer.effectDiscard(
   Effect.gen(function* () {
-    const ledger = yield* Ledger
+    const reservations = yield* Reservations
     const idempotency = yield* IdempotencyStore
     const cache = yield* Cache
+    const checkout = yield* Checkout
     yield* Effect.forkScoped(
-      Effect.all([ledger.sweepExpired, idempotency.purgeExpired, cache.purgeExpired]).pipe(
+      Effect.all([
+        reservations.sweepExpired,
+        idempotency.purgeExpired,
+        cache.purgeExpired,
+        checkout.sweepExpired
+      ]).pipe(
         Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
         Effect.repeat(Schedule.spaced("5 seconds"))
       )
@@ -83,31 +96,18 @@ export const Housekeeping = Layer.effectDiscard(
  * Builds every route (and so the database and its migrations) before the socket listens,
  * so no request can arrive at a half-built server.
  */
-export const httpServerLayer = <R>(
-  operations: ReadonlyArray<AnyOperation<R>>,
-  options: {
-    /** `false` sends every data call through the router (the lane's tests compare the two). */
-    readonly dataLane?: boolean
-  } = {}
-) =>
+export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
   Layer.unwrap(
     Effect.gen(function* () {
       const config = yield* AppConfig
       const problems = yield* Problems
       const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config))
-      const lane =
-        options.dataLane === false ? () => undefined : yield* dataLane(makeApi(operations), operations)
-      // No generator on the way of every request (see `dataLane`).
-      type Routed = Effect.Effect<
-        HttpServerResponse.HttpServerResponse,
-        Effect.Error<typeof routes>,
-        Effect.Services<typeof routes> | Effect.Services<NonNullable<ReturnType<typeof lane>>>
-      >
-      const app = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): Routed => {
+      // hot path
+      const app = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const refused = unroutable(request)
         return refused !== undefined
           ? Effect.succeed(problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close")))
-          : (lane(request) ?? routes)
+          : routes
       }).pipe(
         // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
         Effect.catchCause(problems.fromUnknown),

@@ -17,7 +17,8 @@ const SessionId = Schema.String.check(Schema.isMaxLength(64)).annotate({
 
 export const CheckoutStarted = Schema.Struct({
   session_id: Schema.String.annotate({
-    description: "Secret: whoever holds it can read the checkout (and a keyless checkout's key, once)."
+    description:
+      "Secret: whoever holds it can read the checkout (and, started without a bearer, the new account's key, once, after payment)."
   }),
   checkout_url: Schema.String.annotate({ description: "Where the payer pays." }),
   rail: Schema.String,
@@ -39,7 +40,7 @@ export const CheckoutStatus = Schema.Struct({
   api_key: Schema.optionalKey(
     Schema.String.annotate({
       description:
-        "A keyless checkout's new spend key: in the first read after payment only (or on the success page)."
+        "The new spend key of a checkout started here without a bearer: in the first read after payment only. A checkout started on the `/upgrade` page shows its key on its own page instead, never here."
     })
   )
 }).annotate({ identifier: "CheckoutStatus" })
@@ -72,6 +73,7 @@ export const BillingGroup = HttpApiGroup.make("billing", { topLevel: true })
         "INVALID_INPUT",
         "UNAUTHORIZED",
         "AUTH_REQUIRED",
+        "RATE_LIMITED",
         "UPSTREAM_UNAVAILABLE",
         "PAYLOAD_TOO_LARGE",
         "INTERNAL"
@@ -80,7 +82,7 @@ export const BillingGroup = HttpApiGroup.make("billing", { topLevel: true })
       OpenApi.annotations({
         summary: "Start a checkout",
         description:
-          "With a spend key (the pack credits that key's account), a management token (+ `account_id` when it governs several) or no bearer at all (a new account; its key is shown once after payment)."
+          "With a spend key (the pack credits that key's account), a management token (+ `account_id` when it governs several) or no bearer at all (a new account; its key is handed to this caller, once, by `GET /v1/checkout/{session_id}` after payment, and never shown on the payment pages). Checkouts started per hour are limited per client IP without a bearer and per account with one: `RATE_LIMITED` past the limit, and nothing is started."
       })
     ),
     HttpApiEndpoint.get("getCheckout", "/checkout/:session_id", {
@@ -91,7 +93,7 @@ export const BillingGroup = HttpApiGroup.make("billing", { topLevel: true })
       OpenApi.annotations({
         summary: "Read a checkout",
         description:
-          "No authentication: the session id is unguessable. After payment of a keyless checkout, the first read carries the new `api_key`, exactly once."
+          "No authentication: the session id is unguessable. After payment of a checkout started through `POST /v1/checkout` without a bearer, the first read carries the new `api_key`, exactly once (a checkout started on the `/upgrade` page shows its key on its page instead)."
       })
     )
   )

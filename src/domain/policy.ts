@@ -15,6 +15,20 @@ export interface Policy {
   readonly claimGrantCredits: number
   /** Keys one IP may mint per hour. */
   readonly mintPerIpHour: number
+  /** Checkouts one IP may start per hour without a credential (keyless, or naming an account on `/upgrade`). */
+  readonly checkoutsPerIpHour: number
+  /** Checkouts one account may have started per hour with a credential (spend key, management token). */
+  readonly checkoutsPerAccountHour: number
+  /**
+   * How long an unpaid checkout session on the local rail, and a billing-portal link, are kept past
+   * their expiry before housekeeping deletes them. Nothing can use either once expired.
+   */
+  readonly checkoutKeepMs: number
+  /**
+   * The same for an unpaid Stripe checkout session: Stripe can still report a payment after the
+   * session's expiry (a delayed payment method, a webhook it retries for days).
+   */
+  readonly stripeCheckoutKeepMs: number
   /** How long a stored idempotent result is replayed, then how long its tombstone answers NOT_FOUND. */
   readonly replayWindowMs: number
   readonly tombstoneMs: number
@@ -77,6 +91,10 @@ export const defaultPolicy: Policy = {
   trialSearchLimit: 10,
   claimGrantCredits: 10_000,
   mintPerIpHour: 5,
+  checkoutsPerIpHour: 10,
+  checkoutsPerAccountHour: 30,
+  checkoutKeepMs: day,
+  stripeCheckoutKeepMs: 30 * day,
   replayWindowMs: day,
   tombstoneMs: 7 * day,
   cacheRecentMs: 6 * hour,

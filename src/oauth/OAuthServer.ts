@@ -7,8 +7,8 @@ import { AppConfig } from "../config.ts"
 import { NotFound, Unauthorized } from "../contract/errors.ts"
 import type { Account } from "../domain/accounts.ts"
 import { Accounts } from "../services/Accounts.ts"
+import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
-import { Ledger } from "../services/Ledger.ts"
 import * as Row from "../store/rows.ts"
 import { escapeHtml } from "../surfaces/http/pages/html.ts"
 import { mcpMounts, mountUrl } from "../surfaces/mcp/mounts.ts"
@@ -109,7 +109,7 @@ export class OAuthServer extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
       const accounts = yield* Accounts
-      const ledger = yield* Ledger
+      const credits = yield* Credits
       const ids = yield* Ids
       const services = yield* Effect.context<SqlClient.SqlClient>()
       const run = <A>(effect: Effect.Effect<A, SqlError, SqlClient.SqlClient>) =>
@@ -233,7 +233,7 @@ export class OAuthServer extends Context.Service<
               VALUES (${appId}, ${input.accountId}, ${clientId}, ${client?.clientName ?? clientId},
                 ${URL.canParse(redirectUri) ? new URL(redirectUri).host : ""}, ${mounts.join(" ")}, ${grantId}, ${now})`
             // An app is the account's way in, like a first key: the one-time grant (once per email).
-            yield* ledger.grantOnce({ accountId: input.accountId, email: input.email, keyId: appId })
+            yield* credits.grantOnce({ accountId: input.accountId, email: input.email, keyId: appId })
           })
         )
         const { req, res } = node

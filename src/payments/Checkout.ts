@@ -2,14 +2,15 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
-import { InvalidInput, NotFound, UpstreamUnavailable } from "../contract/errors.ts"
+import { InvalidInput, NotFound, RateLimited, UpstreamUnavailable } from "../contract/errors.ts"
 import { linkTokenPattern, makeLinkToken } from "../domain/identity.ts"
 import type { Pack } from "../domain/plans.ts"
 import { hashSecret } from "../domain/secrets.ts"
+import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { KeyMemory } from "../services/KeyMemory.ts"
 import { Keys } from "../services/Keys.ts"
-import { Ledger } from "../services/Ledger.ts"
+import { RateLimits } from "../services/RateLimits.ts"
 import * as Row from "../store/rows.ts"
 import { PaymentRails } from "./PaymentRail.ts"
 
@@ -20,6 +21,41 @@ export const checkoutTtlMs = 24 * hour
 export const localPeriodMs = 30 * 24 * hour
 /** A local billing-portal link works for one hour. */
 export const portalTtlMs = hour
+
+/**
+ * What started a checkout (the session's `origin`): a program through `POST /v1/checkout` without a
+ * bearer (`agent`), a person on the `/upgrade` page (`page`, keyless or naming an account), a spend
+ * key, or a management token (the API's, or the dashboard's sign-in).
+ */
+export type CheckoutOrigin = "agent" | "page" | "spend_key" | "management"
+
+/**
+ * Who starts a checkout, as the entrances know it. With a credential it is counted per account;
+ * without one (`agent`, `page`) per client IP (`Identity.clientIp`: an IPv6 client by its network).
+ */
+export type CheckoutStarter =
+  | { readonly origin: "spend_key" | "management"; readonly accountId: string }
+  | { readonly origin: "agent"; readonly clientIp: string }
+  | { readonly origin: "page"; readonly clientIp: string; readonly accountId: string | undefined }
+
+/**
+ * Who is shown a keyless checkout's new key, by what started the checkout: the program (its first
+ * `GET /v1/checkout/{session_id}` after payment) or the person (the page after payment). A session
+ * opened before origins were recorded (`null`) shows it to the first read of either.
+ */
+export const keyReaderOf = (origin: CheckoutOrigin | null): "api" | "page" | "first" =>
+  origin === null ? "first" : origin === "agent" ? "api" : "page"
+
+/** How the page after payment reaches the payer. */
+export type AfterPayment =
+  /** An existing account was credited; `origin` says what named it. */
+  | { readonly _tag: "Credited"; readonly origin: CheckoutOrigin | null }
+  /** A keyless checkout's new key, made for this view of the page: shown this once. */
+  | { readonly _tag: "NewKey"; readonly key: string }
+  /** The new key was shown before, to `reader`. */
+  | { readonly _tag: "KeyShown"; readonly reader: "page" | "first" }
+  /** The new key is the program's, which reads it through the API; the page never shows it. */
+  | { readonly _tag: "KeyToProgram" }
 
 /** What `POST /v1/checkout` answers. */
 export interface CheckoutStarted {
@@ -53,6 +89,8 @@ export interface CheckoutView {
   readonly pack: Pack
   readonly rail: string
   readonly accountId: string | null
+  /** Null for a session opened before origins were recorded. */
+  readonly origin: CheckoutOrigin | null
   readonly expiresAt: number
 }
 
@@ -63,6 +101,7 @@ const SessionRow = Schema.Struct({
   rail: Schema.String,
   status: Schema.Literals(["open", "paid", "expired"]),
   keyless: Schema.Boolean,
+  origin: Schema.NullOr(Schema.Literals(["agent", "page", "spend_key", "management"])),
   key_revealed_at: Row.NullableInt,
   expires_at: Row.Int
 })
@@ -82,11 +121,15 @@ const decodeSubscriptions = Row.decoder(
 )
 const decodeAccountIds = Row.decoder(Schema.Struct({ account_id: Schema.String }), "account id")
 
-const sessionSelect = "id, account_id, pack, rail, status, keyless, key_revealed_at, expires_at"
+const sessionSelect = "id, account_id, pack, rail, status, keyless, origin, key_revealed_at, expires_at"
 
 /** An open session past its time reads as expired (the row is left as it is). */
 const statusAt = (row: SessionRow, now: number) =>
   row.status === "open" && row.expires_at <= now ? ("expired" as const) : row.status
+
+/** A wait as a person reads it. */
+const inAWhile = (seconds: number) =>
+  seconds < 90 ? `${seconds} seconds` : `about ${Math.round(seconds / 60)} minutes`
 
 const unknownSession = () =>
   new NotFound({
@@ -111,13 +154,24 @@ export interface Payment {
 export class Checkout extends Context.Service<
   Checkout,
   {
+    /**
+     * Every entrance's way to a new checkout (`POST /v1/checkout`, `POST /upgrade`, the dashboard):
+     * the pack and rail checked, then the creation limit of its starter taken (RATE_LIMITED past it,
+     * nothing stored), then the session stored and begun on its rail.
+     */
     readonly start: (input: {
       readonly pack: string
       readonly rail: string | undefined
-      readonly accountId: string | undefined
-    }) => Effect.Effect<CheckoutStarted, InvalidInput | UpstreamUnavailable | SqlError>
+      readonly starter: CheckoutStarter
+    }) => Effect.Effect<CheckoutStarted, InvalidInput | RateLimited | UpstreamUnavailable | SqlError>
+    /** The API's read; a keyless checkout started by a program gets its key from the first one after payment. */
     readonly status: (sessionId: string) => Effect.Effect<CheckoutStatus, NotFound | SqlError>
     readonly view: (sessionId: string) => Effect.Effect<CheckoutView, NotFound | SqlError>
+    /**
+     * What the page of a paid checkout tells its payer; a keyless checkout started on the page gets
+     * its key from the first view after payment. Undefined for an unknown or unpaid session.
+     */
+    readonly afterPayment: (sessionId: string) => Effect.Effect<AfterPayment | undefined, SqlError>
     /** The local rail's pay button. Paying a paid session again changes nothing. */
     readonly payLocal: (sessionId: string) => Effect.Effect<CheckoutView, NotFound | SqlError>
     /**
@@ -141,6 +195,11 @@ export class Checkout extends Context.Service<
     readonly portalAccount: (token: string) => Effect.Effect<string | undefined, SqlError>
     /** Ends the account's subscription at the end of the paid period. */
     readonly cancelAtPeriodEnd: (accountId: string) => Effect.Effect<boolean, SqlError>
+    /**
+     * Housekeeping: deletes unpaid sessions past their expiry by the policy's retention (paid ones
+     * are the purchase history and stay) and expired portal links; returns how many.
+     */
+    readonly sweepExpired: Effect.Effect<number, SqlError>
   }
 >()("app/Checkout") {
   static readonly layer = Layer.effect(
@@ -149,18 +208,51 @@ export class Checkout extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const keyMemory = yield* KeyMemory
       const ids = yield* Ids
-      const ledger = yield* Ledger
+      const credits = yield* Credits
       const keys = yield* Keys
       const rails = yield* PaymentRails
+      const limits = yield* RateLimits
       const config = yield* AppConfig
-      const packs = config.policy.packs
+      const { packs, checkoutsPerIpHour, checkoutsPerAccountHour, checkoutKeepMs, stripeCheckoutKeepMs } =
+        config.policy
 
       const packNamed = (name: string) => packs.find((pack) => pack.pack === name)
+
+      /**
+       * The creation limit of a checkout's starter: per account with a credential, per client IP
+       * without one (the audit made 20,522 keyless sessions from one IP in 90 seconds).
+       */
+      const admit = (starter: CheckoutStarter) => {
+        const rule =
+          "clientIp" in starter
+            ? {
+                key: `checkout-ip:${starter.clientIp}`,
+                limit: checkoutsPerIpHour,
+                who: "without a key from one address (an IPv6 client counts by its network), and this address has",
+                instead: ", or start the checkout with a key of the account to credit"
+              }
+            : {
+                key: `checkout-account:${starter.accountId}`,
+                limit: checkoutsPerAccountHour,
+                who: "for one account, and this account has",
+                instead: ""
+              }
+        return Effect.flatMap(limits.take({ key: rule.key, limit: rule.limit, window: "1 hour" }), (taken) =>
+          taken.allowed
+            ? Effect.void
+            : Effect.fail(
+                new RateLimited({
+                  message: `Too many checkouts: at most ${rule.limit} checkouts an hour ${rule.who} started them. Nothing was started or charged; pay a checkout already open, retry in ${inAWhile(taken.retryAfterSeconds)}${rule.instead}.`,
+                  retry_after_seconds: taken.retryAfterSeconds
+                })
+              )
+        )
+      }
 
       const start = Effect.fn("Checkout.start")(function* (input: {
         readonly pack: string
         readonly rail: string | undefined
-        readonly accountId: string | undefined
+        readonly starter: CheckoutStarter
       }) {
         const pack = packNamed(input.pack)
         if (pack === undefined)
@@ -175,15 +267,20 @@ export class Checkout extends Context.Service<
             message: `The rail "${railName}" is not offered here; this service takes ${config.checkoutRails.join(" and ")}.`,
             param: "rail"
           })
+        const { starter } = input
+        // Counted once the request is valid, and before anything is stored. A rail that then fails
+        // has still stored a session and called the provider: the attempt counts.
+        yield* admit(starter)
+        const accountId = starter.origin === "agent" ? undefined : starter.accountId
         const now = yield* Clock.currentTimeMillis
         const id = yield* ids.newId("chk")
         const token = `cs_${makeLinkToken(yield* ids.secretBytes)}`
         const expiresAt = now + checkoutTtlMs
         yield* sql`INSERT INTO checkout_sessions (id, token_hash, account_id, pack, rail, status, keyless,
-            expires_at, created_at)
-          VALUES (${id}, ${hashSecret(token)}, ${input.accountId ?? null}, ${pack.pack}, ${railName}, 'open',
-            ${input.accountId === undefined}, ${expiresAt}, ${now})`
-        const begun = yield* rail.begin({ id, token, pack, accountId: input.accountId, expiresAt }).pipe(
+            origin, expires_at, created_at)
+          VALUES (${id}, ${hashSecret(token)}, ${accountId ?? null}, ${pack.pack}, ${railName}, 'open',
+            ${accountId === undefined}, ${starter.origin}, ${expiresAt}, ${now})`
+        const begun = yield* rail.begin({ id, token, pack, accountId, expiresAt }).pipe(
           Effect.catchTag("RailUnavailable", (failure) =>
             Effect.andThen(
               sql`UPDATE checkout_sessions SET status = 'expired' WHERE id = ${id}`,
@@ -227,6 +324,7 @@ export class Checkout extends Context.Service<
         pack: packNamed(row.pack)!,
         rail: row.rail,
         accountId: row.account_id,
+        origin: row.origin,
         expiresAt: row.expires_at
       })
 
@@ -238,28 +336,38 @@ export class Checkout extends Context.Service<
         return viewOf(row, yield* Clock.currentTimeMillis)
       })
 
+      /**
+       * A paid keyless checkout's key, made by the first read of the reader its origin names (the
+       * only answer that shows it): of two racing reads only one marks it revealed, and the secret
+       * itself is never stored.
+       */
+      const reveal = (row: SessionRow, reader: "api" | "page", now: number) => {
+        const readers = keyReaderOf(row.origin)
+        const accountId = row.account_id
+        if (
+          row.status !== "paid" ||
+          !row.keyless ||
+          row.key_revealed_at !== null ||
+          accountId === null ||
+          (readers !== "first" && readers !== reader)
+        )
+          return Effect.succeed(undefined)
+        return sql.withTransaction(
+          Effect.gen(function* () {
+            const marked = yield* sql`UPDATE checkout_sessions SET key_revealed_at = ${now}
+              WHERE id = ${row.id} AND key_revealed_at IS NULL RETURNING id`
+            if (marked.length === 0) return undefined
+            const issued = yield* keys.issue({ accountId, plan: row.pack, label: "checkout" })
+            return issued.key
+          })
+        )
+      }
+
       const status = Effect.fn("Checkout.status")(function* (token: string) {
         const row = yield* byToken(token)
         if (row === undefined) return yield* unknownSession()
         const now = yield* Clock.currentTimeMillis
-        // A keyless checkout's key is made by the first read after payment, the only answer that
-        // shows it: of two racing reads only one marks it revealed (the secret is never stored).
-        const revealed =
-          row.status === "paid" && row.keyless && row.key_revealed_at === null && row.account_id !== null
-            ? yield* sql.withTransaction(
-                Effect.gen(function* () {
-                  const marked = yield* sql`UPDATE checkout_sessions SET key_revealed_at = ${now}
-                    WHERE id = ${row.id} AND key_revealed_at IS NULL RETURNING id`
-                  if (marked.length === 0) return undefined
-                  const issued = yield* keys.issue({
-                    accountId: row.account_id!,
-                    plan: row.pack,
-                    label: "checkout"
-                  })
-                  return issued.key
-                })
-              )
-            : undefined
+        const revealed = yield* reveal(row, "api", now)
         return {
           session_id: token,
           status: statusAt(row, now),
@@ -268,6 +376,18 @@ export class Checkout extends Context.Service<
           ...(row.account_id === null ? {} : { account_id: row.account_id }),
           ...(revealed === undefined ? {} : { api_key: revealed })
         } satisfies CheckoutStatus
+      })
+
+      const afterPayment = Effect.fn("Checkout.afterPayment")(function* (token: string) {
+        const row = yield* byToken(token)
+        if (row === undefined || row.status !== "paid") return undefined
+        if (!row.keyless) return { _tag: "Credited", origin: row.origin } satisfies AfterPayment
+        const key = yield* reveal(row, "page", yield* Clock.currentTimeMillis)
+        if (key !== undefined) return { _tag: "NewKey", key } satisfies AfterPayment
+        const reader = keyReaderOf(row.origin)
+        return (
+          reader === "api" ? { _tag: "KeyToProgram" } : { _tag: "KeyShown", reader }
+        ) satisfies AfterPayment
       })
 
       const complete = (sessionPublicId: string, payment: Payment) =>
@@ -287,7 +407,7 @@ export class Checkout extends Context.Service<
             }
             const periodEnd =
               pack.mode === "subscription" ? (payment.periodEnd ?? now + localPeriodMs) : undefined
-            yield* ledger.applyPurchase({
+            yield* credits.applyPurchase({
               accountId,
               pack,
               rail: payment.rail,
@@ -372,7 +492,7 @@ export class Checkout extends Context.Service<
             }
             const periodEnd = Math.max(subscription.current_period_end, now) + localPeriodMs
             const period = subscription.periods + 1
-            yield* ledger.applyPurchase({
+            yield* credits.applyPurchase({
               accountId,
               pack: packNamed(subscription.pack)!,
               rail: "local",
@@ -410,10 +530,26 @@ export class Checkout extends Context.Service<
         return rows.length > 0
       })
 
+      const sweepExpired = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        // Any rail but local keeps the longer retention: its provider may report a late payment.
+        const sessions = yield* sql`DELETE FROM checkout_sessions WHERE id IN (
+            SELECT id FROM checkout_sessions
+            WHERE status <> 'paid' AND expires_at <= ${now - checkoutKeepMs}
+              AND (rail = 'local' OR expires_at <= ${now - stripeCheckoutKeepMs})
+            LIMIT 1000)
+          RETURNING id`
+        const portals = yield* sql`DELETE FROM portal_sessions WHERE expires_at <= ${now - checkoutKeepMs}
+          RETURNING account_id`
+        return sessions.length + portals.length
+      }).pipe(Effect.withSpan("Checkout.sweepExpired"))
+
       return Checkout.of({
         start,
         status,
         view,
+        afterPayment,
+        sweepExpired,
         payLocal,
         complete,
         renewLocal,

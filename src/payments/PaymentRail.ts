@@ -20,7 +20,7 @@ export class RailUnavailable extends Data.TaggedError("RailUnavailable")<{
 
 /**
  * One way to take money. Every rail ends in the same crediting path (`Checkout.complete` and
- * `Ledger.applyPurchase`); a rail only says where the payer goes and, for subscriptions and the
+ * `Credits.applyPurchase`); a rail only says where the payer goes and, for subscriptions and the
  * billing portal, speaks to its own provider.
  */
 export interface PaymentRail {

@@ -5,7 +5,7 @@ import type Stripe from "stripe"
 import type { StripeConfig } from "../config.ts"
 import { upgradeUrl } from "../contract/problem.ts"
 import type { Pack } from "../domain/plans.ts"
-import type { PurchaseInput } from "../services/Ledger.ts"
+import type { PurchaseInput } from "../services/Credits.ts"
 import * as Row from "../store/rows.ts"
 import type { Payment } from "./Checkout.ts"
 import { type OpenSession, type PaymentRail, RailUnavailable } from "./PaymentRail.ts"
@@ -188,7 +188,7 @@ const invoicePeriodEnd = (invoice: Stripe.Invoice) =>
  * Applies verified Stripe events, each event id once: the event's row in `stripe_events` is
  * written in the same transaction as its effect, so of two deliveries (two instances, or
  * Stripe's retries) only one applies it, and a failed application leaves it to Stripe's retry.
- * Payments go through `Checkout.complete` and `Ledger.applyPurchase`, which apply a payment once
+ * Payments go through `Checkout.complete` and `Credits.applyPurchase`, which apply a payment once
  * by its reference, whatever the order of the events reporting it.
  */
 export const makeStripeEvents = (deps: {

@@ -6,8 +6,8 @@ import { dayOf } from "../domain/time.ts"
 import { Checkout } from "../payments/Checkout.ts"
 import * as Row from "../store/rows.ts"
 import { type Account, Accounts } from "./Accounts.ts"
+import { Credits } from "./Credits.ts"
 import { KeyMemory } from "./KeyMemory.ts"
-import { Ledger } from "./Ledger.ts"
 import { type OperatorSettings, Settings } from "./Settings.ts"
 import { decodeSubscription } from "./Usage.ts"
 
@@ -148,7 +148,7 @@ export class Admin extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const keyMemory = yield* KeyMemory
       const accounts = yield* Accounts
-      const ledger = yield* Ledger
+      const incoming = yield* Credits
       const settings = yield* Settings
       const checkout = yield* Checkout
 
@@ -182,7 +182,7 @@ export class Admin extends Context.Service<
         kind: "balance" | "grant",
         reason: string
       ) {
-        const updated = yield* ledger.credit({ accountId, credits, kind, reason })
+        const updated = yield* incoming.credit({ accountId, credits, kind, reason })
         return updated ? yield* accounts.get(accountId) : undefined
       })
 

@@ -25,10 +25,10 @@ import { recoveryMail, signInMail } from "../mail/messages.ts"
 import { Outbox } from "../mail/Outbox.ts"
 import * as Row from "../store/rows.ts"
 import { AccountRow, toAccount } from "./Accounts.ts"
+import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
 import { type IssuedKey, Keys } from "./Keys.ts"
-import { Ledger } from "./Ledger.ts"
 import { RateLimits } from "./RateLimits.ts"
 
 export type TokenLabel = "web" | "cli" | "device"
@@ -233,7 +233,7 @@ export class Identities extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const keyMemory = yield* KeyMemory
       const ids = yield* Ids
-      const ledger = yield* Ledger
+      const credits = yield* Credits
       const keys = yield* Keys
       const outbox = yield* Outbox
       const limits = yield* RateLimits
@@ -309,7 +309,7 @@ export class Identities extends Context.Service<
                 if (won.length > 0) claimed = key.account_id
               }
               if (claimed !== null || key.email === email) {
-                granted = yield* ledger.grantOnce({ accountId: key.account_id, email, keyId })
+                granted = yield* credits.grantOnce({ accountId: key.account_id, email, keyId })
               }
             }
           }

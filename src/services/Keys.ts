@@ -7,9 +7,9 @@ import { identityPolicy } from "../domain/identity.ts"
 import type { Plan } from "../domain/plans.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import * as Row from "../store/rows.ts"
+import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
-import { Ledger } from "./Ledger.ts"
 
 /** A key as the management surface lists it (never its secret). */
 export interface KeyListing {
@@ -107,7 +107,7 @@ export class Keys extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const keyMemory = yield* KeyMemory
       const ids = yield* Ids
-      const ledger = yield* Ledger
+      const credits = yield* Credits
 
       const list = Effect.fn("Keys.list")(function* (accountId: string) {
         const now = yield* Clock.currentTimeMillis
@@ -155,7 +155,7 @@ export class Keys extends Context.Service<
             })
             const grant =
               before.length === 0 && input.account.plan === "trial"
-                ? yield* ledger.grantOnce({
+                ? yield* credits.grantOnce({
                     accountId: input.account.id,
                     email: input.email,
                     keyId: issued.key_id
@@ -223,7 +223,7 @@ export class Keys extends Context.Service<
       const setAlert = Effect.fn("Keys.setAlert")(function* (accountId: string, threshold: number) {
         yield* keyMemory.changing(accountId)
         const rows = yield* sql`UPDATE accounts SET alert_threshold = ${threshold},
-            alert_armed = (${threshold} > 0 AND grant_credits + balance_credits >= ${threshold})
+            alert_armed = svc_alert_armed(${threshold}, grant_credits + balance_credits)
           WHERE id = ${accountId} RETURNING alert_threshold, balance_credits, grant_credits`.pipe(
           Effect.flatMap(decodeAlert)
         )

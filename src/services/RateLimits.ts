@@ -32,7 +32,7 @@ export class RateLimits extends Context.Service<
 >()("app/RateLimits") {
   static readonly make = Effect.gen(function* () {
     const limiter = yield* RateLimiter.RateLimiter
-    // Chained and untraced: on every metered call, where a generator, a span and a stack cost more than they tell.
+    // hot path
     const take = (window: LimitWindow): Effect.Effect<LimitResult> => {
       const consume = (tokens: number) =>
         limiter.consume({

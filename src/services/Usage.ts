@@ -61,8 +61,7 @@ export class Usage extends Context.Service<
     Usage,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
-      // Chained and untraced: a generator suspended while the statement runs has what it holds
-      // promoted (README, "No generator suspended under another"), and no tracer reads a span.
+      // hot path
       const facts = (accountId: string, ip: string): Effect.Effect<UsageFacts, SqlError> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const today = dayOf(now)

@@ -1,14 +1,14 @@
 import { type AppConfigShape, links } from "../config.ts"
+import type { Caller } from "../contract/api.ts"
 import { upgradeUrl } from "../contract/problem.ts"
 import type { Usage } from "../contract/schemas.ts"
 import { freeTier, isPaid } from "../domain/plans.ts"
 import { nextDayStartIso } from "../domain/time.ts"
-import type { CallRequest } from "../metering/pipeline.ts"
 import type { UsageFacts } from "../services/Usage.ts"
 
 /** The body of `get_usage` (REST `GET /v1/usage` and the MCP tool) for the calling key. */
 export const usageReport = (
-  { account, key, ip }: CallRequest["caller"],
+  { account, key, ip }: Caller["Service"],
   facts: UsageFacts,
   now: number,
   config: Pick<AppConfigShape, "baseUrl" | "upgradeUrl" | "policy">

@@ -385,7 +385,7 @@ describe(`checkout on the Stripe rail (${storeName})`, () => {
     )
 
     it.effect(
-      "other event types are acknowledged and ignored; offers list both rails; a failing Stripe is UPSTREAM_UNAVAILABLE",
+      "other event types are acknowledged and ignored; offers list the Stripe rail only; a failing Stripe is UPSTREAM_UNAVAILABLE",
       () =>
         Effect.gen(function* () {
           const app = yield* TestApp
@@ -408,7 +408,8 @@ describe(`checkout on the Stripe rail (${storeName})`, () => {
           const minted = yield* app.mint(ip)
           const capped = yield* app.call("/v1/profnet/test-echo?value=x&limit=11", { key: minted.key, ip })
           assert.strictEqual(capped.body.code, "TRIAL_CAP_EXCEEDED")
-          assert.deepStrictEqual(capped.body.offer.rails, ["local", "stripe"])
+          // Stripe configured and PAYMENT_RAILS unset: Stripe alone (the local rail only when named).
+          assert.deepStrictEqual(capped.body.offer.rails, ["stripe"])
 
           fake.failing = true
           const refused = yield* post(
@@ -419,9 +420,19 @@ describe(`checkout on the Stripe rail (${storeName})`, () => {
           ).pipe(Effect.ensuring(Effect.sync(() => (fake.failing = false))))
           assert.strictEqual(refused.status, 502, JSON.stringify(refused.body))
           assert.strictEqual(refused.body.code, "UPSTREAM_UNAVAILABLE")
-          // The local rail is still the default.
-          const local = yield* post(app, "/v1/checkout", { pack: "flex" }, { key: minted.key, ip })
-          assert.strictEqual(local.body.rail, "local")
+          // Stripe is the only rail: the local one is not offered beside it unless PAYMENT_RAILS names it.
+          const local = yield* post(
+            app,
+            "/v1/checkout",
+            { pack: "flex", rail: "local" },
+            { key: minted.key, ip }
+          )
+          assert.strictEqual(local.status, 400)
+          assert.strictEqual(local.body.param, "rail")
+          // Once Stripe answers again, the default rail (Stripe) starts checkouts again.
+          const again = yield* post(app, "/v1/checkout", { pack: "flex" }, { key: minted.key, ip })
+          assert.strictEqual(again.status, 200, JSON.stringify(again.body))
+          assert.strictEqual(again.body.rail, "stripe")
         })
     )
   })

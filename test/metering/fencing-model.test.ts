@@ -4,16 +4,16 @@ import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
 import { AppConfig } from "../../src/config.ts"
+import { IdempotencyStore } from "../../src/metering/IdempotencyStore.ts"
+import { type Reservation, Reservations } from "../../src/metering/Reservations.ts"
 import { ServicesLayer } from "../../src/server.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
 import { Admin } from "../../src/services/Admin.ts"
-import { IdempotencyStore } from "../../src/services/IdempotencyStore.ts"
-import { Ledger, type Reservation } from "../../src/services/Ledger.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
 /**
  * A model of two holders of one Idempotency-Key on two instances, driven step by step through the
- * real IdempotencyStore and Ledger in every order fast-check finds: claim, reserve, run and settle
+ * real IdempotencyStore and Reservations in every order fast-check finds: claim, reserve, run and settle
  * (with the completion in the settlement transaction), fail and release, crash (forget everything),
  * leases expiring, housekeeping. Whatever the interleaving: never two charges for the key, never a
  * 200 whose stored result is lost, and money conserved.
@@ -81,7 +81,7 @@ const scenario = (instances: ReadonlyArray<Instance>, steps: ReadonlyArray<Step>
       run(h)(
         Effect.gen(function* () {
           const held = holders[h]!
-          if (held.phase === "reserved") yield* (yield* Ledger).release(held.reservation)
+          if (held.phase === "reserved") yield* (yield* Reservations).release(held.reservation)
           if (held.phase !== "idle") yield* (yield* IdempotencyStore).release(accountId, key, held.callId)
           holders[h] = { phase: "idle" }
         })
@@ -97,7 +97,7 @@ const scenario = (instances: ReadonlyArray<Instance>, steps: ReadonlyArray<Step>
           case "sweep":
             return yield* run(s.h)(
               Effect.gen(function* () {
-                yield* (yield* Ledger).sweepExpired
+                yield* (yield* Reservations).sweepExpired
                 yield* (yield* IdempotencyStore).purgeExpired
               })
             )
@@ -115,7 +115,7 @@ const scenario = (instances: ReadonlyArray<Instance>, steps: ReadonlyArray<Step>
             if (begun._tag === "Fresh")
               holders[s.h] = { phase: "claimed", callId, since: yield* Clock.currentTimeMillis }
             if (begun._tag === "Replay") {
-              replayed.push(JSON.parse(begun.response).receipt.id)
+              replayed.push(begun.call.id)
               stats.replays++
             }
             return
@@ -123,7 +123,7 @@ const scenario = (instances: ReadonlyArray<Instance>, steps: ReadonlyArray<Step>
           case "claimed": {
             if (held.phase !== "claimed") return
             const reserved = yield* run(s.h)(
-              Ledger.use((ledger) =>
+              Reservations.use((ledger) =>
                 ledger.reserve({
                   callId: held.callId,
                   accountId,
@@ -152,7 +152,7 @@ const scenario = (instances: ReadonlyArray<Instance>, steps: ReadonlyArray<Step>
             if (held.phase !== "reserved") return
             const settled = yield* run(s.h)(
               Effect.gen(function* () {
-                const ledger = yield* Ledger
+                const ledger = yield* Reservations
                 const store = yield* IdempotencyStore
                 return yield* ledger.settle(held.reservation, [], (receipt) =>
                   store.complete(accountId, key, held.callId, JSON.stringify({ receipt }))
@@ -239,8 +239,7 @@ const scenario = (instances: ReadonlyArray<Instance>, steps: ReadonlyArray<Step>
     )
     if (answered[0] !== undefined) {
       assert.strictEqual(last._tag, "Replay")
-      if (last._tag === "Replay")
-        assert.strictEqual(JSON.parse(last.response).receipt.id, answered[0].receiptId)
+      if (last._tag === "Replay") assert.strictEqual(last.call.id, answered[0].receiptId)
     }
     stats.runs++
   }).pipe(Effect.orDie)

@@ -3,13 +3,14 @@ import { Clock, type Context, Deferred, Effect, Exit, Fiber, Layer } from "effec
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { AppConfig } from "../../src/config.ts"
-import { type CallRequest, runMetered } from "../../src/metering/pipeline.ts"
+import type { Caller } from "../../src/contract/api.ts"
+import { IdempotencyStore } from "../../src/metering/IdempotencyStore.ts"
+import { type CallInput, meterDataCall } from "../../src/metering/meterDataCall.ts"
+import { Reservations } from "../../src/metering/Reservations.ts"
 import { defineOperation } from "../../src/operations/Operation.ts"
 import { ServicesLayer } from "../../src/server.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
 import { Admin } from "../../src/services/Admin.ts"
-import { IdempotencyStore } from "../../src/services/IdempotencyStore.ts"
-import { Ledger } from "../../src/services/Ledger.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 import { echo } from "../support/testOperations.ts"
 
@@ -65,14 +66,17 @@ const paidCaller = (instance: Instance, balance: number) =>
     return { key: minted.key, account, ip: "10.40.0.1" }
   }).pipe(Effect.orDie, Effect.provide(instance))
 
-const call = (instance: Instance, caller: CallRequest["caller"], idempotencyKey: string, value: string) =>
-  runMetered(gated, {
+const call = (instance: Instance, caller: Caller["Service"], idempotencyKey: string, value: string) =>
+  meterDataCall(
+    gated,
     caller,
-    params: { value, cost: 6 },
-    freshness: "recent",
-    maxCredits: undefined,
-    idempotencyKey
-  }).pipe(Effect.provide(instance))
+    Effect.succeed<CallInput>({
+      params: { value, cost: 6 },
+      freshness: "recent",
+      maxCredits: undefined,
+      idempotencyKey
+    })
+  ).pipe(Effect.provide(instance))
 
 const ledgerOf = (accountId: string) =>
   Effect.gen(function* () {
@@ -109,7 +113,7 @@ const untilBeat = (accountId: string, at: number) =>
 /** The housekeeping of one instance, run once (the sweeper's 5-second tick, made explicit). */
 const housekeeping = (instance: Instance) =>
   Effect.gen(function* () {
-    yield* (yield* Ledger).sweepExpired
+    yield* (yield* Reservations).sweepExpired
     yield* (yield* IdempotencyStore).purgeExpired
   }).pipe(Effect.orDie, Effect.provide(instance))
 
@@ -271,7 +275,7 @@ describe(`a call that outlives its lease is fenced off (${storeName})`, () => {
       () =>
         Effect.gen(function* () {
           const one = yield* Layer.build(ServicesLayer)
-          const waitOf = (caller: CallRequest["caller"], idempotencyKey: string, value: string) =>
+          const waitOf = (caller: Caller["Service"], idempotencyKey: string, value: string) =>
             call(one, caller, idempotencyKey, value).pipe(
               Effect.flip,
               Effect.map((error) => ({
@@ -306,7 +310,7 @@ describe(`a call that outlives its lease is fenced off (${storeName})`, () => {
           const key = "fence-frozen-holder-1"
           yield* Effect.gen(function* () {
             const store = yield* IdempotencyStore
-            const ledger = yield* Ledger
+            const ledger = yield* Reservations
             yield* store.begin(frozen.account.id, key, "frozen-print", "rcpt_fence_frozen")
             yield* ledger.reserve({
               callId: "rcpt_fence_frozen",

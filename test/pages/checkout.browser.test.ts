@@ -85,7 +85,10 @@ describe(`checkout, upgrade and portal pages in Chromium (${storeName})`, () => 
             const paid = await textOf(page)
             assert.include(paid, "Payment received")
             assert.include(paid, `The credits are on account ${account_id}`)
-            assert.include(paid, "The key that started this checkout keeps working")
+            // No key started it: the page named the account.
+            assert.notInclude(paid, "The key that started this checkout")
+            assert.include(paid, "No key started this checkout: it named the account on the upgrade page")
+            assert.include(paid, `every key of account ${account_id} keeps working`)
             assert.strictEqual(await page.locator("#api-key").count(), 0, "a keyed checkout shows no key")
             assert.deepStrictEqual(run.elsewhere, [])
           })

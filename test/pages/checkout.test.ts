@@ -41,14 +41,15 @@ describe("the money pages as markup", () => {
       pack: flex,
       rail: "stripe",
       accountId: "acct_1",
+      origin: "spend_key" as const,
       expiresAt: Date.UTC(2026, 10, 24, 12, 0)
     }
-    const waiting = checkoutPage(base, token, view, { _tag: "Keyed" })
+    const waiting = checkoutPage(base, token, view, undefined)
     assert.include(waiting, "<h1>Waiting for the payment confirmation</h1>")
     assert.include(waiting, `<a href="http://svc.test/checkout/${token}">Check again</a>`)
     assert.include(waiting, "2026-11-24 12:00 UTC")
     assert.notInclude(waiting, "/pay")
-    const local = checkoutPage(base, token, { ...view, rail: "local" }, { _tag: "Keyed" })
+    const local = checkoutPage(base, token, { ...view, rail: "local" }, undefined)
     assert.include(local, `action="http://svc.test/checkout/${token}/pay"`)
   })
 })
@@ -68,7 +69,7 @@ describe(`the money pages' forms over HTTP (${storeName})`, () => {
           assert.include(badPack.body, "<h1>Credit packs</h1>")
           const badRail = yield* upgrade("pack=flex&rail=stripe")
           assert.strictEqual(badRail.status, 400)
-          assert.include(badRail.body, "unconfigured rail")
+          assert.include(badRail.body, "The rail &quot;stripe&quot; is not offered here")
           const unknown = yield* upgrade("pack=flex&account=acct_nobody")
           assert.strictEqual(unknown.status, 404)
           assert.include(unknown.body, "There is no account <code>acct_nobody</code> here")

@@ -4,9 +4,9 @@ import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config.ts"
 import { Outbox } from "../../src/mail/Outbox.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
+import { Credits } from "../../src/services/Credits.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { KeyMemory } from "../../src/services/KeyMemory.ts"
-import { Ledger } from "../../src/services/Ledger.ts"
 import { Settings } from "../../src/services/Settings.ts"
 import { Notifications } from "../../src/store/Notifications.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
@@ -31,7 +31,7 @@ describe("Ids.layerTest", () => {
   )
 })
 
-const services = Layer.mergeAll(Accounts.layer, Ledger.layer).pipe(
+const services = Layer.mergeAll(Accounts.layer, Credits.layer).pipe(
   Layer.provideMerge(Outbox.layer),
   Layer.provideMerge(Settings.layer),
   Layer.provideMerge(KeyMemory.layer),
@@ -46,7 +46,7 @@ describe(`services over deterministic ids (${storeName})`, () => {
     it.effect("accounts, keys and credit events are named in the order they are made", () =>
       Effect.gen(function* () {
         const accounts = yield* Accounts
-        const ledger = yield* Ledger
+        const ledger = yield* Credits
         const sql = yield* SqlClient.SqlClient
         const first = yield* accounts.mintTrial("10.71.0.1")
         const second = yield* accounts.mintTrial("10.71.0.2")

@@ -41,7 +41,7 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
   return {
     family: "spend key",
     claims: (secret) => spendKeyPattern.test(secret),
-    // Chained, not a generator, as on every request (see the REST data lane).
+    // hot path
     resolve: (secret) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const hash = hashSecret(secret)
@@ -159,7 +159,7 @@ export class Identity extends Context.Service<
         return found
       })
 
-      // Chained and untraced: on every request, where a generator, a span and a stack cost more than they tell.
+      // hot path
       const authenticate = (
         secret: string
       ): Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired> => {

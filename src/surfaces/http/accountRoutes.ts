@@ -5,8 +5,8 @@ import { BaseApi, Caller, ClientIp } from "../../contract/api.ts"
 import { InvalidInput, NotFound, RateLimited } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
 import { freeTier } from "../../domain/plans.ts"
+import { Receipts } from "../../metering/Receipts.ts"
 import { Accounts } from "../../services/Accounts.ts"
-import { Ledger } from "../../services/Ledger.ts"
 import { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
 import { Problems } from "../common/problems.ts"
@@ -64,7 +64,7 @@ export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const usage = yield* Usage
-    const ledger = yield* Ledger
+    const receipts = yield* Receipts
     const problems = yield* Problems
     return handlers
       .handle("listReceipts", ({ query }) =>
@@ -81,7 +81,7 @@ export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
             )
           }
           const limit = query.limit ?? 20
-          const rows = yield* Effect.orDie(ledger.receipts(account.id, { limit: limit + 1, before }))
+          const rows = yield* Effect.orDie(receipts.list(account.id, { limit: limit + 1, before }))
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
           return {
@@ -96,14 +96,14 @@ export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
       .handle("getReceipt", ({ params }) =>
         Effect.gen(function* () {
           const { account } = yield* Caller
-          const receipt = yield* Effect.orDie(ledger.receipt(account.id, params.id))
+          const receipt = yield* Effect.orDie(receipts.get(account.id, params.id))
           return (
             receipt ?? problems.render(new NotFound({ message: `No receipt ${params.id} on this account.` }))
           )
         })
       )
       .handle("get_usage", () =>
-        // Chained: a generator suspended while the statement runs has what it holds promoted.
+        // hot path
         Effect.flatMap(Caller, (caller) =>
           Effect.flatMap(Effect.orDie(usage.facts(caller.account.id, caller.ip)), (facts) =>
             Effect.map(Clock.currentTimeMillis, (now) => usageReport(caller, facts, now, config))

@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
-import { makeApi } from "../../contract/api.ts"
+import { BaseApi, makeApi } from "../../contract/api.ts"
 import { NotFound } from "../../contract/errors.ts"
 import { type Publication, publishedApi } from "../../contract/openapi.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
@@ -12,7 +12,7 @@ import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
-import { dataRoutes } from "./dataRoutes.ts"
+import { DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
@@ -27,6 +27,17 @@ import { OAuthRoutes } from "./oauth/routes.ts"
 import { PageRoutes } from "./pages/routes.ts"
 import { methodsAt } from "./routeHints.ts"
 import { StripeWebhookRoutes } from "./stripeWebhook.ts"
+
+/** `/v1/openapi.json`: the whole contract, made at its first request. */
+const openApiRoute = (document: () => OpenApi.OpenAPISpec) =>
+  HttpRouter.use((router) => {
+    let answer: HttpServerResponse.HttpServerResponse | undefined
+    return router.add(
+      "GET",
+      "/v1/openapi.json",
+      Effect.sync(() => (answer ??= HttpServerResponse.jsonUnsafe(document())))
+    )
+  })
 
 /** Health, readiness, and the answer to every request no route takes. */
 const opsRoutes = (methodsAt: (path: string) => ReadonlyArray<string>) =>
@@ -67,7 +78,9 @@ const opsRoutes = (methodsAt: (path: string) => ReadonlyArray<string>) =>
  */
 export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, publication: Publication) => {
   const api = publishedApi(makeApi(operations), publication)
-  const apiRoutes = HttpApiBuilder.layer(api, { openapiPath: "/v1/openapi.json" }).pipe(
+  // The data operations' routes are `DataRoutes` (wire adapters of the metering front door); the
+  // HttpApi serves the other routes, and the whole contract is published as OpenAPI.
+  const apiRoutes = HttpApiBuilder.layer(BaseApi).pipe(
     Layer.provide([
       KeysRoutes,
       UsageRoutes,
@@ -75,13 +88,14 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
       SessionsRoutes,
       ManagementRoutes,
       AppsRoutes,
-      BillingRoutes,
-      dataRoutes(api, operations)
+      BillingRoutes
     ]),
     Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer, ManagementAuthLayer])
   )
   return Layer.mergeAll(
     apiRoutes,
+    DataRoutes(operations),
+    openApiRoute(() => OpenApi.fromApi(api)),
     // No fonts from the Scalar CDN: the page works offline and loads nothing from other hosts.
     docsLayer(api, { path: "/docs", scalar: { withDefaultFonts: false } }),
     AdminRpcRoutes,

@@ -1,15 +1,18 @@
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { BaseApi } from "../../contract/api.ts"
+import { BaseApi, ClientIp } from "../../contract/api.ts"
 import { Unauthorized } from "../../contract/errors.ts"
 import { managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
-import { Checkout } from "../../payments/Checkout.ts"
+import { Checkout, type CheckoutStarter } from "../../payments/Checkout.ts"
 import { Identity, selectAccount } from "../common/identity.ts"
 import { Problems } from "../common/problems.ts"
 import { answering, bearerOf } from "./governanceRoutes.ts"
 
-/** Checkout: a spend key's account, a management token's chosen account, or a new account. */
+/**
+ * Checkout: a spend key's account, a management token's chosen account, or without a bearer a new
+ * account whose key this API hands to the program once it is paid.
+ */
 export const BillingRoutes = HttpApiBuilder.group(BaseApi, "billing", (handlers) =>
   Effect.gen(function* () {
     const checkout = yield* Checkout
@@ -20,20 +23,24 @@ export const BillingRoutes = HttpApiBuilder.group(BaseApi, "billing", (handlers)
         answer(
           Effect.gen(function* () {
             const bearer = bearerOf(yield* HttpServerRequest.HttpServerRequest)
-            let accountId: string | undefined
-            if (bearer !== undefined) {
-              if (managementTokenPattern.test(bearer)) {
-                accountId = (yield* selectAccount(yield* identity.governor(bearer), payload.account_id)).id
-              } else if (spendKeyPattern.test(bearer)) {
-                accountId = (yield* identity.authenticate(bearer)).account.id
-              } else {
-                return yield* new Unauthorized({
-                  message:
-                    "The bearer is neither a spend key nor a management token of this service; send one, or none to buy a new key."
-                })
+            let starter: CheckoutStarter
+            if (bearer === undefined) {
+              starter = { origin: "agent", clientIp: yield* ClientIp }
+            } else if (managementTokenPattern.test(bearer)) {
+              const governor = yield* identity.governor(bearer)
+              starter = {
+                origin: "management",
+                accountId: (yield* selectAccount(governor, payload.account_id)).id
               }
+            } else if (spendKeyPattern.test(bearer)) {
+              starter = { origin: "spend_key", accountId: (yield* identity.authenticate(bearer)).account.id }
+            } else {
+              return yield* new Unauthorized({
+                message:
+                  "The bearer is neither a spend key nor a management token of this service; send one, or none to buy a new key."
+              })
             }
-            return yield* checkout.start({ pack: payload.pack, rail: payload.rail, accountId })
+            return yield* checkout.start({ pack: payload.pack, rail: payload.rail, starter })
           })
         )
       )

@@ -1,15 +1,17 @@
-import { Effect, Layer } from "effect"
-import { HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, type HttpApiGroup } from "effect/http-api"
-import { type Api, Caller } from "../../contract/api.ts"
-import { isApiError } from "../../contract/errors.ts"
-import { type Platform, platforms } from "../../domain/plans.ts"
-import { type CallOutcome, runMetered } from "../../metering/pipeline.ts"
+import { Effect, Schema } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import { AppConfig } from "../../config.ts"
+import { IdempotencyHeaders, restQuerySchema } from "../../contract/api.ts"
+import { controlCharacterInput } from "../../contract/controlCharacters.ts"
+import { type InvalidInput, isApiError } from "../../contract/errors.ts"
+import { type CallInput, type CallOutcome, meterDataCall } from "../../metering/meterDataCall.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
-import type { IdempotencyStore } from "../../services/IdempotencyStore.ts"
-import type { Ledger } from "../../services/Ledger.ts"
-import type { RateLimits } from "../../services/RateLimits.ts"
-import { Problems } from "../common/problems.ts"
+import { Identity } from "../common/identity.ts"
+import { announcedBodyTooLarge } from "../common/limits.ts"
+import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
+import { noStore } from "./middleware.ts"
+import { parseQuery } from "./queryString.ts"
 
 export const envelopeResponse = (outcome: CallOutcome) => {
   const headers = {
@@ -22,77 +24,80 @@ export const envelopeResponse = (outcome: CallOutcome) => {
     : HttpServerResponse.text(outcome.json, { contentType: "application/json", headers })
 }
 
-/** What every data route's handler receives: the decoded query (own and common parameters) and headers. */
-export interface DataRequest {
-  readonly query: { readonly freshness?: Freshness; readonly max_credits?: number } & Record<string, unknown>
-  readonly headers: { readonly "idempotency-key"?: string | undefined }
+/**
+ * The credential of `Authorization: Bearer <credential>` (RFC 9110 11.1: the scheme in any case,
+ * then one or more spaces); empty for no header or another scheme, which the bearer chain answers
+ * KEY_REQUIRED.
+ */
+export const bearerCredential = (authorization: string | undefined): string => {
+  if (authorization === undefined || authorization.length <= 6 || authorization.charCodeAt(6) !== 32)
+    return ""
+  if (authorization.slice(0, 6).toLowerCase() !== "bearer") return ""
+  let start = 7
+  while (authorization.charCodeAt(start) === 32) start++
+  return authorization.slice(start)
 }
 
 /**
- * A data call's answer: the decoded query split into the operation's parameters and the common
- * ones, the metered pipeline, the envelope or the problem.
+ * How REST carries a data call: its query string and `Idempotency-Key` header, read with the
+ * endpoint's own schemas (the contract's), refusing control characters first.
  */
-export const answerDataCall = <R>(
-  problems: Problems["Service"],
-  operation: AnyOperation<R>,
-  caller: Caller["Service"],
-  request: DataRequest
-) => {
-  const { freshness, max_credits, ...params } = request.query
-  return runMetered(operation, {
-    caller,
-    params,
-    freshness: freshness ?? "recent",
-    maxCredits: max_credits,
-    idempotencyKey: request.headers["idempotency-key"]
-  }).pipe(
-    Effect.map(envelopeResponse),
-    Effect.catch((error) => (isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)))
-  )
-}
-
-/** The one handler shape every data route shares; the registry's operations differ only in their schemas. */
-interface DataHandlers {
-  readonly handle: (
-    id: string,
-    handler: (request: DataRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, unknown>
-  ) => DataHandlers
-}
-
-type DataRoutes<R> = Layer.Layer<
-  HttpApiGroup.Service<"svc", Platform>,
-  never,
-  Problems | Ledger | IdempotencyStore | RateLimits | R
->
-
-/**
- * Handlers of every data operation: split the decoded query into the operation's parameters and
- * the common ones, run the metered pipeline, answer the envelope or the problem.
- */
-export const dataRoutes = <R>(
-  api: Api<AnyOperation<R>>,
-  operations: ReadonlyArray<AnyOperation<R>>
-): DataRoutes<R> =>
-  platforms
-    .filter((platform) => operations.some((operation) => operation.platform === platform))
-    .map((platform) =>
-      HttpApiBuilder.group(api, platform, (handlers) =>
-        Effect.gen(function* () {
-          const problems = yield* Problems
-          const handle = (operation: AnyOperation<R>) => (request: DataRequest) =>
-            Effect.flatMap(Caller, (caller) => answerDataCall(problems, operation, caller, request))
-          // The group's endpoints are the registry's, typed per operation; every one of them takes the
-          // same request shape here (`DataRequest`), so the handlers are attached through that shape.
-          const loose = handlers as unknown as DataHandlers
-          return operations
-            .filter((operation) => operation.platform === platform)
-            .reduce(
-              (acc, operation) => acc.handle(operation.id, handle(operation)),
-              loose
-            ) as unknown as typeof handlers
-        })
+const restInput = (operation: AnyOperation) => {
+  const query = Schema.decodeUnknownEffect(Schema.toCodecArrayFromSingle(restQuerySchema(operation))) as (
+    input: unknown
+  ) => Effect.Effect<Record<string, unknown>, Schema.SchemaError>
+  const headers = Schema.decodeUnknownEffect(IdempotencyHeaders)
+  return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<CallInput, InvalidInput> =>
+    Effect.suspend(() => {
+      const at = request.url.indexOf("?")
+      const parsed = parseQuery(at === -1 ? "" : request.url.slice(at + 1))
+      const refused = controlCharacterInput(parsed)
+      if (refused !== undefined) return Effect.fail(refused)
+      return Effect.all([
+        HttpApiError.HttpApiSchemaError.wrap("Headers", headers(request.headers)),
+        HttpApiError.HttpApiSchemaError.wrap("Query", query(parsed))
+      ]).pipe(
+        Effect.mapError(invalidInputFromSchemaError),
+        Effect.map(([decodedHeaders, { freshness, max_credits, ...params }]) => ({
+          params,
+          freshness: (freshness as Freshness | undefined) ?? "recent",
+          maxCredits: max_credits as number | undefined,
+          idempotencyKey: decodedHeaders["idempotency-key"]
+        }))
       )
-    )
-    // A platform without operations has no group in the Api built from the same registry, so
-    // HttpApiBuilder.layer asks for exactly the groups built here.
-    .reduce<DataRoutes<R>>((acc, layer) => Layer.merge(acc, layer), Layer.empty as unknown as DataRoutes<R>)
+    })
+}
+
+/**
+ * `GET /v1/<platform>/<operation>` of every data operation: a wire adapter and nothing more. It
+ * refuses a body announced too large, resolves the bearer into the caller, and hands the metering
+ * front door (`meterDataCall`) its reading of the query and headers; the outcome is the envelope
+ * or the problem. The contract (`makeApi`) describes these routes for OpenAPI and the typed client.
+ */
+export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
+  HttpRouter.use((router) =>
+    Effect.gen(function* () {
+      const problems = yield* Problems
+      const identity = yield* Identity
+      const { maxBodyBytes } = yield* AppConfig
+      for (const operation of operations) {
+        const input = restInput(operation)
+        // hot path
+        const answer = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+          const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
+          if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
+          const ip = identity.clientIp(request)
+          return identity.authenticate(bearerCredential(request.headers.authorization)).pipe(
+            Effect.flatMap((principal) => meterDataCall(operation, { ...principal, ip }, input(request))),
+            Effect.map(envelopeResponse),
+            Effect.catch((error) =>
+              isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
+            ),
+            Effect.map(noStore),
+            Effect.interruptible
+          )
+        })
+        yield* router.add("GET", `/v1${operation.path}`, answer)
+      }
+    })
+  )

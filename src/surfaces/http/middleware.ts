@@ -6,8 +6,6 @@ import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } fro
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { Governing, ManagementAuth } from "../../contract/governance.ts"
-import { platforms } from "../../domain/plans.ts"
-import { entitlement } from "../../metering/pipeline.ts"
 import { Identity } from "../common/identity.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
@@ -19,8 +17,7 @@ export const ClientLayer = Layer.effect(
     const config = yield* AppConfig
     const problems = yield* Problems
     const identity = yield* Identity
-    // The middleware here are chained, not generators: a generator suspended while the route runs
-    // has what it holds promoted (README, "No generator suspended under another").
+    // hot path
     return (httpEffect) =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
@@ -39,23 +36,13 @@ export const noStore = (response: HttpServerResponse.HttpServerResponse) =>
     ? HttpServerResponse.setHeader(response, "cache-control", "no-store")
     : response
 
-/**
- * The caller of a spend-key route: the principal behind the bearer credential, refused when its
- * account is not entitled to the route's platform (the pipeline's entitlement step, answered here
- * already so that it precedes the validation of the parameters; a platform's group is named after
- * the platform).
- */
+/** The caller of a spend-key route: the principal behind the bearer credential, at the client's IP. */
 export const callerOf = (
   identity: Identity["Service"],
   credential: string,
-  group: string,
   ip: string
 ): Effect.Effect<Caller["Service"], ApiError> =>
-  Effect.flatMap(identity.authenticate(credential), (found) => {
-    const platform = platforms.find((p) => p === group)
-    const refused = platform === undefined ? undefined : entitlement(found.account, platform)
-    return refused === undefined ? Effect.succeed({ ...found, ip }) : Effect.fail(refused)
-  })
+  Effect.map(identity.authenticate(credential), (found) => ({ ...found, ip }))
 
 export const InputProblemsLayer = Layer.unwrap(
   Effect.map(Problems, (problems) =>
@@ -87,14 +74,12 @@ export const SpendKeyAuthLayer = Layer.effect(
     const problems = yield* Problems
     const identity = yield* Identity
     return SpendKeyAuth.of({
-      bearer: (httpEffect, { credential, group }) =>
+      bearer: (httpEffect, { credential }) =>
         Effect.flatMap(ClientIp, (ip) =>
-          Effect.flatMap(
-            Effect.result(callerOf(identity, Redacted.value(credential), group.identifier, ip)),
-            (caller) =>
-              caller._tag === "Failure"
-                ? Effect.succeed(problems.render(caller.failure))
-                : Effect.provideService(httpEffect, Caller, caller.success)
+          Effect.flatMap(Effect.result(callerOf(identity, Redacted.value(credential), ip)), (caller) =>
+            caller._tag === "Failure"
+              ? Effect.succeed(problems.render(caller.failure))
+              : Effect.provideService(httpEffect, Caller, caller.success)
           )
         )
     })

@@ -5,7 +5,7 @@ import { AppConfig } from "../../config.ts"
 import { InvalidInput } from "../../contract/errors.ts"
 import { Checkout } from "../../payments/Checkout.ts"
 import { makeStripeClient, makeStripeEvents } from "../../payments/StripeRail.ts"
-import { Ledger } from "../../services/Ledger.ts"
+import { Credits } from "../../services/Credits.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 
@@ -34,12 +34,12 @@ export const StripeWebhookRoutes = HttpRouter.use((router) =>
     const { webhooks } = yield* makeStripeClient(config.stripe.value)
     const problems = yield* Problems
     const checkout = yield* Checkout
-    const ledger = yield* Ledger
+    const credits = yield* Credits
     const events = makeStripeEvents({
       sql: yield* SqlClient.SqlClient,
       complete: checkout.complete,
       endSubscription: checkout.endStripeSubscription,
-      applyPurchase: ledger.applyPurchase,
+      applyPurchase: credits.applyPurchase,
       packs: config.policy.packs
     })
     const limit = ByteSize.bytes(config.maxBodyBytes)

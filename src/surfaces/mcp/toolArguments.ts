@@ -3,12 +3,10 @@ import { HttpApiError } from "effect/http-api"
 import { restQuerySchema } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { InvalidInput } from "../../contract/errors.ts"
-import type { CallRequest } from "../../metering/pipeline.ts"
+import type { CallInput } from "../../metering/meterDataCall.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
 import { invalidInputFromSchemaError } from "../common/problems.ts"
 import { toolInputJsonSchema } from "./toolSchemas.ts"
-
-export type ToolCall = Omit<CallRequest, "caller">
 
 /** A JSON argument in the form REST reads from the query string: scalars as text, lists comma-joined. */
 const restValue = (value: unknown): unknown =>
@@ -57,7 +55,7 @@ export const toolArgumentsDecoder = (operation: AnyOperation) => {
     query: unknown
   ) => Effect.Effect<Record<string, unknown>, Schema.SchemaError>
   const types = argumentTypes(operation)
-  return (args: Record<string, unknown>): Effect.Effect<ToolCall, InvalidInput> => {
+  return (args: Record<string, unknown>): Effect.Effect<CallInput, InvalidInput> => {
     const present = Object.entries(args).filter(([, value]) => value !== undefined)
     for (const [name, value] of present) {
       const refused = notText(name, value, types[name])

@@ -4,11 +4,12 @@ import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
 import { type Hosts, rehost, rehostJson } from "../../domain/identifiers.ts"
 import type { Platform } from "../../domain/plans.ts"
-import { entitlement, runMetered } from "../../metering/pipeline.ts"
+import type { HitCharges } from "../../metering/HitCharges.ts"
+import type { IdempotencyStore } from "../../metering/IdempotencyStore.ts"
+import { meterDataCall } from "../../metering/meterDataCall.ts"
+import type { Reservations } from "../../metering/Reservations.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
-import type { IdempotencyStore } from "../../services/IdempotencyStore.ts"
 import type { Ids } from "../../services/Ids.ts"
-import type { Ledger } from "../../services/Ledger.ts"
 import type { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
 import { usageReport } from "../usageReport.ts"
@@ -25,7 +26,15 @@ import {
 } from "./toolSchemas.ts"
 
 /** What every data tool call needs besides the operations' own services. */
-export type ToolServices = Caller | AppConfig | Ids | Usage | Ledger | IdempotencyStore | RateLimits
+export type ToolServices =
+  | Caller
+  | AppConfig
+  | Ids
+  | Usage
+  | Reservations
+  | HitCharges
+  | IdempotencyStore
+  | RateLimits
 
 /** Data tools read; what they read comes from outside the service. */
 const dataAnnotations: ToolAnnotations = { readOnlyHint: true, openWorldHint: true }
@@ -55,20 +64,19 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     inputSchema: inputSchema(rehostJson(hosts, toolInputJsonSchema(operation))),
     outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
     annotations: dataAnnotations,
-    // Chained and untraced, as the metered path is (README, "No generator suspended under another").
+    // hot path
     call: (args: Record<string, unknown>) =>
       toToolResult(
-        Effect.flatMap(Caller, (caller) => {
-          // As on REST, the pipeline's entitlement step is answered before the arguments are validated.
-          const refused = entitlement(caller.account, operation.platform)
-          const entitled = refused === undefined ? Effect.void : Effect.fail(refused)
-          return Effect.andThen(
-            entitled,
-            Effect.flatMap(decode(args), (call) =>
-              Effect.map(runMetered(operation, { caller, ...call }), (outcome) => outcome.envelope)
-            )
+        Effect.flatMap(Caller, (caller) =>
+          Effect.map(
+            meterDataCall(
+              operation,
+              caller,
+              Effect.suspend(() => decode(args))
+            ),
+            (outcome) => outcome.envelope
           )
-        })
+        )
       )
   }
 }

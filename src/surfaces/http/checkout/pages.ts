@@ -1,5 +1,10 @@
 import { type AppConfigShape, links } from "../../../config.ts"
-import type { CheckoutView } from "../../../payments/Checkout.ts"
+import {
+  type AfterPayment,
+  type CheckoutOrigin,
+  type CheckoutView,
+  keyReaderOf
+} from "../../../payments/Checkout.ts"
 import { html, page } from "../pages/html.ts"
 import { dollars, packSummary, when } from "./format.ts"
 
@@ -35,33 +40,64 @@ export const railFailedPage = (config: Config, message: string) =>
     html`<p class="error" role="alert">${message}</p>${backToPacks(config)}`
   )
 
-/** How the credits reach the payer after a paid checkout. */
-export type Reveal =
-  | { readonly _tag: "Keyed" }
-  | { readonly _tag: "NewKey"; readonly key: string }
-  | { readonly _tag: "KeyShown" }
+const resume = html`Retry as the error's <code>offer.resume</code> says: <code>INSUFFICIENT_CREDITS</code> with the same
+<code>Idempotency-Key</code>, <code>TRIAL_CAP_EXCEEDED</code> and <code>BUDGET_EXHAUSTED</code> with a fresh one.`
 
-const afterPayment = (config: Config, reveal: Reveal) => {
-  switch (reveal._tag) {
-    case "Keyed":
-      return html`<p>The key that started this checkout keeps working: nothing to reconfigure. Retry as the error's
-<code>offer.resume</code> says: <code>INSUFFICIENT_CREDITS</code> with the same <code>Idempotency-Key</code>,
-<code>TRIAL_CAP_EXCEEDED</code> and <code>BUDGET_EXHAUSTED</code> with a fresh one.</p>`
-    case "NewKey":
-      return html`<h2>Your new key</h2><p><strong>Shown once: store it now.</strong> This page will not show it again.</p>
-<pre id="api-key" class="secret">${reveal.key}</pre>
-<p>Send it as <code>Authorization: Bearer &lt;key&gt;</code>. To make the account recoverable by email, claim it at <a href="${links(config.baseUrl).claim}">${links(config.baseUrl).claim}</a>.</p>`
-    case "KeyShown":
-      return html`<p>This checkout's new key was shown once, on the first view of this page after payment (or in the first
-<code>GET /v1/checkout/{session_id}</code>), and is never shown again: the service keeps only its hash.</p>`
+/** What the credits of an existing account mean for its keys, said as it happened. */
+const credited = (origin: CheckoutOrigin | null, accountId: string) => {
+  const everyKey = html`every key of account <code>${accountId}</code> keeps working: nothing to reconfigure.`
+  switch (origin) {
+    case "spend_key":
+      return html`<p>The key that started this checkout keeps working: nothing to reconfigure. ${resume}</p>`
+    case "management":
+      return html`<p>No key started this checkout: it was started with a management token (an email sign-in) for the
+account, and ${everyKey} ${resume}</p>`
+    case "page":
+      return html`<p>No key started this checkout: it named the account on the upgrade page, and ${everyKey} ${resume}</p>`
+    default:
+      return html`<p>The credits landed on the account, and ${everyKey} ${resume}</p>`
   }
 }
+
+const afterPayment = (config: Config, view: CheckoutView, after: AfterPayment) => {
+  const checkoutRead = html`<code>GET /v1/checkout/{session_id}</code>`
+  switch (after._tag) {
+    case "Credited":
+      return credited(after.origin, view.accountId ?? "")
+    case "NewKey":
+      return html`<h2>Your new key</h2><p><strong>Shown once: store it now.</strong> This page will not show it again.</p>
+<pre id="api-key" class="secret">${after.key}</pre>
+<p>Send it as <code>Authorization: Bearer &lt;key&gt;</code>. To make the account recoverable by email, claim it at <a href="${links(config.baseUrl).claim}">${links(config.baseUrl).claim}</a>.</p>`
+    case "KeyShown":
+      return after.reader === "page"
+        ? html`<p>This checkout's new key was shown once, on the first view of this page after payment, and is never shown
+again: the service keeps only its hash.</p>`
+        : html`<p>This checkout's new key was shown once, on the first view of this page after payment (or in the first
+${checkoutRead}), and is never shown again: the service keeps only its hash.</p>`
+    case "KeyToProgram":
+      return html`<h2>Your new key</h2><p>This checkout was started by a program through the API (<code>POST /v1/checkout</code>),
+so the new account's key went to the program that started this checkout: it receives it once, in its first
+${checkoutRead} after payment. This page never shows it. Ask that program (or the person running it) for the key.</p>`
+  }
+}
+
+/** Where a keyless checkout's new key will go, told before paying. */
+const keyDestination = (view: CheckoutView) =>
+  keyReaderOf(view.origin) === "api"
+    ? html`, and the new account's key goes to the program that started this checkout (its
+<code>GET /v1/checkout/{session_id}</code> after payment), not to this page`
+    : ", and the next page shows the new account's key once"
 
 /**
  * `/checkout/{session_id}`: the local rail's test-mode pay button, Stripe's wait for its webhook, and
  * after payment what was credited (with a keyless checkout's key, once).
  */
-export const checkoutPage = (config: Config, token: string, view: CheckoutView, reveal: Reveal) => {
+export const checkoutPage = (
+  config: Config,
+  token: string,
+  view: CheckoutView,
+  after: AfterPayment | undefined
+) => {
   const self = `${config.baseUrl}/checkout/${token}`
   if (view.status === "paid")
     return page(
@@ -69,7 +105,7 @@ export const checkoutPage = (config: Config, token: string, view: CheckoutView, 
       "Payment received",
       html`<p>Paid: ${packSummary(view.pack)}. The credits are on account <code>${view.accountId ?? ""}</code>
 and the plan is <code>${view.pack.pack}</code> from now on.</p>
-${afterPayment(config, reveal)}`
+${after === undefined ? "" : afterPayment(config, view, after)}`
     )
   if (view.rail !== "local")
     return page(
@@ -86,14 +122,22 @@ or start again from <a href="${links(config.baseUrl).upgrade}">the credit packs<
     "Checkout (test mode)",
     html`<p>${packSummary(view.pack)}.</p>
 <p>This is the built-in test-mode rail: no card is asked for and no money moves. Paying credits the account at once${
-      view.accountId === null
-        ? ", and the next page shows the new account's key once"
-        : html` <code>${view.accountId}</code>`
+      view.accountId === null ? keyDestination(view) : html` <code>${view.accountId}</code>`
     }.</p>
 <form method="post" action="${self}/pay"><button type="submit">Pay ${dollars(view.pack.price_usd_cents)} (test mode)</button></form>
 <p>The checkout stays open until ${when(view.expiresAt)}.</p>`
   )
 }
+
+/** `POST /upgrade` past the per-IP limit on checkouts started without a key: nothing was started. */
+export const tooManyCheckoutsPage = (config: Config, message: string) =>
+  page(
+    config.baseUrl,
+    "Too many checkouts",
+    html`<p class="error" role="alert">${message}</p>
+<p>A checkout you already opened can still be paid until it expires, 24 hours after it started.</p>
+${backToPacks(config)}`
+  )
 
 /** A form the pages refuse before reading it (too large, not a form, sent from another site). */
 export const refusedFormPage = (config: Config, message: string) =>

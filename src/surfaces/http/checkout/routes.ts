@@ -1,23 +1,23 @@
 import { Effect, Schema } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../../config.ts"
-import { Checkout, type CheckoutView } from "../../../payments/Checkout.ts"
+import { Checkout } from "../../../payments/Checkout.ts"
 import * as Row from "../../../store/rows.ts"
+import { Identity } from "../../common/identity.ts"
 import { type Form, type FormRefusal, htmlPage, queryParams, readForm } from "../pages/respond.ts"
 import { upgradePage } from "../pages/upgrade.ts"
 import {
   checkoutNotFoundPage,
   checkoutPage,
-  type Reveal,
   railFailedPage,
   refusedFormPage,
+  tooManyCheckoutsPage,
   unknownAccountPage
 } from "./pages.ts"
 import { portalExpiredPage, portalPage, readPortal } from "./portal.ts"
 
 const decodeAccountIds = Row.decoder(Schema.Struct({ id: Schema.String }), "upgrade account")
-const decodeKeyless = Row.decoder(Schema.Struct({ keyless: Schema.Boolean }), "checkout keyless")
 
 /** Every page here is about one account's money: never stored by a cache. */
 const personal = { private: true } as const
@@ -31,6 +31,7 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const checkout = yield* Checkout
+    const identity = yield* Identity
     const sql = yield* SqlClient.SqlClient
 
     const refusals: Record<FormRefusal, { readonly message: string; readonly status: number }> = {
@@ -70,8 +71,13 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
           const account = form.get("account").slice(0, 100) || undefined
           if (account !== undefined && !(yield* accountExists(account)))
             return htmlPage(unknownAccountPage(config, account), { status: 404 })
+          const clientIp = identity.clientIp(yield* HttpServerRequest.HttpServerRequest)
           const started = yield* checkout
-            .start({ pack: form.get("pack"), rail: form.get("rail") || undefined, accountId: account })
+            .start({
+              pack: form.get("pack"),
+              rail: form.get("rail") || undefined,
+              starter: { origin: "page", clientIp, accountId: account }
+            })
             .pipe(Effect.catchTag("SqlError", Effect.die), Effect.result)
           if (started._tag === "Success")
             return HttpServerResponse.redirect(started.success.checkout_url, {
@@ -79,30 +85,24 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
               headers: { "cache-control": "no-store" }
             })
           const error = started.failure
-          return error._tag === "InvalidInput"
-            ? htmlPage(upgradePage(config, account, error.message), { status: 400 })
-            : htmlPage(railFailedPage(config, error.message), {
+          switch (error._tag) {
+            case "InvalidInput":
+              return htmlPage(upgradePage(config, account, error.message), { status: 400 })
+            case "RateLimited":
+              return htmlPage(tooManyCheckoutsPage(config, error.message), {
+                status: 429,
+                private: true,
+                headers: { "retry-after": String(error.retry_after_seconds) }
+              })
+            case "UpstreamUnavailable":
+              return htmlPage(railFailedPage(config, error.message), {
                 status: 503,
                 headers: { "retry-after": String(error.retry_after_seconds) }
               })
+          }
         }).pipe(Effect.orDie)
       )
     )
-
-    const keyed: Reveal = { _tag: "Keyed" }
-    const keyShown: Reveal = { _tag: "KeyShown" }
-
-    /** How a paid checkout's page reaches the payer: a keyless checkout's key is made and shown by the first read. */
-    const revealOf = (token: string, view: CheckoutView) =>
-      Effect.gen(function* () {
-        if (view.status !== "paid") return keyed
-        const status = yield* checkout.status(token)
-        if (status.api_key !== undefined) return { _tag: "NewKey" as const, key: status.api_key }
-        const [row] = yield* sql`SELECT keyless FROM checkout_sessions WHERE id = ${view.id}`.pipe(
-          Effect.flatMap(decodeKeyless)
-        )
-        return row?.keyless === true ? keyShown : keyed
-      })
 
     yield* router.add(
       "GET",
@@ -113,8 +113,9 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
         const view = yield* Effect.option(Effect.catchTag(checkout.view(token), "SqlError", Effect.die))
         if (view._tag === "None" || view.value.status === "expired")
           return htmlPage(checkoutNotFoundPage(config), { status: 404, ...personal })
-        const reveal = yield* revealOf(token, view.value).pipe(Effect.orDie)
-        return htmlPage(checkoutPage(config, token, view.value, reveal), personal)
+        const after =
+          view.value.status === "paid" ? yield* Effect.orDie(checkout.afterPayment(token)) : undefined
+        return htmlPage(checkoutPage(config, token, view.value, after), personal)
       })
     )
 

@@ -124,22 +124,34 @@ export const BillingRoutes = HttpRouter.use((router) =>
             .start({
               pack: form.get("pack"),
               rail: form.get("rail") || undefined,
-              accountId: frame.account.id
+              // The dashboard's sign-in is a management token.
+              starter: { origin: "management", accountId: frame.account.id }
             })
-            .pipe(Effect.result)
+            .pipe(Effect.catchTag("SqlError", Effect.die), Effect.result)
           if (started._tag === "Success") return seeOther(started.success.checkout_url)
           const error = started.failure
-          return yield* showBilling(
-            frame,
-            governor,
-            {
-              error:
-                error._tag === "InvalidInput"
-                  ? `${error.message} Choose one of the packs below.`
-                  : `${error.message} Nothing was charged; try again in a minute.`
-            },
-            error._tag === "InvalidInput" ? 400 : 503
-          )
+          switch (error._tag) {
+            case "InvalidInput":
+              return yield* showBilling(
+                frame,
+                governor,
+                { error: `${error.message} Choose one of the packs below.` },
+                400
+              )
+            case "RateLimited":
+              return HttpServerResponse.setHeader(
+                yield* showBilling(frame, governor, { error: error.message }, 429),
+                "retry-after",
+                String(error.retry_after_seconds)
+              )
+            case "UpstreamUnavailable":
+              return yield* showBilling(
+                frame,
+                governor,
+                { error: `${error.message} Nothing was charged; try again in a minute.` },
+                503
+              )
+          }
         })
       )
     )

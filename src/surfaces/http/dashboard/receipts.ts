@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { dayOf, dayToIso, msPerDay } from "../../../domain/time.ts"
-import { Ledger, type Receipt } from "../../../services/Ledger.ts"
+import { Receipts } from "../../../metering/Receipts.ts"
+import type { Receipt } from "../../../metering/receipt.ts"
 import type { DayUsage } from "./chart.ts"
 
 export type ListedReceipt = Receipt & { readonly createdAtMs: number }
@@ -38,7 +39,7 @@ export const receiptPage = (
   options: { readonly limit: number; readonly before: Cursor | undefined; readonly maxScanned: number }
 ) =>
   Effect.gen(function* () {
-    const ledger = yield* Ledger
+    const receipts = yield* Receipts
     const dayStart = filter.day === undefined ? undefined : Date.parse(`${filter.day}T00:00:00Z`)
     // The cursor `(dayEnd, "")` reads from the last millisecond of the day down.
     let cursor: Cursor | undefined =
@@ -50,7 +51,7 @@ export const receiptPage = (
     const found: Array<ListedReceipt> = []
     let scanned = 0
     while (scanned < options.maxScanned) {
-      const rows: ReadonlyArray<ListedReceipt> = yield* ledger.receipts(accountId, {
+      const rows: ReadonlyArray<ListedReceipt> = yield* receipts.list(accountId, {
         limit: batch,
         before: cursor
       })
@@ -88,14 +89,14 @@ export const usageByDay = (
   maxScanned: number
 ) =>
   Effect.gen(function* () {
-    const ledger = yield* Ledger
+    const receipts = yield* Receipts
     const today = dayOf(now)
     const firstDay = today - 29
     const split = new Map<string, Record<string, number>>()
     let cursor: Cursor | undefined
     let scanned = 0
     scan: while (scanned < maxScanned) {
-      const rows = yield* ledger.receipts(accountId, { limit: batch, before: cursor })
+      const rows = yield* receipts.list(accountId, { limit: batch, before: cursor })
       for (const row of rows) {
         scanned++
         if (dayOf(row.createdAtMs) < firstDay) break scan

@@ -1,8 +1,8 @@
 import { Clock, Effect } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { platforms } from "../../../domain/plans.ts"
+import type { Receipts } from "../../../metering/Receipts.ts"
 import type { AnyOperation } from "../../../operations/Operation.ts"
-import type { Ledger } from "../../../services/Ledger.ts"
 import { html } from "../pages/html.ts"
 import { type DayUsage, usageChart, usageTable } from "./chart.ts"
 import { dashboardGuard } from "./guard.ts"
@@ -104,7 +104,7 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
     Effect.gen(function* () {
       const guard = yield* dashboardGuard([])
       const reportFor = yield* usageReporter
-      const services = yield* Effect.context<Ledger>()
+      const services = yield* Effect.context<Receipts>()
       const platformByOperation = new Map(operations.map((operation) => [operation.id, operation.platform]))
       const platformOf = (operation: string) => platformByOperation.get(operation) ?? "other"
       const operationIds = operations.map((operation) => operation.id).sort()

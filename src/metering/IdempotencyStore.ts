@@ -5,13 +5,19 @@ import { AppConfig } from "../config.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import * as Row from "../store/rows.ts"
 import { type ResultMemory, resultMemory } from "./ResultMemory.ts"
+import { CallRow } from "./receipt.ts"
 
 /** Completed results kept in memory per instance, in bytes of their data's JSON. */
 const resultMemoryBytes = 16 * 1024 * 1024
 
 export type BeginResult =
   | { readonly _tag: "Fresh" }
-  | { readonly _tag: "Replay"; readonly response: string }
+  | {
+      readonly _tag: "Replay"
+      /** The stored `CallResult` (JSON) and the call whose receipt it is answered with. */
+      readonly result: string
+      readonly call: CallRow
+    }
   | { readonly _tag: "Reused" }
   | { readonly _tag: "Running"; readonly retryAfterSeconds: number }
   | { readonly _tag: "Expired" }
@@ -25,7 +31,8 @@ const ClaimRow = Schema.Struct({
   created_at: Row.Int,
   owner: Schema.NullOr(Schema.String),
   replay_until: Row.NullableInt,
-  tombstone_until: Row.NullableInt
+  tombstone_until: Row.NullableInt,
+  call: Schema.NullOr(CallRow)
 })
 
 const decodeClaims = Row.decoder(ClaimRow, "idempotency_keys")
@@ -56,12 +63,15 @@ export class IdempotencyStore extends Context.Service<
       fingerprint: string,
       owner: string
     ) => Effect.Effect<BeginResult, SqlError>
-    /** Runs inside the settlement transaction; fails with ClaimLost (rolling it back) if `owner` lost the claim. */
+    /**
+     * Stores the call's result (`CallResult` as JSON) inside the settlement transaction; fails with
+     * ClaimLost (rolling it back) if `owner` lost the claim.
+     */
     readonly complete: (
       accountId: string,
       key: string,
       owner: string,
-      response: string
+      result: string
     ) => Effect.Effect<void, SqlError | ClaimLost>
     /** Frees the key for a new try; false when the claim was no longer `owner`'s (nothing is touched). */
     readonly release: (accountId: string, key: string, owner: string) => Effect.Effect<boolean, SqlError>
@@ -69,7 +79,7 @@ export class IdempotencyStore extends Context.Service<
     /** Completed keys' results in this instance's memory, for replays without the database. */
     readonly results: ResultMemory
   }
->()("app/IdempotencyStore") {
+>()("metering/IdempotencyStore") {
   static readonly layer = Layer.effect(
     IdempotencyStore,
     Effect.gen(function* () {
@@ -95,11 +105,10 @@ export class IdempotencyStore extends Context.Service<
           ON CONFLICT (account_id, idem_key) DO NOTHING RETURNING idem_key`
         if (inserted.length > 0) return { _tag: "Fresh" } as const
         const rows =
-          yield* sql`SELECT fingerprint, state, response, lease_expires_at, created_at, owner, replay_until,
-            tombstone_until
-          FROM idempotency_keys WHERE account_id = ${accountId} AND idem_key = ${key}`.pipe(
-            Effect.flatMap(decodeClaims)
-          )
+          yield* sql`SELECT k.fingerprint, k.state, k.response, k.lease_expires_at, k.created_at, k.owner,
+            k.replay_until, k.tombstone_until, to_jsonb(c) AS call
+          FROM idempotency_keys k LEFT JOIN calls c ON c.id = k.call_id AND k.state = 'done'
+          WHERE k.account_id = ${accountId} AND k.idem_key = ${key}`.pipe(Effect.flatMap(decodeClaims))
         const row = rows[0]
         if (row === undefined) return yield* begin(accountId, key, fingerprint, owner)
         if (row.state === "running") {
@@ -126,8 +135,8 @@ export class IdempotencyStore extends Context.Service<
             : yield* begin(accountId, key, fingerprint, owner)
         }
         if (row.fingerprint !== fingerprint) return { _tag: "Reused" } as const
-        if ((row.replay_until ?? 0) > now && row.response !== null) {
-          return { _tag: "Replay", response: row.response } as const
+        if ((row.replay_until ?? 0) > now && row.response !== null && row.call !== null) {
+          return { _tag: "Replay", result: row.response, call: row.call } as const
         }
         if ((row.tombstone_until ?? 0) > now) return { _tag: "Expired" } as const
         // Past the tombstone the key is free again.

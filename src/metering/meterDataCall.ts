@@ -1,5 +1,6 @@
 import { Clock, Effect, Exit } from "effect"
 import { AppConfig } from "../config.ts"
+import type { Caller } from "../contract/api.ts"
 import type { Envelope } from "../contract/envelope.ts"
 import {
   ConcurrencyLimit,
@@ -15,23 +16,25 @@ import {
   RateLimited,
   TrialCapExceeded
 } from "../contract/errors.ts"
-import type { Account, KeyRecord } from "../domain/accounts.ts"
+import type { Account } from "../domain/accounts.ts"
 import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Platform } from "../domain/plans.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
-import type { AnyOperation, Freshness, RunResult } from "../operations/Operation.ts"
-import { IdempotencyStore } from "../services/IdempotencyStore.ts"
+import type { AnyOperation, Freshness, RunError, RunResult } from "../operations/Operation.ts"
 import { Ids } from "../services/Ids.ts"
-import { Ledger, type Receipt, type Reservation, ReservationLost } from "../services/Ledger.ts"
 import { RateLimits } from "../services/RateLimits.ts"
-import type { Stored } from "../services/ResultMemory.ts"
 import { Speculating, type Speculation } from "../services/Speculation.ts"
+import { HitCharges } from "./HitCharges.ts"
+import { IdempotencyStore } from "./IdempotencyStore.ts"
+import { type Reservation, ReservationLost, Reservations, type ReserveError } from "./Reservations.ts"
+import type { Stored } from "./ResultMemory.ts"
+import { type CallResult, envelopeOf, type Receipt, receiptOf } from "./receipt.ts"
 
-export interface CallRequest {
-  readonly caller: { readonly key: KeyRecord; readonly account: Account; readonly ip: string }
-  /** The operation's own parameters, decoded by the surface. */
+/** What a surface decodes from its wire (a query string, a tool's arguments) for a data call. */
+export interface CallInput {
+  /** The operation's own parameters, decoded with its schema. */
   readonly params: unknown
   readonly freshness: Freshness
   readonly maxCredits: number | undefined
@@ -45,10 +48,11 @@ export interface CallOutcome {
   readonly json?: string
 }
 
-/** What admission makes of a request: the call as it will be claimed, reserved, run and settled. */
+/** What admission makes of a call: the call as it will be claimed, reserved, run and settled. */
 interface Admitted<R> {
   readonly operation: AnyOperation<R>
-  readonly request: CallRequest
+  readonly caller: Caller["Service"]
+  readonly input: CallInput
   readonly who: ErrorAccount
   readonly args: unknown
   readonly quoted: number
@@ -57,34 +61,62 @@ interface Admitted<R> {
 }
 
 /**
- * The metered path every data operation runs, REST or MCP, as its steps:
- * admit (entitle, validate, quote, max_credits, trial caps), take a rate token, hold (claim the
- * Idempotency-Key, reserve the quote, which also takes the account's in-flight slot), run, settle
- * with refunds, and answer with the receipt.
+ * The front door of every data call, REST or MCP: the surface has resolved the caller from its
+ * bearer and hands over its decoding of the wire (`input`, run here after entitlement), and gets
+ * the outcome or one of the 17 problems back. In order, each once: entitle, decode, admit
+ * (Idempotency-Key shape, validate and quote, `max_credits`, trial caps), take a rate token, then
+ * either charge a cache hit in one statement, or hold (claim the Idempotency-Key, reserve the
+ * quote with the account's in-flight slot), run, settle with refunds; answer with the receipt.
  *
  * What the call holds is released by its own finaliser when the call fails or is interrupted: the
  * rate token when it is turned away before it runs, the claim and the reservation whenever it does
  * not settle. A failed call charges nothing.
  */
-// Untraced: a span and a captured stack per call were a tenth of a cached call's CPU time. Chained
-// rather than generators from here down to the cache hit's charge: V8 promotes what a generator
-// holds while it is suspended under another one (README, "No generator suspended under another").
-export const runMetered = <R>(operation: AnyOperation<R>, request: CallRequest) =>
-  Effect.flatMap(admit(operation, request), (call) =>
-    Effect.flatMap(
-      Effect.flatMap(Ids, (ids) => ids.newId("rcpt")),
-      (callId) =>
-        // The call's id names its receipt, and fences its claim and its reservation: a call that
-        // outlives its lease can neither complete, release nor settle what a newer call holds.
-        // From the claim to the settlement nothing may be interrupted but the upstream run itself.
-        Effect.uninterruptibleMask((restore) => Effect.scoped(metered(call, callId, restore))).pipe(
-          Effect.catchTags({
-            ReservationLost: (lost) => outlivedLease(lost, callId),
-            ClaimLost: (lost) => outlivedLease(lost, callId)
-          })
-        )
+// hot path
+export const meterDataCall = <R, E>(
+  operation: AnyOperation<R>,
+  caller: Caller["Service"],
+  input: Effect.Effect<CallInput, E>
+): Effect.Effect<CallOutcome, E | MeteringError, MeteringServices | R> => {
+  const refused = entitlement(caller.account, operation.platform)
+  if (refused !== undefined) return Effect.fail(refused)
+  return Effect.flatMap(input, (decoded) =>
+    Effect.flatMap(admit(operation, caller, decoded), (call) =>
+      Effect.flatMap(
+        Effect.flatMap(Ids, (ids) => ids.newId("rcpt")),
+        (callId) =>
+          // The call's id names its receipt, and fences its claim and its reservation: a call that
+          // outlives its lease can neither complete, release nor settle what a newer call holds.
+          // From the claim to the settlement nothing may be interrupted but the upstream run itself.
+          Effect.uninterruptibleMask((restore) => Effect.scoped(metered(call, callId, restore))).pipe(
+            Effect.catchTags({
+              ReservationLost: (lost) => outlivedLease(lost, callId),
+              ClaimLost: (lost) => outlivedLease(lost, callId)
+            })
+          )
+      )
     )
   )
+}
+
+/** Every problem a metered call can answer besides its surface's decoding. */
+export type MeteringError =
+  | NotEntitled
+  | InvalidInput
+  | QuoteExceedsMaxCredits
+  | TrialCapExceeded
+  | RateLimited
+  | ConcurrencyLimit
+  | IdempotencyKeyRequired
+  | IdempotencyKeyReused
+  | NotFound
+  | PayloadTooLarge
+  | Internal
+  | ReserveError
+  | RunError
+
+/** The services the front door runs on. */
+export type MeteringServices = AppConfig | Ids | RateLimits | IdempotencyStore | HitCharges | Reservations
 
 type Restore = <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
 
@@ -92,6 +124,7 @@ type Restore = <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E
  * Inside the call's scope: a rate token, then a cache hit, or the full way (claim, reserve, run,
  * settle). The token goes back when the call is turned away before it runs.
  */
+// hot path
 const metered = <R>(call: Admitted<R>, callId: string, restore: Restore) =>
   Effect.flatMap(takeRateToken(call), (token) => {
     const turnedAway = <A, E, R2>(effect: Effect.Effect<A, E, R2>) =>
@@ -112,21 +145,19 @@ const metered = <R>(call: Admitted<R>, callId: string, restore: Restore) =>
     )
   })
 
-type AdmitError = NotEntitled | InvalidInput | QuoteExceedsMaxCredits | TrialCapExceeded
+type AdmitError = InvalidInput | QuoteExceedsMaxCredits | TrialCapExceeded
 
-/** Entitle, validate, quote, max_credits and trial caps: everything decided before anything is held. */
+/** Validate, quote, max_credits and trial caps: everything decided before anything is held. */
+// hot path
 const admit = <R>(
   operation: AnyOperation<R>,
-  request: CallRequest
+  caller: Caller["Service"],
+  input: CallInput
 ): Effect.Effect<Admitted<R>, AdmitError, AppConfig> =>
   Effect.flatMap(AppConfig, ({ policy }): Effect.Effect<Admitted<R>, AdmitError> => {
-    const { account } = request.caller
+    const { account } = caller
     const who = { accountId: account.id, plan: account.plan }
-
-    const refused = entitlement(account, operation.platform)
-    if (refused !== undefined) return Effect.fail(refused)
-
-    const idempotencyKey = request.idempotencyKey
+    const idempotencyKey = input.idempotencyKey
     if (
       idempotencyKey !== undefined &&
       (idempotencyKey.length < 8 || idempotencyKey.length > 128 || hasControlCharacter(idempotencyKey))
@@ -141,22 +172,22 @@ const admit = <R>(
     }
     // The surface decoded the parameters with this operation's own schema (a registry erases which).
     return Effect.flatMap(
-      operation.prepare(request.params as never),
+      operation.prepare(input.params as never),
       (prepared): Effect.Effect<Admitted<R>, AdmitError> => {
-        const quote = withFreshness(prepared.quote, request.freshness)
-        if (request.maxCredits !== undefined && quote.credits > request.maxCredits) {
+        const quote = withFreshness(prepared.quote, input.freshness)
+        if (input.maxCredits !== undefined && quote.credits > input.maxCredits) {
           return Effect.fail(
             new QuoteExceedsMaxCredits({
-              message: `This call is quoted ${quote.credits} credits (${quote.lines.map((l) => `${l.item} ${l.credits}`).join(", ")}), above max_credits=${request.maxCredits}. Raise max_credits or ask for less.`,
+              message: `This call is quoted ${quote.credits} credits (${quote.lines.map((l) => `${l.item} ${l.credits}`).join(", ")}), above max_credits=${input.maxCredits}. Raise max_credits or ask for less.`,
               quoted: quote.credits,
-              max_credits: request.maxCredits,
+              max_credits: input.maxCredits,
               account: who
             })
           )
         }
 
         if (!isPaid(account.plan)) {
-          if (request.freshness === "realtime") {
+          if (input.freshness === "realtime") {
             return Effect.fail(
               new TrialCapExceeded({
                 message:
@@ -187,31 +218,36 @@ const admit = <R>(
         }
         return Effect.succeed({
           operation,
-          request,
+          caller,
+          input,
           who,
           args: prepared.args,
           quoted: quote.credits,
           fingerprint:
             idempotencyKey === undefined
               ? ""
-              : fingerprint(account.id, operation.id, { args: prepared.args, freshness: request.freshness })
+              : fingerprint(account.id, operation.id, { args: prepared.args, freshness: input.freshness })
         })
       }
     )
   })
 
 /** The stored result of a completed Idempotency-Key, kept in memory for its replays. */
-const rememberResult = Effect.fnUntraced(function* <R>(call: Admitted<R>, envelope: Envelope) {
-  const key = call.request.idempotencyKey
-  if (key === undefined) return
-  const { policy } = yield* AppConfig
-  const createdAt = Date.parse(envelope.receipt.created_at)
-  ;(yield* IdempotencyStore).results.remember(call.request.caller.account.id, key, {
-    fingerprint: call.fingerprint,
-    envelope,
-    replayUntil: createdAt + policy.replayWindowMs
-  })
-})
+// hot path
+const rememberResult = <R>(call: Admitted<R>, envelope: Envelope, size?: number) => {
+  const key = call.input.idempotencyKey
+  if (key === undefined) return Effect.void
+  return Effect.flatMap(AppConfig, ({ policy }) =>
+    Effect.map(IdempotencyStore, (store) =>
+      store.results.remember(call.caller.account.id, key, {
+        fingerprint: call.fingerprint,
+        envelope,
+        replayUntil: Date.parse(envelope.receipt.created_at) + policy.replayWindowMs,
+        ...(size === undefined ? {} : { size })
+      })
+    )
+  )
+}
 
 const replayOf = (envelope: Envelope): CallOutcome => ({
   envelope: { ...envelope, receipt: { ...envelope.receipt, replayed: true } },
@@ -225,14 +261,13 @@ const replayFromMemory = (stored: Stored): CallOutcome => {
   return { ...outcome, json: stored.replayJson }
 }
 
-/** A run's answer: its data, how fresh the data was at `servedAt`, the cost and the receipt. */
-const envelopeOf = (
+/** A run's result as its Idempotency-Key stores it: how fresh the data was at `servedAt`. */
+const resultOf = (
   operation: Pick<AnyOperation, "kind">,
   freshness: Freshness,
   result: RunResult,
-  servedAt: number,
-  receipt: Receipt
-): Envelope => ({
+  servedAt: number
+): CallResult => ({
   schema_version: 2,
   kind: operation.kind,
   data: result.data,
@@ -241,140 +276,113 @@ const envelopeOf = (
     served: result.served,
     fetched_at: new Date(result.fetchedAt).toISOString(),
     cache_age_seconds: Math.max(0, Math.floor((servedAt - result.fetchedAt) / 1000))
-  },
-  cost: { quoted: receipt.quoted, charged: receipt.charged, refunded: receipt.quoted - receipt.charged },
-  receipt
+  }
 })
 
-/** Stands in for the receipt's funding while the stored result is cut around it. */
-const fundingMark = "\u0000funding\u0000"
+const inFlight = (who: ErrorAccount) =>
+  new ConcurrencyLimit({
+    message:
+      "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
+    retry_after_seconds: 1,
+    account: who
+  })
 
 /**
- * The cache-hit path. A paid call for `recent` data with an Idempotency-Key first looks for the
- * key's result in memory (a replay), then runs its operation on stored copies only (`Speculating`):
+ * The cache-hit path. A call for `recent` data with an Idempotency-Key first looks for the key's
+ * result in memory (a replay), then runs its operation on stored copies only (`Speculating`):
  * when every copy it needs is there, the data is in hand before any credit moves, and the charge,
- * the receipt and the stored result commit in one statement (`Ledger.chargeHit`), with no
- * reservation and no lease. `undefined` sends the call the full way: a copy missing, the run
- * failing, or the charge declined (not enough credits, a call in flight, an alert to send, the key
- * already used), since the full path answers each of those.
+ * the receipt and the stored result commit in one statement (`HitCharges`), with no reservation
+ * and no lease. `undefined` sends the call the full way: a copy missing, the run failing, or the
+ * charge declined (not enough credits, a call in flight, an alert to send, the key already used),
+ * since the full path answers each of those.
  */
+// hot path
 const chargeIfHit = <R>(
   call: Admitted<R>,
   callId: string
-): Effect.Effect<CallOutcome | undefined, ConcurrencyLimit, AppConfig | IdempotencyStore | Ledger | R> => {
-  const key = call.request.idempotencyKey
+): Effect.Effect<
+  CallOutcome | undefined,
+  ConcurrencyLimit,
+  AppConfig | IdempotencyStore | HitCharges | R
+> => {
+  const key = call.input.idempotencyKey
   if (key === undefined) return Effect.succeed(undefined)
-  const { request, operation } = call
-  const { account } = request.caller
+  const { input, operation, caller } = call
   return Effect.flatMap(IdempotencyStore, ({ results: memory }) =>
-    Effect.flatMap(Ledger, (ledger) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const remembered = memory.replay(account.id, key, now)
-        if (remembered !== undefined)
-          return Effect.succeed(
-            remembered.fingerprint === call.fingerprint ? replayFromMemory(remembered) : undefined
-          )
-        if (
-          !operation.speculative ||
-          request.freshness !== "recent" ||
-          !isPaid(account.plan) ||
-          call.quoted <= 0
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const remembered = memory.replay(caller.account.id, key, now)
+      if (remembered !== undefined)
+        return Effect.succeed(
+          remembered.fingerprint === call.fingerprint ? replayFromMemory(remembered) : undefined
         )
-          return Effect.succeed(undefined)
-        if (ledger.hitsUnderWay.has(account.id)) {
-          return Effect.fail(
-            new ConcurrencyLimit({
-              message:
-                "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
-              retry_after_seconds: 1,
-              account: call.who
-            })
-          )
-        }
-        ledger.hitsUnderWay.add(account.id)
-        return Effect.ensuring(
-          speculate(call, callId, key, now, ledger, memory),
-          Effect.sync(() => ledger.hitsUnderWay.delete(account.id))
-        )
-      })
-    )
+      if (!operation.speculative || input.freshness !== "recent" || call.quoted <= 0)
+        return Effect.succeed(undefined)
+      return speculate(call, callId, key, now)
+    })
   )
 }
 
 /** The cache hit itself: the run on stored copies, then the one-statement charge. */
+// hot path
 const speculate = <R>(
   call: Admitted<R>,
   callId: string,
   key: string,
-  now: number,
-  ledger: Ledger["Service"],
-  memory: IdempotencyStore["Service"]["results"]
-): Effect.Effect<CallOutcome | undefined, never, AppConfig | R> => {
-  const { request, operation } = call
-  const { account, key: spendKey, ip } = request.caller
+  now: number
+): Effect.Effect<
+  CallOutcome | undefined,
+  ConcurrencyLimit,
+  AppConfig | HitCharges | IdempotencyStore | R
+> => {
+  const { input, operation, caller } = call
   const speculation: Speculation = { afterCharge: [] }
   return Effect.flatMap(
     Effect.exit(
       operation
-        .run(call.args, { freshness: request.freshness })
+        .run(call.args, { freshness: input.freshness })
         .pipe(Effect.provideService(Speculating, speculation))
     ),
     (ran) => {
       if (Exit.isFailure(ran)) return Effect.succeed(undefined)
-      const result = ran.value
-      return Effect.flatMap(AppConfig, ({ maxResponseBytes, policy }) => {
-        const refunds = refundsOf(result, request.freshness).filter((refund) => refund.credits > 0)
+      const run = ran.value
+      return Effect.flatMap(AppConfig, ({ maxResponseBytes }) => {
+        const refunds = refundsOf(run, input.freshness).filter((refund) => refund.credits > 0)
         const refunded = Math.min(
           call.quoted,
           refunds.reduce((sum, refund) => sum + refund.credits, 0)
         )
-        const charged = call.quoted - refunded
-        const envelopeFor = (funding: Receipt["funding"] | typeof fundingMark): Envelope =>
-          envelopeOf(operation, request.freshness, result, now, {
-            id: callId,
-            operation: operation.id,
-            quoted: call.quoted,
-            charged,
-            refunds,
-            funding: funding as Receipt["funding"],
-            idempotency_key: key,
-            replayed: false,
-            created_at: new Date(now).toISOString(),
-            ...(spendKey.id.startsWith("app_") ? { app_id: spendKey.id } : {})
-          })
-        const stored = JSON.stringify(envelopeFor(fundingMark))
-        // The data is no longer than the whole envelope; a longer one is measured by the full path.
+        const result = resultOf(operation, input.freshness, run, now)
+        const stored = JSON.stringify(result)
+        // The data is no longer than the whole result; a longer one is measured by the full path.
         if (stored.length > maxResponseBytes) return Effect.succeed(undefined)
-        const cut = stored.lastIndexOf(JSON.stringify(fundingMark))
-        const head = stored.slice(0, cut)
-        const tail = stored.slice(cut + JSON.stringify(fundingMark).length)
-        const charging = ledger
-          .chargeHit({
+        const charging = Effect.flatMap(HitCharges, (hits) =>
+          hits.charge({
             callId,
-            accountId: account.id,
-            keyId: spendKey.id,
-            ip,
+            accountId: caller.account.id,
+            keyId: caller.key.id,
+            ip: caller.ip,
             operation: operation.id,
             quoted: call.quoted,
-            charged,
+            charged: call.quoted - refunded,
             refunds,
             idempotencyKey: key,
             fingerprint: call.fingerprint,
-            head,
-            tail,
+            result: stored,
             now
           })
-          .pipe(
-            // The statement's fate unknown (a lost connection): the full path finds the key done if it committed.
-            Effect.catchTag("SqlError", (error) =>
-              Effect.as(
-                Effect.logWarning("cache-hit charge failed; the call takes the full path", error),
-                undefined
-              )
+        ).pipe(
+          // The statement's fate unknown (a lost connection): the full path finds the key done if it committed.
+          Effect.catchTag("SqlError", (error) =>
+            Effect.as(
+              Effect.logWarning("cache-hit charge failed; the call takes the full path", error),
+              undefined
             )
           )
+        )
         return Effect.flatMap(charging, (outcome) => {
-          if (outcome === undefined || outcome._tag === "Declined") return Effect.succeed(undefined)
+          if (outcome === undefined) return Effect.succeed(undefined)
+          if (outcome._tag === "Declined")
+            return outcome.reason === "pending" ? Effect.fail(inFlight(call.who)) : Effect.succeed(undefined)
           const writes = Effect.forEach(
             speculation.afterCharge,
             (write) =>
@@ -383,18 +391,11 @@ const speculate = <R>(
               ),
             { discard: true }
           )
-          return Effect.map(writes, (): CallOutcome => {
-            const envelope = envelopeFor(outcome.receipt.funding)
-            memory.remember(account.id, key, {
-              fingerprint: call.fingerprint,
-              envelope,
-              replayUntil: now + policy.replayWindowMs,
-              size: stored.length
-            })
-            // The answer is the stored result, byte for byte.
-            const json = `${head}${JSON.stringify(outcome.receipt.funding)}${tail}`
-            return { envelope, replayed: false, json }
-          })
+          const envelope = envelopeOf(result, outcome.receipt)
+          return Effect.as(Effect.andThen(writes, rememberResult(call, envelope, stored.length)), {
+            envelope,
+            replayed: false
+          } satisfies CallOutcome)
         })
       })
     }
@@ -402,9 +403,10 @@ const speculate = <R>(
 }
 
 /** One call of the account's per-minute allowance; the caller gives it back if the call is turned away. */
+// hot path
 const takeRateToken = <R>(call: Admitted<R>) =>
   Effect.flatMap(AppConfig, ({ policy }) => {
-    const { account } = call.request.caller
+    const { account } = call.caller
     return Effect.flatMap(
       Effect.flatMap(RateLimits, (limits) =>
         limits.take({
@@ -433,26 +435,26 @@ const takeRateToken = <R>(call: Admitted<R>) =>
 const hold = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) {
   const claim = yield* claimKey(call, callId)
   if (claim._tag === "Replay") return claim
-  const { request } = call
-  const ledger = yield* Ledger
+  const { input, caller } = call
+  const reservations = yield* Reservations
   const reservation = yield* Effect.acquireRelease(
-    ledger
+    reservations
       .reserve({
         callId,
-        accountId: request.caller.account.id,
-        plan: request.caller.account.plan,
-        keyId: request.caller.key.id,
-        ip: request.caller.ip,
+        accountId: caller.account.id,
+        plan: caller.account.plan,
+        keyId: caller.key.id,
+        ip: caller.ip,
         operation: call.operation.id,
         quoted: call.quoted,
-        realtime: request.freshness === "realtime",
-        idempotencyKey: request.idempotencyKey
+        realtime: input.freshness === "realtime",
+        idempotencyKey: input.idempotencyKey
       })
       .pipe(Effect.catchTag("SqlError", Effect.die)),
     (reservation, exit) =>
       Exit.isSuccess(exit)
         ? Effect.void
-        : ledger.release(reservation).pipe(
+        : reservations.release(reservation).pipe(
             Effect.flatMap((released) =>
               released ? Effect.void : Effect.logDebug("reservation already refunded (lease expired)")
             ),
@@ -465,8 +467,8 @@ const hold = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) 
 type Claim = { readonly _tag: "Claimed" } | { readonly _tag: "Replay"; readonly outcome: CallOutcome }
 
 const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) {
-  const { account } = call.request.caller
-  const key = call.request.idempotencyKey
+  const { account } = call.caller
+  const key = call.input.idempotencyKey
   if (key === undefined) {
     if (!isPaid(account.plan)) return { _tag: "Claimed" } satisfies Claim
     return yield* new IdempotencyKeyRequired({
@@ -476,9 +478,8 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
     })
   }
   const store = yield* IdempotencyStore
-  const print = call.fingerprint
   const begun = yield* Effect.acquireRelease(
-    Effect.orDie(store.begin(account.id, key, print, callId)),
+    Effect.orDie(store.begin(account.id, key, call.fingerprint, callId)),
     (begun, exit) =>
       begun._tag !== "Fresh" || Exit.isSuccess(exit)
         ? Effect.void
@@ -495,9 +496,9 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
     case "Fresh":
       return { _tag: "Claimed" } satisfies Claim
     case "Replay": {
-      const stored = JSON.parse(begun.response) as Envelope
-      yield* rememberResult(call, stored)
-      return { _tag: "Replay", outcome: replayOf(stored) } satisfies Claim
+      const envelope = envelopeOf(JSON.parse(begun.result) as CallResult, receiptOf(begun.call))
+      yield* rememberResult(call, envelope)
+      return { _tag: "Replay", outcome: replayOf(envelope) } satisfies Claim
     }
     case "Reused":
       return yield* new IdempotencyKeyReused({
@@ -531,22 +532,22 @@ const runAndSettle = Effect.fnUntraced(function* <R>(
   reservation: Reservation,
   restore: Restore
 ) {
-  const { request, operation } = call
+  const { input, operation } = call
   const { maxResponseBytes } = yield* AppConfig
-  const ledger = yield* Ledger
+  const reservations = yield* Reservations
   // While the upstream runs, the call beats (so a waiting caller knows it is alive), and stops as
   // soon as its reservation is found gone (its lease expired and it was refunded).
-  const beating = ledger.heartbeat(callId).pipe(
+  const beating = reservations.heartbeat(callId).pipe(
     Effect.catchTag("SqlError", () => Effect.succeed(true)),
     Effect.delay(heartbeatMs),
     Effect.flatMap((alive) => (alive ? Effect.void : Effect.fail(new ReservationLost({ callId })))),
     Effect.forever
   )
-  const result = yield* restore(
-    Effect.raceFirst(operation.run(call.args, { freshness: request.freshness }), beating)
+  const run = yield* restore(
+    Effect.raceFirst(operation.run(call.args, { freshness: input.freshness }), beating)
   )
 
-  const size = JSON.stringify(result.data).length
+  const size = JSON.stringify(run.data).length
   if (size > maxResponseBytes) {
     return yield* new PayloadTooLarge({
       message: `The response would be ${size} bytes, above the ${maxResponseBytes}-byte limit. Ask for less (fewer ids, sections or comments); nothing was charged.`,
@@ -554,18 +555,17 @@ const runAndSettle = Effect.fnUntraced(function* <R>(
     })
   }
 
-  const envelopeFor = (receipt: Receipt): Envelope =>
-    envelopeOf(operation, request.freshness, result, reservation.createdAt, receipt)
-  const key = request.idempotencyKey
+  const result = resultOf(operation, input.freshness, run, reservation.createdAt)
+  const key = input.idempotencyKey
   const store = yield* IdempotencyStore
-  const receipt = yield* ledger
-    .settle(reservation, refundsOf(result, request.freshness), (receipt) =>
+  const receipt: Receipt = yield* reservations
+    .settle(reservation, refundsOf(run, input.freshness), () =>
       key === undefined
         ? Effect.void
-        : store.complete(request.caller.account.id, key, callId, JSON.stringify(envelopeFor(receipt)))
+        : store.complete(call.caller.account.id, key, callId, JSON.stringify(result))
     )
     .pipe(Effect.catchTag("SqlError", Effect.die))
-  return { envelope: envelopeFor(receipt), replayed: false } satisfies CallOutcome
+  return { envelope: envelopeOf(result, receipt), replayed: false } satisfies CallOutcome
 })
 
 /** A defect once the call has its row: the answer names the call, so it can be reported. */
@@ -607,7 +607,7 @@ const refundsOf = (result: RunResult, freshness: Freshness): ReadonlyArray<Refun
     : result.refunds
 
 /** The entitlement step: NOT_ENTITLED when the account may not call the platform. */
-export const entitlement = (account: Account, platform: Platform): NotEntitled | undefined =>
+const entitlement = (account: Account, platform: Platform): NotEntitled | undefined =>
   account.entitlements.includes(platform)
     ? undefined
     : new NotEntitled({

@@ -1,0 +1,305 @@
+-- The money rule, written once, in the database: where a charge's credits come from, when an
+-- account is busy, when a charge crosses the balance alert, and the three moves of a metered call
+-- (reserve, settle, and a cache hit's one-statement charge) built on them. The service calls these
+-- functions and translates their outcomes; it decides no split of its own. The invariants they
+-- keep are in src/metering/README.md.
+
+DROP FUNCTION svc_charge_hits(jsonb);
+
+-- The funding order: `amount` credits from the free budget, then the grant, then the balance.
+-- All three are NULL when the sources together cannot cover it (nothing is drawn then).
+CREATE FUNCTION svc_draw(amount bigint, free bigint, granted bigint, balance bigint,
+  OUT from_free bigint, OUT from_grant bigint, OUT from_balance bigint)
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  from_free := LEAST(GREATEST(free, 0), amount);
+  from_grant := LEAST(GREATEST(granted, 0), amount - from_free);
+  from_balance := LEAST(GREATEST(balance, 0), amount - from_free - from_grant);
+  IF from_free + from_grant + from_balance < amount THEN
+    from_free := NULL;
+    from_grant := NULL;
+    from_balance := NULL;
+  END IF;
+END
+$$;
+
+-- The balance alert is armed while the spendable credits (grant plus balance) are at or above its
+-- threshold (0: no alert). A charge crosses it when it was armed and no longer would be: its one
+-- email goes out and it stays disarmed until credits added bring the spendable credits back up.
+CREATE FUNCTION svc_alert_armed(threshold bigint, spendable bigint)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT threshold > 0 AND spendable >= threshold
+$$;
+
+CREATE FUNCTION svc_alert_crossed(armed boolean, threshold bigint, spendable_after bigint)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT armed AND NOT svc_alert_armed(threshold, spendable_after)
+$$;
+
+-- Credits added to an account's grant and balance (given back by a settlement, granted, bought),
+-- re-arming the alert once they reach its threshold again. False: no such account.
+CREATE FUNCTION svc_add_credits(p_account text, p_grant bigint, p_balance bigint)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE accounts a SET grant_credits = a.grant_credits + p_grant, balance_credits = a.balance_credits + p_balance,
+      alert_armed = a.alert_armed
+        OR svc_alert_armed(a.alert_threshold, a.grant_credits + a.balance_credits + p_grant + p_balance)
+    WHERE a.id = p_account;
+  RETURN FOUND;
+END
+$$;
+
+-- Where `amount` credits of an account would come from. The free per-IP budget counts only for a
+-- trial-plan account's recent-data call while the free tier is open, within the operator's global
+-- daily ceiling (`global_free`, NULL for none). Locks the free-tier rows it reads (after the
+-- account, which the caller has locked: the ledger's lock order) and changes nothing else.
+-- `outcome` is 'funded', or why not: 'credits' (an account that was ever funded, or is on a paid
+-- plan), 'budget' (the free tier is closed or the global ceiling is reached), 'trial_cap' (the
+-- IP's free budget). `free_left` is what the IP's budget had; `available` what could be drawn.
+CREATE FUNCTION svc_funding(p_account text, p_plan text, p_grant bigint, p_balance bigint, p_ip text,
+  p_day integer, p_amount bigint, p_realtime boolean, p_free_per_ip bigint, p_free_open boolean,
+  p_global_free bigint,
+  OUT outcome text, OUT from_free bigint, OUT from_grant bigint, OUT from_balance bigint,
+  OUT free_left bigint, OUT available bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  used bigint;
+  global_used bigint;
+  global_exhausted boolean := false;
+BEGIN
+  free_left := 0;
+  IF p_plan = 'trial' AND NOT p_realtime AND p_free_open THEN
+    INSERT INTO free_tier_usage (ip, day, credits_used) VALUES (p_ip, p_day, 0) ON CONFLICT (ip, day) DO NOTHING;
+    SELECT f.credits_used INTO used FROM free_tier_usage f WHERE f.ip = p_ip AND f.day = p_day FOR UPDATE;
+    free_left := p_free_per_ip - used;
+    INSERT INTO free_tier_days (day, credits_used) VALUES (p_day, 0) ON CONFLICT (day) DO NOTHING;
+    SELECT d.credits_used INTO global_used FROM free_tier_days d WHERE d.day = p_day FOR UPDATE;
+    IF p_global_free IS NOT NULL THEN
+      global_exhausted := p_global_free - global_used < LEAST(p_amount, GREATEST(free_left, 0));
+      free_left := LEAST(free_left, p_global_free - global_used);
+    END IF;
+    free_left := GREATEST(0, free_left);
+  END IF;
+  SELECT d.from_free, d.from_grant, d.from_balance INTO from_free, from_grant, from_balance
+    FROM svc_draw(p_amount, free_left, p_grant, p_balance) d;
+  available := LEAST(free_left, p_amount) + p_grant + p_balance;
+  IF from_free IS NOT NULL THEN
+    outcome := 'funded';
+  ELSIF p_plan <> 'trial' OR EXISTS (SELECT 1 FROM credit_events e WHERE e.account_id = p_account) THEN
+    outcome := 'credits';
+  ELSIF NOT p_free_open OR global_exhausted THEN
+    outcome := 'budget';
+  ELSE
+    outcome := 'trial_cap';
+  END IF;
+END
+$$;
+
+-- Takes what `svc_funding` found from the free-tier rows and the account (both already locked).
+CREATE FUNCTION svc_take(p_account text, p_ip text, p_day integer, p_free bigint, p_grant bigint, p_balance bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF p_free > 0 THEN
+    UPDATE free_tier_usage SET credits_used = credits_used + p_free WHERE ip = p_ip AND day = p_day;
+    UPDATE free_tier_days SET credits_used = credits_used + p_free WHERE day = p_day;
+  END IF;
+  IF p_grant + p_balance > 0 THEN
+    UPDATE accounts SET grant_credits = grant_credits - p_grant, balance_credits = balance_credits - p_balance
+      WHERE id = p_account;
+  END IF;
+END
+$$;
+
+-- Reserves a call's whole quote and takes the account's one in-flight slot, in one transaction.
+-- outcome: 'reserved'; 'account' (no such account); 'expired' (the slot is held by a call whose
+-- lease has passed: the caller refunds it and asks again with p_after_sweep); 'busy' (another call
+-- holds the slot: holder_lease and holder_seen say when it ends and when it was last alive); or
+-- the funding's refusal ('credits', 'budget', 'trial_cap', with free_left and available).
+CREATE FUNCTION svc_reserve(p jsonb)
+RETURNS TABLE (outcome text, free_left bigint, available bigint, holder_lease bigint, holder_seen bigint,
+  reserved_free bigint, reserved_grant bigint, reserved_balance bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  acct record;
+  holder record;
+  f record;
+  v_account text := p->>'account_id';
+  v_now bigint := (p->>'now')::bigint;
+BEGIN
+  SELECT a.plan, a.grant_credits, a.balance_credits INTO acct FROM accounts a WHERE a.id = v_account FOR UPDATE;
+  IF NOT FOUND THEN
+    outcome := 'account';
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  SELECT c.lease_expires_at, GREATEST(c.created_at, COALESCE(c.heartbeat_at, 0)) AS seen INTO holder
+    FROM calls c WHERE c.account_id = v_account AND c.state = 'reserved' LIMIT 1;
+  IF FOUND THEN
+    outcome := CASE WHEN holder.lease_expires_at <= v_now AND NOT (p->>'after_sweep')::boolean
+      THEN 'expired' ELSE 'busy' END;
+    holder_lease := holder.lease_expires_at;
+    holder_seen := holder.seen;
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  SELECT * INTO f FROM svc_funding(v_account, acct.plan, acct.grant_credits, acct.balance_credits, p->>'ip',
+    (p->>'day')::integer, (p->>'quoted')::bigint, (p->>'realtime')::boolean, (p->>'free_per_ip')::bigint,
+    (p->>'free_open')::boolean, (p->>'global_free')::bigint);
+  outcome := f.outcome;
+  free_left := f.free_left;
+  available := f.available;
+  IF f.outcome <> 'funded' THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  PERFORM svc_take(v_account, p->>'ip', (p->>'day')::integer, f.from_free, f.from_grant, f.from_balance);
+  INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted, reserved_free, reserved_grant,
+      reserved_balance, idempotency_key, lease_expires_at, created_at)
+    VALUES (p->>'call_id', v_account, p->>'key_id', p->>'operation', 'reserved', p->>'ip', (p->>'day')::integer,
+      (p->>'quoted')::integer, f.from_free, f.from_grant, f.from_balance, p->>'idempotency_key',
+      v_now + (p->>'lease_ms')::bigint, v_now);
+  outcome := 'reserved';
+  reserved_free := f.from_free;
+  reserved_grant := f.from_grant;
+  reserved_balance := f.from_balance;
+  RETURN NEXT;
+END
+$$;
+
+-- Ends a reserved call: `p_charged` (at most the quote) is charged in the funding order from what
+-- was reserved, the rest goes back where it came from. The call's state guards against ending it
+-- twice: no row when it was no longer reserved (its lease expired and it was refunded). A charge
+-- of grant or balance that crosses the armed balance alert disarms it and reports the crossing
+-- (the caller queues its one email in the same transaction). Released, when nothing was charged
+-- and nothing refunded. Lock order: the account, then the call, then the free-tier rows.
+CREATE FUNCTION svc_settle(p_call text, p_charged bigint, p_refunds text, p_now bigint)
+RETURNS TABLE (call jsonb, alert_email text, alert_threshold bigint, alert_spendable bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  r record;
+  s record;
+  back_free bigint;
+  back_grant bigint;
+  back_balance bigint;
+  ended calls;
+  crossing record;
+BEGIN
+  SELECT c.account_id, c.ip, c.day, c.reserved_free, c.reserved_grant, c.reserved_balance INTO r
+    FROM calls c WHERE c.id = p_call AND c.state = 'reserved';
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  SELECT * INTO s FROM svc_draw(LEAST(GREATEST(p_charged, 0), r.reserved_free + r.reserved_grant + r.reserved_balance),
+    r.reserved_free, r.reserved_grant, r.reserved_balance);
+  back_free := r.reserved_free - s.from_free;
+  back_grant := r.reserved_grant - s.from_grant;
+  back_balance := r.reserved_balance - s.from_balance;
+  IF r.reserved_grant + r.reserved_balance > 0 THEN
+    PERFORM 1 FROM accounts a WHERE a.id = r.account_id FOR UPDATE;
+  END IF;
+  UPDATE calls c SET state = CASE WHEN p_charged = 0 AND p_refunds = '[]' THEN 'released' ELSE 'settled' END,
+      charged = s.from_free + s.from_grant + s.from_balance, charged_free = s.from_free,
+      charged_grant = s.from_grant, charged_balance = s.from_balance, refunds = p_refunds, settled_at = p_now
+    WHERE c.id = p_call AND c.state = 'reserved' RETURNING c.* INTO ended;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  IF back_free > 0 THEN
+    UPDATE free_tier_usage f SET credits_used = f.credits_used - back_free WHERE f.ip = r.ip AND f.day = r.day;
+    UPDATE free_tier_days d SET credits_used = d.credits_used - back_free WHERE d.day = r.day;
+  END IF;
+  IF back_grant + back_balance > 0 THEN
+    PERFORM svc_add_credits(r.account_id, back_grant, back_balance);
+  END IF;
+  IF s.from_grant + s.from_balance > 0 THEN
+    UPDATE accounts a SET alert_armed = false
+      WHERE a.id = r.account_id AND svc_alert_crossed(a.alert_armed, a.alert_threshold, a.grant_credits + a.balance_credits)
+      RETURNING a.email, a.alert_threshold, a.grant_credits + a.balance_credits AS spendable INTO crossing;
+    IF FOUND THEN
+      alert_email := crossing.email;
+      alert_threshold := crossing.alert_threshold;
+      alert_spendable := crossing.spendable;
+    END IF;
+  END IF;
+  call := to_jsonb(ended);
+  RETURN NEXT;
+END
+$$;
+
+-- A metered cache hit in one statement: its data is in hand before any credit moves, so the charge,
+-- the receipt (the settled call) and the stored idempotent result commit together, without a
+-- reservation. Several calls (of any accounts) are charged by one call of the function and share
+-- one commit (group commit). An item is charged only in the plain case; otherwise it changes
+-- nothing and answers why, and the caller takes the full path, which decides it: 'account' (no
+-- such account, or suspended), 'busy' (a call in flight), 'credits' (not funded), 'alert' (the
+-- charge would cross the armed balance alert, whose email the full path queues), 'key' (the
+-- Idempotency-Key is already used). Lock order: every account of the batch first, in id order.
+CREATE FUNCTION svc_charge_hits(batch jsonb)
+RETURNS TABLE (call_id text, outcome text, call jsonb)
+LANGUAGE plpgsql AS $$
+DECLARE
+  item jsonb;
+  acct record;
+  f record;
+  v_call text;
+  v_account text;
+  v_amount bigint;
+  v_now bigint;
+  charged calls;
+BEGIN
+  PERFORM 1 FROM accounts a
+    WHERE a.id IN (SELECT x->>'account_id' FROM jsonb_array_elements(batch) x)
+    ORDER BY a.id FOR UPDATE;
+  FOR item IN SELECT x FROM jsonb_array_elements(batch) x ORDER BY x->>'account_id' LOOP
+    v_call := item->>'call_id';
+    v_account := item->>'account_id';
+    v_amount := (item->>'charged')::bigint;
+    v_now := (item->>'now')::bigint;
+    call_id := v_call;
+    call := NULL;
+    SELECT a.plan, a.state, a.grant_credits, a.balance_credits, a.alert_armed, a.alert_threshold
+      INTO acct FROM accounts a WHERE a.id = v_account;
+    IF NOT FOUND OR acct.state <> 'active' THEN
+      outcome := 'account';
+    ELSIF EXISTS (SELECT 1 FROM calls c WHERE c.account_id = v_account AND c.state = 'reserved') THEN
+      outcome := 'busy';
+    ELSE
+      SELECT * INTO f FROM svc_funding(v_account, acct.plan, acct.grant_credits, acct.balance_credits,
+        item->>'ip', (item->>'day')::integer, v_amount, false, (item->>'free_per_ip')::bigint,
+        (item->>'free_open')::boolean, (item->>'global_free')::bigint);
+      IF f.outcome <> 'funded' THEN
+        outcome := 'credits';
+      ELSIF f.from_grant + f.from_balance > 0 AND svc_alert_crossed(acct.alert_armed, acct.alert_threshold,
+          acct.grant_credits + acct.balance_credits - f.from_grant - f.from_balance) THEN
+        outcome := 'alert';
+      ELSE
+        INSERT INTO idempotency_keys (account_id, idem_key, fingerprint, state, owner, call_id, response,
+            lease_expires_at, replay_until, tombstone_until, created_at)
+          VALUES (v_account, item->>'idempotency_key', item->>'fingerprint', 'done', v_call, v_call,
+            item->>'response', v_now, (item->>'replay_until')::bigint, (item->>'tombstone_until')::bigint, v_now)
+          ON CONFLICT DO NOTHING;
+        IF NOT FOUND THEN
+          outcome := 'key';
+        ELSE
+          PERFORM svc_take(v_account, item->>'ip', (item->>'day')::integer, f.from_free, f.from_grant, f.from_balance);
+          INSERT INTO calls (id, account_id, key_id, operation, state, ip, day, quoted, reserved_free,
+              reserved_grant, reserved_balance, charged, charged_free, charged_grant, charged_balance, refunds,
+              idempotency_key, lease_expires_at, created_at, settled_at)
+            VALUES (v_call, v_account, item->>'key_id', item->>'operation', 'settled', item->>'ip',
+              (item->>'day')::integer, (item->>'quoted')::integer, f.from_free, f.from_grant, f.from_balance,
+              v_amount, f.from_free, f.from_grant, f.from_balance, item->>'refunds', item->>'idempotency_key',
+              v_now, v_now, v_now)
+            RETURNING * INTO charged;
+          outcome := 'charged';
+          call := to_jsonb(charged);
+        END IF;
+      END IF;
+    END IF;
+    RETURN NEXT;
+  END LOOP;
+END
+$$;
+
+-- A stored idempotent result is the envelope without its cost and receipt: both are made from the
+-- call's row (the receipt), so one builder makes every receipt, first answer or replay.
+UPDATE idempotency_keys SET response = ((response::jsonb) - 'cost' - 'receipt')::text WHERE response IS NOT NULL;

@@ -1,0 +1,142 @@
+import { Context, Deferred, Effect, Exit, Layer, Queue, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import type { Refund } from "../domain/pricing.ts"
+import { dayOf } from "../domain/time.ts"
+import { Settings } from "../services/Settings.ts"
+import * as Row from "../store/rows.ts"
+import { freeTierTerms } from "./Reservations.ts"
+import { CallRow, type Receipt, receiptOf } from "./receipt.ts"
+
+/** A metered call whose data came from stored copies, charged without a reservation. */
+export interface HitInput {
+  readonly callId: string
+  readonly accountId: string
+  readonly keyId: string
+  readonly ip: string
+  readonly operation: string
+  readonly quoted: number
+  readonly charged: number
+  readonly refunds: ReadonlyArray<Refund>
+  readonly idempotencyKey: string
+  readonly fingerprint: string
+  /** The call's result as its Idempotency-Key stores it (`CallResult` as JSON). */
+  readonly result: string
+  readonly now: number
+}
+
+/**
+ * Why a hit was not charged: the full path decides each of these (its errors, its alert, its
+ * replay), so nothing here is an answer to the caller. `pending`: another hit of the account is
+ * being charged by this instance (the full path then meets its in-flight rule).
+ */
+export type HitDeclined = "account" | "busy" | "credits" | "alert" | "key" | "pending"
+
+export type HitOutcome =
+  | { readonly _tag: "Charged"; readonly receipt: Receipt }
+  | { readonly _tag: "Declined"; readonly reason: HitDeclined }
+
+const decodeHits = Row.decoder(
+  Schema.Struct({
+    call_id: Schema.String,
+    outcome: Schema.Literals(["charged", "account", "busy", "credits", "alert", "key"]),
+    call: Schema.NullOr(CallRow)
+  }),
+  "svc_charge_hits"
+)
+
+/** Hits charged by one statement at most; and statements of hits in flight at once. */
+const hitBatch = 64
+const hitWorkers = 4
+
+/**
+ * Cache hits charged in one statement each (`svc_charge_hits`: charge, receipt and stored result
+ * commit together), and group commit: hits wait in a queue, and each worker charges whatever is
+ * waiting (up to a batch) in one statement, so under load many calls share a commit and idle ones
+ * wait for none. One hit per account at a time on this instance: a second one is declined at
+ * once as `pending` (the database's in-flight rule covers the other instances).
+ */
+export class HitCharges extends Context.Service<
+  HitCharges,
+  { readonly charge: (input: HitInput) => Effect.Effect<HitOutcome, SqlError> }
+>()("metering/HitCharges") {
+  static readonly layer = Layer.effect(
+    HitCharges,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const settings = yield* Settings
+      const { policy } = yield* AppConfig
+      type Waiting = { readonly input: HitInput; readonly done: Deferred.Deferred<HitOutcome, SqlError> }
+      const waiting = yield* Queue.unbounded<Waiting>()
+      const accountsUnderWay = new Set<string>()
+
+      // hot path
+      const chargeBatch = (batch: ReadonlyArray<Waiting>) =>
+        Effect.flatMap(freeTierTerms(settings, policy.freeCreditsPerIpDay), (terms) => {
+          const items = batch.map(({ input }) => ({
+            call_id: input.callId,
+            account_id: input.accountId,
+            key_id: input.keyId,
+            operation: input.operation,
+            ip: input.ip,
+            day: dayOf(input.now),
+            quoted: input.quoted,
+            charged: input.charged,
+            refunds: JSON.stringify(input.refunds),
+            idempotency_key: input.idempotencyKey,
+            fingerprint: input.fingerprint,
+            response: input.result,
+            now: input.now,
+            replay_until: input.now + policy.replayWindowMs,
+            tombstone_until: input.now + policy.replayWindowMs + policy.tombstoneMs,
+            ...terms
+          }))
+          return Effect.flatMap(
+            Effect.exit(
+              sql`SELECT call_id, outcome, call FROM svc_charge_hits(${JSON.stringify(items)}::jsonb)`.pipe(
+                Effect.flatMap(decodeHits)
+              )
+            ),
+            (exit) =>
+              Effect.sync(() => {
+                if (exit._tag === "Failure") {
+                  for (const { done } of batch) Deferred.doneUnsafe(done, Exit.failCause(exit.cause))
+                  return
+                }
+                const byId = new Map(exit.value.map((row) => [row.call_id, row]))
+                for (const { input, done } of batch) {
+                  const row = byId.get(input.callId)
+                  const outcome: HitOutcome =
+                    row === undefined
+                      ? { _tag: "Declined", reason: "account" }
+                      : row.outcome === "charged" && row.call !== null
+                        ? { _tag: "Charged", receipt: receiptOf(row.call) }
+                        : { _tag: "Declined", reason: row.outcome === "charged" ? "account" : row.outcome }
+                  Deferred.doneUnsafe(done, Exit.succeed(outcome))
+                }
+              })
+          )
+        })
+      for (let worker = 0; worker < hitWorkers; worker++) {
+        yield* Effect.forkScoped(
+          Effect.forever(Effect.flatMap(Queue.takeBetween(waiting, 1, hitBatch), chargeBatch))
+        )
+      }
+
+      // hot path
+      const charge = (input: HitInput): Effect.Effect<HitOutcome, SqlError> => {
+        if (accountsUnderWay.has(input.accountId))
+          return Effect.succeed({ _tag: "Declined", reason: "pending" })
+        accountsUnderWay.add(input.accountId)
+        return Effect.ensuring(
+          Effect.flatMap(Deferred.make<HitOutcome, SqlError>(), (done) =>
+            Effect.andThen(Queue.offer(waiting, { input, done }), Deferred.await(done))
+          ),
+          Effect.sync(() => accountsUnderWay.delete(input.accountId))
+        )
+      }
+      return HitCharges.of({ charge })
+    })
+  )
+}

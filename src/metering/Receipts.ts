@@ -1,0 +1,54 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { decodeCalls, type Receipt, receiptOf } from "./receipt.ts"
+
+/** Where a page of receipts ends: the next page starts after it. */
+export interface ReceiptCursor {
+  readonly createdAt: number
+  readonly id: string
+}
+
+/** An account's receipts (its settled calls), newest first. */
+export class Receipts extends Context.Service<
+  Receipts,
+  {
+    readonly list: (
+      accountId: string,
+      options: { readonly limit: number; readonly before?: ReceiptCursor | undefined }
+    ) => Effect.Effect<ReadonlyArray<Receipt & { readonly createdAtMs: number }>, SqlError>
+    readonly get: (accountId: string, id: string) => Effect.Effect<Receipt | undefined, SqlError>
+  }
+>()("metering/Receipts") {
+  static readonly layer = Layer.effect(
+    Receipts,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+
+      const list = Effect.fn("Receipts.list")(function* (
+        accountId: string,
+        options: { readonly limit: number; readonly before?: ReceiptCursor | undefined }
+      ) {
+        const before = options.before
+        const rows = yield* before === undefined
+          ? sql`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
+              ORDER BY created_at DESC, id DESC LIMIT ${options.limit}`
+          : sql`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
+              AND (created_at < ${before.createdAt} OR (created_at = ${before.createdAt} AND id < ${before.id}))
+              ORDER BY created_at DESC, id DESC LIMIT ${options.limit}`
+        const calls = yield* decodeCalls(rows)
+        return calls.map((row) => ({ ...receiptOf(row), createdAtMs: row.created_at }))
+      })
+
+      const get = Effect.fn("Receipts.get")(function* (accountId: string, id: string) {
+        const rows =
+          yield* sql`SELECT * FROM calls WHERE id = ${id} AND account_id = ${accountId} AND state = 'settled'`.pipe(
+            Effect.flatMap(decodeCalls)
+          )
+        return rows[0] === undefined ? undefined : receiptOf(rows[0])
+      })
+
+      return Receipts.of({ list, get })
+    })
+  )
+}

@@ -1,0 +1,288 @@
+import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import {
+  BudgetExhausted,
+  ConcurrencyLimit,
+  type ErrorAccount,
+  InsufficientCredits,
+  TrialCapExceeded
+} from "../contract/errors.ts"
+import { upgradeUrl } from "../contract/problem.ts"
+import { retryAfterSeconds } from "../domain/lease.ts"
+import type { Plan } from "../domain/plans.ts"
+import type { Refund } from "../domain/pricing.ts"
+import { dayOf } from "../domain/time.ts"
+import { alertMail } from "../mail/messages.ts"
+import { Outbox } from "../mail/Outbox.ts"
+import { Settings } from "../services/Settings.ts"
+import * as Row from "../store/rows.ts"
+import { CallRow, type Funding, type Receipt, receiptOf } from "./receipt.ts"
+
+/** A call holding its reserved quote and its account's in-flight slot. */
+export interface Reservation {
+  readonly callId: string
+  readonly accountId: string
+  readonly operation: string
+  readonly quoted: number
+  /** Where the quote was drawn from (the database's funding order decided). */
+  readonly reserved: Funding
+  readonly idempotencyKey: string | undefined
+  readonly createdAt: number
+}
+
+export interface ReserveInput {
+  /** The call's id: its receipt id once settled, and the token that fences its reservation and claim. */
+  readonly callId: string
+  readonly accountId: string
+  readonly plan: Plan
+  readonly keyId: string
+  readonly ip: string
+  readonly operation: string
+  readonly quoted: number
+  readonly realtime: boolean
+  readonly idempotencyKey: string | undefined
+}
+
+export type ReserveError = ConcurrencyLimit | InsufficientCredits | TrialCapExceeded | BudgetExhausted
+
+/**
+ * The reservation is no longer this call's: its lease expired and it was refunded (by the sweeper
+ * or by the account's next call) before it could settle. The call charges nothing.
+ */
+export class ReservationLost extends Data.TaggedError("ReservationLost")<{ readonly callId: string }> {}
+
+const decodeReserved = Row.decoder(
+  Schema.Struct({
+    outcome: Schema.Literals(["reserved", "account", "expired", "busy", "credits", "budget", "trial_cap"]),
+    free_left: Row.NullableInt,
+    available: Row.NullableInt,
+    holder_lease: Row.NullableInt,
+    holder_seen: Row.NullableInt,
+    reserved_free: Row.NullableInt,
+    reserved_grant: Row.NullableInt,
+    reserved_balance: Row.NullableInt
+  }),
+  "svc_reserve"
+)
+const decodeSettled = Row.decoder(
+  Schema.Struct({
+    call: CallRow,
+    alert_email: Schema.NullOr(Schema.String),
+    alert_threshold: Row.NullableInt,
+    alert_spendable: Row.NullableInt
+  }),
+  "svc_settle"
+)
+const decodeCallIds = Row.decoder(Schema.Struct({ id: Schema.String }), "calls.id")
+
+/** The free tier's numbers a funding decision takes: the per-IP budget and the operator's switches. */
+export const freeTierTerms = (settings: Settings["Service"], freePerIp: number) =>
+  Effect.map(settings.current, (operator) => ({
+    free_per_ip: freePerIp,
+    free_open: operator.freeTierOpen,
+    global_free: operator.globalDailyFreeCredits ?? null
+  }))
+
+/**
+ * The full path's ledger moves of a metered call: reserve the whole quote (taking the account's
+ * one in-flight slot), settle at most the quote (or release it all), beat while running, and sweep
+ * the reservations of dead calls. The rules (funding order, busy, alert crossing) are the
+ * database's functions (migrations/0014_money_rule.sql); this service calls them and turns their
+ * outcomes into problems and mail.
+ */
+export class Reservations extends Context.Service<
+  Reservations,
+  {
+    readonly reserve: (input: ReserveInput) => Effect.Effect<Reservation, ReserveError | SqlError>
+    /**
+     * Charges the quote less the refunds; `alsoInTransaction` commits with it (the stored result),
+     * and its failure rolls the charge back. A reservation already refunded is ReservationLost.
+     */
+    readonly settle: <E>(
+      reservation: Reservation,
+      refunds: ReadonlyArray<Refund>,
+      alsoInTransaction: (receipt: Receipt) => Effect.Effect<void, E>
+    ) => Effect.Effect<Receipt, SqlError | ReservationLost | E>
+    /** Returns every reserved credit; the call is charged nothing. False when it was already finished. */
+    readonly release: (reservation: Reservation) => Effect.Effect<boolean, SqlError>
+    /** A live call shows it is alive (see `domain/lease.ts`); false once its reservation is gone. */
+    readonly heartbeat: (callId: string) => Effect.Effect<boolean, SqlError>
+    /** Releases reservations whose lease expired (their holder died); returns how many. */
+    readonly sweepExpired: Effect.Effect<number, SqlError>
+  }
+>()("metering/Reservations") {
+  static readonly layer = Layer.effect(
+    Reservations,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const outbox = yield* Outbox
+      const settings = yield* Settings
+      const config = yield* AppConfig
+      const { leaseMs, policy } = config
+
+      /**
+       * Ends a reserved call inside the caller's transaction, and queues the balance alert's email
+       * when this charge crossed it. Undefined when the call was no longer reserved.
+       */
+      const finish = (callId: string, charged: number, refunds: ReadonlyArray<Refund>, now: number) =>
+        Effect.gen(function* () {
+          const [ended] = yield* sql`SELECT call, alert_email, alert_threshold, alert_spendable
+            FROM svc_settle(${callId}, ${charged}, ${JSON.stringify(refunds)}, ${now})`.pipe(
+            Effect.flatMap(decodeSettled)
+          )
+          if (ended === undefined) return undefined
+          if (
+            ended.alert_email !== null &&
+            ended.alert_threshold !== null &&
+            ended.alert_spendable !== null
+          ) {
+            yield* outbox.enqueue(
+              alertMail({
+                to: ended.alert_email,
+                accountId: ended.call.account_id,
+                threshold: ended.alert_threshold,
+                spendable: ended.alert_spendable,
+                upgradeUrl: upgradeUrl(config.upgradeUrl, ended.call.account_id)
+              })
+            )
+          }
+          return receiptOf(ended.call)
+        })
+
+      /** Refunds the account's dead calls, each in its own transaction, as the sweeper does. */
+      const sweepAccount = (accountId: string, now: number) =>
+        Effect.gen(function* () {
+          const expired = yield* sql`SELECT id FROM calls
+            WHERE account_id = ${accountId} AND state = 'reserved' AND lease_expires_at <= ${now}`.pipe(
+            Effect.flatMap(decodeCallIds)
+          )
+          for (const row of expired) yield* sql.withTransaction(finish(row.id, 0, [], now))
+        })
+
+      const reserve = Effect.fn("Reservations.reserve")(function* (input: ReserveInput) {
+        const now = yield* Clock.currentTimeMillis
+        const terms = yield* freeTierTerms(settings, policy.freeCreditsPerIpDay)
+        const account: ErrorAccount = { accountId: input.accountId, plan: input.plan }
+        const attempt = (afterSweep: boolean) =>
+          sql`SELECT * FROM svc_reserve(${JSON.stringify({
+            call_id: input.callId,
+            account_id: input.accountId,
+            key_id: input.keyId,
+            ip: input.ip,
+            day: dayOf(now),
+            operation: input.operation,
+            quoted: input.quoted,
+            realtime: input.realtime,
+            idempotency_key: input.idempotencyKey ?? null,
+            now,
+            lease_ms: leaseMs,
+            after_sweep: afterSweep,
+            ...terms
+          })}::jsonb)`.pipe(Effect.flatMap(decodeReserved))
+        let [found] = yield* attempt(false)
+        // A dead holder's lease blocks the slot: refund it in transactions of its own (the lock order
+        // of a reservation must not be broken by another IP's rows), then try once more.
+        if (found?.outcome === "expired") {
+          yield* sweepAccount(input.accountId, now)
+          ;[found] = yield* attempt(true)
+        }
+        const available = found?.available ?? 0
+        switch (found?.outcome) {
+          case "reserved":
+            return {
+              callId: input.callId,
+              accountId: input.accountId,
+              operation: input.operation,
+              quoted: input.quoted,
+              reserved: {
+                free_tier: found.reserved_free ?? 0,
+                grant: found.reserved_grant ?? 0,
+                balance: found.reserved_balance ?? 0
+              },
+              idempotencyKey: input.idempotencyKey,
+              createdAt: now
+            } satisfies Reservation
+          case "busy":
+          case "expired":
+            return yield* new ConcurrencyLimit({
+              message:
+                "Another call on this account is in flight; one call at a time per account. Retry after retry_after_seconds.",
+              retry_after_seconds: retryAfterSeconds(
+                { leaseExpiresAt: found.holder_lease ?? now, lastSeenAt: found.holder_seen ?? now },
+                now
+              ),
+              account
+            })
+          case "budget":
+            return yield* new BudgetExhausted({
+              message:
+                "The shared free-tier budget is used up or closed for today. Buy a pack to keep calling; cached data still serves paid keys.",
+              account
+            })
+          case "trial_cap":
+            return yield* new TrialCapExceeded({
+              message: `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+              account
+            })
+          default:
+            // 'credits', and an account gone since its key was read (nothing to draw from).
+            return yield* new InsufficientCredits({
+              message: `This call is quoted ${input.quoted} credits and the account can cover ${available}. Buy a pack at upgrade_url, then retry with the SAME Idempotency-Key.`,
+              credits_required: input.quoted,
+              credits_available: available,
+              account
+            })
+        }
+      })
+
+      const settle = <E>(
+        reservation: Reservation,
+        refunds: ReadonlyArray<Refund>,
+        alsoInTransaction: (receipt: Receipt) => Effect.Effect<void, E>
+      ) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const kept = refunds.filter((refund) => refund.credits > 0)
+          const refunded = Math.min(
+            reservation.quoted,
+            kept.reduce((sum, refund) => sum + refund.credits, 0)
+          )
+          return yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const receipt = yield* finish(reservation.callId, reservation.quoted - refunded, kept, now)
+              if (receipt === undefined) return yield* new ReservationLost({ callId: reservation.callId })
+              yield* alsoInTransaction(receipt)
+              return receipt
+            })
+          )
+        }).pipe(Effect.withSpan("Reservations.settle"))
+
+      const release = Effect.fn("Reservations.release")(function* (reservation: Reservation) {
+        const now = yield* Clock.currentTimeMillis
+        const finished = yield* sql.withTransaction(finish(reservation.callId, 0, [], now))
+        return finished !== undefined
+      })
+
+      const heartbeat = Effect.fn("Reservations.heartbeat")(function* (callId: string) {
+        const now = yield* Clock.currentTimeMillis
+        const beaten = yield* sql`UPDATE calls SET heartbeat_at = ${now}
+          WHERE id = ${callId} AND state = 'reserved' RETURNING id`
+        return beaten.length > 0
+      })
+
+      const sweepExpired = Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const expired = yield* sql`SELECT id FROM calls
+          WHERE state = 'reserved' AND lease_expires_at <= ${now} LIMIT 500`.pipe(
+          Effect.flatMap(decodeCallIds)
+        )
+        for (const row of expired) yield* sql.withTransaction(finish(row.id, 0, [], now))
+        return expired.length
+      }).pipe(Effect.withSpan("Reservations.sweepExpired"))
+
+      return Reservations.of({ reserve, settle, release, heartbeat, sweepExpired })
+    })
+  )
+}

@@ -1,0 +1,91 @@
+import { Schema } from "effect"
+import type { Envelope, FreshnessInfo } from "../contract/envelope.ts"
+import type { RefundReason } from "../domain/pricing.ts"
+import * as Row from "../store/rows.ts"
+
+/** Where a charge's credits came from (the database's `svc_draw` decides the split). */
+export interface Funding {
+  readonly free_tier: number
+  readonly grant: number
+  readonly balance: number
+}
+
+export interface Receipt {
+  readonly id: string
+  readonly operation: string
+  readonly quoted: number
+  readonly charged: number
+  readonly refunds: ReadonlyArray<{ readonly reason: RefundReason; readonly credits: number }>
+  readonly funding: Funding
+  readonly idempotency_key: string | null
+  readonly replayed: boolean
+  readonly created_at: string
+  /** The connected app (OAuth) the call was made through: its app id is the call's key. */
+  readonly app_id?: string
+}
+
+const RefundRow = Schema.Struct({
+  reason: Schema.Literals([
+    "realtime_fallback",
+    "domain_resolved_before",
+    "fewer_results"
+  ] satisfies ReadonlyArray<RefundReason>),
+  credits: Row.Int
+})
+
+/** A row of `calls`: a reservation while `reserved`, a receipt once `settled`. */
+export const CallRow = Schema.Struct({
+  id: Schema.String,
+  account_id: Schema.String,
+  key_id: Schema.String,
+  operation: Schema.String,
+  state: Schema.Literals(["reserved", "settled", "released"]),
+  ip: Schema.String,
+  day: Row.Int,
+  quoted: Row.Int,
+  reserved_free: Row.Int,
+  reserved_grant: Row.Int,
+  reserved_balance: Row.Int,
+  charged: Row.Int,
+  charged_free: Row.Int,
+  charged_grant: Row.Int,
+  charged_balance: Row.Int,
+  refunds: Schema.fromJsonString(Schema.Array(RefundRow)),
+  idempotency_key: Schema.NullOr(Schema.String),
+  created_at: Row.Int
+})
+export type CallRow = typeof CallRow.Type
+
+export const decodeCalls = Row.decoder(CallRow, "calls")
+
+/** The receipt of a call: the only place a receipt is made, for a first answer, a replay or a listing. */
+export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
+  id: row.id,
+  operation: row.operation,
+  quoted: row.quoted,
+  charged: row.charged,
+  refunds: row.refunds,
+  funding: { free_tier: row.charged_free, grant: row.charged_grant, balance: row.charged_balance },
+  idempotency_key: row.idempotency_key,
+  replayed,
+  created_at: new Date(row.created_at).toISOString(),
+  ...(row.key_id.startsWith("app_") ? { app_id: row.key_id } : {})
+})
+
+/**
+ * What a call's run produced, as an Idempotency-Key stores it: the envelope without its cost and
+ * receipt, which are made from the call's row when it is answered (first time or replayed).
+ */
+export interface CallResult {
+  readonly schema_version: 2
+  readonly kind: string
+  readonly data: unknown
+  readonly freshness: typeof FreshnessInfo.Type
+}
+
+/** The envelope of a result with its receipt: the only place an envelope is made. */
+export const envelopeOf = (result: CallResult, receipt: Receipt): Envelope => ({
+  ...result,
+  cost: { quoted: receipt.quoted, charged: receipt.charged, refunded: receipt.quoted - receipt.charged },
+  receipt
+})
