@@ -116,6 +116,21 @@ describe(`/login in Chromium (${storeName})`, () => {
           await page.getByRole("button", { name: "Sign in as linker@example.com" }).click()
           assert.include(await textOf(page), "You are signed in as linker@example.com")
           assert.isDefined(await sessionCookieOf(run.context))
+          // Someone else's link, for their own address, opened in this signed-in browser: the page
+          // names both addresses before anything changes.
+          const theirs = await fetch(`${app.url}/v1/auth/email/start`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-forwarded-for": "10.71.0.3" },
+            body: JSON.stringify({ email: "link-sender@example.com" })
+          })
+          assert.strictEqual(theirs.status, 202)
+          await page.goto(`${baseUrl}/login?token=${await mail.link("link-sender@example.com", "/login")}`)
+          const warned = await textOf(page)
+          assert.include(warned, "This link signs you in as link-sender@example.com in this browser.")
+          assert.include(
+            warned,
+            "This browser is signed in as linker@example.com. Continuing signs linker@example.com out here"
+          )
           // Used: the link works once, and its page says so before any button.
           await run.context.clearCookies()
           const used = await page.goto(`${baseUrl}/login?token=${token}`)
