@@ -170,7 +170,7 @@ export const OAuthRoutes = HttpRouter.use((router) =>
                 Effect.succeed(
                   wrong(
                     401,
-                    "That code is wrong, used or expired. A code works for 10 minutes and stops taking tries from here after 5 wrong ones."
+                    `That code is wrong, used or expired. A code works for 10 minutes and stops taking tries from here after ${config.policy.signIn.wrongTriesPerCodeIp} wrong ones.`
                   )
                 ),
               RateLimited: (error) =>

@@ -38,9 +38,6 @@ const fromSignIn = (signedIn: SignedIn): ReadonlyArray<AccountLine> =>
     grant: account.grant_credits
   }))
 
-const badCode =
-  "That code is wrong, used or expired. A code works for 10 minutes and stops taking tries from here after 5 wrong ones; start again for a new one, or use the link in the email."
-
 const deadLink =
   "This sign-in link is wrong, used or expired (it works once, for 10 minutes). Enter your email for a new code."
 
@@ -83,6 +80,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const { config, identities, identity, personal, clientIp, session, withForm, withSignedInForm } =
       yield* pageSession
+    const badCode = `That code is wrong, used or expired. A code works for 10 minutes and stops taking tries from here after ${config.policy.signIn.wrongTriesPerCodeIp} wrong ones; start again for a new one, or use the link in the email.`
 
     const afterSignIn = (signedIn: SignedIn, continuation: Continuation, claiming: string | undefined) =>
       Effect.gen(function* () {
