@@ -51,7 +51,7 @@ export const signInMail = (input: {
     [
       `Your sign-in code is ${input.code}. It works once, for ${input.minutes} minutes.`,
       input.claiming
-        ? "Enter it on the claim page where you pasted your trial key: signing in there claims that key's trial account for this email address. Signing in anywhere else claims nothing."
+        ? "This sign-in was started with a trial key: it claims that key's trial account for this email address only where the key is given again (the claim page you started on, or the program holding the key). Entered anywhere else, it signs you in and claims nothing."
         : "Enter it where you asked to sign in, or open the link below in the same browser.",
       "If you did not ask to sign in, ignore this message; nothing changes without the code."
     ],
