@@ -2,7 +2,7 @@ import type { LogLevel } from "effect"
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { defaultHosts, type Hosts, isHostName } from "./domain/identifiers/hosts.ts"
 import { type PaymentRailName, paymentRailNames } from "./domain/plans.ts"
-import { defaultPolicy, type Policy } from "./domain/policy.ts"
+import { defaultPolicy, type LimitRule, type Policy, type StartLimits } from "./domain/policy.ts"
 
 /** Everything an operator can set, read once at start-up through Effect `Config`. */
 export interface AppConfigShape {
@@ -232,6 +232,23 @@ export const paymentRailsFromEnv = (stripe: Option.Option<StripeConfig>) =>
     return [...new Set(named)] as ReadonlyArray<PaymentRailName>
   })
 
+/** `NAME` events per `NAME_MINUTES` minutes. */
+const limitRule = (name: string, fallback: LimitRule) =>
+  Effect.gen(function* () {
+    const minutes = yield* positive(`${name}_MINUTES`, fallback.windowMs / 60_000)
+    return { limit: yield* positive(name, fallback.limit), windowMs: minutes * 60_000 } satisfies LimitRule
+  })
+
+/** `PREFIX_PER_IP`, `PREFIX_PER_EMAIL_IP` and `PREFIX_PER_EMAIL`, each with its `_MINUTES`. */
+const startLimits = (prefix: string, fallback: StartLimits) =>
+  Effect.gen(function* () {
+    return {
+      perIp: yield* limitRule(`${prefix}_PER_IP`, fallback.perIp),
+      perEmailIp: yield* limitRule(`${prefix}_PER_EMAIL_IP`, fallback.perEmailIp),
+      perEmail: yield* limitRule(`${prefix}_PER_EMAIL`, fallback.perEmail)
+    } satisfies StartLimits
+  })
+
 /** Every number of `Policy` from the environment, defaulting to `defaultPolicy`'s. */
 const policyFromEnv = Effect.gen(function* () {
   const hour = 3_600_000
@@ -276,7 +293,20 @@ const policyFromEnv = Effect.gen(function* () {
           production!.credits_per_month ?? 0
         )
       }
-    ]
+    ],
+    signIn: {
+      ...(yield* startLimits("SIGNIN_STARTS", defaultPolicy.signIn)),
+      wrongCodesPerIp: yield* limitRule("SIGNIN_WRONG_CODES_PER_IP", defaultPolicy.signIn.wrongCodesPerIp),
+      wrongTriesPerCodeIp: yield* positive(
+        "SIGNIN_WRONG_TRIES_PER_CODE_IP",
+        defaultPolicy.signIn.wrongTriesPerCodeIp
+      ),
+      wrongTriesPerCodeOthers: yield* positive(
+        "SIGNIN_WRONG_TRIES_PER_CODE_OTHERS",
+        defaultPolicy.signIn.wrongTriesPerCodeOthers
+      )
+    },
+    recovery: yield* startLimits("RECOVER", defaultPolicy.recovery)
   } satisfies Policy
 })
 

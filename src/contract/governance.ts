@@ -176,7 +176,7 @@ export const AuthGroup = HttpApiGroup.make("auth", { topLevel: true })
   .add(
     described(
       "Start an email sign-in",
-      "Emails a 6-digit code and a single-use link (10 minutes). Sent with an unclaimed account's spend key as bearer, the sign-in claims that account. Always 202, whether or not the email is known. 5 per IP per 15 minutes, 3 per email per hour.",
+      "Emails a 6-digit code and a single-use link (10 minutes). Sent with an unclaimed account's spend key as bearer, the sign-in claims that account when it is verified with the same key. Always 202, whether or not the email is known. A new start replaces only this client's earlier code. By default 5 per IP per 15 minutes, 3 per email and IP per hour, 3 per email per 10 minutes.",
       HttpApiEndpoint.post("startEmailSignIn", "/auth/email/start", {
         payload: SignInStart,
         success: SignInStarted,
@@ -185,11 +185,11 @@ export const AuthGroup = HttpApiGroup.make("auth", { topLevel: true })
     ),
     described(
       "Finish an email sign-in",
-      "Trades the emailed code (with the email) or the link's token for a management token. A wrong, used or expired code is UNAUTHORIZED; a code dies after 5 wrong tries.",
+      "Trades the emailed code (with the email) or the link's token for a management token. Send the spend key the sign-in was started with as bearer to claim its account; without it the sign-in claims nothing. A wrong, used or expired code is UNAUTHORIZED. By default a code takes 5 wrong tries from one IP and 10 from IPs other than the one that started it (that one keeps its own 5); one IP may send 20 wrong codes per 15 minutes (RATE_LIMITED). The link counts no tries.",
       HttpApiEndpoint.post("verifyEmailSignIn", "/auth/email/verify", {
         payload: SignInProof,
         success: SignedIn,
-        error: errorsOf("UNAUTHORIZED", ...publicCodes)
+        error: errorsOf("RATE_LIMITED", "UNAUTHORIZED", ...publicCodes)
       })
     ),
     described(
@@ -220,7 +220,7 @@ export const AuthGroup = HttpApiGroup.make("auth", { topLevel: true })
     ),
     described(
       "Ask for a recovery link",
-      "Always 202. A claimed account's email gets a single-use link to /recover (1 hour) per account. 5 per IP per 15 minutes, 3 per email per hour.",
+      "Always 202, with the same work done for every address. A claimed account's email gets one message with a single-use link to /recover (1 hour) per account; an address without one gets a message saying so. By default 5 per IP per 15 minutes, 3 per email and IP per hour, 3 per email per 10 minutes.",
       HttpApiEndpoint.post("recover", "/recover", {
         payload: SignInStart,
         success: Schema.Struct({ sent: Schema.Literal(true) }).annotate({

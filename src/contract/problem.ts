@@ -111,8 +111,11 @@ export const makeOffer = (
 export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody => {
   const spec = errorCatalog[error.code]
   const docUrl = links(context.baseUrl).errorDoc(error.code)
+  // A limit's offer is for a trial account, whose plan payment raises; a limit on no account (a
+  // mint, a sign-in, a recovery per IP or email) is not lifted by paying, so it offers nothing.
   const carriesOffer =
-    spec.offer === "always" || (spec.offer === "trial" && !isPaid(error.account?.plan ?? "trial"))
+    spec.offer === "always" ||
+    (spec.offer === "trial" && error.account !== undefined && !isPaid(error.account.plan))
   const checkoutUrl = upgradeUrl(context.upgradeUrl, error.account?.accountId)
   const body: { -readonly [K in keyof ProblemBody]: ProblemBody[K] } = {
     type: docUrl,

@@ -11,12 +11,8 @@ const hour = 60 * minute
 const day = 24 * hour
 
 export const identityPolicy = {
-  /** Sign-in codes and links: 10 minutes, 5 wrong tries. */
+  /** Sign-in codes and links: 10 minutes (the limits on starts and wrong tries are in `Policy`). */
   signInTtlMs: 10 * minute,
-  signInAttempts: 5,
-  /** Sign-in starts: 5 per IP per 15 minutes, 3 per email per hour. Recovery the same. */
-  startsPerIp: { limit: 5, window: "15 minutes" },
-  startsPerEmail: { limit: 3, window: "1 hour" },
   managementTokenTtlMs: 90 * day,
   recoveryTtlMs: hour,
   deviceTtlMs: 10 * minute,
@@ -45,6 +41,27 @@ const emailPattern =
 export const normalizeEmail = (input: string): string | undefined => {
   const email = input.trim().toLowerCase()
   return email.length <= 254 && emailPattern.test(email) ? email : undefined
+}
+
+/** Providers that deliver `f.arm@` to `farm@`, each with the domain its mailboxes are named by. */
+const dotBlindDomains: Readonly<Record<string, string>> = {
+  "gmail.com": "gmail.com",
+  "googlemail.com": "gmail.com"
+}
+
+/**
+ * The mailbox a stored address delivers to, as far as the one-time grant is concerned (once per
+ * mailbox, so that `farm+1@`, `farm+2@` and `f.arm@` are one person): lower case, the local part
+ * without its `+tag`, and at the providers that ignore dots (gmail.com and googlemail.com, which
+ * are one) without dots. Only the grant asks this: identities, sign-ins and accounts keep the
+ * address as typed (lower-cased), and mail goes there.
+ */
+export const mailboxOf = (email: string): string => {
+  const at = email.lastIndexOf("@")
+  const domain = email.slice(at + 1).toLowerCase()
+  const local = email.slice(0, at).toLowerCase().split("+")[0]!
+  const dotBlind = dotBlindDomains[domain]
+  return dotBlind === undefined ? `${local}@${domain}` : `${local.replaceAll(".", "")}@${dotBlind}`
 }
 
 /** A 6-digit code, uniform over 000000..999999. */

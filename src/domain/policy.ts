@@ -39,9 +39,50 @@ export interface Policy {
   readonly cacheMemoryBytes: number
   /** The packs every offer lists. */
   readonly packs: ReadonlyArray<Pack>
+  /** Email sign-in: who may start one, and how many wrong codes a code and a client may try. */
+  readonly signIn: SignInLimits
+  /** Recovery by email: who may ask for links. */
+  readonly recovery: StartLimits
 }
 
-const hour = 3_600_000
+/** At most `limit` events per `windowMs` (a fixed window). */
+export interface LimitRule {
+  readonly limit: number
+  readonly windowMs: number
+}
+
+/**
+ * Who may ask for mail to an address (a sign-in code or recovery links). A client is an IP (an
+ * IPv6 /64). A start from one client never kills another client's live code, so the only start a
+ * stranger can spend for the owner is the per-email ceiling, whose short window bounds both the
+ * owner's wait and the mail one address can be sent.
+ */
+export interface StartLimits {
+  /** Starts from one client, for any emails. */
+  readonly perIp: LimitRule
+  /** Starts for one email from one client. */
+  readonly perEmailIp: LimitRule
+  /** Starts for one email from all clients together: the mail-bombing ceiling. */
+  readonly perEmail: LimitRule
+}
+
+/**
+ * Sign-in codes (6 digits, so a guess is right once in a million). Wrong tries are counted per
+ * code and client: one client's wrong tries stop its own tries at that code, and the tries of
+ * clients other than the one that started the code have a total, after which only the starting
+ * client may still use it. The emailed link counts no tries: it cannot be guessed.
+ */
+export interface SignInLimits extends StartLimits {
+  /** Wrong codes from one client, across all emails. */
+  readonly wrongCodesPerIp: LimitRule
+  /** Wrong tries of one client at one code. */
+  readonly wrongTriesPerCodeIp: number
+  /** Wrong tries at one code from all clients but the one that started it. */
+  readonly wrongTriesPerCodeOthers: number
+}
+
+const minute = 60_000
+const hour = 60 * minute
 const day = 24 * hour
 
 export const defaultPolicy: Policy = {
@@ -62,5 +103,19 @@ export const defaultPolicy: Policy = {
   packs: [
     { pack: "flex", mode: "one_time", price_usd_cents: 2_000, credits: 10_000 },
     { pack: "production", mode: "subscription", price_usd_cents: 9_900, credits_per_month: 75_000 }
-  ]
+  ],
+  // At most 5 + 10 wrong tries per code: a stranger guesses one right with probability 1.5e-5.
+  signIn: {
+    perIp: { limit: 5, windowMs: 15 * minute },
+    perEmailIp: { limit: 3, windowMs: hour },
+    perEmail: { limit: 3, windowMs: 10 * minute },
+    wrongCodesPerIp: { limit: 20, windowMs: 15 * minute },
+    wrongTriesPerCodeIp: 5,
+    wrongTriesPerCodeOthers: 10
+  },
+  recovery: {
+    perIp: { limit: 5, windowMs: 15 * minute },
+    perEmailIp: { limit: 3, windowMs: hour },
+    perEmail: { limit: 3, windowMs: 10 * minute }
+  }
 }

@@ -9,18 +9,23 @@ export interface Mail {
   readonly kind: "sign_in" | "recovery" | "alert"
 }
 
-/** Paragraphs and at most one link, rendered once as text and once as HTML. */
+interface MailLink {
+  readonly label: string
+  readonly url: string
+}
+
+/** Paragraphs and links, rendered once as text and once as HTML. */
 const compose = (
   to: string,
   kind: Mail["kind"],
   subject: string,
   paragraphs: ReadonlyArray<string>,
-  link?: { readonly label: string; readonly url: string }
+  links: ReadonlyArray<MailLink> = []
 ): Mail => {
-  const textParts = [...paragraphs, ...(link === undefined ? [] : [`${link.label}: ${link.url}`])]
+  const textParts = [...paragraphs, ...links.map((link) => `${link.label}: ${link.url}`)]
   const htmlParts = [
     ...paragraphs.map((paragraph) => `<p>${escapeHtml(paragraph)}</p>`),
-    ...(link === undefined ? [] : [`<p><a href="${escapeHtml(link.url)}">${escapeHtml(link.label)}</a></p>`])
+    ...links.map((link) => `<p><a href="${escapeHtml(link.url)}">${escapeHtml(link.label)}</a></p>`)
   ]
   return {
     to,
@@ -46,30 +51,44 @@ export const signInMail = (input: {
     [
       `Your sign-in code is ${input.code}. It works once, for ${input.minutes} minutes.`,
       input.claiming
-        ? "Signing in claims the trial account of the key you started with for this email address."
+        ? "This sign-in was started with a trial key: it claims that key's trial account for this email address only where the key is given again (the claim page you started on, or the program holding the key). Entered anywhere else, it signs you in and claims nothing."
         : "Enter it where you asked to sign in, or open the link below in the same browser.",
       "If you did not ask to sign in, ignore this message; nothing changes without the code."
     ],
-    { label: "Sign in", url: input.link }
+    [{ label: "Sign in", url: input.link }]
   )
 
-/** One recovery link per claimed account of the email. */
+/**
+ * The answer to every recovery request, one message whether or not the address owns an account:
+ * a single-use link per claimed account of the email, or (none) the ways to get one.
+ */
 export const recoveryMail = (input: {
   readonly to: string
-  readonly accountId: string
-  readonly link: string
+  readonly links: ReadonlyArray<{ readonly accountId: string; readonly link: string }>
   readonly minutes: number
+  readonly claimUrl: string
 }): Mail =>
-  compose(
-    input.to,
-    "recovery",
-    `Recover account ${input.accountId}`,
-    [
-      `Someone asked to recover account ${input.accountId}. Following the link issues a new key and revokes every other key of the account; balance, plan and receipts stay as they are.`,
-      `The link works once, for ${input.minutes} minutes. If you did not ask for it, ignore this message.`
-    ],
-    { label: "Issue a new key", url: input.link }
-  )
+  input.links.length === 0
+    ? compose(
+        input.to,
+        "recovery",
+        "Account recovery",
+        [
+          "Someone asked to recover an account for this email address, but no claimed account belongs to it, so there is nothing to recover.",
+          "A trial key you still have can be claimed for this address on the claim page. If you did not ask, ignore this message; nothing changed."
+        ],
+        [{ label: "Claim a trial key", url: input.claimUrl }]
+      )
+    : compose(
+        input.to,
+        "recovery",
+        input.links.length === 1 ? `Recover account ${input.links[0]!.accountId}` : "Recover your accounts",
+        [
+          `Someone asked to recover ${input.links.length === 1 ? `account ${input.links[0]!.accountId}` : `the ${input.links.length} accounts of this email address`}. Following a link issues a new key for its account and revokes every other key of that account; balance, plan and receipts stay as they are.`,
+          `Each link works once, for ${input.minutes} minutes. If you did not ask for this, ignore this message.`
+        ],
+        input.links.map(({ accountId, link }) => ({ label: `Issue a new key for ${accountId}`, url: link }))
+      )
 
 export const alertMail = (input: {
   readonly to: string
@@ -86,5 +105,5 @@ export const alertMail = (input: {
       `Account ${input.accountId} has ${input.spendable} spendable credits left, below your alert threshold of ${input.threshold}.`,
       "You get this message once each time the credits cross below the threshold."
     ],
-    { label: "Buy credits", url: input.upgradeUrl }
+    [{ label: "Buy credits", url: input.upgradeUrl }]
   )

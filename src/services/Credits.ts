@@ -2,6 +2,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
+import { mailboxOf } from "../domain/identity.ts"
 import type { Pack } from "../domain/plans.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
@@ -33,8 +34,9 @@ export class Credits extends Context.Service<
     /** Adds credits to an account's grant or purchased balance. False: no such account. */
     readonly credit: (input: CreditInput) => Effect.Effect<boolean, SqlError>
     /**
-     * The one-time claim grant for an account, its owner's email and a key: once per email and
-     * once per key (the database's unique constraints decide, also under concurrent sign-ins).
+     * The one-time claim grant for an account, its owner's email and a key: once per mailbox
+     * (`mailboxOf`: `farm+1@` and `f.arm@gmail.com` are `farm@`'s) and once per key (the database's
+     * unique constraints decide, also under concurrent sign-ins).
      * Returns the credits granted, 0 when either already had it.
      */
     readonly grantOnce: (input: {
@@ -88,9 +90,10 @@ export class Credits extends Context.Service<
         const credits = policy.claimGrantCredits
         return yield* sql.withTransaction(
           Effect.gen(function* () {
-            // The unique email and key columns decide, also between racing transactions.
-            const inserted = yield* sql`INSERT INTO grants (account_id, email, key_id, credits, created_at)
-              VALUES (${input.accountId}, ${input.email}, ${input.keyId}, ${credits}, ${now})
+            // The unique mailbox and key columns decide, also between racing transactions.
+            const inserted =
+              yield* sql`INSERT INTO grants (account_id, email, mailbox, key_id, credits, created_at)
+              VALUES (${input.accountId}, ${input.email}, ${mailboxOf(input.email)}, ${input.keyId}, ${credits}, ${now})
               ON CONFLICT DO NOTHING RETURNING account_id`
             if (inserted.length === 0) return 0
             yield* addCredits(

@@ -2,9 +2,10 @@ import { timingSafeEqual } from "node:crypto"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { AppConfig } from "../config.ts"
+import { AppConfig, links } from "../config.ts"
 import { InvalidInput, NotFound, RateLimited, Unauthorized } from "../contract/errors.ts"
 import type { Account, Governor } from "../domain/accounts.ts"
+import type { LimitRule } from "../domain/policy.ts"
 
 export type { Governor }
 
@@ -84,6 +85,7 @@ const SignInRow = Schema.Struct({
   code_hash: Schema.String,
   key_id: Schema.NullOr(Schema.String),
   attempts: Row.Int,
+  start_ip: Schema.NullOr(Schema.String),
   expires_at: Row.Int,
   used_at: Row.NullableInt
 })
@@ -129,6 +131,16 @@ const decodeAccounts = Row.decoder(AccountRow, "accounts")
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
+/** A window in words: "15 minutes", "1 hour". */
+const windowWords = (ms: number) =>
+  ms % 3_600_000 === 0
+    ? `${ms / 3_600_000} hour${ms === 3_600_000 ? "" : "s"}`
+    : `${Math.ceil(ms / 60_000)} minute${ms === 60_000 ? "" : "s"}`
+
+/** The key a sign-in claims with: the one it was started with, and only when the verifier holds it too. */
+const claimingKey = (startedWith: string | null, heldNow: string | undefined) =>
+  startedWith !== null && startedWith === heldNow ? startedWith : null
+
 const sameHash = (a: string, b: string) =>
   a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
 
@@ -160,15 +172,28 @@ export class Identities extends Context.Service<
       { readonly sent: true; readonly expires_in: number },
       InvalidInput | RateLimited | SqlError
     >
-    readonly verifyCode: (
-      email: string,
-      code: string,
-      label: TokenLabel
-    ) => Effect.Effect<SignedIn, InvalidInput | Unauthorized | SqlError>
-    readonly verifyLink: (
-      token: string,
-      label: TokenLabel
-    ) => Effect.Effect<SignedIn, Unauthorized | SqlError>
+    /**
+     * Signs in with an emailed code. `ip` is the client's per-IP key (its wrong tries are counted);
+     * `keyId` the spend key the client holds now: a sign-in started with a key claims its account
+     * only when verified with the same key.
+     */
+    readonly verifyCode: (input: {
+      readonly email: string
+      readonly code: string
+      readonly ip: string
+      readonly keyId: string | undefined
+      readonly label: TokenLabel
+    }) => Effect.Effect<SignedIn, InvalidInput | Unauthorized | RateLimited | SqlError>
+    /** Signs in with an emailed link; `keyId` as for `verifyCode`. */
+    readonly verifyLink: (input: {
+      readonly token: string
+      readonly keyId: string | undefined
+      readonly label: TokenLabel
+    }) => Effect.Effect<SignedIn, Unauthorized | SqlError>
+    /** Whom a live sign-in link signs in, and whether it was started to claim (for the page that asks first). */
+    readonly linkTarget: (
+      token: string
+    ) => Effect.Effect<{ readonly email: string; readonly claiming: boolean } | undefined, SqlError>
     readonly authenticate: (secret: string) => Effect.Effect<Governor, Unauthorized | SqlError>
     readonly tokens: (governor: Governor) => Effect.Effect<ReadonlyArray<TokenListing>, SqlError>
     readonly revokeToken: (
@@ -212,25 +237,22 @@ export class Identities extends Context.Service<
       const keys = yield* Keys
       const outbox = yield* Outbox
       const limits = yield* RateLimits
-      const { baseUrl } = yield* AppConfig
+      const { baseUrl, policy } = yield* AppConfig
+      const signInLimits = policy.signIn
 
-      /** Both windows or neither: a refusal by the second gives the first its token back. */
+      /** Every window or none: a refusal by a later one gives the earlier ones their tokens back. */
       const takeLimits = (
-        windows: ReadonlyArray<{ key: string; limit: number; window: string }>,
+        windows: ReadonlyArray<{ readonly key: string; readonly rule: LimitRule }>,
         what: string
       ) =>
         Effect.gen(function* () {
           const taken: Array<Effect.Effect<void>> = []
-          for (const window of windows) {
-            const result = yield* limits.take({
-              key: window.key,
-              limit: window.limit,
-              window: window.window as "1 hour"
-            })
+          for (const { key, rule } of windows) {
+            const result = yield* limits.take({ key, limit: rule.limit, window: rule.windowMs })
             if (!result.allowed) {
               yield* Effect.all(taken)
               return yield* new RateLimited({
-                message: `Too many ${what} requests; at most ${window.limit} per ${window.window}. Retry after retry_after_seconds.`,
+                message: `Too many ${what} requests; at most ${rule.limit} per ${windowWords(rule.windowMs)}. Retry after retry_after_seconds.`,
                 retry_after_seconds: result.retryAfterSeconds
               })
             }
@@ -238,7 +260,24 @@ export class Identities extends Context.Service<
           }
         })
 
+      /**
+       * The windows of a start (sign-in or recovery) for `email` from client `ip`: the client's own,
+       * the client's for this email, and the email's ceiling over all clients.
+       */
+      const startWindows = (prefix: string, rules: typeof policy.recovery, email: string, ip: string) => [
+        { key: `${prefix}-ip:${ip}`, rule: rules.perIp },
+        // An address has no ':', so the client's key and the address cannot run into each other.
+        { key: `${prefix}-email-ip:${ip}:${email}`, rule: rules.perEmailIp },
+        { key: `${prefix}-email:${email}`, rule: rules.perEmail }
+      ]
+
       const newSecret = Effect.map(ids.secretBytes, makeLinkToken)
+
+      /**
+       * Starts and code tries for one email take turns (two starts at once would each miss the
+       * other's new row; two tries at once would each read the other's count before it was written).
+       */
+      const lockEmail = (email: string) => sql`SELECT pg_advisory_xact_lock(hashtext(${`sign-in:${email}`}))`
 
       const accountsOf = (email: string) =>
         sql`SELECT * FROM accounts WHERE email = ${email} ORDER BY created_at, id`.pipe(
@@ -304,13 +343,7 @@ export class Identities extends Context.Service<
       }) {
         const email = normalizeEmail(input.email)
         if (email === undefined) return yield* badEmail()
-        yield* takeLimits(
-          [
-            { key: `signin-ip:${input.ip}`, ...identityPolicy.startsPerIp },
-            { key: `signin-email:${email}`, ...identityPolicy.startsPerEmail }
-          ],
-          "sign-in"
-        )
+        yield* takeLimits(startWindows("signin", signInLimits, email, input.ip), "sign-in")
         const now = yield* Clock.currentTimeMillis
         const id = yield* ids.newId("signin")
         const code = makeSignInCode()
@@ -318,13 +351,14 @@ export class Identities extends Context.Service<
         // The same statements for a known and an unknown email: the answer and its timing say nothing.
         yield* sql.withTransaction(
           Effect.gen(function* () {
-            // Starts for one email take turns, or two at once would each miss the other's new row
-            // and leave both codes and links live.
-            yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`sign-in:${email}`}))`
-            yield* sql`UPDATE sign_ins SET used_at = ${now} WHERE email = ${email} AND used_at IS NULL`
-            yield* sql`INSERT INTO sign_ins (id, email, code_hash, link_hash, key_id, expires_at, created_at)
+            yield* lockEmail(email)
+            // A new start replaces this client's earlier code, never another client's: a stranger's
+            // start cannot take the owner's live code away.
+            yield* sql`UPDATE sign_ins SET used_at = ${now}
+              WHERE email = ${email} AND start_ip = ${input.ip} AND used_at IS NULL`
+            yield* sql`INSERT INTO sign_ins (id, email, code_hash, link_hash, key_id, start_ip, expires_at, created_at)
               VALUES (${id}, ${email}, ${hashCode(id, code)}, ${hashSecret(link)}, ${input.keyId ?? null},
-                ${now + identityPolicy.signInTtlMs}, ${now})`
+                ${input.ip}, ${now + identityPolicy.signInTtlMs}, ${now})`
             yield* outbox.enqueue(
               signInMail({
                 to: email,
@@ -341,64 +375,108 @@ export class Identities extends Context.Service<
 
       const refused = () =>
         new Unauthorized({
-          message:
-            "This code is wrong, used or expired (a code works once, for 10 minutes, and dies after 5 wrong tries). Start again: POST /v1/auth/email/start.",
+          message: `This code is wrong, used or expired (a code works once, for 10 minutes, and takes ${signInLimits.wrongTriesPerCodeIp} wrong tries from one address). Start again: POST /v1/auth/email/start, or use the link in the email.`,
           param: "code"
         })
 
-      const verifyCode = Effect.fn("Identities.verifyCode")(function* (
-        emailInput: string,
-        code: string,
-        label: TokenLabel
-      ) {
-        const email = normalizeEmail(emailInput)
+      const verifyCode = Effect.fn("Identities.verifyCode")(function* (input: {
+        readonly email: string
+        readonly code: string
+        readonly ip: string
+        readonly keyId: string | undefined
+        readonly label: TokenLabel
+      }) {
+        const email = normalizeEmail(input.email)
         if (email === undefined) return yield* badEmail()
-        if (!signInCodePattern.test(code))
+        if (!signInCodePattern.test(input.code))
           return yield* new InvalidInput({
             message: "`code` is the 6-digit code from the email.",
             param: "code"
+          })
+        // Each try takes one of the client's wrong codes (across all emails); a right one gives it back.
+        const { wrongCodesPerIp, wrongTriesPerCodeIp, wrongTriesPerCodeOthers } = signInLimits
+        const allowance = yield* limits.take({
+          key: `signin-wrong-ip:${input.ip}`,
+          limit: wrongCodesPerIp.limit,
+          window: wrongCodesPerIp.windowMs
+        })
+        if (!allowance.allowed)
+          return yield* new RateLimited({
+            message: `Too many wrong sign-in codes from this address; at most ${wrongCodesPerIp.limit} per ${windowWords(wrongCodesPerIp.windowMs)}. Retry after retry_after_seconds, or use the link in the email.`,
+            retry_after_seconds: allowance.retryAfterSeconds
           })
         const now = yield* Clock.currentTimeMillis
         // A wrong try is counted (and committed) even though the answer is a refusal.
         const outcome = yield* sql.withTransaction(
           Effect.gen(function* () {
-            const rows =
-              yield* sql`SELECT id, email, code_hash, key_id, attempts, expires_at, used_at FROM sign_ins
-              WHERE email = ${email} AND used_at IS NULL AND expires_at > ${now}
-              ORDER BY created_at DESC LIMIT 1 FOR UPDATE`.pipe(Effect.flatMap(decodeSignIns))
-            const signIn = rows[0]
-            if (signIn === undefined || signIn.attempts >= identityPolicy.signInAttempts) return undefined
-            if (!sameHash(hashCode(signIn.id, code), signIn.code_hash)) {
-              yield* sql`UPDATE sign_ins SET attempts = attempts + 1 WHERE id = ${signIn.id}`
+            yield* lockEmail(email)
+            // The codes this client may still try: live, short of its own wrong tries, and short of
+            // the other clients' total unless this client started it (so a stranger's wrong tries
+            // never kill a code for the client that asked for it).
+            const live = yield* sql`SELECT s.id, s.email, s.code_hash, s.key_id, s.attempts, s.start_ip,
+                s.expires_at, s.used_at
+              FROM sign_ins s LEFT JOIN sign_in_attempts a ON a.sign_in_id = s.id AND a.ip = ${input.ip}
+              WHERE s.email = ${email} AND s.used_at IS NULL AND s.expires_at > ${now}
+                AND COALESCE(a.wrong, 0) < ${wrongTriesPerCodeIp}
+                AND (s.start_ip = ${input.ip} OR s.attempts < ${wrongTriesPerCodeOthers})
+              ORDER BY s.created_at DESC`.pipe(Effect.flatMap(decodeSignIns))
+            const signIn = live.find((row) => sameHash(hashCode(row.id, input.code), row.code_hash))
+            if (signIn === undefined) {
+              for (const row of live) {
+                yield* sql`INSERT INTO sign_in_attempts (sign_in_id, ip, wrong) VALUES (${row.id}, ${input.ip}, 1)
+                  ON CONFLICT (sign_in_id, ip) DO UPDATE SET wrong = sign_in_attempts.wrong + 1`
+                if (row.start_ip !== input.ip)
+                  yield* sql`UPDATE sign_ins SET attempts = attempts + 1 WHERE id = ${row.id}`
+              }
               return undefined
             }
-            yield* sql`UPDATE sign_ins SET used_at = ${now} WHERE id = ${signIn.id}`
-            return yield* complete(email, signIn.key_id, label, now)
+            const used = yield* sql`UPDATE sign_ins SET used_at = ${now}
+              WHERE id = ${signIn.id} AND used_at IS NULL RETURNING id`
+            // Its link was followed in the meantime: the code is used.
+            if (used.length === 0) return undefined
+            return yield* complete(email, claimingKey(signIn.key_id, input.keyId), input.label, now)
           })
         )
-        return outcome ?? (yield* refused())
+        if (outcome === undefined) return yield* refused()
+        yield* allowance.giveBack
+        return outcome
       })
 
-      const verifyLink = Effect.fn("Identities.verifyLink")(function* (token: string, label: TokenLabel) {
+      const verifyLink = Effect.fn("Identities.verifyLink")(function* (input: {
+        readonly token: string
+        readonly keyId: string | undefined
+        readonly label: TokenLabel
+      }) {
         const unusable = new Unauthorized({
           message: "This sign-in link is wrong, used or expired. Start again: POST /v1/auth/email/start.",
           param: "token"
         })
-        if (!linkTokenPattern.test(token)) return yield* unusable
+        if (!linkTokenPattern.test(input.token)) return yield* unusable
         const now = yield* Clock.currentTimeMillis
+        // No try is counted against a link (it cannot be guessed), so wrong codes never stop it.
         const outcome = yield* sql.withTransaction(
           Effect.gen(function* () {
             const rows = yield* sql`UPDATE sign_ins SET used_at = ${now}
-              WHERE link_hash = ${hashSecret(token)} AND used_at IS NULL AND expires_at > ${now}
-                AND attempts < ${identityPolicy.signInAttempts}
-              RETURNING id, email, code_hash, key_id, attempts, expires_at, used_at`.pipe(
+              WHERE link_hash = ${hashSecret(input.token)} AND used_at IS NULL AND expires_at > ${now}
+              RETURNING id, email, code_hash, key_id, attempts, start_ip, expires_at, used_at`.pipe(
               Effect.flatMap(decodeSignIns)
             )
             const signIn = rows[0]
-            return signIn === undefined ? undefined : yield* complete(signIn.email, signIn.key_id, label, now)
+            return signIn === undefined
+              ? undefined
+              : yield* complete(signIn.email, claimingKey(signIn.key_id, input.keyId), input.label, now)
           })
         )
         return outcome ?? (yield* unusable)
+      })
+
+      const linkTarget = Effect.fn("Identities.linkTarget")(function* (token: string) {
+        if (!linkTokenPattern.test(token)) return undefined
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* sql<{ email: string; key_id: string | null }>`SELECT email, key_id FROM sign_ins
+          WHERE link_hash = ${hashSecret(token)} AND used_at IS NULL AND expires_at > ${now}`
+        const row = rows[0]
+        return row === undefined ? undefined : { email: row.email, claiming: row.key_id !== null }
       })
 
       const authenticate = Effect.fn("Identities.authenticate")(function* (secret: string) {
@@ -463,7 +541,10 @@ export class Identities extends Context.Service<
       })
 
       const startDevice = Effect.fn("Identities.startDevice")(function* (ip: string) {
-        yield* takeLimits([{ key: `device-ip:${ip}`, limit: 10, window: "15 minutes" }], "device sign-in")
+        yield* takeLimits(
+          [{ key: `device-ip:${ip}`, rule: { limit: 10, windowMs: 15 * 60_000 } }],
+          "device sign-in"
+        )
         const now = yield* Clock.currentTimeMillis
         const id = yield* ids.newId("dev")
         const deviceCode = yield* newSecret
@@ -562,30 +643,37 @@ export class Identities extends Context.Service<
       }) {
         const email = normalizeEmail(input.email)
         if (email === undefined) return yield* badEmail()
-        yield* takeLimits(
-          [
-            { key: `recover-ip:${input.ip}`, ...identityPolicy.startsPerIp },
-            { key: `recover-email:${email}`, ...identityPolicy.startsPerEmail }
-          ],
-          "recovery"
-        )
+        yield* takeLimits(startWindows("recover", policy.recovery, email, input.ip), "recovery")
         const now = yield* Clock.currentTimeMillis
         yield* sql.withTransaction(
           Effect.gen(function* () {
-            const claimed = (yield* accountsOf(email)).filter((row) => row.claimed_at !== null)
+            const claimed = yield* sql<{ id: string }>`SELECT id FROM accounts
+              WHERE email = ${email} AND claimed_at IS NOT NULL ORDER BY created_at, id`
+            const issued: Array<{ accountId: string; link: string; hash: string }> = []
             for (const account of claimed) {
               const link = yield* newSecret
-              yield* sql`INSERT INTO recovery_links (link_hash, account_id, expires_at, created_at)
-                VALUES (${hashSecret(link)}, ${account.id}, ${now + identityPolicy.recoveryTtlMs}, ${now})`
-              yield* outbox.enqueue(
-                recoveryMail({
-                  to: email,
-                  accountId: account.id,
-                  link: `${baseUrl}/recover?token=${link}`,
-                  minutes: identityPolicy.recoveryTtlMs / 60_000
-                })
-              )
+              issued.push({ accountId: account.id, link, hash: hashSecret(link) })
             }
+            // The same statements and one message whether or not the address owns an account (its
+            // links are rows of one insert, none for an unknown address): the work, and so the
+            // answer's timing, says nothing about who has an account.
+            const rows = JSON.stringify(
+              issued.map(({ accountId, hash }) => ({ account_id: accountId, link_hash: hash }))
+            )
+            yield* sql`INSERT INTO recovery_links (link_hash, account_id, expires_at, created_at)
+              SELECT link_hash, account_id, ${now + identityPolicy.recoveryTtlMs}::bigint, ${now}::bigint
+              FROM jsonb_to_recordset(${rows}::jsonb) AS issued (link_hash text, account_id text)`
+            yield* outbox.enqueue(
+              recoveryMail({
+                to: email,
+                links: issued.map(({ accountId, link }) => ({
+                  accountId,
+                  link: `${baseUrl}/recover?token=${link}`
+                })),
+                minutes: identityPolicy.recoveryTtlMs / 60_000,
+                claimUrl: links(baseUrl).claim
+              })
+            )
           })
         )
         return { sent: true as const }
@@ -636,6 +724,7 @@ export class Identities extends Context.Service<
         start,
         verifyCode,
         verifyLink,
+        linkTarget,
         authenticate,
         tokens,
         revokeToken,

@@ -45,8 +45,25 @@ describe("policy configuration", () => {
         PACK_PRODUCTION_PRICE_CENTS: "5000",
         PACK_PRODUCTION_CREDITS_PER_MONTH: "30000",
         LEASE_SECONDS: "30",
-        UPGRADE_URL: "https://pay.example.test/buy"
+        UPGRADE_URL: "https://pay.example.test/buy",
+        SIGNIN_STARTS_PER_IP: "6",
+        SIGNIN_STARTS_PER_IP_MINUTES: "16",
+        SIGNIN_STARTS_PER_EMAIL_IP: "4",
+        SIGNIN_STARTS_PER_EMAIL_IP_MINUTES: "61",
+        SIGNIN_STARTS_PER_EMAIL: "2",
+        SIGNIN_STARTS_PER_EMAIL_MINUTES: "5",
+        SIGNIN_WRONG_CODES_PER_IP: "30",
+        SIGNIN_WRONG_CODES_PER_IP_MINUTES: "20",
+        SIGNIN_WRONG_TRIES_PER_CODE_IP: "3",
+        SIGNIN_WRONG_TRIES_PER_CODE_OTHERS: "12",
+        RECOVER_PER_IP: "7",
+        RECOVER_PER_IP_MINUTES: "17",
+        RECOVER_PER_EMAIL_IP: "2",
+        RECOVER_PER_EMAIL_IP_MINUTES: "30",
+        RECOVER_PER_EMAIL: "4",
+        RECOVER_PER_EMAIL_MINUTES: "8"
       })
+      const minute = 60_000
       const hour = 3_600_000
       assert.deepStrictEqual(config.policy, {
         freeCreditsPerIpDay: 50,
@@ -66,7 +83,20 @@ describe("policy configuration", () => {
         packs: [
           { pack: "flex", mode: "one_time", price_usd_cents: 1000, credits: 4000 },
           { pack: "production", mode: "subscription", price_usd_cents: 5000, credits_per_month: 30000 }
-        ]
+        ],
+        signIn: {
+          perIp: { limit: 6, windowMs: 16 * minute },
+          perEmailIp: { limit: 4, windowMs: 61 * minute },
+          perEmail: { limit: 2, windowMs: 5 * minute },
+          wrongCodesPerIp: { limit: 30, windowMs: 20 * minute },
+          wrongTriesPerCodeIp: 3,
+          wrongTriesPerCodeOthers: 12
+        },
+        recovery: {
+          perIp: { limit: 7, windowMs: 17 * minute },
+          perEmailIp: { limit: 2, windowMs: 30 * minute },
+          perEmail: { limit: 4, windowMs: 8 * minute }
+        }
       })
       assert.strictEqual(config.leaseMs, 30_000)
       assert.strictEqual(config.upgradeUrl, "https://pay.example.test/buy")

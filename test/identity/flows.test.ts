@@ -108,7 +108,7 @@ describe(`identity flows (${storeName})`, () => {
       })
     )
 
-    it.effect("a wrong code counts; the code dies after 5 wrong tries", () =>
+    it.effect("a wrong code counts; the code takes no more tries from an IP after its 5 wrong ones", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
         const ip = "10.61.0.3"

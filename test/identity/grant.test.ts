@@ -100,6 +100,38 @@ describe(`the one-time grant (${storeName})`, () => {
         })
     )
 
+    it.effect("once per mailbox: a +tag, the case, and Gmail's dots and two domains are one person", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        for (const spellings of [
+          ["farm+1@example.com", "farm+2@example.com", "Farm@Example.com"],
+          ["f.arm@gmail.com", "farm+x@googlemail.com", "F.A.R.M@gmail.com"]
+        ]) {
+          const granted = []
+          for (const email of spellings) {
+            const ip = freshIp()
+            const minted = yield* app.mint(ip)
+            const claim = yield* signIn(app, email, { key: minted.key, ip })
+            // Each spelling is its own identity, kept as typed (lower-cased), and claims its account.
+            assert.strictEqual(claim.email, email.toLowerCase())
+            assert.strictEqual(claim.claimed, minted.account_id)
+            granted.push(claim.grant_credits)
+          }
+          assert.deepStrictEqual(granted, [10_000, 0, 0], spellings.join(", "))
+        }
+        // A new spelling's own trial account: its first key earns nothing either.
+        const ip = freshIp()
+        const person = yield* signIn(app, "farm+3@example.com", { ip })
+        const firstKey = yield* post(app, "/v1/keys", { label: "a" }, { key: person.management_token, ip })
+        assert.strictEqual(firstKey.status, 201, JSON.stringify(firstKey.body))
+        assert.strictEqual(firstKey.body.grant_credits, 0)
+        // Another mailbox at the same provider is another person.
+        const other = yield* app.mint(ip)
+        const stranger = yield* signIn(app, "farmer@gmail.com", { key: other.key, ip })
+        assert.strictEqual(stranger.grant_credits, 10_000)
+      })
+    )
+
     it.effect("the same code verified twice at once: one sign-in, one UNAUTHORIZED, one grant", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
@@ -108,7 +140,9 @@ describe(`the one-time grant (${storeName})`, () => {
         const minted = yield* app.mint(ip)
         const { code } = yield* codeFor(app, email, { key: minted.key, ip })
         const replies = yield* Effect.all(
-          Array.from({ length: 4 }, () => post(app, "/v1/auth/email/verify", { email, code }, { ip })),
+          Array.from({ length: 4 }, () =>
+            post(app, "/v1/auth/email/verify", { email, code }, { key: minted.key, ip })
+          ),
           { concurrency: "unbounded" }
         )
         assert.deepStrictEqual(replies.map((reply) => reply.status).sort(), [200, 401, 401, 401])
@@ -129,7 +163,9 @@ describe(`the one-time grant (${storeName})`, () => {
           const codes: Array<string> = []
           for (const email of emails) codes.push((yield* codeFor(app, email, { key: minted.key, ip })).code)
           const replies = yield* Effect.all(
-            emails.map((email, i) => post(app, "/v1/auth/email/verify", { email, code: codes[i] }, { ip })),
+            emails.map((email, i) =>
+              post(app, "/v1/auth/email/verify", { email, code: codes[i] }, { key: minted.key, ip })
+            ),
             { concurrency: "unbounded" }
           )
           for (const reply of replies) assert.strictEqual(reply.status, 200, JSON.stringify(reply.body))
@@ -167,7 +203,7 @@ describe(`the one-time grant (${storeName})`, () => {
           const { code } = yield* codeFor(app, email, { key: minted.key, ip })
           const [claimed, created] = yield* Effect.all(
             [
-              post(app, "/v1/auth/email/verify", { email, code }, { ip }),
+              post(app, "/v1/auth/email/verify", { email, code }, { key: minted.key, ip }),
               post(app, "/v1/keys", { label: "first" }, { key: person.management_token, ip })
             ],
             { concurrency: "unbounded" }
@@ -278,14 +314,24 @@ describe(`the one-time grant (${storeName})`, () => {
           const second = yield* codeFor(app, email, { key: two.key, ip })
           // Both starts are pending for one email: only the newer (key two) can finish.
           if (first.code !== second.code) {
-            const stale = yield* post(app, "/v1/auth/email/verify", { email, code: first.code }, { ip })
+            const stale = yield* post(
+              app,
+              "/v1/auth/email/verify",
+              { email, code: first.code },
+              { key: one.key, ip }
+            )
             assert.strictEqual(stale.status, 401)
           }
           assert.strictEqual(
-            (yield* post(app, "/v1/auth/email/verify", { token: first.token }, { ip })).status,
+            (yield* post(app, "/v1/auth/email/verify", { token: first.token }, { key: one.key, ip })).status,
             401
           )
-          const claimedTwo = yield* post(app, "/v1/auth/email/verify", { email, code: second.code }, { ip })
+          const claimedTwo = yield* post(
+            app,
+            "/v1/auth/email/verify",
+            { email, code: second.code },
+            { key: two.key, ip }
+          )
           assert.strictEqual(claimedTwo.status, 200, JSON.stringify(claimedTwo.body))
           assert.strictEqual(claimedTwo.body.claimed, two.account_id)
           assert.strictEqual(claimedTwo.body.grant_credits, 10_000)

@@ -11,13 +11,14 @@ const freshIp = ipSequence("10.69")
 
 describe(`identity races (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
-    it.effect("starts racing for one email: only the newest sign-in stays usable", () =>
+    it.effect("starts racing for one email from one IP: only the newest sign-in stays usable", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
         for (let round = 0; round < 4; round++) {
           const email = `start-race${round}@example.com`
+          const ip = freshIp()
           const replies = yield* Effect.all(
-            Array.from({ length: 3 }, () => post(app, "/v1/auth/email/start", { email }, { ip: freshIp() })),
+            Array.from({ length: 3 }, () => post(app, "/v1/auth/email/start", { email }, { ip })),
             { concurrency: "unbounded" }
           )
           for (const reply of replies) assert.strictEqual(reply.status, 202)
@@ -34,21 +35,54 @@ describe(`identity races (${storeName})`, () => {
         }
       })
     )
-    it.effect("wrong tries racing are all counted: after 8 at once the right code is dead", () =>
+
+    it.effect("starts racing for one email from three IPs: each keeps its own sign-in", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const email = "start-race-ips@example.com"
+        const ips = [freshIp(), freshIp(), freshIp()]
+        const replies = yield* Effect.all(
+          ips.map((ip) => post(app, "/v1/auth/email/start", { email }, { ip })),
+          { concurrency: "unbounded" }
+        )
+        for (const reply of replies) assert.strictEqual(reply.status, 202)
+        const links = (yield* mailTo(email)).map((mail) => linkTokenIn(mail.text, "/login"))
+        assert.lengthOf(links, 3)
+        for (const token of links)
+          assert.strictEqual(
+            (yield* post(app, "/v1/auth/email/verify", { token }, { ip: freshIp() })).status,
+            200
+          )
+      })
+    )
+
+    it.effect("wrong tries racing are all counted, per IP and in total; the starting IP keeps its own", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
         const email = "tries-race@example.com"
-        const { code } = yield* codeFor(app, email, { ip: freshIp() })
+        const owner = freshIp()
+        const { code } = yield* codeFor(app, email, { ip: owner })
         const wrong = code === "000000" ? "111111" : "000000"
-        const replies = yield* Effect.all(
-          Array.from({ length: 8 }, () =>
-            post(app, "/v1/auth/email/verify", { email, code: wrong }, { ip: freshIp() })
-          ),
+        const verify = (ip: string, guess: string) =>
+          post(app, "/v1/auth/email/verify", { email, code: guess }, { ip })
+        // Eight at once from one IP: five are counted against the code, and then it takes none from there.
+        const one = freshIp()
+        const fromOne = yield* Effect.all(
+          Array.from({ length: 8 }, () => verify(one, wrong)),
           { concurrency: "unbounded" }
         )
-        for (const reply of replies) assert.strictEqual(reply.status, 401)
-        const right = yield* post(app, "/v1/auth/email/verify", { email, code }, { ip: freshIp() })
-        assert.strictEqual(right.status, 401)
+        for (const reply of fromOne) assert.strictEqual(reply.status, 401)
+        assert.strictEqual((yield* verify(one, code)).status, 401)
+        // Ten at once from ten more IPs: with the five above, the other IPs' total (10) is passed.
+        const fromMany = yield* Effect.all(
+          Array.from({ length: 10 }, () => verify(freshIp(), wrong)),
+          { concurrency: "unbounded" }
+        )
+        for (const reply of fromMany) assert.strictEqual(reply.status, 401)
+        assert.strictEqual((yield* verify(freshIp(), code)).status, 401)
+        // The IP that asked for the code still signs in with it.
+        const right = yield* verify(owner, code)
+        assert.strictEqual(right.status, 200, JSON.stringify(right.body))
       })
     )
 

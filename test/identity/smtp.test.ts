@@ -51,10 +51,12 @@ describe(`sign-in, claim and recovery by mail over SMTP (${storeName})`, () => {
         assert.strictEqual(signInMail.user, "mailer")
         assert.match(signInMail.subject ?? "", /^Your sign-in code: \d{6}$/)
         assert.include(signInMail.html ?? "", "/login?token=")
-        const verified = yield* post(app, "/v1/auth/email/verify", {
-          email,
-          code: codeIn(signInMail.text ?? "")
-        })
+        const verified = yield* post(
+          app,
+          "/v1/auth/email/verify",
+          { email, code: codeIn(signInMail.text ?? "") },
+          { key: minted.key, ip }
+        )
         assert.strictEqual(verified.status, 200, JSON.stringify(verified.body))
         assert.strictEqual(verified.body.claimed, minted.account_id)
         assert.strictEqual(verified.body.grant_credits, 10_000)

@@ -62,7 +62,7 @@ describe(`/claim in Chromium (${storeName})`, () => {
               ["claimer@example.com", `Account ${minted.account_id} was already claimed by your email.`],
               [
                 "someone-else@example.com",
-                `Account ${minted.account_id} was not claimed: another email owns it.`
+                `Account ${minted.account_id} was not claimed: another email owns it`
               ]
             ] as const) {
               await page.goto(`${baseUrl}/claim`)

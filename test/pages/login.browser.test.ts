@@ -108,17 +108,33 @@ describe(`/login in Chromium (${storeName})`, () => {
           for (let i = 0; i < 2; i++) {
             const response = await page.goto(`${baseUrl}/login?token=${token}`)
             assert.strictEqual(response?.status(), 200)
-            assert.include(await textOf(page), "Press the button to finish signing in")
+            const text = await textOf(page)
+            assert.include(text, "This link signs you in as linker@example.com in this browser.")
+            assert.notInclude(text, "This browser is signed in as")
             assert.isUndefined(await sessionCookieOf(run.context))
           }
-          await page.getByRole("button", { name: "Sign in" }).click()
+          await page.getByRole("button", { name: "Sign in as linker@example.com" }).click()
           assert.include(await textOf(page), "You are signed in as linker@example.com")
           assert.isDefined(await sessionCookieOf(run.context))
-          // Used: the link works once.
+          // Someone else's link, for their own address, opened in this signed-in browser: the page
+          // names both addresses before anything changes.
+          const theirs = await fetch(`${app.url}/v1/auth/email/start`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "x-forwarded-for": "10.71.0.3" },
+            body: JSON.stringify({ email: "link-sender@example.com" })
+          })
+          assert.strictEqual(theirs.status, 202)
+          await page.goto(`${baseUrl}/login?token=${await mail.link("link-sender@example.com", "/login")}`)
+          const warned = await textOf(page)
+          assert.include(warned, "This link signs you in as link-sender@example.com in this browser.")
+          assert.include(
+            warned,
+            "This browser is signed in as linker@example.com. Continuing signs linker@example.com out here"
+          )
+          // Used: the link works once, and its page says so before any button.
           await run.context.clearCookies()
-          await page.goto(`${baseUrl}/login?token=${token}`)
-          await page.getByRole("button", { name: "Sign in" }).click()
-          assert.strictEqual(lastStatus(run, "POST", "/login/link"), 401)
+          const used = await page.goto(`${baseUrl}/login?token=${token}`)
+          assert.strictEqual(used?.status(), 401)
           assert.include(await textOf(page), "This sign-in link is wrong, used or expired")
         })
       })

@@ -36,22 +36,26 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
     const identities = yield* Identities
     const identity = yield* Identity
     const answer = answering(yield* Problems)
+    /**
+     * The spend key a sign-in call holds as bearer, which names the account a sign-in claims: a
+     * claim needs the same key at start and at verify. A management token adds nothing.
+     */
+    const heldKeyId = Effect.gen(function* () {
+      const bearer = bearerOf(yield* HttpServerRequest.HttpServerRequest)
+      if (bearer === undefined || bearer.startsWith("svcm_")) return undefined
+      if (!spendKeyPattern.test(bearer))
+        return yield* new Unauthorized({
+          message:
+            "The bearer is not a spend key of this service; send none, or the key of the account to claim."
+        })
+      return (yield* identity.authenticate(bearer)).key.id
+    })
     return handlers
       .handle("startEmailSignIn", ({ payload }) =>
         answer(
           Effect.gen(function* () {
             const ip = yield* ClientIp
-            // A spend key as bearer names the account this sign-in claims; a management token adds nothing.
-            const bearer = bearerOf(yield* HttpServerRequest.HttpServerRequest)
-            let keyId: string | undefined
-            if (bearer !== undefined && !bearer.startsWith("svcm_")) {
-              if (!spendKeyPattern.test(bearer))
-                return yield* new Unauthorized({
-                  message:
-                    "The bearer is not a spend key of this service; send none, or the key of the account to claim."
-                })
-              keyId = (yield* identity.authenticate(bearer)).key.id
-            }
+            const keyId = yield* heldKeyId
             return yield* identities.start({ email: payload.email, ip, keyId })
           })
         )
@@ -59,7 +63,9 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
       .handle("verifyEmailSignIn", ({ payload }) =>
         answer(
           Effect.gen(function* () {
-            if (payload.token !== undefined) return yield* identities.verifyLink(payload.token, "web")
+            const keyId = yield* heldKeyId
+            if (payload.token !== undefined)
+              return yield* identities.verifyLink({ token: payload.token, keyId, label: "web" })
             if (payload.email === undefined)
               return yield* new InvalidInput({
                 message: "Send `email` and `code`, or the sign-in link's `token`.",
@@ -70,7 +76,13 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
                 message: "Send the 6-digit `code` from the email.",
                 param: "code"
               })
-            return yield* identities.verifyCode(payload.email, payload.code, "web")
+            return yield* identities.verifyCode({
+              email: payload.email,
+              code: payload.code,
+              ip: yield* ClientIp,
+              keyId,
+              label: "web"
+            })
           })
         )
       )

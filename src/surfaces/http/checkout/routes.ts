@@ -49,7 +49,7 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
     const withForm = <R>(
       handle: (form: Form) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
     ) =>
-      Effect.flatMap(readForm(config.maxBodyBytes), (form) =>
+      Effect.flatMap(readForm(config), (form) =>
         typeof form === "string"
           ? Effect.succeed(
               htmlPage(refusedFormPage(config, refusals[form].message), { status: refusals[form].status })

@@ -158,7 +158,8 @@ export const OAuthRoutes = HttpRouter.use((router) =>
             htmlPage(codePage(baseUrl, uid, consent, email, message), { status, ...personal })
           if (!signInCodePattern.test(code)) return wrong(400, "The code is the 6 digits in the email.")
           // The same sign-in as `/login`: this browser is signed in to the service too.
-          return yield* identities.verifyCode(email, code, "web").pipe(
+          const ip = yield* clientIp
+          return yield* identities.verifyCode({ email, code, ip, keyId: undefined, label: "web" }).pipe(
             Effect.map((signedIn) =>
               withSession(seeOther(`${baseUrl}/login/${uid}`), signedIn.management_token, baseUrl)
             ),
@@ -169,8 +170,16 @@ export const OAuthRoutes = HttpRouter.use((router) =>
                 Effect.succeed(
                   wrong(
                     401,
-                    "That code is wrong, used or expired. A code works for 10 minutes and stops working after 5 wrong tries."
+                    `That code is wrong, used or expired. A code works for 10 minutes and stops taking tries from here after ${config.policy.signIn.wrongTriesPerCodeIp} wrong ones.`
                   )
+                ),
+              RateLimited: (error) =>
+                Effect.succeed(
+                  htmlPage(codePage(baseUrl, uid, consent, email, tooMany(error)), {
+                    status: 429,
+                    ...personal,
+                    headers: rateLimitHeaders(error)
+                  })
                 )
             }),
             Effect.orDie

@@ -12,11 +12,13 @@ import { announcedBodyTooLarge } from "../../common/limits.ts"
  * The pages need nothing but their own inline style: no script, no frame, nothing from elsewhere.
  * Forms post to the service itself; a page whose form ends in a loopback redirect (RFC 8252) also
  * names that one origin, because Chromium applies `form-action` to the redirect of a submission.
+ * The referrer goes to the service only (its addresses may hold a link token), which also makes a
+ * browser send the pages' own origin as `Origin` with their forms (`no-referrer` makes it "null").
  */
 const securityHeaders = (formTargets: ReadonlyArray<string>) => ({
   "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'${formTargets.map((origin) => ` ${origin}`).join("")}; frame-ancestors 'none'`,
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer"
+  "referrer-policy": "same-origin"
 })
 
 export interface PageOptions {
@@ -90,13 +92,32 @@ const isBodyTooLarge = (error: unknown) =>
   "reason" in error &&
   (error.reason as { readonly reason?: string } | undefined)?.reason === "BodyTooLarge"
 
-/** Reads an `application/x-www-form-urlencoded` body under the configured limit. */
-export const readForm = (maxBodyBytes: number) =>
+/**
+ * Whether a form was submitted from the service's own pages, judged before any session exists (login
+ * CSRF: another site's form must not sign a browser in, or start a sign-in in its name). Fetch
+ * metadata when the browser sends it, then `Origin`, then `Referer` when there is no `Origin`; the
+ * service's own origin is the configured base URL's, or the one this request was addressed to (its
+ * `Host`), which another site's form cannot name. A request with none of the three is not a
+ * browser's form submission (browsers send `Origin` with every POST), so no other site caused it.
+ */
+export const fromOwnPages = (headers: Readonly<Record<string, string | undefined>>, ownOrigin: string) => {
+  const site = headers["sec-fetch-site"]
+  if (site !== undefined && site !== "same-origin" && site !== "none") return false
+  const ours = (url: string) =>
+    URL.canParse(url) &&
+    (new URL(url).origin === ownOrigin || (headers.host !== undefined && new URL(url).host === headers.host))
+  const origin = headers.origin
+  if (origin !== undefined) return ours(origin)
+  const referer = headers.referer
+  return referer === undefined || ours(referer)
+}
+
+/** Reads an `application/x-www-form-urlencoded` body from the service's own pages, under the configured limit. */
+export const readForm = (config: { readonly maxBodyBytes: number; readonly baseUrl: string }) =>
   Effect.gen(function* () {
+    const { maxBodyBytes } = config
     const request = yield* HttpServerRequest.HttpServerRequest
-    // Fetch metadata: a form another site submits (login CSRF, even before any session) is refused.
-    // The Origin header cannot tell, as `Referrer-Policy: no-referrer` makes it "null" here too.
-    if (request.headers["sec-fetch-site"] === "cross-site") return "cross-site" as FormRefusal
+    if (!fromOwnPages(request.headers, new URL(config.baseUrl).origin)) return "cross-site" as FormRefusal
     const type = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
     if (type !== "application/x-www-form-urlencoded") return "not-a-form" as FormRefusal
     if (announcedBodyTooLarge(request.headers, maxBodyBytes) !== undefined) return "too-large" as FormRefusal

@@ -75,7 +75,7 @@ export const pageSession = Effect.gen(function* () {
   const withForm = <E, R>(
     handle: (form: Form) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
   ) =>
-    Effect.flatMap(readForm(config.maxBodyBytes), (form) =>
+    Effect.flatMap(readForm(config), (form) =>
       typeof form === "string" ? Effect.succeed(refusedForm(form)) : handle(form)
     )
 

@@ -41,6 +41,11 @@ export interface CodeStep {
   readonly continuation: Continuation
   /** The account a claim's key names, when the sign-in started at `/claim`. */
   readonly claiming?: string | undefined
+  /**
+   * The claim's key, carried to the code step: a claim needs the key that started it at verify too,
+   * so a code typed anywhere else (a victim's own sign-in) claims nothing.
+   */
+  readonly key?: string | undefined
   readonly error?: string | undefined
 }
 
@@ -49,7 +54,7 @@ const codeForm = (config: Config, step: CodeStep) =>
 10 minutes; the email also has a link that signs you in.</p>
 ${errorNote(step.error)}
 <form method="post" action="${config.baseUrl}/login/code">
-${hidden("email", step.email)}${step.claiming === undefined ? "" : hidden("claiming", step.claiming)}${continuationFields(step.continuation)}
+${hidden("email", step.email)}${step.claiming === undefined ? "" : hidden("claiming", step.claiming)}${step.key === undefined ? "" : hidden("key", step.key)}${continuationFields(step.continuation)}
 <label for="code">6-digit code</label>
 <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxlength="6" required>
 <button type="submit">Sign in</button>
@@ -90,13 +95,46 @@ ${emailField(options.email ?? "")}
 </form>`
   )
 
-/** `/login?token=...`: the emailed link asks before it signs in, so a mail scanner's prefetch signs no one in. */
-export const linkConfirmPage = (config: Config, token: string) =>
+/**
+ * `/login?token=...`: the emailed link asks before it signs in, so a mail scanner's prefetch signs no
+ * one in. It names the address it signs in, and the sign-in it would replace in this browser: a link
+ * someone else sent (their own account's) must not quietly swap the person's session for theirs.
+ */
+export const linkConfirmPage = (
+  config: Config,
+  options: {
+    readonly token: string
+    readonly email: string
+    /** The address this browser is signed in as now, if any. */
+    readonly current: string | undefined
+    /** The sign-in was started with a trial key, to claim its account. */
+    readonly claiming: boolean
+  }
+) =>
   page(
     config.baseUrl,
     "Sign in with this link",
-    html`<p>Press the button to finish signing in in this browser. The link works once.</p>
-<form method="post" action="${config.baseUrl}/login/link">${hidden("token", token)}<button type="submit">Sign in</button></form>`
+    html`<p>This link signs you in as <strong>${options.email}</strong> in this browser. It works once.</p>
+${
+  options.current === undefined
+    ? ""
+    : options.current === options.email
+      ? html`<p role="status">This browser is already signed in as <strong>${options.current}</strong>; continuing starts a new sign-in for the same address.</p>`
+      : html`<p class="error" role="alert">This browser is signed in as <strong>${options.current}</strong>. Continuing signs
+<strong>${options.current}</strong> out here and signs in <strong>${options.email}</strong> instead. Continue only if you asked
+for a sign-in link for <strong>${options.email}</strong> yourself: a link someone else sends you signs you in to their account.</p>`
+}
+<form method="post" action="${config.baseUrl}/login/link">${hidden("token", options.token)}
+${
+  options.claiming
+    ? html`<p>This sign-in was started to claim a trial account. To claim it, paste the trial key it was started with;
+without the key you are only signed in, and nothing is claimed.</p>
+<label for="key">Trial key (optional)</label>
+<input id="key" name="key" type="password" autocomplete="off" spellcheck="false" maxlength="200" placeholder="svc_trial_...">`
+    : ""
+}
+<button type="submit">Sign in as ${options.email}</button></form>
+<p><a href="${config.baseUrl}/">Cancel</a></p>`
   )
 
 /** An account as the signed-in page lists it. */
@@ -142,8 +180,8 @@ const claimOutcome = (
 ${grant} The same key keeps working; if you lose it, <a href="${config.baseUrl}/recover">recover the account</a> by email.</p>`
   return outcome.accounts.some((account) => account.id === claiming)
     ? html`<p role="status">Account <code>${claiming}</code> was already claimed by your email. ${grant}</p>`
-    : html`<p role="status">Account <code>${claiming}</code> was not claimed: another email owns it. You are signed in
-with the accounts your own email governs.</p>`
+    : html`<p role="status">Account <code>${claiming}</code> was not claimed: another email owns it, or the key that
+started the claim was not the one given. You are signed in with the accounts your own email governs.</p>`
 }
 
 /** The signed-in page: who, which accounts, and the way out. */

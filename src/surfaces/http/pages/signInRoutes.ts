@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import type { Account } from "../../../domain/accounts.ts"
 import { isLoopbackRedirect, signInCodePattern } from "../../../domain/identity.ts"
@@ -38,8 +38,8 @@ const fromSignIn = (signedIn: SignedIn): ReadonlyArray<AccountLine> =>
     grant: account.grant_credits
   }))
 
-const badCode =
-  "That code is wrong, used or expired. A code works for 10 minutes and stops working after 5 wrong tries; start again for a new one."
+const deadLink =
+  "This sign-in link is wrong, used or expired (it works once, for 10 minutes). Enter your email for a new code."
 
 /** Where a sign-in continues: from the query (GET) or the hidden fields (POST). */
 const continuationOf = (get: (name: string) => string): Continuation | "refused" => {
@@ -80,6 +80,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const { config, identities, identity, personal, clientIp, session, withForm, withSignedInForm } =
       yield* pageSession
+    const badCode = `That code is wrong, used or expired. A code works for 10 minutes and stops taking tries from here after ${config.policy.signIn.wrongTriesPerCodeIp} wrong ones; start again for a new one, or use the link in the email.`
 
     const afterSignIn = (signedIn: SignedIn, continuation: Continuation, claiming: string | undefined) =>
       Effect.gen(function* () {
@@ -130,6 +131,19 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
         return withSession(page(body, personal), token, config.baseUrl)
       })
 
+    /**
+     * The key a form carries (the claim's, from `/claim` through its code step, or pasted on the
+     * link's page): its id when it is an active spend key, else none, and then nothing is claimed.
+     */
+    const heldKey = (key: string) =>
+      spendKeyPattern.test(key)
+        ? identity.authenticate(key).pipe(
+            Effect.map(({ key, account }) => ({ keyId: key.id, accountId: account.id })),
+            Effect.option,
+            Effect.map(Option.getOrUndefined)
+          )
+        : Effect.succeed(undefined)
+
     /** The email step, shared by `/login` and `/claim`: a code is sent, the code form is next. */
     const sendCode = (
       email: string,
@@ -162,9 +176,20 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
       "/login",
       Effect.gen(function* () {
         const query = yield* queryParams
-        const token = query.get("token")
-        if (token !== null && token !== "")
-          return page(linkConfirmPage(config, token.slice(0, 100)), personal)
+        const token = query.get("token")?.trim().slice(0, 100)
+        if (token !== undefined && token !== "") {
+          const target = yield* identities.linkTarget(token).pipe(Effect.orDie)
+          if (target === undefined)
+            return page(loginPage(config, { continuation: home, error: deadLink }), {
+              status: 401,
+              ...personal
+            })
+          const current = yield* session
+          return page(
+            linkConfirmPage(config, { token, ...target, current: current?.governor.email }),
+            personal
+          )
+        }
         const continuation = continuationOf((name) => query.get(name)?.trim() ?? "")
         if (continuation === "refused") return page(refusedRedirectPage(config), { status: 400 })
         const current = yield* session
@@ -224,7 +249,8 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
           const continuation = continuationOf(form.get)
           if (continuation === "refused") return page(refusedRedirectPage(config), { status: 400 })
           const claiming = form.get("claiming") === "" ? undefined : form.get("claiming").slice(0, 100)
-          const step: CodeStep = { email: form.get("email"), continuation, claiming }
+          const key = form.get("key") === "" ? undefined : form.get("key").slice(0, 200)
+          const step: CodeStep = { email: form.get("email"), continuation, claiming, key }
           const options = { ...personal, formTargets: formTargets(continuation) }
           const code = form.get("code").replace(/\s/g, "")
           if (!signInCodePattern.test(code))
@@ -232,7 +258,9 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
               ...options,
               status: 400
             })
-          return yield* identities.verifyCode(step.email, code, "web").pipe(
+          const keyId = (yield* heldKey(key ?? ""))?.keyId
+          const ip = yield* clientIp
+          return yield* identities.verifyCode({ email: step.email, code, ip, keyId, label: "web" }).pipe(
             Effect.flatMap((signedIn) => afterSignIn(signedIn, continuation, claiming)),
             Effect.catchTags({
               InvalidInput: () =>
@@ -242,6 +270,14 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
               Unauthorized: () =>
                 Effect.succeed(
                   page(codePage(config, { ...step, error: badCode }), { ...options, status: 401 })
+                ),
+              RateLimited: (error) =>
+                Effect.succeed(
+                  page(codePage(config, { ...step, error: tooMany(error) }), {
+                    ...options,
+                    status: 429,
+                    headers: rateLimitHeaders(error)
+                  })
                 )
             }),
             Effect.orDie
@@ -254,22 +290,24 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
       "POST",
       "/login/link",
       withForm((form) =>
-        identities.verifyLink(form.get("token"), "web").pipe(
-          Effect.flatMap((signedIn) => afterSignIn(signedIn, home, undefined)),
-          Effect.catchTag("Unauthorized", () =>
-            Effect.succeed(
-              page(
-                loginPage(config, {
-                  continuation: home,
-                  error:
-                    "This sign-in link is wrong, used or expired (it works once, for 10 minutes). Enter your email for a new code."
-                }),
-                { status: 401, ...personal }
-              )
+        Effect.gen(function* () {
+          // A pasted key claims its account; the signed-in page then says whether it was claimed.
+          const held = yield* heldKey(form.get("key").slice(0, 200))
+          return yield* identities
+            .verifyLink({ token: form.get("token"), keyId: held?.keyId, label: "web" })
+            .pipe(
+              Effect.flatMap((signedIn) => afterSignIn(signedIn, home, held?.accountId)),
+              Effect.catchTag("Unauthorized", () =>
+                Effect.succeed(
+                  page(loginPage(config, { continuation: home, error: deadLink }), {
+                    status: 401,
+                    ...personal
+                  })
+                )
+              ),
+              Effect.orDie
             )
-          ),
-          Effect.orDie
-        )
+        })
       )
     )
 
@@ -335,7 +373,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
               { status: 401, ...personal }
             )
           const { key: record, account } = principal.value
-          return yield* sendCode(email, record.id, { continuation: home, claiming: account.id }, again)
+          return yield* sendCode(email, record.id, { continuation: home, claiming: account.id, key }, again)
         })
       )
     )
