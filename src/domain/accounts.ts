@@ -21,6 +21,12 @@ export interface KeyRecord {
   readonly accountId: string
   readonly hint: string
   readonly revoked: boolean
+  /** The platforms this key may call, within the account's; absent for all of them. */
+  readonly platforms?: ReadonlyArray<Platform>
+  /** When the key stops working (epoch ms); absent for never. */
+  readonly expiresAt?: number
+  /** The key that made this child key. */
+  readonly parentKeyId?: string
 }
 
 /** Who a management token stands for: an identity (a confirmed email) and the accounts it governs. */

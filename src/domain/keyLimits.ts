@@ -1,3 +1,5 @@
+import type { Account, KeyRecord } from "./accounts.ts"
+import type { Platform } from "./plans.ts"
 import { dayOf, msPerDay } from "./time.ts"
 
 /**
@@ -15,6 +17,12 @@ export const capResetsAt = (period: CapPeriod, now: number): number | undefined 
   const date = new Date(now)
   return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1)
 }
+
+/** The platforms a key may call: the account's, narrowed to the key's own list when it has one. */
+export const platformsOf = (account: Account, key: KeyRecord): ReadonlyArray<Platform> =>
+  key.platforms === undefined
+    ? account.entitlements
+    : account.entitlements.filter((platform) => key.platforms?.includes(platform))
 
 export const capResetsAtIso = (period: CapPeriod, now: number): string | undefined => {
   const at = capResetsAt(period, now)

@@ -16,9 +16,10 @@ import {
   RateLimited,
   TrialCapExceeded
 } from "../contract/errors.ts"
-import type { Account } from "../domain/accounts.ts"
+import type { Account, KeyRecord } from "../domain/accounts.ts"
 import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
+import { platformsOf } from "../domain/keyLimits.ts"
 import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Plan, type Platform } from "../domain/plans.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
@@ -105,7 +106,7 @@ export const meterDataCall = <R, E>(
   input: Effect.Effect<CallInput, E>
 ): Effect.Effect<Metered<E>, never, MeteringServices | R> => {
   const meter: Meter = { rate: undefined }
-  const refused = entitlement(caller.account, operation.platform)
+  const refused = entitlement(caller.account, caller.key, operation.platform)
   const call: Effect.Effect<CallOutcome, E | MeteringError, MeteringServices | R> =
     refused !== undefined
       ? Effect.fail(refused)
@@ -678,13 +679,19 @@ const refundsOf = (result: RunResult, freshness: Freshness): ReadonlyArray<Refun
     ? [...result.refunds, { reason: "realtime_fallback", credits: realtimeSurcharge }]
     : result.refunds
 
-/** The entitlement step: NOT_ENTITLED when the account may not call the platform. */
-const entitlement = (account: Account, platform: Platform): NotEntitled | undefined =>
-  account.entitlements.includes(platform)
-    ? undefined
-    : new NotEntitled({
-        message: `This account is not enabled for ${platform}. GET /v1/usage lists the platforms this key can call.`,
-        platform,
-        entitled: account.entitlements,
-        account: { accountId: account.id, plan: account.plan }
-      })
+/**
+ * The entitlement step: NOT_ENTITLED when the account may not call the platform, or the key is
+ * limited to other platforms.
+ */
+const entitlement = (account: Account, key: KeyRecord, platform: Platform): NotEntitled | undefined => {
+  const entitled = platformsOf(account, key)
+  if (entitled.includes(platform)) return undefined
+  return new NotEntitled({
+    message: account.entitlements.includes(platform)
+      ? `This key may call ${entitled.length === 0 ? "no platform" : entitled.join(" and ")} only, not ${platform}. Use another key, or have its owner widen its platforms (POST /v1/keys/update).`
+      : `This account is not enabled for ${platform}. GET /v1/usage lists the platforms this key can call.`,
+    platform,
+    entitled,
+    account: { accountId: account.id, plan: account.plan }
+  })
+}

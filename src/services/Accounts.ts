@@ -37,7 +37,10 @@ const KeyedAccountRow = Schema.Struct({
   key_id: Schema.String,
   hint: Schema.String,
   revoked_at: Row.NullableInt,
-  last_used_at: Row.NullableInt
+  last_used_at: Row.NullableInt,
+  key_platforms: Schema.NullOr(Row.Platforms),
+  expires_at: Row.NullableInt,
+  parent_key_id: Schema.NullOr(Schema.String)
 })
 
 const decodeAccounts = Row.decoder(AccountRow, "accounts")
@@ -101,13 +104,22 @@ export class Accounts extends Context.Service<
 
       const findByKey = Effect.fn("Accounts.findByKey")(function* (secret: string) {
         const rows = yield* sql`
-          SELECT a.*, k.id AS key_id, k.hint, k.revoked_at, k.last_used_at
+          SELECT a.*, k.id AS key_id, k.hint, k.revoked_at, k.last_used_at, k.platforms AS key_platforms,
+            k.expires_at, k.parent_key_id
           FROM api_keys k JOIN accounts a ON a.id = k.account_id
           WHERE k.secret_hash = ${hashSecret(secret)}`.pipe(Effect.flatMap(decodeKeyedAccounts))
         const row = rows[0]
         if (row === undefined) return undefined
         return {
-          key: { id: row.key_id, accountId: row.id, hint: row.hint, revoked: row.revoked_at !== null },
+          key: {
+            id: row.key_id,
+            accountId: row.id,
+            hint: row.hint,
+            revoked: row.revoked_at !== null,
+            ...(row.key_platforms === null ? {} : { platforms: row.key_platforms }),
+            ...(row.expires_at === null ? {} : { expiresAt: row.expires_at }),
+            ...(row.parent_key_id === null ? {} : { parentKeyId: row.parent_key_id })
+          },
           account: toAccount(row),
           lastUsedAt: row.last_used_at
         }

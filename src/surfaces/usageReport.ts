@@ -2,6 +2,7 @@ import { type AppConfigShape, links } from "../config.ts"
 import type { Caller } from "../contract/api.ts"
 import { upgradeUrl } from "../contract/problem.ts"
 import type { Usage } from "../contract/schemas.ts"
+import { platformsOf } from "../domain/keyLimits.ts"
 import { freeTier, isPaid } from "../domain/plans.ts"
 import { nextDayStartIso } from "../domain/time.ts"
 import type { UsageFacts } from "../services/Usage.ts"
@@ -23,7 +24,7 @@ export const usageReport = (
     state: account.state,
     key_hint: key.hint,
     claimed: account.claimed,
-    platforms: account.entitlements,
+    platforms: platformsOf(account, key),
     ...(paid
       ? {}
       : {

@@ -32,7 +32,14 @@ const inactive = (message: string) => new Unauthorized({ message })
 /** `svc_...` and `svc_trial_...` keys: unknown, revoked and suspended are UNAUTHORIZED. */
 const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.Service): BearerResolver => {
   // The principal, with the key's `last_used_at` written at most once per resolution interval.
-  const touched = (entry: Remembered, now: number): Effect.Effect<Principal> => {
+  const touched = (entry: Remembered, now: number): Effect.Effect<Principal, Unauthorized> => {
+    const expiresAt = entry.principal.key.expiresAt
+    if (expiresAt !== undefined && expiresAt <= now)
+      return Effect.fail(
+        inactive(
+          `This key expired at ${new Date(expiresAt).toISOString()}. Use another key, or have its owner set a later expires_at (POST /v1/keys/update).`
+        )
+      )
     if (entry.lastUsedAt !== null && now - entry.lastUsedAt < identityPolicy.lastUsedResolutionMs)
       return Effect.succeed(entry.principal)
     entry.lastUsedAt = now
