@@ -1,5 +1,5 @@
 import { Effect, ManagedRuntime } from "effect"
-import { AdminClient } from "../src/surfaces/cli/AdminClient.ts"
+import { AdminClient } from "../src/clients/operator-cli/AdminClient.ts"
 import type { FaultsPatch } from "../src/upstream/http/wire.ts"
 
 export interface BenchAccount {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `svc`: runs src/svc/main.ts on a Node that strips TypeScript types (22.18 or later). The machine's
+// `svc`: runs src/clients/customer-cli/main.ts on a Node that strips TypeScript types (22.18 or later). The machine's
 // own node may be older, so this file stays plain JavaScript that any node can start, and re-executes
 // itself through the Node the package pins (the `node` devDependency, as npm scripts would find it).
 import { spawnSync } from "node:child_process"
@@ -9,7 +9,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
-const main = join(root, "src", "svc", "main.ts")
+const main = join(root, "src", "clients", "customer-cli", "main.ts")
 const [major, minor] = process.versions.node.split(".").map(Number)
 
 if (major > 22 || (major === 22 && minor >= 18)) {

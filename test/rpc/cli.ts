@@ -2,7 +2,7 @@ import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 
-const main = fileURLToPath(new URL("../../src/surfaces/cli/main.ts", import.meta.url))
+const main = fileURLToPath(new URL("../../src/clients/operator-cli/main.ts", import.meta.url))
 
 export interface CliRun {
   readonly code: number

@@ -28,7 +28,7 @@ const inTerminal = (
       start(["-qefc", [pinnedNode, svcMain, ...args].map(quote).join(" "), "/dev/null"], env, ["script"]).done
   )
 
-/** Bold, dim or red: the SGR codes `src/svc/output.ts` writes (built with `RegExp`, the lint refuses ESC in a literal). */
+/** Bold, dim or red: the SGR codes `src/clients/customer-cli/output.ts` writes (built with `RegExp`, the lint refuses ESC in a literal). */
 const colours = new RegExp(`${String.fromCharCode(27)}\\[(1|2|31)m`)
 
 describe.skipIf(!hasScript)("the svc command line in a pseudo-terminal", () => {

@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import type { Offer } from "../contract/offer.ts"
+import type { Offer } from "../../contract/offer.ts"
 import { withIdempotencyKey } from "./SvcClient.ts"
 
 /** The offer a payment-fixable problem carries (INSUFFICIENT_CREDITS, TRIAL_CAP_EXCEEDED, ...), if any. */

@@ -1,9 +1,9 @@
 import { Console, Effect, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { restQuerySchema } from "../contract/api.ts"
-import type { AnyDeclaration } from "../contract/declaration.ts"
-import { declarations } from "../contract/operations/index.ts"
-import { platforms } from "../domain/plans.ts"
+import { restQuerySchema } from "../../contract/api.ts"
+import type { AnyDeclaration } from "../../contract/declaration.ts"
+import { declarations } from "../../contract/operations/index.ts"
+import { platforms } from "../../domain/plans.ts"
 import { dim, human, printJson, withSpinner } from "./output.ts"
 import { UsageError, withKey } from "./session.ts"
 

@@ -1,5 +1,5 @@
 import { Command } from "effect/cli"
-import { cli as operatorCli } from "../surfaces/cli/commands.ts"
+import { cli as operatorCli } from "../operator-cli/commands.ts"
 import { accountCommands } from "./account.ts"
 import { platformCommands } from "./data.ts"
 
@@ -9,7 +9,7 @@ type Operator =
     : never
 
 /**
- * The operator's `admin` commands (src/surfaces/cli), as they are: `svc admin ...`. Its only
+ * The operator's `admin` commands (src/clients/operator-cli), as they are: `svc admin ...`. Its only
  * subcommand is `admin`; the cast restores the error and service types `subcommands` widens.
  */
 const admin = operatorCli.subcommands

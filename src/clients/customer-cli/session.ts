@@ -1,6 +1,6 @@
 import { Data, Effect } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { makeSvcClient, type SvcClientShape } from "../client/SvcClient.ts"
+import { makeSvcClient, type SvcClientShape } from "../sdk/SvcClient.ts"
 import { baseUrlOf, readConfig, type SvcConfig } from "./config.ts"
 
 /** A flag combination or value the parser took but the command cannot use (exit 2). */

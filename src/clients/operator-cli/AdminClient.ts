@@ -10,7 +10,7 @@ import {
 import { RpcClient, RpcSerialization } from "effect/rpc"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
 import { adminTokenPath } from "../../services/AdminToken.ts"
-import { AdminRpcs, adminRpcPath } from "../rpc/AdminRpc.ts"
+import { AdminRpcs, adminRpcPath } from "../../surfaces/rpc/AdminRpc.ts"
 
 export class AdminTokenMissing extends Data.TaggedError("AdminTokenMissing")<{ readonly message: string }> {}
 

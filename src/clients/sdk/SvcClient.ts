@@ -1,8 +1,8 @@
 import { Config, Context, Effect, Layer, Option, Random, Redacted } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
-import { makeApi } from "../contract/api.ts"
-import { declarations } from "../contract/operations/index.ts"
+import { makeApi } from "../../contract/api.ts"
+import { declarations } from "../../contract/operations/index.ts"
 import { defaultRetryPolicy, isRetriable, type RetryPolicy, retryAfterOf, retryDelayMs } from "./retry.ts"
 
 /** The `/v1` contract the server serves, built from the same declarations. */

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { HttpClientRequest } from "effect/http"
-import { defaultRetryPolicy, isRetriable, retryAfterOf, retryDelayMs } from "../../src/client/retry.ts"
+import { defaultRetryPolicy, isRetriable, retryAfterOf, retryDelayMs } from "../../src/clients/sdk/retry.ts"
 import { ConcurrencyLimit, InvalidInput, UpstreamUnavailable } from "../../src/contract/errors.ts"
 
 const policy = { maxAttempts: 4, baseDelayMs: 100, maxDelayMs: 10_000 }

@@ -3,7 +3,7 @@
  * service (`SvcClient`) and a Promise facade (`createClient`). Errors are the contract's error
  * classes, one per problem code.
  */
-export * from "../contract/errors.ts"
+export * from "../../contract/errors.ts"
 export { createClient, type PromiseClient } from "./promise.ts"
 export { followingOffer, offerOf } from "./resume.ts"
 export { defaultRetryPolicy, type RetryPolicy } from "./retry.ts"

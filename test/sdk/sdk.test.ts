@@ -13,7 +13,7 @@ import {
   TrialCapExceeded,
   Unauthorized,
   UpstreamUnavailable
-} from "../../src/client/index.ts"
+} from "../../src/clients/sdk/index.ts"
 import { declarations } from "../../src/contract/operations/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { UpstreamFaults } from "../../src/upstream/Upstream.ts"
@@ -42,7 +42,7 @@ type AnyMethod = (
   request?: unknown
 ) => Effect.Effect<{ readonly kind: string; readonly cost: { readonly charged: number } }, unknown>
 
-describe("the SDK (src/client) against the running service", () => {
+describe("the SDK (src/clients/sdk) against the running service", () => {
   layer(testApp(operations), { timeout: 60_000, excludeTestServices: true })((it) => {
     it.effect("calls every data operation of the registry, each answering its typed envelope", () =>
       Effect.gen(function* () {

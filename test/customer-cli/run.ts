@@ -7,7 +7,7 @@ import { Effect } from "effect"
 const root = join(import.meta.dirname, "..", "..")
 /** The pinned Node (22), as npm scripts use; `bin/svc.mjs` is tested on its own. */
 export const pinnedNode = join(root, "node_modules", ".bin", "node")
-export const svcMain = join(root, "src", "svc", "main.ts")
+export const svcMain = join(root, "src", "clients", "customer-cli", "main.ts")
 export const svcBin = join(root, "bin", "svc.mjs")
 
 export interface Finished {

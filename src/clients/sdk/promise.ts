@@ -1,7 +1,7 @@
 import { Cause, Effect, Exit, type Types } from "effect"
 import { FetchHttpClient } from "effect/http"
 import type { HttpApi, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import type { Offer } from "../contract/offer.ts"
+import type { Offer } from "../../contract/offer.ts"
 import { offerOf } from "./resume.ts"
 import { type ClientOptions, makeSvcClient, type SvcApi, withIdempotencyKey } from "./SvcClient.ts"
 
