@@ -226,7 +226,9 @@ export const paymentRailsFromEnv = (stripe: Option.Option<StripeConfig>) =>
       return yield* fail(`PAYMENT_RAILS names ${unknown.join(", ")}; the rails are local and stripe`)
     if (named.length === 0) return yield* fail("PAYMENT_RAILS names no rail; name local, stripe or both")
     if (named.includes("stripe") && Option.isNone(stripe))
-      return yield* fail("PAYMENT_RAILS names stripe, but STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not set")
+      return yield* fail(
+        "PAYMENT_RAILS names stripe, but STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not set"
+      )
     return [...new Set(named)] as ReadonlyArray<PaymentRailName>
   })
 

@@ -135,7 +135,8 @@ export const clientIp = (
  */
 export const perIpKey = (address: string, v6PrefixBits: number): string => {
   const ip = parseIp(address)
-  if (ip === undefined || ip.version === 4 || v6PrefixBits >= 128) return ip === undefined ? address : formatIp(ip)
+  if (ip === undefined || ip.version === 4 || v6PrefixBits >= 128)
+    return ip === undefined ? address : formatIp(ip)
   const shift = BigInt(128 - Math.max(0, v6PrefixBits))
   return `${formatIp({ version: 6, bits: (ip.bits >> shift) << shift })}/${v6PrefixBits}`
 }

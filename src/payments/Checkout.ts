@@ -233,7 +233,8 @@ export class Checkout extends Context.Service<
       const view = Effect.fn("Checkout.view")(function* (token: string) {
         const row = yield* byToken(token)
         // An open session on a rail that is no longer offered cannot be paid, so it is not shown.
-        if (row === undefined || (row.status === "open" && !rails.has(row.rail))) return yield* unknownSession()
+        if (row === undefined || (row.status === "open" && !rails.has(row.rail)))
+          return yield* unknownSession()
         return viewOf(row, yield* Clock.currentTimeMillis)
       })
 
@@ -312,7 +313,12 @@ export class Checkout extends Context.Service<
         const now = yield* Clock.currentTimeMillis
         // Only while the local rail is offered: a session opened on it before the operator took
         // it away (or on another rail) cannot be paid without money.
-        if (row === undefined || row.rail !== "local" || !rails.has("local") || statusAt(row, now) === "expired")
+        if (
+          row === undefined ||
+          row.rail !== "local" ||
+          !rails.has("local") ||
+          statusAt(row, now) === "expired"
+        )
           return yield* unknownSession()
         yield* complete(row.id, { rail: "local", paymentRef: `local:${row.id}` })
         return yield* view(token)

@@ -56,7 +56,10 @@ describe(`per-IP rules count an IPv6 client by its /64 (${storeName})`, () => {
           }
         }
         assert.strictEqual(charged, 200)
-        const usage = yield* app.call("/v1/usage", { key: (yield* app.mint("2001:db8:bb:1::9")).key, ip: next() })
+        const usage = yield* app.call("/v1/usage", {
+          key: (yield* app.mint("2001:db8:bb:1::9")).key,
+          ip: next()
+        })
         assert.strictEqual(usage.body.free_tier.used_today, 200, JSON.stringify(usage.body.free_tier))
         assert.strictEqual(usage.body.free_tier.ip, "2001:db8:bb:1::/64")
       })
