@@ -235,7 +235,9 @@ export const paymentRailsFromEnv = (stripe: Option.Option<StripeConfig>) =>
 /** Every number of `Policy` from the environment, defaulting to `defaultPolicy`'s. */
 const policyFromEnv = Effect.gen(function* () {
   const hour = 3_600_000
+  const minute = 60_000
   const [flex, production] = defaultPolicy.packs
+  const oauth = defaultPolicy.oauth
   return {
     freeCreditsPerIpDay: yield* positive("FREE_CREDITS_PER_IP_DAY", defaultPolicy.freeCreditsPerIpDay),
     ratePerMinute: {
@@ -266,7 +268,32 @@ const policyFromEnv = Effect.gen(function* () {
           production!.credits_per_month ?? 0
         )
       }
-    ]
+    ],
+    maxActiveKeysPerAccount: yield* positive("MAX_ACTIVE_KEYS", defaultPolicy.maxActiveKeysPerAccount),
+    oauth: {
+      authorizationsPerIp: yield* positive("OAUTH_AUTHORIZATIONS_PER_IP", oauth.authorizationsPerIp),
+      authorizationWindowMs:
+        (yield* positive("OAUTH_AUTHORIZATION_WINDOW_MINUTES", oauth.authorizationWindowMs / minute)) *
+        minute,
+      clientFetchesPerIp: yield* positive("OAUTH_CLIENT_FETCHES_PER_IP", oauth.clientFetchesPerIp),
+      clientFetchWindowMs:
+        (yield* positive("OAUTH_CLIENT_FETCH_WINDOW_MINUTES", oauth.clientFetchWindowMs / minute)) * minute,
+      clientFetchTimeoutMs: yield* positive("OAUTH_CLIENT_FETCH_TIMEOUT_MS", oauth.clientFetchTimeoutMs),
+      clientDocumentMaxBytes: yield* positive(
+        "OAUTH_CLIENT_DOCUMENT_MAX_BYTES",
+        oauth.clientDocumentMaxBytes
+      ),
+      clientDocumentCacheMinSeconds: yield* positive(
+        "OAUTH_CLIENT_DOCUMENT_CACHE_MIN_SECONDS",
+        oauth.clientDocumentCacheMinSeconds
+      ),
+      clientDocumentCacheMaxSeconds: yield* positive(
+        "OAUTH_CLIENT_DOCUMENT_CACHE_MAX_SECONDS",
+        oauth.clientDocumentCacheMaxSeconds
+      ),
+      unusedClientMs:
+        (yield* positive("OAUTH_UNUSED_CLIENT_DAYS", oauth.unusedClientMs / (24 * hour))) * 24 * hour
+    }
   } satisfies Policy
 })
 

@@ -41,7 +41,17 @@ describe("policy configuration", () => {
         PACK_PRODUCTION_PRICE_CENTS: "5000",
         PACK_PRODUCTION_CREDITS_PER_MONTH: "30000",
         LEASE_SECONDS: "30",
-        UPGRADE_URL: "https://pay.example.test/buy"
+        UPGRADE_URL: "https://pay.example.test/buy",
+        MAX_ACTIVE_KEYS: "12",
+        OAUTH_AUTHORIZATIONS_PER_IP: "6",
+        OAUTH_AUTHORIZATION_WINDOW_MINUTES: "5",
+        OAUTH_CLIENT_FETCHES_PER_IP: "3",
+        OAUTH_CLIENT_FETCH_WINDOW_MINUTES: "2",
+        OAUTH_CLIENT_FETCH_TIMEOUT_MS: "900",
+        OAUTH_CLIENT_DOCUMENT_MAX_BYTES: "2048",
+        OAUTH_CLIENT_DOCUMENT_CACHE_MIN_SECONDS: "60",
+        OAUTH_CLIENT_DOCUMENT_CACHE_MAX_SECONDS: "600",
+        OAUTH_UNUSED_CLIENT_DAYS: "3"
       })
       const hour = 3_600_000
       assert.deepStrictEqual(config.policy, {
@@ -58,7 +68,19 @@ describe("policy configuration", () => {
         packs: [
           { pack: "flex", mode: "one_time", price_usd_cents: 1000, credits: 4000 },
           { pack: "production", mode: "subscription", price_usd_cents: 5000, credits_per_month: 30000 }
-        ]
+        ],
+        maxActiveKeysPerAccount: 12,
+        oauth: {
+          authorizationsPerIp: 6,
+          authorizationWindowMs: 5 * 60_000,
+          clientFetchesPerIp: 3,
+          clientFetchWindowMs: 2 * 60_000,
+          clientFetchTimeoutMs: 900,
+          clientDocumentMaxBytes: 2048,
+          clientDocumentCacheMinSeconds: 60,
+          clientDocumentCacheMaxSeconds: 600,
+          unusedClientMs: 72 * hour
+        }
       })
       assert.strictEqual(config.leaseMs, 30_000)
       assert.strictEqual(config.upgradeUrl, "https://pay.example.test/buy")
