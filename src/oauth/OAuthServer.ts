@@ -12,7 +12,7 @@ import { Ledger } from "../services/Ledger.ts"
 import * as Row from "../store/rows.ts"
 import { escapeHtml } from "../surfaces/http/pages/html.ts"
 import { mcpMounts, mountUrl } from "../surfaces/mcp/mounts.ts"
-import { revokeApp, sqlAdapter, sweepExpired } from "./adapter.ts"
+import { adoptClient, revokeApp, sqlAdapter, sweepExpired } from "./adapter.ts"
 import { loadServerKeys } from "./keys.ts"
 import { mcpScope, oauthPolicy, scopes } from "./policy.ts"
 
@@ -127,7 +127,7 @@ export class OAuthServer extends Context.Service<
           const provider: Provider = makeProvider(
             config.baseUrl,
             {
-              adapter: sqlAdapter(run),
+              adapter: sqlAdapter(run, { unusedClientMs: config.policy.oauth.unusedClientMs }),
               signingKey: keys.signingKey,
               cookieKeys: keys.cookieKeys,
               resources,
@@ -215,6 +215,7 @@ export class OAuthServer extends Context.Service<
         const mounts = granted.map((resource) => new URL(resource).pathname)
         yield* sql.withTransaction(
           Effect.gen(function* () {
+            yield* Effect.provideService(adoptClient(clientId), SqlClient.SqlClient, sql)
             const rows =
               yield* sql`SELECT id, account_id, client_id, client_name, redirect_host, mounts, created_at,
                 last_used_at FROM oauth_apps
