@@ -1,5 +1,6 @@
 import { errors, type KoaContext, type ProviderClient } from "oidc-provider"
-import { mcpScope, oauthPolicy, oauthRoutes, scopes } from "./policy.ts"
+import { contentSecurityPolicy } from "../surfaces/http/securityHeaders.ts"
+import { mcpScope, oauthPolicy, oauthRoutes, redirectUriRefusal, scopes } from "./policy.ts"
 
 /**
  * The authorization server's settings (oidc-provider 9.13): authorization code with PKCE S256 only,
@@ -40,6 +41,9 @@ export const configuration = (input: ConfigurationInput): Record<string, unknown
     id_token_signed_response_alg: "ES256"
   },
   allowOmittingSingleRegisteredRedirectUri: false,
+  // Every client's metadata passes here, registered (RFC 7591) or fetched (a Client ID Metadata
+  // Document), and again whenever a stored one is loaded.
+  extraClientMetadata: { properties: ["redirect_uris"], validator: checkClientMetadata },
   features: {
     devInteractions: { enabled: false },
     registration: { enabled: true },
@@ -88,6 +92,32 @@ export const configuration = (input: ConfigurationInput): Record<string, unknown
   renderError: (ctx: { type: string; body: string }, out: Record<string, string>) =>
     input.renderError(ctx, out)
 })
+
+/** A client's redirect URIs follow `redirectUriRefusal` (invalid_redirect_uri otherwise). */
+const checkClientMetadata = (_ctx: unknown, key: string, value: unknown, metadata: Record<string, unknown>) => {
+  if (key !== "redirect_uris") return
+  for (const uri of Array.isArray(value) ? value : []) {
+    const refusal = redirectUriRefusal(String(uri), metadata.application_type)
+    if (refusal !== undefined) throw new errors.InvalidClientMetadata(`redirect_uris: ${refusal}`)
+  }
+}
+
+/**
+ * The library's `response_mode=form_post` answer is a page whose inline script posts a form to the
+ * client's redirect URI. The library adds its script's hash to a `script-src` it finds (seeded
+ * with `'report-sample'`, which allows nothing by itself); its policy then allows that script and
+ * that one form target. Every other page of the library keeps the default policy, which the Node
+ * response adds (`HardenedResponse`).
+ */
+export const formPostPolicy = async (ctx: KoaContext, next: () => Promise<void>) => {
+  ctx.set("content-security-policy", contentSecurityPolicy({ scripts: ["'report-sample'"] }))
+  await next()
+  const scripts = ctx.response.get("content-security-policy").match(/'sha256-[^']+'/g) ?? []
+  const target = URL.parse(String(ctx.oidc?.params?.redirect_uri ?? ""))
+  if (scripts.length > 0 && target !== null && ctx.response.is("html"))
+    ctx.set("content-security-policy", contentSecurityPolicy({ scripts, formTargets: [target.origin] }))
+  else ctx.remove("content-security-policy")
+}
 
 /** An authorization request without `scope` would end in `access_denied`: it asks for `mcp`. */
 export const defaultScope = async (ctx: KoaContext, next: () => Promise<void>) => {
