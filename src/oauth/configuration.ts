@@ -94,7 +94,12 @@ export const configuration = (input: ConfigurationInput): Record<string, unknown
 })
 
 /** A client's redirect URIs follow `redirectUriRefusal` (invalid_redirect_uri otherwise). */
-const checkClientMetadata = (_ctx: unknown, key: string, value: unknown, metadata: Record<string, unknown>) => {
+const checkClientMetadata = (
+  _ctx: unknown,
+  key: string,
+  value: unknown,
+  metadata: Record<string, unknown>
+) => {
   if (key !== "redirect_uris") return
   for (const uri of Array.isArray(value) ? value : []) {
     const refusal = redirectUriRefusal(String(uri), metadata.application_type)

@@ -72,7 +72,9 @@ declare module "oidc-provider" {
   export const errors: {
     readonly InvalidTarget: new (description?: string) => Error
     /** A description starting `redirect_uris` makes it `invalid_redirect_uri` (RFC 7591). */
-    readonly InvalidClientMetadata: new (description: string) => Error
+    readonly InvalidClientMetadata: new (
+      description: string
+    ) => Error
     readonly InvalidClient: new (description?: string, detail?: string) => Error
   }
 
