@@ -46,6 +46,11 @@ export interface AppConfigShape {
   readonly refundPolicy: string
   /** The platforms' hosts, which identifiers, canonical URLs, messages and descriptions name. */
   readonly hosts: Hosts
+  /**
+   * `OAUTH_ALLOW_PRIVATE_CLIENT_URLS`: the authorization server may fetch client documents from
+   * loopback and private addresses. For tests with a local document server only; off by default.
+   */
+  readonly oauthAllowPrivateClientUrls: boolean
 }
 
 export interface StripeConfig {
@@ -104,7 +109,10 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       checkoutRails,
       stripe,
       refundPolicy: yield* Config.String("REFUND_POLICY").pipe(Config.withDefault(defaultRefundPolicy)),
-      hosts: yield* hostsFromEnv
+      hosts: yield* hostsFromEnv,
+      oauthAllowPrivateClientUrls: yield* Config.Boolean("OAUTH_ALLOW_PRIVATE_CLIENT_URLS").pipe(
+        Config.withDefault(false)
+      )
     })
   })
 
@@ -140,6 +148,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         stripe: Option.none(),
         refundPolicy: defaultRefundPolicy,
         hosts: defaultHosts,
+        oauthAllowPrivateClientUrls: false,
         ...overrides
       })
     )

@@ -73,7 +73,7 @@ export const defaultPolicy: Policy = {
     clientFetchesPerIp: 10,
     clientFetchWindowMs: 15 * 60_000,
     clientFetchTimeoutMs: 2_500,
-    clientDocumentMaxBytes: 16 * 1024,
+    clientDocumentMaxBytes: 5 * 1024,
     clientDocumentCacheMinSeconds: 300,
     clientDocumentCacheMaxSeconds: 24 * 3600,
     unusedClientMs: 7 * day

@@ -15,11 +15,36 @@ export interface ConfigurationInput {
   /** The MCP mounts' URLs: the only resources a token may be for. */
   readonly resources: ReadonlySet<string>
   readonly renderError: (ctx: { type: string; body: string }, out: Record<string, string>) => void
+  /** Every request to a URL a client named (`clientFetch`). */
+  readonly fetch: (url: string | URL, init?: RequestInit) => Promise<Response>
+  /** May this request fetch the Client ID Metadata Document `clientId` (the cache missed)? */
+  readonly clientFetchAllowed: (ctx: KoaContext | undefined, clientId: string) => Promise<ClientFetchVerdict>
+  readonly clientDocuments: {
+    readonly maxBytes: number
+    readonly cacheMinSeconds: number
+    readonly cacheMaxSeconds: number
+  }
 }
+
+/**
+ * `Allowed`; `Again` when this request fetched this document already and failed (the library looks
+ * the client up a second time to word its error: no second connection); `Limited` past the per-IP
+ * limit, with why.
+ */
+export type ClientFetchVerdict =
+  | { readonly _tag: "Allowed" }
+  | { readonly _tag: "Again" }
+  | { readonly _tag: "Limited"; readonly message: string }
 
 export const configuration = (input: ConfigurationInput): Record<string, unknown> => ({
   adapter: input.adapter,
   clients: [],
+  fetch: input.fetch,
+  fetchResponseBodyLimits: {
+    "client_id metadata document": input.clientDocuments.maxBytes,
+    jwks_uri: input.clientDocuments.maxBytes,
+    sector_identifier_uri: input.clientDocuments.maxBytes
+  },
   jwks: { keys: [input.signingKey] },
   cookies: {
     keys: input.cookieKeys,
@@ -47,7 +72,25 @@ export const configuration = (input: ConfigurationInput): Record<string, unknown
   features: {
     devInteractions: { enabled: false },
     registration: { enabled: true },
-    clientIdMetadataDocument: { enabled: true, ack: "draft-02" },
+    // Documents are fetched through `input.fetch`, at most so many per client address, and kept
+    // (the library's cache) for their max-age within these bounds.
+    clientIdMetadataDocument: {
+      enabled: true,
+      ack: "draft-02",
+      allowFetch: async (ctx: KoaContext | undefined, clientId: string) => {
+        const verdict = await input.clientFetchAllowed(ctx, clientId)
+        if (verdict._tag !== "Limited") return verdict._tag === "Allowed"
+        // Past the per-IP limit: a 429 `temporarily_unavailable`, never a redirect to the client.
+        throw Object.assign(new errors.OIDCProviderError(429, "temporarily_unavailable"), {
+          error_description: verdict.message,
+          allow_redirect: false
+        })
+      },
+      cacheDuration: {
+        min: input.clientDocuments.cacheMinSeconds,
+        max: input.clientDocuments.cacheMaxSeconds
+      }
+    },
     revocation: { enabled: true },
     introspection: { enabled: false },
     userinfo: { enabled: false },

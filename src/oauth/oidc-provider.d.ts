@@ -70,6 +70,10 @@ declare module "oidc-provider" {
   }
 
   export const errors: {
+    readonly OIDCProviderError: new (
+      status: number,
+      error: string
+    ) => Error & { error_description?: string; allow_redirect: boolean }
     readonly InvalidTarget: new (description?: string) => Error
     /** A description starting `redirect_uris` makes it `invalid_redirect_uri` (RFC 7591). */
     readonly InvalidClientMetadata: new (

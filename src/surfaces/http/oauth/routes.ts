@@ -89,10 +89,11 @@ export const OAuthRoutes = HttpRouter.use((router) =>
 
     const handOver = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const refused = yield* refusal(request, identity.clientIp(request))
+      const perIpKey = identity.clientIp(request)
+      const refused = yield* refusal(request, perIpKey)
       if (refused !== undefined) return refused
       const node = nodeOf(request)
-      yield* oauth.serve(node, identity.clientAddress(request))
+      yield* oauth.serve(node, { address: identity.clientAddress(request), perIpKey })
       // The library has written and ended the response; the server writes nothing more (the
       // status is for the request log).
       return HttpServerResponse.empty({ status: node.res.statusCode })

@@ -1,0 +1,148 @@
+import type { LookupAddress } from "node:dns"
+import { lookup } from "node:dns/promises"
+import type { IncomingHttpHeaders } from "node:http"
+import { request } from "node:https"
+import type { LookupFunction } from "node:net"
+import { Effect } from "effect"
+import { isPublicAddress } from "../domain/addresses.ts"
+
+/**
+ * Every request the authorization server makes to a URL a client named (its Client ID Metadata
+ * Document, and any `jwks_uri` or `sector_identifier_uri`): oidc-provider's `fetch`. The host is
+ * resolved first and every address it resolves to must be public (`isPublicAddress`), before any
+ * connection; the connection then goes to the address that was checked (no second DNS answer),
+ * over https only, without following redirects, within a deadline and a body size.
+ */
+
+export interface ClientFetchOptions {
+  /** `OAUTH_ALLOW_PRIVATE_CLIENT_URLS`: tests serve documents from loopback; never in production. */
+  readonly allowPrivate: boolean
+  readonly timeoutMs: number
+  readonly maxBytes: number
+  /** The host's addresses; the system resolver unless a test gives its own. */
+  readonly resolve?: (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
+}
+
+/** Why a fetch did not happen or was cut short; the library reports it as `invalid_client`. */
+export class ClientFetchError extends Error {
+  override readonly name = "ClientFetchError"
+}
+
+const systemResolve = (hostname: string) => lookup(hostname, { all: true, verbatim: true })
+
+/** Node's `lookup` for one connection: always the address already checked. */
+const pinnedLookup =
+  ({ address, family }: LookupAddress): LookupFunction =>
+  (_hostname, options, callback) => {
+    if (options.all === true) callback(null, [{ address, family }])
+    else callback(null, address, family)
+  }
+
+const headersOf = (incoming: IncomingHttpHeaders) => {
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(incoming)) {
+    if (value === undefined) continue
+    for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item)
+  }
+  return headers
+}
+
+/** Statuses whose `Response` may have no body. */
+const bodiless = new Set([101, 103, 204, 205, 304])
+
+/** One GET to `url`, connected to `pinned`, the body read up to `maxBytes`. */
+const pinnedGet = (
+  url: URL,
+  pinned: LookupAddress,
+  headers: Headers,
+  maxBytes: number,
+  signal: AbortSignal
+): Promise<Response> =>
+  new Promise((resolve, reject) => {
+    const tooLarge = () => new ClientFetchError(`${url.href} answered more than ${maxBytes} bytes`)
+    const outgoing = request(
+      url,
+      {
+        method: "GET",
+        headers: Object.fromEntries(headers),
+        lookup: pinnedLookup(pinned),
+        // No pooled connection: each fetch connects to the address it checked.
+        agent: false,
+        signal
+      },
+      (answer) => {
+        if (Number(answer.headers["content-length"] ?? 0) > maxBytes) {
+          outgoing.destroy()
+          return reject(tooLarge())
+        }
+        const chunks: Array<Buffer> = []
+        let size = 0
+        answer.on("data", (chunk: Buffer) => {
+          size += chunk.length
+          if (size > maxBytes) {
+            outgoing.destroy()
+            reject(tooLarge())
+          } else chunks.push(chunk)
+        })
+        answer.on("error", reject)
+        answer.on("end", () => {
+          const status = answer.statusCode ?? 502
+          resolve(
+            new Response(bodiless.has(status) ? null : Buffer.concat(chunks), {
+              status,
+              headers: headersOf(answer.headers)
+            })
+          )
+        })
+      }
+    )
+    outgoing.on("error", reject)
+    outgoing.end()
+  })
+
+/** `fetch` for oidc-provider: `(url, { headers, signal })`, GET only (all the library sends). */
+export const clientFetch = (options: ClientFetchOptions) => {
+  const resolveHost = options.resolve ?? systemResolve
+
+  const fetchOnce = (href: string, init: RequestInit) =>
+    Effect.gen(function* () {
+      const url = URL.parse(href)
+      if (url === null || url.protocol !== "https:")
+        return yield* Effect.fail(new ClientFetchError(`${href}: only https URLs are fetched`))
+      const host = url.hostname.replace(/^\[(.*)\]$/, "$1")
+      const addresses = yield* Effect.tryPromise({
+        try: () => resolveHost(host),
+        catch: () => new ClientFetchError(`${host} does not resolve`)
+      })
+      const first = addresses[0]
+      if (first === undefined) return yield* Effect.fail(new ClientFetchError(`${host} has no address`))
+      const refused = addresses.find((entry) => !isPublicAddress(entry.address))
+      if (refused !== undefined && !options.allowPrivate)
+        return yield* Effect.fail(
+          new ClientFetchError(`${host} resolves to ${refused.address}, which is not a public address`)
+        )
+      return yield* Effect.tryPromise({
+        try: (signal) =>
+          pinnedGet(
+            url,
+            first,
+            new Headers(init.headers),
+            options.maxBytes,
+            init.signal == null ? signal : AbortSignal.any([signal, init.signal])
+          ),
+        catch: (cause) =>
+          cause instanceof ClientFetchError
+            ? cause
+            : new ClientFetchError(`${url.href}: ${cause instanceof Error ? cause.message : String(cause)}`)
+      })
+    }).pipe(
+      Effect.timeoutOrElse({
+        duration: options.timeoutMs,
+        orElse: () =>
+          Effect.fail(new ClientFetchError(`${href} did not answer within ${options.timeoutMs} ms`))
+      })
+    )
+
+  return (input: string | URL, init: RequestInit = {}): Promise<Response> =>
+    Effect.runPromise(fetchOnce(String(input), init))
+}
