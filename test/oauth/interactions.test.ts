@@ -22,21 +22,25 @@ const count = (model: string) =>
     return Number(rows[0]!.n)
   }).pipe(Effect.orDie)
 
-/** One authorization request from `ip`, as a browser sends it: a new sign-in interaction each time. */
-const authorize = (clientId: string, ip: string) =>
-  Effect.promise(() =>
-    cookieClient(baseUrl, ip).request(
-      authorizeUrl(baseUrl, {
-        response_type: "code",
-        client_id: clientId,
-        redirect_uri: redirectUri,
-        code_challenge: pkce().challenge,
-        code_challenge_method: "S256",
-        scope: "mcp",
-        resource: `${baseUrl}/mcp/profnet`
-      })
-    )
+/**
+ * One authorization request from `ip`, as a browser sends it: a new sign-in interaction each time.
+ * `path` is another spelling the library's router takes for its authorization endpoint.
+ */
+const authorize = (clientId: string, ip: string, path = "/oauth/authorize") => {
+  const url = new URL(
+    authorizeUrl(baseUrl, {
+      response_type: "code",
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      code_challenge: pkce().challenge,
+      code_challenge_method: "S256",
+      scope: "mcp",
+      resource: `${baseUrl}/mcp/profnet`
+    })
   )
+  url.pathname = path
+  return Effect.promise(() => cookieClient(baseUrl, ip).request(url.href))
+}
 
 describe(`OAuth sign-in interactions: a per-IP limit and a sweep (${storeName})`, () => {
   layer(testApp(testOperations, { port, baseUrl }), { timeout: 120_000 })((it) => {
@@ -88,6 +92,35 @@ describe(`OAuth sign-in interactions: a per-IP limit and a sweep (${storeName})`
           )
         assert.strictEqual((yield* authorize(clientId, "2001:db8:94:1::ffff")).status, 429)
         assert.strictEqual((yield* authorize(clientId, "2001:db8:94:2::1")).status, 303)
+      })
+    )
+
+    it.effect("the router's other spellings of the endpoint count too: case and a trailing slash", () =>
+      Effect.gen(function* () {
+        const clientId = yield* Effect.promise(() => register(baseUrl, redirectUri, "Spelling Agent"))
+        const spellings = ["/OAUTH/AUTHORIZE", "/oauth/Authorize", "/oauth/authorize/", "/Oauth/authorize/"]
+        for (let i = 0; i < 30; i++)
+          assert.strictEqual(
+            (yield* authorize(clientId, "10.94.0.7", spellings[i % spellings.length])).status,
+            303
+          )
+        for (const path of [...spellings, "/oauth/authorize"])
+          assert.strictEqual((yield* authorize(clientId, "10.94.0.7", path)).status, 429, path)
+        // Registration's limit reads paths the same way.
+        const registrations: Array<number> = []
+        for (const path of ["/OAUTH/REGISTER", "/oauth/register/"])
+          for (let i = 0; i < 6; i++) {
+            const response = yield* Effect.promise(() =>
+              fetch(`${baseUrl}${path}`, {
+                method: "POST",
+                headers: { "content-type": "application/json", "x-forwarded-for": "10.94.0.8" },
+                body: JSON.stringify({ redirect_uris: [redirectUri], token_endpoint_auth_method: "none" })
+              })
+            )
+            yield* Effect.promise(() => response.text())
+            registrations.push(response.status)
+          }
+        assert.deepStrictEqual(registrations, [...Array(10).fill(201), 429, 429])
       })
     )
 

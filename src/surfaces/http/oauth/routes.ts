@@ -35,6 +35,15 @@ const formTargets = (request: ConsentRequest): ReadonlyArray<string> => {
 const seeOther = (location: string) => HttpServerResponse.redirect(location, { status: 303 })
 
 /**
+ * A path as oidc-provider's router matches it: letters in any case, one trailing slash allowed
+ * (`/OAUTH/Authorize/` is its authorization endpoint too), so a limit cannot be stepped around.
+ */
+const routedAs = (path: string) =>
+  (path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path).toUpperCase()
+const registrationRoute = routedAs(oauthRoutes.registration)
+const authorizationRoute = routedAs(oauthRoutes.authorization)
+
+/**
  * The authorization server's endpoints (handed to the library as raw Node requests: it reads the
  * body and answers itself) and our interaction pages at `/login/{uid}`.
  */
@@ -57,8 +66,8 @@ export const OAuthRoutes = HttpRouter.use((router) =>
      */
     const refusal = (request: HttpServerRequest.HttpServerRequest, ip: string) =>
       Effect.gen(function* () {
-        const path = new URL(request.url, "http://oauth").pathname
-        if (request.method === "POST" && path === oauthRoutes.registration) {
+        const path = routedAs(new URL(request.url, "http://oauth").pathname)
+        if (request.method === "POST" && path === registrationRoute) {
           const taken = yield* limits.take({ key: `oauth-register:${ip}`, ...oauthPolicy.registrationsPerIp })
           if (taken.allowed) return undefined
           return problems.render(
@@ -68,7 +77,10 @@ export const OAuthRoutes = HttpRouter.use((router) =>
             })
           )
         }
-        if ((request.method === "GET" || request.method === "POST") && path === oauthRoutes.authorization) {
+        if (
+          (request.method === "GET" || request.method === "HEAD" || request.method === "POST") &&
+          path === authorizationRoute
+        ) {
           const taken = yield* limits.take({
             key: `oauth-authorize:${ip}`,
             limit: authorizationsPerIp,
