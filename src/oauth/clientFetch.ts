@@ -30,12 +30,15 @@ export class ClientFetchError extends Error {
 
 const systemResolve = (hostname: string) => lookup(hostname, { all: true, verbatim: true })
 
-/** Node's `lookup` for one connection: always the address already checked. */
+/**
+ * Node's `lookup` for one connection: the addresses already checked, never a second DNS answer
+ * (Node tries them in turn when it asks for all of them, as it does by default).
+ */
 const pinnedLookup =
-  ({ address, family }: LookupAddress): LookupFunction =>
+  (checked: ReadonlyArray<LookupAddress>): LookupFunction =>
   (_hostname, options, callback) => {
-    if (options.all === true) callback(null, [{ address, family }])
-    else callback(null, address, family)
+    if (options.all === true) callback(null, [...checked])
+    else callback(null, checked[0]!.address, checked[0]!.family)
   }
 
 const headersOf = (incoming: IncomingHttpHeaders) => {
@@ -50,10 +53,10 @@ const headersOf = (incoming: IncomingHttpHeaders) => {
 /** Statuses whose `Response` may have no body. */
 const bodiless = new Set([101, 103, 204, 205, 304])
 
-/** One GET to `url`, connected to `pinned`, the body read up to `maxBytes`. */
+/** One GET to `url`, connected to one of the `checked` addresses, the body read up to `maxBytes`. */
 const pinnedGet = (
   url: URL,
-  pinned: LookupAddress,
+  checked: ReadonlyArray<LookupAddress>,
   headers: Headers,
   maxBytes: number,
   signal: AbortSignal
@@ -65,7 +68,7 @@ const pinnedGet = (
       {
         method: "GET",
         headers: Object.fromEntries(headers),
-        lookup: pinnedLookup(pinned),
+        lookup: pinnedLookup(checked),
         // No pooled connection: each fetch connects to the address it checked.
         agent: false,
         signal
@@ -114,8 +117,7 @@ export const clientFetch = (options: ClientFetchOptions) => {
         try: () => resolveHost(host),
         catch: () => new ClientFetchError(`${host} does not resolve`)
       })
-      const first = addresses[0]
-      if (first === undefined) return yield* Effect.fail(new ClientFetchError(`${host} has no address`))
+      if (addresses.length === 0) return yield* Effect.fail(new ClientFetchError(`${host} has no address`))
       const refused = addresses.find((entry) => !isPublicAddress(entry.address))
       if (refused !== undefined && !options.allowPrivate)
         return yield* Effect.fail(
@@ -125,7 +127,7 @@ export const clientFetch = (options: ClientFetchOptions) => {
         try: (signal) =>
           pinnedGet(
             url,
-            first,
+            addresses,
             new Headers(init.headers),
             options.maxBytes,
             init.signal == null ? signal : AbortSignal.any([signal, init.signal])

@@ -23,7 +23,7 @@ const documentFor = (clientId: string, extra: Record<string, unknown> = {}) => (
 })
 
 let documents: Awaited<ReturnType<typeof documentServer>>
-const documentUrl = (path: string, host = "localhost") => `https://${host}:${documents.port}${path}`
+const documentUrl = (path: string, host = "127.0.0.1") => `https://${host}:${documents.port}${path}`
 beforeAll(async () => {
   documents = await documentServer({
     "/client.json": (request, response) => json(documentFor(documentUrl("/client.json")))(request, response),

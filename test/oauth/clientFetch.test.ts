@@ -86,7 +86,12 @@ describe("fetching a URL a client named", () => {
   })
 
   it("the connection goes to the address that was checked, with the name's certificate checked", async () => {
-    const names = resolver({ "agent.test": loopback, "other.test": loopback })
+    const names = resolver({
+      "agent.test": loopback,
+      "other.test": loopback,
+      // Nothing listens on ::1 here: the next checked address is tried, still without a new lookup.
+      "twice.test": [{ address: "::1", family: 6 }, ...loopback]
+    })
     const fetch = clientFetch({ allowPrivate: true, timeoutMs: 2000, maxBytes: 5120, resolve: names.resolve })
     // `agent.test` exists only in this resolver: the system's resolver is never asked.
     const answer = await fetch(at("agent.test", "/doc.json"), { headers: { accept: "application/json" } })
@@ -94,6 +99,10 @@ describe("fetching a URL a client named", () => {
     assert.deepStrictEqual(await answer.json(), { hello: "world" })
     assert.strictEqual(answer.headers.get("cache-control"), "max-age=600")
     assert.deepStrictEqual(names.asked, ["agent.test"], "resolved once")
+    // (The certificate names agent.test, not twice.test: a TLS refusal proves the connection was made.)
+    const second = await failure(fetch(at("twice.test", "/doc.json")))
+    assert.match(second, /altnames|twice\.test/i)
+    assert.deepStrictEqual(names.asked, ["agent.test", "twice.test"])
     // The certificate does not name other.test: refused, verification is on.
     assert.match(await failure(fetch(at("other.test", "/doc.json"))), /altnames|certificate|other\.test/i)
   })
