@@ -124,14 +124,7 @@ export const clientFetch = (options: ClientFetchOptions) => {
           new ClientFetchError(`${host} resolves to ${refused.address}, which is not a public address`)
         )
       return yield* Effect.tryPromise({
-        try: (signal) =>
-          pinnedGet(
-            url,
-            addresses,
-            new Headers(init.headers),
-            options.maxBytes,
-            init.signal == null ? signal : AbortSignal.any([signal, init.signal])
-          ),
+        try: (signal) => pinnedGet(url, addresses, new Headers(init.headers), options.maxBytes, signal),
         catch: (cause) =>
           cause instanceof ClientFetchError
             ? cause
@@ -145,6 +138,7 @@ export const clientFetch = (options: ClientFetchOptions) => {
       })
     )
 
+  // The library's own 2.5 s signal is not used: `timeoutMs` (OAUTH_CLIENT_FETCH_TIMEOUT_MS) is the deadline.
   return (input: string | URL, init: RequestInit = {}): Promise<Response> =>
     Effect.runPromise(fetchOnce(String(input), init))
 }
