@@ -46,6 +46,11 @@ export interface AppConfigShape {
   readonly refundPolicy: string
   /** The platforms' hosts, which identifiers, canonical URLs, messages and descriptions name. */
   readonly hosts: Hosts
+  /**
+   * `OAUTH_ALLOW_PRIVATE_CLIENT_URLS`: the authorization server may fetch client documents from
+   * loopback and private addresses. For tests with a local document server only; off by default.
+   */
+  readonly oauthAllowPrivateClientUrls: boolean
 }
 
 export interface StripeConfig {
@@ -104,7 +109,10 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       checkoutRails,
       stripe,
       refundPolicy: yield* Config.String("REFUND_POLICY").pipe(Config.withDefault(defaultRefundPolicy)),
-      hosts: yield* hostsFromEnv
+      hosts: yield* hostsFromEnv,
+      oauthAllowPrivateClientUrls: yield* Config.Boolean("OAUTH_ALLOW_PRIVATE_CLIENT_URLS").pipe(
+        Config.withDefault(false)
+      )
     })
   })
 
@@ -140,6 +148,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
         stripe: Option.none(),
         refundPolicy: defaultRefundPolicy,
         hosts: defaultHosts,
+        oauthAllowPrivateClientUrls: false,
         ...overrides
       })
     )
@@ -252,7 +261,9 @@ const startLimits = (prefix: string, fallback: StartLimits) =>
 /** Every number of `Policy` from the environment, defaulting to `defaultPolicy`'s. */
 const policyFromEnv = Effect.gen(function* () {
   const hour = 3_600_000
+  const minute = 60_000
   const [flex, production] = defaultPolicy.packs
+  const oauth = defaultPolicy.oauth
   return {
     freeCreditsPerIpDay: yield* positive("FREE_CREDITS_PER_IP_DAY", defaultPolicy.freeCreditsPerIpDay),
     ratePerMinute: {
@@ -306,7 +317,32 @@ const policyFromEnv = Effect.gen(function* () {
         defaultPolicy.signIn.wrongTriesPerCodeOthers
       )
     },
-    recovery: yield* startLimits("RECOVER", defaultPolicy.recovery)
+    recovery: yield* startLimits("RECOVER", defaultPolicy.recovery),
+    maxActiveKeysPerAccount: yield* positive("MAX_ACTIVE_KEYS", defaultPolicy.maxActiveKeysPerAccount),
+    oauth: {
+      authorizationsPerIp: yield* positive("OAUTH_AUTHORIZATIONS_PER_IP", oauth.authorizationsPerIp),
+      authorizationWindowMs:
+        (yield* positive("OAUTH_AUTHORIZATION_WINDOW_MINUTES", oauth.authorizationWindowMs / minute)) *
+        minute,
+      clientFetchesPerIp: yield* positive("OAUTH_CLIENT_FETCHES_PER_IP", oauth.clientFetchesPerIp),
+      clientFetchWindowMs:
+        (yield* positive("OAUTH_CLIENT_FETCH_WINDOW_MINUTES", oauth.clientFetchWindowMs / minute)) * minute,
+      clientFetchTimeoutMs: yield* positive("OAUTH_CLIENT_FETCH_TIMEOUT_MS", oauth.clientFetchTimeoutMs),
+      clientDocumentMaxBytes: yield* positive(
+        "OAUTH_CLIENT_DOCUMENT_MAX_BYTES",
+        oauth.clientDocumentMaxBytes
+      ),
+      clientDocumentCacheMinSeconds: yield* positive(
+        "OAUTH_CLIENT_DOCUMENT_CACHE_MIN_SECONDS",
+        oauth.clientDocumentCacheMinSeconds
+      ),
+      clientDocumentCacheMaxSeconds: yield* positive(
+        "OAUTH_CLIENT_DOCUMENT_CACHE_MAX_SECONDS",
+        oauth.clientDocumentCacheMaxSeconds
+      ),
+      unusedClientMs:
+        (yield* positive("OAUTH_UNUSED_CLIENT_DAYS", oauth.unusedClientMs / (24 * hour))) * 24 * hour
+    }
   } satisfies Policy
 })
 

@@ -11,7 +11,7 @@ import { cacheStrippedTypes } from "./strippedTypes.ts"
  * load, and static imports would load them before this code runs, so the service is imported
  * dynamically.
  */
-const cache = fileURLToPath(new URL("../node_modules/.cache/svc-start", import.meta.url))
+const cache = fileURLToPath(new URL("../node_modules/.cache/svc-start/", import.meta.url))
 enableCompileCache(join(cache, "compiled"))
 cacheStrippedTypes(join(cache, "stripped"))
 

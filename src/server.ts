@@ -34,6 +34,7 @@ import { Identity } from "./surfaces/common/identity.ts"
 import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
+import { HardenedResponse } from "./surfaces/http/securityHeaders.ts"
 
 /** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
 export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
@@ -113,9 +114,10 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
         Effect.catchCause(problems.fromUnknown),
         withRequestLog
       )
-      // Node's parser answers malformed requests itself; the server hands them to us instead.
+      // Node's parser answers malformed requests itself; the server hands them to us instead. Every
+      // HTML answer, ours or oidc-provider's, leaves with the security headers (`HardenedResponse`).
       const server = () => {
-        const node = createServer({ requireHostHeader: false })
+        const node = createServer({ requireHostHeader: false, ServerResponse: HardenedResponse })
         answerProtocolErrors(node, problemContext(config))
         return node
       }

@@ -288,7 +288,7 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
     ),
     described(
       "Create a key",
-      "A new spend key, shown once. A trial account's first key earns the one-time 10,000-credit grant.",
+      "A new spend key, shown once. A trial account's first key earns the one-time 10,000-credit grant. An account may have a limited number of active keys (100 by default): past it, INVALID_INPUT until one is revoked.",
       HttpApiEndpoint.post("createKey", "/keys", {
         query: AccountQuery,
         payload: Schema.Struct({

@@ -43,6 +43,27 @@ export interface Policy {
   readonly signIn: SignInLimits
   /** Recovery by email: who may ask for links. */
   readonly recovery: StartLimits
+  /** Keys an account may have working at once; creating another first needs a revocation. */
+  readonly maxActiveKeysPerAccount: number
+  /** The OAuth authorization server's limits (per-IP rules count an IPv6 client by its network). */
+  readonly oauth: OAuthLimits
+}
+
+export interface OAuthLimits {
+  /** Authorization requests (each can open a sign-in interaction) per IP per window. */
+  readonly authorizationsPerIp: number
+  readonly authorizationWindowMs: number
+  /** Client ID Metadata Document fetches (cache misses) per IP per window. */
+  readonly clientFetchesPerIp: number
+  readonly clientFetchWindowMs: number
+  /** One fetch of a client's document, connection to last byte, and its largest body. */
+  readonly clientFetchTimeoutMs: number
+  readonly clientDocumentMaxBytes: number
+  /** How long a fetched document is reused (its Cache-Control `max-age`, kept within these). */
+  readonly clientDocumentCacheMinSeconds: number
+  readonly clientDocumentCacheMaxSeconds: number
+  /** A dynamically registered client that no account connects within this time is forgotten. */
+  readonly unusedClientMs: number
 }
 
 /** At most `limit` events per `windowMs` (a fixed window). */
@@ -117,5 +138,17 @@ export const defaultPolicy: Policy = {
     perIp: { limit: 5, windowMs: 15 * minute },
     perEmailIp: { limit: 3, windowMs: hour },
     perEmail: { limit: 3, windowMs: 10 * minute }
+  },
+  maxActiveKeysPerAccount: 100,
+  oauth: {
+    authorizationsPerIp: 30,
+    authorizationWindowMs: 15 * 60_000,
+    clientFetchesPerIp: 10,
+    clientFetchWindowMs: 15 * 60_000,
+    clientFetchTimeoutMs: 2_500,
+    clientDocumentMaxBytes: 5 * 1024,
+    clientDocumentCacheMinSeconds: 300,
+    clientDocumentCacheMaxSeconds: 24 * 3600,
+    unusedClientMs: 7 * day
   }
 }

@@ -3,16 +3,19 @@ import { Clock, Context, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type Provider from "oidc-provider"
+import type { KoaContext } from "oidc-provider"
 import { AppConfig } from "../config.ts"
 import { NotFound, Unauthorized } from "../contract/errors.ts"
 import type { Account } from "../domain/accounts.ts"
 import { Accounts } from "../services/Accounts.ts"
 import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
+import { RateLimits } from "../services/RateLimits.ts"
 import * as Row from "../store/rows.ts"
 import { escapeHtml } from "../surfaces/http/pages/html.ts"
 import { mcpMounts, mountUrl } from "../surfaces/mcp/mounts.ts"
-import { revokeApp, sqlAdapter, sweepExpired } from "./adapter.ts"
+import { adoptClient, revokeApp, sqlAdapter, sweepExpired } from "./adapter.ts"
+import { clientFetch } from "./clientFetch.ts"
 import { loadServerKeys } from "./keys.ts"
 import { mcpScope, oauthPolicy, scopes } from "./policy.ts"
 
@@ -74,6 +77,12 @@ const inactiveToken = (why: string) =>
 
 type Node = { readonly req: IncomingMessage; readonly res: ServerResponse }
 
+/** Who sent a request the library serves: its address, and its key in every per-IP rule. */
+export interface OAuthClientAddress {
+  readonly address: string
+  readonly perIpKey: string
+}
+
 /**
  * The OAuth authorization server (oidc-provider, in process, storing through our `SqlClient`) and
  * what the rest of the service asks of it: serve its endpoints, finish an interaction with an
@@ -83,7 +92,7 @@ export class OAuthServer extends Context.Service<
   OAuthServer,
   {
     /** Hands a request for `/oauth/*` or the metadata to the library, which answers it itself. */
-    readonly serve: (node: Node, clientIp: string) => Effect.Effect<void>
+    readonly serve: (node: Node, client: OAuthClientAddress) => Effect.Effect<void>
     /** What an interaction (`/login/{uid}`) asks; fails when its cookie is gone or expired. */
     readonly interaction: (node: Node, uid: string) => Effect.Effect<ConsentRequest | undefined>
     /** The account consents: its app is recorded (first time: the one-time grant), back to the client. */
@@ -111,11 +120,48 @@ export class OAuthServer extends Context.Service<
       const accounts = yield* Accounts
       const credits = yield* Credits
       const ids = yield* Ids
+      const limits = yield* RateLimits
       const services = yield* Effect.context<SqlClient.SqlClient>()
       const run = <A>(effect: Effect.Effect<A, SqlError, SqlClient.SqlClient>) =>
         Effect.runPromiseWith(services)(effect)
       const resources = new Set(mcpMounts.map((mount) => mountUrl(config.baseUrl, mount)))
       const runFork = Effect.runForkWith(yield* Effect.context<never>())
+      const runPromise = Effect.runPromiseWith(yield* Effect.context<never>())
+      const oauthLimits = config.policy.oauth
+      if (config.oauthAllowPrivateClientUrls)
+        yield* Effect.logWarning(
+          "OAUTH_ALLOW_PRIVATE_CLIENT_URLS is on: client documents may be fetched from loopback and private addresses (tests only)"
+        )
+      // The per-IP key of each request the library is serving, for its hooks (they get the
+      // request), and the documents each request fetched.
+      const clientKeys = new WeakMap<IncomingMessage, string>()
+      const fetchedBy = new WeakMap<IncomingMessage, Set<string>>()
+      /**
+       * A Client ID Metadata Document fetch (the library's cache missed) counts against the client
+       * address that caused it, once per request and document. Without a request (our own pages
+       * looking up the client of an interaction that passed the authorization limit) it is allowed.
+       */
+      const clientFetchAllowed = (ctx: KoaContext | undefined, clientId: string) =>
+        runPromise(
+          Effect.gen(function* () {
+            const key = ctx === undefined ? undefined : clientKeys.get(ctx.req)
+            if (ctx === undefined || key === undefined) return { _tag: "Allowed" } as const
+            const fetched = fetchedBy.get(ctx.req) ?? new Set<string>()
+            fetchedBy.set(ctx.req, fetched)
+            if (fetched.has(clientId)) return { _tag: "Again" } as const
+            fetched.add(clientId)
+            const taken = yield* limits.take({
+              key: `oauth-client-fetch:${key}`,
+              limit: oauthLimits.clientFetchesPerIp,
+              window: oauthLimits.clientFetchWindowMs
+            })
+            if (taken.allowed) return { _tag: "Allowed" } as const
+            return {
+              _tag: "Limited",
+              message: `This address made ${oauthLimits.clientFetchesPerIp} client metadata document fetches in ${Math.round(oauthLimits.clientFetchWindowMs / 60_000)} minutes, the most allowed. Retry in ${Math.max(1, Math.ceil(taken.retryAfterSeconds / 60))} minutes.`
+            } as const
+          })
+        )
       // The provider (and oidc-provider itself) is made at the first OAuth request, not at start-up.
       const server = yield* Effect.cached(
         Effect.gen(function* () {
@@ -127,13 +173,24 @@ export class OAuthServer extends Context.Service<
           const provider: Provider = makeProvider(
             config.baseUrl,
             {
-              adapter: sqlAdapter(run),
+              adapter: sqlAdapter(run, { unusedClientMs: config.policy.oauth.unusedClientMs }),
               signingKey: keys.signingKey,
               cookieKeys: keys.cookieKeys,
               resources,
               renderError: (ctx, out) => {
                 ctx.type = "html"
                 ctx.body = errorPage(config.baseUrl, out)
+              },
+              fetch: clientFetch({
+                allowPrivate: config.oauthAllowPrivateClientUrls,
+                timeoutMs: oauthLimits.clientFetchTimeoutMs,
+                maxBytes: oauthLimits.clientDocumentMaxBytes
+              }),
+              clientFetchAllowed,
+              clientDocuments: {
+                maxBytes: oauthLimits.clientDocumentMaxBytes,
+                cacheMinSeconds: oauthLimits.clientDocumentCacheMinSeconds,
+                cacheMaxSeconds: oauthLimits.clientDocumentCacheMaxSeconds
               }
             },
             (error) =>
@@ -149,12 +206,16 @@ export class OAuthServer extends Context.Service<
       )
       const base = new URL(config.baseUrl)
 
-      const serve = Effect.fn("OAuthServer.serve")(function* ({ req, res }: Node, clientIp: string) {
+      const serve = Effect.fn("OAuthServer.serve")(function* (
+        { req, res }: Node,
+        client: OAuthClientAddress
+      ) {
         // Endpoint URLs and Secure cookies follow the request's headers: pin them to BASE_URL.
         req.headers.host = base.host
         req.headers["x-forwarded-host"] = base.host
         req.headers["x-forwarded-proto"] = base.protocol.slice(0, -1)
-        req.headers["x-forwarded-for"] = clientIp
+        req.headers["x-forwarded-for"] = client.address
+        clientKeys.set(req, client.perIpKey)
         const { callback } = yield* server
         yield* Effect.promise(() => callback(req, res))
       })
@@ -215,6 +276,7 @@ export class OAuthServer extends Context.Service<
         const mounts = granted.map((resource) => new URL(resource).pathname)
         yield* sql.withTransaction(
           Effect.gen(function* () {
+            yield* Effect.provideService(adoptClient(clientId), SqlClient.SqlClient, sql)
             const rows =
               yield* sql`SELECT id, account_id, client_id, client_name, redirect_host, mounts, created_at,
                 last_used_at FROM oauth_apps

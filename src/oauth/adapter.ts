@@ -6,7 +6,9 @@ import * as Row from "../store/rows.ts"
 /**
  * oidc-provider's storage over the service's own `SqlClient` (PGlite or PostgreSQL): one table for
  * every model, so a token revoked on one instance is gone for all of them at once. The library
- * never deletes expired rows; `sweepExpired` does.
+ * never deletes expired rows; `sweepExpired` does. Every model it stores expires but two: a
+ * dynamic registration (`Client`) and its `RegistrationAccessToken` have no lifetime of their own,
+ * so they get one here (`unusedClientMs`) until an account connects the client (`adoptClient`).
  */
 
 type Payload = Record<string, unknown>
@@ -34,8 +36,11 @@ const read = (rows: ReadonlyArray<typeof RecordRow.Type>): Payload | undefined =
     : { ...payload, consumed: Math.max(1, Math.floor(row.consumed_at / 1000)) }
 }
 
+/** The models the library stores without an expiry: a registration lives until it is used. */
+const registrationModels = new Set(["Client", "RegistrationAccessToken"])
+
 /** The adapter class the library instantiates once per model name. */
-export const sqlAdapter = (run: RunSql) =>
+export const sqlAdapter = (run: RunSql, options: { readonly unusedClientMs: number }) =>
   class SqlAdapter {
     readonly model: string
     constructor(model: string) {
@@ -48,7 +53,12 @@ export const sqlAdapter = (run: RunSql) =>
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           const now = yield* libraryNow
-          const expiresAt = expiresIn === undefined ? null : now + expiresIn * 1000
+          const expiresAt =
+            expiresIn !== undefined
+              ? now + expiresIn * 1000
+              : registrationModels.has(model)
+                ? now + options.unusedClientMs
+                : null
           yield* sql`INSERT INTO oauth_records
               (model, id, payload, grant_id, uid, user_code, account_id, client_id, expires_at)
             VALUES (${model}, ${id}, ${JSON.stringify(payload)}, ${text(payload.grantId)}, ${text(payload.uid)},
@@ -128,7 +138,19 @@ export const revokeGrant = (grantId: string) =>
     yield* sql`DELETE FROM oauth_records WHERE grant_id = ${grantId} OR (model = 'Grant' AND id = ${grantId})`
   })
 
-/** Forgets records past their expiry; returns how many. */
+/** A client an account connected: its registration stays (it no longer expires unused). */
+export const adoptClient = (clientId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`UPDATE oauth_records SET expires_at = NULL
+      WHERE ((model = 'Client' AND id = ${clientId}) OR (model = 'RegistrationAccessToken' AND client_id = ${clientId}))
+        AND expires_at IS NOT NULL`
+  })
+
+/**
+ * Forgets records past their expiry (every model: interactions, sessions, codes, tokens, grants,
+ * replay records, and registrations no account connected in time); returns how many.
+ */
 export const sweepExpired = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const now = yield* libraryNow

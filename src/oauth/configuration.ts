@@ -1,5 +1,6 @@
 import { errors, type KoaContext, type ProviderClient } from "oidc-provider"
-import { mcpScope, oauthPolicy, oauthRoutes, scopes } from "./policy.ts"
+import { contentSecurityPolicy } from "../surfaces/http/securityHeaders.ts"
+import { mcpScope, oauthPolicy, oauthRoutes, redirectUriRefusal, scopes } from "./policy.ts"
 
 /**
  * The authorization server's settings (oidc-provider 9.13): authorization code with PKCE S256 only,
@@ -14,11 +15,36 @@ export interface ConfigurationInput {
   /** The MCP mounts' URLs: the only resources a token may be for. */
   readonly resources: ReadonlySet<string>
   readonly renderError: (ctx: { type: string; body: string }, out: Record<string, string>) => void
+  /** Every request to a URL a client named (`clientFetch`). */
+  readonly fetch: (url: string | URL, init?: RequestInit) => Promise<Response>
+  /** May this request fetch the Client ID Metadata Document `clientId` (the cache missed)? */
+  readonly clientFetchAllowed: (ctx: KoaContext | undefined, clientId: string) => Promise<ClientFetchVerdict>
+  readonly clientDocuments: {
+    readonly maxBytes: number
+    readonly cacheMinSeconds: number
+    readonly cacheMaxSeconds: number
+  }
 }
+
+/**
+ * `Allowed`; `Again` when this request fetched this document already and failed (the library looks
+ * the client up a second time to word its error: no second connection); `Limited` past the per-IP
+ * limit, with why.
+ */
+export type ClientFetchVerdict =
+  | { readonly _tag: "Allowed" }
+  | { readonly _tag: "Again" }
+  | { readonly _tag: "Limited"; readonly message: string }
 
 export const configuration = (input: ConfigurationInput): Record<string, unknown> => ({
   adapter: input.adapter,
   clients: [],
+  fetch: input.fetch,
+  fetchResponseBodyLimits: {
+    "client_id metadata document": input.clientDocuments.maxBytes,
+    jwks_uri: input.clientDocuments.maxBytes,
+    sector_identifier_uri: input.clientDocuments.maxBytes
+  },
   jwks: { keys: [input.signingKey] },
   cookies: {
     keys: input.cookieKeys,
@@ -40,10 +66,31 @@ export const configuration = (input: ConfigurationInput): Record<string, unknown
     id_token_signed_response_alg: "ES256"
   },
   allowOmittingSingleRegisteredRedirectUri: false,
+  // Every client's metadata passes here, registered (RFC 7591) or fetched (a Client ID Metadata
+  // Document), and again whenever a stored one is loaded.
+  extraClientMetadata: { properties: ["redirect_uris"], validator: checkClientMetadata },
   features: {
     devInteractions: { enabled: false },
     registration: { enabled: true },
-    clientIdMetadataDocument: { enabled: true, ack: "draft-02" },
+    // Documents are fetched through `input.fetch`, at most so many per client address, and kept
+    // (the library's cache) for their max-age within these bounds.
+    clientIdMetadataDocument: {
+      enabled: true,
+      ack: "draft-02",
+      allowFetch: async (ctx: KoaContext | undefined, clientId: string) => {
+        const verdict = await input.clientFetchAllowed(ctx, clientId)
+        if (verdict._tag !== "Limited") return verdict._tag === "Allowed"
+        // Past the per-IP limit: a 429 `temporarily_unavailable`, never a redirect to the client.
+        throw Object.assign(new errors.OIDCProviderError(429, "temporarily_unavailable"), {
+          error_description: verdict.message,
+          allow_redirect: false
+        })
+      },
+      cacheDuration: {
+        min: input.clientDocuments.cacheMinSeconds,
+        max: input.clientDocuments.cacheMaxSeconds
+      }
+    },
     revocation: { enabled: true },
     introspection: { enabled: false },
     userinfo: { enabled: false },
@@ -88,6 +135,37 @@ export const configuration = (input: ConfigurationInput): Record<string, unknown
   renderError: (ctx: { type: string; body: string }, out: Record<string, string>) =>
     input.renderError(ctx, out)
 })
+
+/** A client's redirect URIs follow `redirectUriRefusal` (invalid_redirect_uri otherwise). */
+const checkClientMetadata = (
+  _ctx: unknown,
+  key: string,
+  value: unknown,
+  metadata: Record<string, unknown>
+) => {
+  if (key !== "redirect_uris") return
+  for (const uri of Array.isArray(value) ? value : []) {
+    const refusal = redirectUriRefusal(String(uri), metadata.application_type)
+    if (refusal !== undefined) throw new errors.InvalidClientMetadata(`redirect_uris: ${refusal}`)
+  }
+}
+
+/**
+ * The library's `response_mode=form_post` answer is a page whose inline script posts a form to the
+ * client's redirect URI. The library adds its script's hash to a `script-src` it finds (seeded
+ * with `'report-sample'`, which allows nothing by itself); its policy then allows that script and
+ * that one form target. Every other page of the library keeps the default policy, which the Node
+ * response adds (`HardenedResponse`).
+ */
+export const formPostPolicy = async (ctx: KoaContext, next: () => Promise<void>) => {
+  ctx.set("content-security-policy", contentSecurityPolicy({ scripts: ["'report-sample'"] }))
+  await next()
+  const scripts = ctx.response.get("content-security-policy").match(/'sha256-[^']+'/g) ?? []
+  const target = URL.parse(String(ctx.oidc?.params?.redirect_uri ?? ""))
+  if (scripts.length > 0 && target !== null && ctx.response.is("html"))
+    ctx.set("content-security-policy", contentSecurityPolicy({ scripts, formTargets: [target.origin] }))
+  else ctx.remove("content-security-policy")
+}
 
 /** An authorization request without `scope` would end in `access_denied`: it asks for `mcp`. */
 export const defaultScope = async (ctx: KoaContext, next: () => Promise<void>) => {

@@ -38,7 +38,13 @@ declare module "oidc-provider" {
   export interface KoaContext {
     readonly path: string
     readonly method: string
+    readonly req: IncomingMessage
     query: Record<string, string | ReadonlyArray<string> | undefined>
+    /** The request's OIDC context, once the library has read its parameters. */
+    readonly oidc?: { readonly params?: Record<string, unknown> }
+    readonly response: { get(name: string): string; is(type: string): string | false }
+    set(name: string, value: string): void
+    remove(name: string): void
   }
 
   export class Provider {
@@ -64,7 +70,16 @@ declare module "oidc-provider" {
   }
 
   export const errors: {
+    readonly OIDCProviderError: new (
+      status: number,
+      error: string
+    ) => Error & { error_description?: string; allow_redirect: boolean }
     readonly InvalidTarget: new (description?: string) => Error
+    /** A description starting `redirect_uris` makes it `invalid_redirect_uri` (RFC 7591). */
+    readonly InvalidClientMetadata: new (
+      description: string
+    ) => Error
+    readonly InvalidClient: new (description?: string, detail?: string) => Error
   }
 
   export default Provider

@@ -30,3 +30,23 @@ export const oauthRoutes = {
 /** The scope an MCP client asks for (named in the protected-resource metadata). */
 export const mcpScope = "mcp"
 export const scopes = ["openid", "offline_access", mcpScope] as const
+
+/** RFC 8252's loopback hosts, as `URL.hostname` writes them. */
+const loopbackHosts = new Set(["127.0.0.1", "[::1]", "localhost"])
+
+/**
+ * Why a client may not use `uri` as a redirect URI, or undefined when it may. A web client (every
+ * MCP client that does not say `application_type: native`) sends people back over https, or over
+ * http to its own machine only (a loopback host, RFC 8252 section 7.3). A native client keeps what
+ * oidc-provider allows it: http on loopback, claimed https, or its own custom scheme.
+ */
+export const redirectUriRefusal = (uri: string, applicationType: unknown): string | undefined => {
+  if (applicationType === "native") return undefined
+  const url = URL.parse(uri)
+  if (url === null) return `${uri} is not a URL`
+  if (url.protocol === "https:") return undefined
+  if (url.protocol === "http:" && loopbackHosts.has(url.hostname)) return undefined
+  return url.protocol === "http:"
+    ? `${uri} is plain http on a host that is not loopback; use https, or http on 127.0.0.1, [::1] or localhost`
+    : `${uri} is not https (a custom scheme needs application_type "native")`
+}

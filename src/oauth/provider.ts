@@ -1,5 +1,5 @@
 import Provider from "oidc-provider"
-import { type ConfigurationInput, configuration, defaultScope } from "./configuration.ts"
+import { type ConfigurationInput, configuration, defaultScope, formPostPolicy } from "./configuration.ts"
 
 /**
  * oidc-provider configured for this service. Loaded on the first OAuth request (a dynamic import
@@ -13,6 +13,7 @@ export const makeProvider = (
 ): Provider => {
   const provider = new Provider(issuer, configuration(input))
   provider.proxy = true
+  provider.use(formPostPolicy)
   provider.use(defaultScope)
   provider.on("server_error", (_ctx, error) => onServerError(error))
   return provider

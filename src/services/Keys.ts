@@ -1,7 +1,8 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { NotFound } from "../contract/errors.ts"
+import { AppConfig } from "../config.ts"
+import { InvalidInput, NotFound } from "../contract/errors.ts"
 import type { Account } from "../domain/accounts.ts"
 import { identityPolicy } from "../domain/identity.ts"
 import type { Plan } from "../domain/plans.ts"
@@ -56,6 +57,13 @@ const listing = (row: typeof KeyRow.Type): KeyListing => ({
   revoked_at: iso(row.revoked_at)
 })
 
+const decodeCount = Row.decoder(Schema.Struct({ n: Row.Int }), "api_keys (active)")
+
+const tooManyKeys = (max: number) =>
+  new InvalidInput({
+    message: `This account has ${max} active keys, the most it may have. Revoke one it no longer needs (POST /v1/keys/revoke, or the dashboard's Keys page) before creating another; rotating a key keeps the count.`
+  })
+
 const unknownKey = (keyId: string) =>
   new NotFound({
     message: `No active key ${keyId} on this account. List the keys with GET /v1/keys.`,
@@ -76,12 +84,15 @@ export class Keys extends Context.Service<
       readonly plan: Plan
       readonly label: string | null
     }) => Effect.Effect<IssuedKey, SqlError>
-    /** A key made by a signed-in owner; a trial account's first key earns the one-time grant. */
+    /**
+     * A key made by a signed-in owner; a trial account's first key earns the one-time grant. An
+     * account at `maxActiveKeysPerAccount` working keys gets INVALID_INPUT until it revokes one.
+     */
     readonly create: (input: {
       readonly account: Account
       readonly email: string
       readonly label: string | null
-    }) => Effect.Effect<IssuedKey & { readonly grant_credits: number }, SqlError>
+    }) => Effect.Effect<IssuedKey & { readonly grant_credits: number }, InvalidInput | SqlError>
     readonly rotate: (
       accountId: string,
       keyId: string
@@ -108,6 +119,7 @@ export class Keys extends Context.Service<
       const keyMemory = yield* KeyMemory
       const ids = yield* Ids
       const credits = yield* Credits
+      const { maxActiveKeysPerAccount } = (yield* AppConfig).policy
 
       const list = Effect.fn("Keys.list")(function* (accountId: string) {
         const now = yield* Clock.currentTimeMillis
@@ -145,8 +157,13 @@ export class Keys extends Context.Service<
       }) {
         return yield* sql.withTransaction(
           Effect.gen(function* () {
-            // The account row is the lock that orders two first keys created at once.
+            // The account row is the lock that orders two keys created at once: two first keys (the
+            // grant), and two creates at the last free place (the cap).
             yield* sql`SELECT id FROM accounts WHERE id = ${input.account.id} FOR UPDATE`
+            const [active] = yield* sql`SELECT COUNT(*) AS n FROM api_keys
+              WHERE account_id = ${input.account.id} AND revoked_at IS NULL`.pipe(Effect.flatMap(decodeCount))
+            if ((active?.n ?? 0) >= maxActiveKeysPerAccount)
+              return yield* tooManyKeys(maxActiveKeysPerAccount)
             const before = yield* sql`SELECT 1 FROM api_keys WHERE account_id = ${input.account.id} LIMIT 1`
             const issued = yield* issue({
               accountId: input.account.id,

@@ -9,7 +9,7 @@ import * as PgliteCheckpoints from "./PgliteCheckpoints.ts"
 import * as PgliteClient from "./PgliteClient.ts"
 import { findTemplate, isNewStore, writeTemplate } from "./PgliteTemplate.ts"
 
-const migrationsDir = fileURLToPath(new URL("../../migrations", import.meta.url))
+const migrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url))
 
 /**
  * A migration's statements: split at a `;` that ends a line, except inside a dollar-quoted body

@@ -16,7 +16,7 @@ import { readTar, withoutEntries } from "./tar.ts"
  * one and the old is removed. A template that cannot be read or written changes nothing but speed.
  */
 
-const projectRoot = fileURLToPath(new URL("../..", import.meta.url))
+const projectRoot = fileURLToPath(new URL("../../", import.meta.url))
 const migrationsDir = join(projectRoot, "migrations")
 /** Beside the other tools' caches, gone with `node_modules`. */
 export const templateDir = join(projectRoot, "node_modules", ".cache", "svc-pglite")

@@ -2,9 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Command } from "effect/cli"
 import { FetchHttpClient } from "effect/http"
+import { svc } from "../../src/clients/customer-cli/commands.ts"
 import { createClient, makeSvcClient } from "../../src/clients/sdk/index.ts"
 import { operations } from "../../src/operations/registry.ts"
-import { svc } from "../../src/clients/customer-cli/commands.ts"
 
 const subcommands = (command: Command.Command.Any): ReadonlyArray<Command.Command.Any> =>
   command.subcommands.flatMap((group) => group.commands)

@@ -61,7 +61,17 @@ describe("policy configuration", () => {
         RECOVER_PER_EMAIL_IP: "2",
         RECOVER_PER_EMAIL_IP_MINUTES: "30",
         RECOVER_PER_EMAIL: "4",
-        RECOVER_PER_EMAIL_MINUTES: "8"
+        RECOVER_PER_EMAIL_MINUTES: "8",
+        MAX_ACTIVE_KEYS: "12",
+        OAUTH_AUTHORIZATIONS_PER_IP: "6",
+        OAUTH_AUTHORIZATION_WINDOW_MINUTES: "5",
+        OAUTH_CLIENT_FETCHES_PER_IP: "3",
+        OAUTH_CLIENT_FETCH_WINDOW_MINUTES: "2",
+        OAUTH_CLIENT_FETCH_TIMEOUT_MS: "900",
+        OAUTH_CLIENT_DOCUMENT_MAX_BYTES: "2048",
+        OAUTH_CLIENT_DOCUMENT_CACHE_MIN_SECONDS: "60",
+        OAUTH_CLIENT_DOCUMENT_CACHE_MAX_SECONDS: "600",
+        OAUTH_UNUSED_CLIENT_DAYS: "3"
       })
       const minute = 60_000
       const hour = 3_600_000
@@ -96,6 +106,18 @@ describe("policy configuration", () => {
           perIp: { limit: 7, windowMs: 17 * minute },
           perEmailIp: { limit: 2, windowMs: 30 * minute },
           perEmail: { limit: 4, windowMs: 8 * minute }
+        },
+        maxActiveKeysPerAccount: 12,
+        oauth: {
+          authorizationsPerIp: 6,
+          authorizationWindowMs: 5 * 60_000,
+          clientFetchesPerIp: 3,
+          clientFetchWindowMs: 2 * 60_000,
+          clientFetchTimeoutMs: 900,
+          clientDocumentMaxBytes: 2048,
+          clientDocumentCacheMinSeconds: 60,
+          clientDocumentCacheMaxSeconds: 600,
+          unusedClientMs: 72 * hour
         }
       })
       assert.strictEqual(config.leaseMs, 30_000)

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { revokeApp, sqlAdapter, sweepExpired } from "../../src/oauth/adapter.ts"
+import { adoptClient, revokeApp, sqlAdapter, sweepExpired } from "../../src/oauth/adapter.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
 describe(`the oidc-provider adapter over SqlClient (${storeName})`, () => {
@@ -12,7 +12,10 @@ describe(`the oidc-provider adapter over SqlClient (${storeName})`, () => {
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           const services = yield* Effect.context<SqlClient.SqlClient>()
-          const Adapter = sqlAdapter((effect) => Effect.runPromiseWith(services)(effect))
+          const week = 7 * 24 * 3600 * 1000
+          const Adapter = sqlAdapter((effect) => Effect.runPromiseWith(services)(effect), {
+            unusedClientMs: week
+          })
           const codes = new Adapter("AuthorizationCode")
           const tokens = new Adapter("AccessToken")
           const interactions = new Adapter("Interaction")
@@ -56,6 +59,36 @@ describe(`the oidc-provider adapter over SqlClient (${storeName})`, () => {
             n: number | string
           }>`SELECT COUNT(*) AS n FROM oauth_records WHERE id = 'old'`
           assert.strictEqual(Number(left[0]!.n), 0)
+
+          // A registration has no lifetime from the library: it gets one until a client is adopted.
+          const clients = new Adapter("Client")
+          const registrationTokens = new Adapter("RegistrationAccessToken")
+          const expiryOf = (model: string, id: string) =>
+            sql<{ expires_at: number | string | null }>`SELECT expires_at FROM oauth_records
+              WHERE model = ${model} AND id = ${id}`.pipe(
+              Effect.map((rows) => (rows.length === 0 ? "gone" : rows[0]!.expires_at))
+            )
+          for (const id of ["kept", "dropped"]) {
+            yield* run(() =>
+              clients.upsert(id, { client_id: id, redirect_uris: ["https://a.example/cb"] }, undefined)
+            )
+            yield* run(() => registrationTokens.upsert(`rat-${id}`, { clientId: id }, undefined))
+            assert.approximately(Number(yield* expiryOf("Client", id)), Date.now() + week, 60_000)
+            assert.approximately(
+              Number(yield* expiryOf("RegistrationAccessToken", `rat-${id}`)),
+              Date.now() + week,
+              60_000
+            )
+          }
+          yield* adoptClient("kept")
+          assert.isNull(yield* expiryOf("Client", "kept"))
+          assert.isNull(yield* expiryOf("RegistrationAccessToken", "rat-kept"))
+          yield* sql`UPDATE oauth_records SET expires_at = 1 WHERE id IN ('dropped', 'rat-dropped')`
+          assert.isUndefined(yield* run(() => clients.find("dropped")))
+          assert.strictEqual(yield* sweepExpired, 2)
+          assert.strictEqual(yield* expiryOf("Client", "dropped"), "gone")
+          assert.strictEqual(yield* expiryOf("RegistrationAccessToken", "rat-dropped"), "gone")
+          assert.isDefined(yield* run(() => clients.find("kept")))
         }).pipe(Effect.orDie)
     )
   })

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { Checkout, localPeriodMs } from "../../src/payments/Checkout.ts"
 import { AdminClient } from "../../src/clients/operator-cli/AdminClient.ts"
+import { Checkout, localPeriodMs } from "../../src/payments/Checkout.ts"
 import { buy } from "../billing/support.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"

@@ -5,6 +5,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
 import {
   AuthRequired,
+  type InvalidInput,
   type NotFound,
   type Unauthorized,
   type UpstreamUnavailable
@@ -69,7 +70,7 @@ const managementTool = <E extends Endpoint>(
     args: Body<E>
   ) => Effect.Effect<
     E["~Success"]["Type"],
-    AuthRequired | NotFound | Unauthorized | UpstreamUnavailable | SqlError,
+    AuthRequired | InvalidInput | NotFound | Unauthorized | UpstreamUnavailable | SqlError,
     Keys | Checkout | PaymentRails
   >
 ): McpTool<ManagementServices> => {

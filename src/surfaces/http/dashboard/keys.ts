@@ -119,11 +119,14 @@ export const KeysRoutes = HttpRouter.use((router) =>
         .signedInForm((frame, governor, form) =>
           Effect.gen(function* () {
             const label = form.get("label").slice(0, 100)
-            const issued = yield* createKey(governor, {
+            return yield* createKey(governor, {
               account_id: frame.account.id,
               label: label === "" ? undefined : label
-            })
-            return yield* showKeys(frame, { issued, grant: issued.grant_credits }, 201)
+            }).pipe(
+              Effect.flatMap((issued) => showKeys(frame, { issued, grant: issued.grant_credits }, 201)),
+              // At the account's cap of active keys: the page says so, and which step frees a place.
+              Effect.catchTag("InvalidInput", (refused) => showKeys(frame, { error: refused.message }, 400))
+            )
           })
         )
         .pipe(Effect.provideContext(services))

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto"
 import type { Account } from "../../../domain/accounts.ts"
 import { type Html, html } from "../pages/html.ts"
+import { contentSecurityPolicy } from "../securityHeaders.ts"
 
 /** The dashboard's sections, in the order of its navigation. */
 export type Section = "overview" | "usage" | "keys" | "billing" | "tokens" | "apps"
@@ -25,7 +26,7 @@ const copyScriptHash = `sha256-${createHash("sha256").update(copyScript).digest(
 
 /** As the sign-in pages' policy, plus the copy script by its hash and forms that may end at a payment provider. */
 export const dashboardCsp = (formTargets: ReadonlyArray<string>) =>
-  `default-src 'none'; style-src 'unsafe-inline'; script-src '${copyScriptHash}'; img-src 'self'; base-uri 'none'; form-action 'self'${formTargets.map((origin) => ` ${origin}`).join("")}; frame-ancestors 'none'`
+  contentSecurityPolicy({ scripts: [`'${copyScriptHash}'`], images: ["'self'"], formTargets })
 
 const style =
   "body{font-family:system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:0 1rem 2rem;line-height:1.5;color:#1a1a1a;overflow-wrap:break-word}" +

@@ -10,7 +10,7 @@ import { RateLimits } from "../../../services/RateLimits.ts"
 import { Problems } from "../../common/problems.ts"
 import { csrfMatches, csrfToken, htmlPage, queryParams, withSession } from "../pages/respond.ts"
 import { badEmail, pageSession, rateLimitHeaders, tooMany } from "../pages/session.ts"
-import { codePage, consentPage, emailPage, expiredPage, noAccountPage } from "./pages.ts"
+import { codePage, consentPage, emailPage, expiredPage, noAccountPage, tooManySignInsPage } from "./pages.ts"
 
 const nodeOf = (request: HttpServerRequest.HttpServerRequest) => ({
   req: NodeHttpServerRequest.toIncomingMessage(request) as IncomingMessage,
@@ -35,6 +35,15 @@ const formTargets = (request: ConsentRequest): ReadonlyArray<string> => {
 const seeOther = (location: string) => HttpServerResponse.redirect(location, { status: 303 })
 
 /**
+ * A path as oidc-provider's router matches it: letters in any case, one trailing slash allowed
+ * (`/OAUTH/Authorize/` is its authorization endpoint too), so a limit cannot be stepped around.
+ */
+const routedAs = (path: string) =>
+  (path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path).toUpperCase()
+const registrationRoute = routedAs(oauthRoutes.registration)
+const authorizationRoute = routedAs(oauthRoutes.authorization)
+
+/**
  * The authorization server's endpoints (handed to the library as raw Node requests: it reads the
  * body and answers itself) and our interaction pages at `/login/{uid}`.
  */
@@ -46,24 +55,57 @@ export const OAuthRoutes = HttpRouter.use((router) =>
     const { config, identities, identity, personal, clientIp, session, withForm } = yield* pageSession
     const baseUrl = config.baseUrl
 
-    const handOver = Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const ip = identity.clientIp(request)
-      if (
-        request.method === "POST" &&
-        new URL(request.url, "http://oauth").pathname === oauthRoutes.registration
-      ) {
-        const taken = yield* limits.take({ key: `oauth-register:${ip}`, ...oauthPolicy.registrationsPerIp })
-        if (!taken.allowed)
+    const { authorizationsPerIp, authorizationWindowMs } = config.policy.oauth
+
+    /**
+     * The per-IP limits in front of the library, checked before it stores anything: client
+     * registrations (a problem document, for the client's program) and authorization requests,
+     * each of which may open a sign-in interaction (a page, for the person's browser: the client
+     * and its redirect URI are not checked yet, so the answer cannot go back to it). Finishing an
+     * interaction (`/oauth/authorize/{uid}`) is not another request.
+     */
+    const refusal = (request: HttpServerRequest.HttpServerRequest, ip: string) =>
+      Effect.gen(function* () {
+        const path = routedAs(new URL(request.url, "http://oauth").pathname)
+        if (request.method === "POST" && path === registrationRoute) {
+          const taken = yield* limits.take({ key: `oauth-register:${ip}`, ...oauthPolicy.registrationsPerIp })
+          if (taken.allowed) return undefined
           return problems.render(
             new RateLimited({
               message: `Too many client registrations from this address; at most ${oauthPolicy.registrationsPerIp.limit} per hour. Retry after retry_after_seconds, or use a Client ID Metadata Document.`,
               retry_after_seconds: taken.retryAfterSeconds
             })
           )
-      }
+        }
+        if (
+          (request.method === "GET" || request.method === "HEAD" || request.method === "POST") &&
+          path === authorizationRoute
+        ) {
+          const taken = yield* limits.take({
+            key: `oauth-authorize:${ip}`,
+            limit: authorizationsPerIp,
+            window: authorizationWindowMs
+          })
+          if (taken.allowed) return undefined
+          return htmlPage(
+            tooManySignInsPage(baseUrl, {
+              limit: authorizationsPerIp,
+              windowMinutes: Math.round(authorizationWindowMs / 60_000),
+              retryAfterSeconds: taken.retryAfterSeconds
+            }),
+            { status: 429, private: true, headers: { "retry-after": String(taken.retryAfterSeconds) } }
+          )
+        }
+        return undefined
+      })
+
+    const handOver = Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const perIpKey = identity.clientIp(request)
+      const refused = yield* refusal(request, perIpKey)
+      if (refused !== undefined) return refused
       const node = nodeOf(request)
-      yield* oauth.serve(node, identity.clientAddress(request))
+      yield* oauth.serve(node, { address: identity.clientAddress(request), perIpKey })
       // The library has written and ended the response; the server writes nothing more (the
       // status is for the request log).
       return HttpServerResponse.empty({ status: node.res.statusCode })

@@ -2,24 +2,18 @@ import { createHmac, timingSafeEqual } from "node:crypto"
 import { ByteSize, Effect } from "effect"
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { announcedBodyTooLarge } from "../../common/limits.ts"
+import { contentSecurityPolicy, htmlSecurityHeaders } from "../securityHeaders.ts"
 
 /**
  * What every page answer shares: the security headers, the session cookie, CSRF tokens and the
  * reading of url-encoded form bodies under the body limit.
- */
-
-/**
+ *
  * The pages need nothing but their own inline style: no script, no frame, nothing from elsewhere.
  * Forms post to the service itself; a page whose form ends in a loopback redirect (RFC 8252) also
  * names that one origin, because Chromium applies `form-action` to the redirect of a submission.
  * The referrer goes to the service only (its addresses may hold a link token), which also makes a
  * browser send the pages' own origin as `Origin` with their forms (`no-referrer` makes it "null").
  */
-const securityHeaders = (formTargets: ReadonlyArray<string>) => ({
-  "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'${formTargets.map((origin) => ` ${origin}`).join("")}; frame-ancestors 'none'`,
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "same-origin"
-})
 
 export interface PageOptions {
   readonly status?: number
@@ -35,7 +29,8 @@ export const htmlPage = (body: string, options: PageOptions = {}) =>
     status: options.status ?? 200,
     contentType: "text/html; charset=utf-8",
     headers: {
-      ...securityHeaders(options.formTargets ?? []),
+      ...htmlSecurityHeaders,
+      "content-security-policy": contentSecurityPolicy({ formTargets: options.formTargets ?? [] }),
       ...(options.private === true ? { "cache-control": "no-store" } : {}),
       ...options.headers
     }

@@ -1,0 +1,68 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { TestApp, testApp } from "../support/app.ts"
+import { testOperations } from "../support/testOperations.ts"
+import { baseUrl, lastStatus, skipReason, textOf, withBrowser } from "./browser.ts"
+
+/**
+ * `/docs` is Scalar's page: a 3 MB inline script that builds the reference in the browser. Its
+ * Content-Security-Policy lets exactly that run: Chromium renders it, and sends a test request from
+ * it, with no violation reported and nothing loaded from elsewhere.
+ */
+describe("the /docs page in Chromium", () => {
+  layer(testApp(testOperations), { timeout: 120_000 })((it) => {
+    it.effect(
+      "renders the reference and sends a test request under its policy, with no violation",
+      (context) =>
+        Effect.gen(function* () {
+          if (skipReason !== undefined) return context.skip(skipReason)
+          const app = yield* TestApp
+          const seen = yield* withBrowser(app.url, { ip: "10.92.0.1" }, async (run) => {
+            const { page } = run
+            const violations: Array<string> = []
+            page.on("console", (message) => {
+              if (/Content.Security.Policy/i.test(message.text())) violations.push(message.text())
+            })
+            // Every report, also of a blocked attempt the page's own code catches.
+            await page.addInitScript({
+              content: `document.addEventListener("securitypolicyviolation", (event) =>
+                console.error("Content Security Policy violation: " + event.violatedDirective + " " + event.blockedURI))`
+            })
+            const response = await page.goto(`${baseUrl}/docs`)
+            assert.strictEqual(response?.status(), 200)
+            await page.getByText("Mint a free trial key").first().waitFor({ timeout: 30_000 })
+            const rendered = await textOf(page)
+            // Scalar's API client: "Test Request" on the first operation (POST /v1/keys/mint), then "Send".
+            await page
+              .getByRole("button", { name: /Test Request/i })
+              .first()
+              .click()
+            const sent = page.waitForResponse((answer) => answer.url() === `${baseUrl}/v1/keys/mint`, {
+              timeout: 15_000
+            })
+            await page
+              .getByRole("button", { name: /Send post request to/ })
+              .first()
+              .click()
+            await sent
+            return {
+              violations,
+              csp: response?.headers()["content-security-policy"] ?? "",
+              rendered,
+              elsewhere: run.elsewhere,
+              mint: lastStatus(run, "POST", "/v1/keys/mint")
+            }
+          })
+          assert.deepStrictEqual(seen.violations, [])
+          assert.deepStrictEqual(seen.elsewhere, [])
+          assert.include(seen.rendered, "Mint a free trial key")
+          assert.strictEqual(seen.mint, 200)
+          assert.match(
+            seen.csp,
+            /^default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-[^']+' 'sha256-[^']+'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'$/
+          )
+        }),
+      90_000
+    )
+  })
+})
