@@ -2,10 +2,10 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Config, Effect, Layer, Option } from "effect"
 import { AppConfig, logFormatConfig, logLevelConfig } from "./config.ts"
+import { explainStartupFailure, logStarted } from "./launchReport.ts"
 import { describeStore, loggingLayer, logUpstreamFailures } from "./logging.ts"
 import { operations } from "./operations/registry.ts"
-import { appLayer } from "./server.ts"
-import { explainStartupFailure, logStarted } from "./startup.ts"
+import { appLayer } from "./service.ts"
 import { layerFromConfig } from "./upstream/HttpProvider.ts"
 import { UpstreamFaults } from "./upstream/Upstream.ts"
 

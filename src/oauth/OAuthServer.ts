@@ -407,7 +407,7 @@ const errorPage = (baseUrl: string, out: Record<string, string>) =>
 <p><code>${escapeHtml(out.error ?? "invalid_request")}</code></p>
 <p>Start again from the app. <a href="${escapeHtml(baseUrl)}/docs">Docs</a></p></main></body></html>`
 
-/** Runs the sweeper on a schedule beside the rest of the housekeeping (see `server.ts`). */
+/** Runs the sweeper on a schedule beside the rest of the housekeeping (see `service.ts`). */
 export const OAuthHousekeeping = Layer.effectDiscard(
   Effect.gen(function* () {
     const oauth = yield* OAuthServer
