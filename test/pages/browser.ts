@@ -11,7 +11,7 @@ import { codeIn, latestMail, linkTokenIn } from "../identity/support.ts"
  * Debian's Chromium driven by playwright-core, for the pages a person uses with a browser. Without
  * Chromium the tests skip locally and fail in CI.
  */
-const chromiumPath = (() => {
+export const chromiumPath = (() => {
   try {
     return execFileSync("which", ["chromium"], { encoding: "utf8" }).trim() || undefined
   } catch {
