@@ -1,0 +1,102 @@
+/**
+ * `npm run test:lighthouse`: Lighthouse (pinned, 12.2.3) on every page of the tour at its mobile
+ * settings, in Debian's Chromium, against a service started here (PGlite in memory, simulated
+ * upstream). Every page must score at least 95 in performance, accessibility, best practices and
+ * SEO; the scores go to `.artifacts/lighthouse/scores.md`, and the run exits non-zero below that.
+ */
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as chromeLauncher from "chrome-launcher"
+import { Effect } from "effect"
+import lighthouse from "lighthouse"
+import { freePort } from "../oauth/support.ts"
+import { TestApp, testApp } from "../support/app.ts"
+import { testOperations } from "../support/testOperations.ts"
+import { makeTour } from "./tour.ts"
+
+const minimum = Number(process.env.LIGHTHOUSE_MIN_SCORE ?? 95)
+const categories = ["performance", "accessibility", "best-practices", "seo"] as const
+const only = process.env.LIGHTHOUSE_PAGES?.split(",")
+
+const port = await freePort()
+const baseUrl = `http://127.0.0.1:${port}`
+const ip = "10.89.0.1"
+const out = join(process.cwd(), ".artifacts", "lighthouse")
+
+interface Row {
+  readonly name: string
+  readonly path: string
+  readonly scores: Record<(typeof categories)[number], number>
+  /** The audits that cost points, by category. */
+  readonly lost: ReadonlyArray<string>
+}
+
+const audit = (url: string, cookie: string, chromePort: number): Promise<Omit<Row, "name" | "path">> =>
+  lighthouse(url, {
+    port: chromePort,
+    output: "json",
+    logLevel: "error",
+    onlyCategories: [...categories],
+    extraHeaders: { "x-forwarded-for": ip, ...(cookie === "" ? {} : { cookie }) }
+  }).then((result) => {
+    if (result === undefined) throw new Error(`no Lighthouse result for ${url}`)
+    const lhr = result.lhr
+    if (lhr.runtimeError !== undefined) throw new Error(`${url}: ${lhr.runtimeError.message}`)
+    const scores = Object.fromEntries(
+      categories.map((id) => [id, Math.round((lhr.categories[id]?.score ?? 0) * 100)])
+    ) as Row["scores"]
+    const lost = categories.flatMap((id) =>
+      (lhr.categories[id]?.auditRefs ?? [])
+        .filter((ref) => ref.weight > 0 && (lhr.audits[ref.id]?.score ?? 1) < 1)
+        .map((ref) => `${id}: ${ref.id} (${lhr.audits[ref.id]?.displayValue ?? lhr.audits[ref.id]?.title})`)
+    )
+    return { scores, lost }
+  })
+
+const program = Effect.gen(function* () {
+  const app = yield* TestApp
+  const tour = yield* makeTour(app, baseUrl, ip)
+  const pages = tour.pages.filter((entry) => only === undefined || only.includes(entry.name))
+  return yield* Effect.promise(async () => {
+    const chrome = await chromeLauncher.launch({
+      chromePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      chromeFlags: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+    })
+    const rows: Array<Row> = []
+    try {
+      for (const entry of pages) {
+        const row = {
+          name: entry.name,
+          path: entry.path,
+          ...(await audit(`${baseUrl}${entry.path}`, entry.cookie, chrome.port))
+        }
+        rows.push(row)
+        console.log(
+          `${entry.name.padEnd(20)} ${categories.map((id) => `${id} ${row.scores[id]}`).join("  ")}`
+        )
+        for (const lost of row.lost) console.log(`  - ${lost}`)
+      }
+    } finally {
+      chrome.kill()
+    }
+    return rows
+  })
+}).pipe(Effect.provide(testApp(testOperations, { port, baseUrl })))
+
+const rows = await Effect.runPromise(program)
+mkdirSync(out, { recursive: true })
+const table = [
+  `| page | ${categories.join(" | ")} |`,
+  `|---|${categories.map(() => "---").join("|")}|`,
+  ...rows.map((row) => `| ${row.name} | ${categories.map((id) => row.scores[id]).join(" | ")} |`)
+].join("\n")
+writeFileSync(join(out, "scores.md"), `${table}\n`)
+writeFileSync(join(out, "scores.json"), `${JSON.stringify(rows, null, 2)}\n`)
+const below = rows.filter((row) => categories.some((id) => row.scores[id] < minimum))
+console.log(`\n${table}\n`)
+if (below.length > 0) {
+  console.log(`Below ${minimum}: ${below.map((row) => row.name).join(", ")}`)
+  process.exit(1)
+}
+console.log(`${rows.length} pages at or above ${minimum} in all four categories`)
+process.exit(0)
