@@ -1,4 +1,4 @@
-import { type Context, Schema } from "effect"
+import { type Context, type Effect, Schema, SchemaAST } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { defaultHosts } from "../domain/identifiers.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
@@ -80,7 +80,7 @@ const apiAnnotations = OpenApi.annotations({
   version: "2.2",
   license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
   description:
-    "Metered public data for AI agents. Every data call is quoted in credits and answered with a receipt."
+    'Metered public data for AI agents. Every data call is quoted in credits and answered with a receipt. An optional parameter sent empty (`cursor=`, or `"cursor": ""` to an MCP tool) is read as absent.'
 })
 
 /** The routes that do not depend on the operation registry; their handlers are typed against it. */
@@ -117,13 +117,39 @@ export const IdempotencyHeaders = Schema.Struct({
   })
 })
 
+const queryFields = (operation: AnyDeclaration): Schema.Struct.Fields =>
+  operation.common ? { ...operation.params.fields, ...commonFields } : operation.params.fields
+
 /** The query schema of an operation's REST route: its own parameters plus the common ones, read from strings. */
 export const restQuerySchema = (operation: AnyDeclaration) =>
-  Schema.toCodecStringTree(
-    Schema.Struct(
-      operation.common ? { ...operation.params.fields, ...commonFields } : operation.params.fields
-    )
-  )
+  Schema.toCodecStringTree(Schema.Struct(queryFields(operation)))
+
+/** A query value with nothing in it: `cursor=` (or `cursor=&cursor=`). */
+const isEmptyValue = (value: unknown) =>
+  value === "" || (Array.isArray(value) && value.every((item) => item === ""))
+
+/**
+ * Reads a data call's parameters in their query-string form (REST's query, and MCP's arguments
+ * turned into it) with the operation's REST schema. An optional parameter sent empty (`cursor=`,
+ * `"cursor": ""`) is read as absent, as docs renderers, forms and agents send every parameter they
+ * know, empty when unset; a required one sent empty is still refused by the schema.
+ */
+export const dataQueryDecoder = (operation: AnyDeclaration) => {
+  const fields = queryFields(operation)
+  const optional = new Set(Object.keys(fields).filter((name) => SchemaAST.isOptional(fields[name]!.ast)))
+  const decode = Schema.decodeUnknownEffect(Schema.toCodecArrayFromSingle(restQuerySchema(operation))) as (
+    input: unknown
+  ) => Effect.Effect<Record<string, unknown>, Schema.SchemaError>
+  return (query: Readonly<Record<string, unknown>>) => {
+    let present: Record<string, unknown> | undefined
+    for (const name in query)
+      if (optional.has(name) && isEmptyValue(query[name])) {
+        present ??= { ...query }
+        delete present[name]
+      }
+    return decode(present ?? query)
+  }
+}
 
 /** The codes a data operation can answer with; `QUOTE_EXCEEDS_MAX_CREDITS` only where `max_credits` is taken. */
 const dataCodes = [

@@ -262,6 +262,32 @@ describe(`MCP (${storeName})`, () => {
       })
     )
 
+    it.effect("an optional argument sent empty is absent, on MCP as on REST; a required one is refused", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { client, key, ip } = yield* trialClient(modes[0])
+        // A trial key gets first pages only: `cursor: ""` is no cursor, and `max_credits: ""` no ceiling.
+        const first = yield* callTool(client, "searchPeople", {
+          keywords: "engineer",
+          cursor: "",
+          max_credits: "",
+          freshness: ""
+        })
+        assert.isFalse(first.isError, first.text)
+        const rest = yield* app.call("/v1/profnet/search?keywords=engineer&cursor=&max_credits=&freshness=", {
+          key,
+          ip
+        })
+        assert.strictEqual(rest.status, 200, JSON.stringify(rest.body))
+        const required = yield* callTool(client, "searchPeople", { keywords: "", cursor: "" })
+        const restRequired = yield* app.call("/v1/profnet/search?keywords=&cursor=", { key, ip })
+        assert.strictEqual(restRequired.status, 400)
+        assert.strictEqual(restRequired.body.param, "keywords")
+        assert.strictEqual(required.problem.code, restRequired.body.code)
+        assert.strictEqual(required.problem.param, "keywords")
+      })
+    )
+
     it.effect("entitlement comes before validation; every request is authenticated again", () =>
       Effect.gen(function* () {
         const admin = yield* Admin

@@ -93,7 +93,7 @@ export const getCommunityPosts = declareOperation({
     }),
     cursor: cursorParam()
   }),
-  examples: { community_name: "linuxcanada", sort: "new" },
+  examples: { community_name: "linuxcanada", sort: "top", range: "past_week" },
   data: CommunityPostsData,
   price: { rule: prices.getCommunityPosts, summary: "4 credits per page." }
 })

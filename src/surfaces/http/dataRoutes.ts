@@ -2,7 +2,7 @@ import { Effect, Schema } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { IdempotencyHeaders, restQuerySchema } from "../../contract/api.ts"
+import { dataQueryDecoder, IdempotencyHeaders } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { type InvalidInput, isApiError } from "../../contract/errors.ts"
 import {
@@ -75,9 +75,7 @@ export const bearerCredential = (authorization: string | undefined): string => {
  * endpoint's own schemas (the contract's), refusing control characters first.
  */
 const restInput = (operation: AnyOperation) => {
-  const query = Schema.decodeUnknownEffect(Schema.toCodecArrayFromSingle(restQuerySchema(operation))) as (
-    input: unknown
-  ) => Effect.Effect<Record<string, unknown>, Schema.SchemaError>
+  const query = dataQueryDecoder(operation)
   const headers = Schema.decodeUnknownEffect(IdempotencyHeaders)
   return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<CallInput, InvalidInput> =>
     Effect.suspend(() => {

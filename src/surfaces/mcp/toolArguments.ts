@@ -1,6 +1,6 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { HttpApiError } from "effect/http-api"
-import { restQuerySchema } from "../../contract/api.ts"
+import { dataQueryDecoder } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { InvalidInput } from "../../contract/errors.ts"
 import type { CallInput } from "../../metering/meterDataCall.ts"
@@ -51,9 +51,7 @@ const notText = (name: string, value: unknown, expected: string | undefined): In
  * so validation, defaults and INVALID_INPUT's `param` are the same on both surfaces.
  */
 export const toolArgumentsDecoder = (operation: AnyOperation) => {
-  const decode = Schema.decodeUnknownEffect(Schema.toCodecArrayFromSingle(restQuerySchema(operation))) as (
-    query: unknown
-  ) => Effect.Effect<Record<string, unknown>, Schema.SchemaError>
+  const decode = dataQueryDecoder(operation)
   const types = argumentTypes(operation)
   return (args: Record<string, unknown>): Effect.Effect<CallInput, InvalidInput> => {
     const present = Object.entries(args).filter(([, value]) => value !== undefined)
