@@ -51,7 +51,7 @@ export const UsageGroup = HttpApiGroup.make("usage", { topLevel: true })
     described(
       "Plan, budget and spend",
       "Free. Plan, free-tier budget, balance, today's spend and 30 days of history.",
-      HttpApiEndpoint.get("get_usage", "/usage", { success: Usage, error: errorsOf(...freeCodes) })
+      HttpApiEndpoint.get("getUsage", "/usage", { success: Usage, error: errorsOf(...freeCodes) })
     ),
     described(
       "List receipts",

@@ -24,7 +24,7 @@ const decodes = (schema: Schema.Top, example: unknown, what: string) =>
 
 const accountSchemas: Record<string, Schema.Top> = {
   mintKey: MintResponse,
-  get_usage: Usage,
+  getUsage: Usage,
   listReceipts: ReceiptPage,
   getReceipt: ReceiptSchema
 }

@@ -48,7 +48,7 @@ describe(`a typed client derived from the contract (${storeName})`, () => {
         assert.strictEqual(envelope.schema_version, 2)
         assert.strictEqual(envelope.cost.charged, 4)
         assert.isString(envelope.receipt.id)
-        const usage = yield* client.get_usage()
+        const usage = yield* client.getUsage()
         assert.strictEqual(usage.today.credits, 4)
       })
     )
@@ -89,7 +89,7 @@ describe(`a typed client derived from the contract (${storeName})`, () => {
         }
 
         const anonymous = yield* clientFor(undefined)
-        const keyless = yield* Effect.flip(anonymous.get_usage())
+        const keyless = yield* Effect.flip(anonymous.getUsage())
         assert.instanceOf(keyless, KeyRequired)
         if (keyless._tag === "KeyRequired") assert.match(keyless.mint?.url ?? "", /\/v1\/keys\/mint$/)
       })

@@ -90,11 +90,11 @@ describe("the SDK (src/clients/sdk) against the running service", () => {
             assert.instanceOf(governed, AuthRequired)
           })
         )
-        yield* sdk({}, (client) => Effect.flip(client.get_usage())).pipe(
+        yield* sdk({}, (client) => Effect.flip(client.getUsage())).pipe(
           Effect.map((error) => assert.instanceOf(error, KeyRequired))
         )
         yield* sdk({ key: "svc_live_notakeyatall000000000000" }, (client) =>
-          Effect.flip(client.get_usage())
+          Effect.flip(client.getUsage())
         ).pipe(Effect.map((error) => assert.instanceOf(error, Unauthorized)))
       })
     )
@@ -153,7 +153,7 @@ describe("the SDK (src/clients/sdk) against the running service", () => {
 
           const receipts = yield* sdk({ key }, (client) => client.listReceipts({ query: {} }))
           assert.strictEqual(receipts.receipts.length, 2)
-          const usage = yield* sdk({ key }, (client) => client.get_usage())
+          const usage = yield* sdk({ key }, (client) => client.getUsage())
           assert.strictEqual(usage.today.credits, 8)
         })
     )
@@ -185,20 +185,54 @@ describe("the SDK (src/clients/sdk) against the running service", () => {
         })
     )
 
-    it.effect("SvcClient.layerConfig reads SVC_BASE_URL and SVC_KEY", () =>
+    it.effect("SvcClient.layerConfig reads SVC_BASE_URL and the variable the mint's setup.env sets", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
-        const { key, account_id } = yield* app.mint(freshIp())
-        const usage = yield* Effect.flatMap(SvcClient, (client) => client.get_usage()).pipe(
+        const minted = yield* app.call("/v1/keys/mint", { method: "POST", ip: freshIp() })
+        // `export NAME=<key>`: the name the CLI and the SDK read.
+        const [, name, key] = /^export (\w+)=(\S+)$/.exec(minted.body.setup.env) ?? []
+        assert.strictEqual(key, minted.body.key)
+        const usage = yield* Effect.flatMap(SvcClient, (client) => client.getUsage()).pipe(
           Effect.provide(
             SvcClient.layerConfig.pipe(
               Layer.provide(
-                ConfigProvider.layer(ConfigProvider.fromEnvRecord({ SVC_BASE_URL: app.url, SVC_KEY: key }))
+                ConfigProvider.layer(ConfigProvider.fromEnvRecord({ SVC_BASE_URL: app.url, [name!]: key! }))
               )
             )
           )
         )
-        assert.strictEqual(usage.account_id, account_id)
+        assert.strictEqual(usage.account_id, minted.body.account_id)
+      })
+    )
+
+    it.effect("one naming style: every method is lowerCamelCase, on SvcClient and createClient alike", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const names = yield* sdk({}, (client) => Effect.succeed(Object.keys(client)))
+        const promised = Object.keys(createClient({ baseUrl: app.url }))
+        assert.includeMembers(promised, names)
+        assert.deepStrictEqual(
+          names.filter((name) => !/^[a-z][A-Za-z0-9]*$/.test(name)),
+          [],
+          "methods not in lowerCamelCase"
+        )
+        assert.include(names, "getUsage")
+      })
+    )
+
+    it.effect("data calls need no `headers`: the Idempotency-Key is optional, the SDK sends its own", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const { key } = yield* paidKey(ip, 100)
+        const identifier = sampleArguments.getCompany!.identifier as string
+        const viaEffect = yield* sdk({ key }, (client) => client.getCompany({ query: { identifier } }))
+        assert.strictEqual(viaEffect.kind, "company")
+        const viaPromise = yield* Effect.promise(() =>
+          createClient({ baseUrl: app.url, key }).getCompany({ query: { identifier } })
+        )
+        assert.strictEqual(viaPromise.kind, "company")
+        assert.notStrictEqual(viaPromise.receipt.idempotency_key, viaEffect.receipt.idempotency_key)
       })
     )
 
@@ -237,7 +271,7 @@ describe("the SDK (src/clients/sdk) against the running service", () => {
         )
         assert.strictEqual(alert.threshold, 50)
         const withKey = createClient({ baseUrl: app.url, key: rotated.key })
-        const usage = yield* Effect.promise(() => withKey.get_usage())
+        const usage = yield* Effect.promise(() => withKey.getUsage())
         assert.isNumber(usage.today.credits)
         const failure = yield* Effect.promise(() =>
           svc.revokeKey({ query: {}, payload: { key_id: "key_nosuchkey" } }).then(

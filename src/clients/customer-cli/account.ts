@@ -65,7 +65,7 @@ const whoami = Command.make("whoami", { json }, ({ json: asJson }) =>
     const { config, client, baseUrl } = yield* session
     if (config.key === undefined && config.management_token === undefined)
       return yield* new NotSignedIn({ message: "Nobody: run `svc init` or `svc login`." })
-    const usage = config.key === undefined ? undefined : yield* client.get_usage()
+    const usage = config.key === undefined ? undefined : yield* client.getUsage()
     const who = {
       service: baseUrl,
       email: config.email ?? null,
@@ -81,7 +81,7 @@ const whoami = Command.make("whoami", { json }, ({ json: asJson }) =>
 const usage = Command.make("usage", { json }, ({ json: asJson }) =>
   Effect.gen(function* () {
     const { client } = yield* withKey
-    const answer = yield* client.get_usage()
+    const answer = yield* client.getUsage()
     yield* show(asJson, answer, () => human(answer))
   })
 ).pipe(Command.withDescription("Plan, budget, balance and spend (free)."))

@@ -1,6 +1,12 @@
-import { Config, Context, Effect, Layer, Option, Random, Redacted } from "effect"
-import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
-import { HttpApiClient } from "effect/http-api"
+import { Config, Context, Effect, Layer, Option, Random, Redacted, type Schema, type Types } from "effect"
+import { FetchHttpClient, HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
+import {
+  type HttpApi,
+  HttpApiClient,
+  type HttpApiEndpoint,
+  type HttpApiGroup,
+  type HttpApiMiddleware
+} from "effect/http-api"
 import { makeApi } from "../../contract/api.ts"
 import { declarations } from "../../contract/operations/index.ts"
 import { defaultRetryPolicy, isRetriable, type RetryPolicy, retryAfterOf, retryDelayMs } from "./retry.ts"
@@ -9,8 +15,40 @@ import { defaultRetryPolicy, isRetriable, type RetryPolicy, retryAfterOf, retryD
 export const svcApi = makeApi(declarations)
 export type SvcApi = typeof svcApi
 
+export type Groups = SvcApi extends HttpApi.HttpApi<string, infer G> ? G : never
+export type Endpoint = Extract<HttpApiGroup.Endpoints<Groups>, HttpApiEndpoint.ConstraintRequest>
+type Mode = HttpApiClient.Client.ResponseMode
+
+/** A request whose headers are all optional (a data call's Idempotency-Key) may leave `headers` out. */
+type OptionalHeaders<R> = R extends { readonly headers: infer H }
+  ? {} extends H
+    ? Omit<R, "headers"> & { readonly headers?: H }
+    : R
+  : R
+
+export type RequestOf<E extends Endpoint, M extends Mode = "decoded-only"> = Types.Simplify<
+  OptionalHeaders<HttpApiEndpoint.ClientRequest<E["~Params"], E["~Query"], E["~Payload"], E["~Headers"], M>>
+>
+
+/** The contract client's method for `E` (`HttpApiClient.Client.Method`), with `headers` optional. */
+type Method<E extends Endpoint> = <M extends Mode = "decoded-only">(
+  ...request: {} extends RequestOf<E, M> ? [request?: RequestOf<E, M>] : [request: RequestOf<E, M>]
+) => Effect.Effect<
+  HttpApiClient.Client.Response<HttpApiClient.SuccessType<E["~Success"]>, M>,
+  | HttpApiMiddleware.Error<E["~Middleware"]>
+  | HttpApiMiddleware.ClientError<E["~Middleware"]>
+  | HttpClientError.HttpClientError
+  | ([M] extends ["response-only"] ? never : E["~Error"]["Type"] | Schema.SchemaError)
+>
+
 /** Every route of the contract as a typed method: data operations by their id, the rest by name. */
-export type SvcClientShape = HttpApiClient.ForApi<SvcApi>
+export type SvcClientShape = { readonly [E in Endpoint as E["identifier"]]: Method<E> }
+
+/** `headers: {}` where the caller sent none: the contract's client encodes the headers it declares. */
+const withHeaders = (request: unknown) =>
+  typeof request === "object" && request !== null && !("headers" in request)
+    ? { ...request, headers: {} }
+    : request
 
 export interface ClientOptions {
   /** The service's address, e.g. `http://127.0.0.1:8787` (no `/v1`). */
@@ -108,7 +146,9 @@ export const makeSvcClient = (
       const methods = Object.entries(client).map(([name, method]) => [
         name,
         (request: unknown) =>
-          logical((method as (request: unknown) => Effect.Effect<unknown, unknown, unknown>)(request))
+          logical(
+            (method as (request: unknown) => Effect.Effect<unknown, unknown, unknown>)(withHeaders(request))
+          )
       ])
       return Object.fromEntries(methods) as unknown as SvcClientShape
     }

@@ -1,16 +1,15 @@
-import { Cause, Effect, Exit, type Types } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import { FetchHttpClient } from "effect/http"
-import type { HttpApi, HttpApiClient, HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import type { HttpApiClient } from "effect/http-api"
 import type { Offer } from "../../contract/offer.ts"
 import { offerOf } from "./resume.ts"
-import { type ClientOptions, makeSvcClient, type SvcApi, withIdempotencyKey } from "./SvcClient.ts"
-
-type Groups = SvcApi extends HttpApi.HttpApi<string, infer G> ? G : never
-type Endpoint = Extract<HttpApiGroup.Endpoints<Groups>, HttpApiEndpoint.ConstraintRequest>
-
-type RequestOf<E extends Endpoint> = Types.Simplify<
-  HttpApiEndpoint.ClientRequest<E["~Params"], E["~Query"], E["~Payload"], E["~Headers"], "decoded-only">
->
+import {
+  type ClientOptions,
+  type Endpoint,
+  makeSvcClient,
+  type RequestOf,
+  withIdempotencyKey
+} from "./SvcClient.ts"
 
 /** Each route of the contract as an async method, rejecting with the same typed errors as `SvcClient`. */
 export type PromiseClient = {

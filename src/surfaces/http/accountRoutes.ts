@@ -48,7 +48,7 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
           },
           upgrade_url: upgradeUrl(config.upgradeUrl, minted.account.id),
           setup: {
-            env: `export SVC_API_KEY=${minted.secret}`,
+            env: `export SVC_KEY=${minted.secret}`,
             rest: `curl -s -H "Authorization: Bearer ${minted.secret}" ${config.baseUrl}/v1/usage`,
             mcp: { url: link.mcp, headers: { Authorization: `Bearer ${minted.secret}` } }
           },
@@ -102,7 +102,7 @@ export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
           )
         })
       )
-      .handle("get_usage", () =>
+      .handle("getUsage", () =>
         // hot path
         Effect.flatMap(Caller, (caller) =>
           Effect.flatMap(Effect.orDie(usage.facts(caller.account.id, caller.ip)), (facts) =>
