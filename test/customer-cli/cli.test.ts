@@ -128,7 +128,8 @@ describe("the svc command line, piped", () => {
         assert.isUndefined(configOf(env.home).management_token)
         const after = yield* svc(["keys", "list"], env)
         assert.strictEqual(after.code, 4, after.stderr)
-      })
+      }),
+      90_000
     )
 
     it.effect("svc admin is the operator CLI, with the admin token", () =>

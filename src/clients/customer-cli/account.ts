@@ -6,7 +6,7 @@ import { json, show } from "./flags.ts"
 import { alert, keys } from "./keys.ts"
 import { login } from "./login.ts"
 import { dim, human, printJson, table } from "./output.ts"
-import { NotSignedIn, session, withKey } from "./session.ts"
+import { NotSignedIn, session, UsageError, withKey } from "./session.ts"
 
 const init = Command.make(
   "init",
@@ -66,13 +66,22 @@ const whoami = Command.make("whoami", { json }, ({ json: asJson }) =>
     if (config.key === undefined && config.management_token === undefined)
       return yield* new NotSignedIn({ message: "Nobody: run `svc init` or `svc login`." })
     const usage = config.key === undefined ? undefined : yield* client.getUsage()
+    const account_id = usage?.account_id ?? config.account_id ?? null
+    const signedIn = config.management_token !== undefined
+    // The email is shown only beside an account it governs: one account, never two halves of two.
+    const governs = signedIn && account_id !== null && (config.accounts ?? [account_id]).includes(account_id)
     const who = {
       service: baseUrl,
-      email: config.email ?? null,
-      account_id: usage?.account_id ?? config.account_id ?? null,
+      account_id,
       plan: usage?.plan ?? null,
       key_hint: usage?.key_hint ?? null,
-      signed_in: config.management_token !== undefined
+      email: governs ? (config.email ?? null) : null,
+      signed_in: signedIn,
+      ...(signedIn && !governs
+        ? {
+            note: `Signed in as ${config.email}, who does not govern ${account_id ?? "an account here"}; claim it at ${baseUrl}/claim${account_id === null ? "" : `?account=${account_id}`}.`
+          }
+        : {})
     }
     yield* show(asJson, who, () => human(who))
   })
@@ -119,11 +128,23 @@ const recover = Command.make("recover", { email: Argument.String("email") }, ({ 
   })
 ).pipe(Command.withDescription("Email a recovery link for an account claimed by EMAIL."))
 
+const mcpClients = ["claude", "cursor", "vscode"] as const
+
 const mcpConfig = Command.make(
   "mcp-config",
-  { client: Argument.Literals("client", ["claude", "cursor", "vscode"] as const) },
-  ({ client }) =>
+  {
+    client: Argument.Literals("client", mcpClients).pipe(
+      Argument.withDescription(`The MCP client: ${mcpClients.join(", ")}.`),
+      Argument.optional
+    )
+  },
+  ({ client: chosen }) =>
     Effect.gen(function* () {
+      if (Option.isNone(chosen))
+        return yield* new UsageError({
+          message: `Name the MCP client: ${mcpClients.map((name) => `svc mcp-config ${name}`).join(", ")}.`
+        })
+      const client = chosen.value
       const config = yield* readConfig
       const key = process.env.SVC_KEY || config.key
       if (key === undefined) return yield* new NotSignedIn({ message: "No key yet: run `svc init` first." })
@@ -138,7 +159,11 @@ const mcpConfig = Command.make(
       const where = { claude: ".mcp.json", cursor: "~/.cursor/mcp.json", vscode: ".vscode/mcp.json" }[client]
       yield* Console.error(dim(`Put this in ${where}; it contains your key.`, process.stderr))
     })
-).pipe(Command.withDescription("Print the MCP client setup (claude, cursor or vscode) for this key."))
+).pipe(
+  Command.withDescription(
+    `Print the MCP client setup for this key: ${mcpClients.join(", ")} (e.g. svc mcp-config claude).`
+  )
+)
 
 export const accountCommands = [
   init,

@@ -58,8 +58,8 @@ export const buy = Command.make(
 
 export const portal = Command.make("portal", { account }, ({ account }) =>
   Effect.gen(function* () {
-    const { client } = yield* withManagement
-    const answer = yield* client.billingPortal({ query: accountQuery(account) })
+    const { client, config } = yield* withManagement
+    const answer = yield* client.billingPortal({ query: accountQuery(account, config) })
     yield* Console.log(answer.url)
     yield* openBrowser(answer.url)
   })

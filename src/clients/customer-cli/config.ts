@@ -11,7 +11,9 @@ export const SvcConfig = Schema.Struct({
   account_id: Schema.optionalKey(Schema.String),
   management_token: Schema.optionalKey(Schema.String),
   token_id: Schema.optionalKey(Schema.String),
-  email: Schema.optionalKey(Schema.String)
+  email: Schema.optionalKey(Schema.String),
+  /** The accounts the sign-in governs, as it answered. */
+  accounts: Schema.optionalKey(Schema.Array(Schema.String))
 })
 export type SvcConfig = typeof SvcConfig.Type
 

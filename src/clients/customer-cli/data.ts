@@ -50,7 +50,12 @@ const dataCommand = (operation: AnyDeclaration) => {
               Flag.map((b): string => String(b)),
               Flag.optional
             )
-          : Flag.String(kebab(name)).pipe(Flag.optional)
+          : doc.type === "integer"
+            ? Flag.Int(kebab(name)).pipe(
+                Flag.map((n): string => String(n)),
+                Flag.optional
+              )
+            : Flag.String(kebab(name)).pipe(Flag.optional)
       return [name, doc.description ? Flag.withDescription(flag, doc.description) : flag]
     })
   ) as Record<string, Flag.Flag<Option.Option<string>>>
@@ -107,7 +112,7 @@ const dataCommand = (operation: AnyDeclaration) => {
       const method = (
         client as unknown as Record<string, (request: unknown) => Effect.Effect<Envelope, unknown>>
       )[operation.id]!
-      const envelope = yield* withSpinner(operation.summary, method({ query: decoded, headers: {} }))
+      const envelope = yield* withSpinner(operation.summary, method({ query: decoded }))
       if (input.json) yield* printJson(envelope)
       else yield* Console.log(human(envelope.data))
       yield* reportCost(envelope)

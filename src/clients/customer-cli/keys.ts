@@ -12,8 +12,8 @@ export const keys = Command.make("keys").pipe(
   Command.withSubcommands([
     Command.make("list", { json, account }, ({ json: asJson, account }) =>
       Effect.gen(function* () {
-        const { client } = yield* withManagement
-        const listed = yield* client.listKeys({ query: accountQuery(account) })
+        const { client, config } = yield* withManagement
+        const listed = yield* client.listKeys({ query: accountQuery(account, config) })
         yield* show(asJson, listed, () => table(listed.keys as unknown as Array<Record<string, unknown>>))
       })
     ).pipe(Command.withDescription("List the keys (never their secrets).")),
@@ -31,12 +31,22 @@ export const keys = Command.make("keys").pipe(
       },
       ({ json: asJson, account, label, use }) =>
         Effect.gen(function* () {
-          const { client } = yield* withManagement
+          const { client, config } = yield* withManagement
+          const query = accountQuery(account, config)
           const created = yield* client.createKey({
-            query: accountQuery(account),
+            query,
             payload: Option.isSome(label) ? { label: label.value } : {}
           })
-          if (use) yield* updateConfig((c) => ({ ...c, key: created.key, key_hint: created.hint }))
+          // The CLI's key and account change together: `usage` and `keys` keep speaking of one account.
+          if (use) {
+            const listed = yield* client.listKeys({ query })
+            yield* updateConfig((c) => ({
+              ...c,
+              key: created.key,
+              key_hint: created.hint,
+              account_id: listed.account_id
+            }))
+          }
           yield* show(
             asJson,
             created,
@@ -47,9 +57,12 @@ export const keys = Command.make("keys").pipe(
     Command.make("rotate", { json, account, keyId }, ({ json: asJson, account, keyId }) =>
       Effect.gen(function* () {
         const { client, config } = yield* withManagement
-        const listed = yield* client.listKeys({ query: accountQuery(account) })
+        const listed = yield* client.listKeys({ query: accountQuery(account, config) })
         const wasOurs = listed.keys.some((k) => k.key_id === keyId && k.hint === config.key_hint)
-        const rotated = yield* client.rotateKey({ query: accountQuery(account), payload: { key_id: keyId } })
+        const rotated = yield* client.rotateKey({
+          query: accountQuery(account, config),
+          payload: { key_id: keyId }
+        })
         // Rotating this CLI's own key: keep working with the new secret.
         if (wasOurs) yield* updateConfig((c) => ({ ...c, key: rotated.key, key_hint: rotated.hint }))
         yield* show(
@@ -62,8 +75,11 @@ export const keys = Command.make("keys").pipe(
     ).pipe(Command.withDescription("A new secret for a key; the old one stops at once.")),
     Command.make("revoke", { json, account, keyId }, ({ json: asJson, account, keyId }) =>
       Effect.gen(function* () {
-        const { client } = yield* withManagement
-        const revoked = yield* client.revokeKey({ query: accountQuery(account), payload: { key_id: keyId } })
+        const { client, config } = yield* withManagement
+        const revoked = yield* client.revokeKey({
+          query: accountQuery(account, config),
+          payload: { key_id: keyId }
+        })
         yield* show(asJson, revoked, () => `Revoked ${revoked.key_id} at ${revoked.revoked_at}.`)
       })
     ).pipe(Command.withDescription("Revoke a key at once."))
@@ -81,8 +97,11 @@ export const alert = Command.make(
   ({ account, threshold }) =>
     Effect.gen(function* () {
       if (threshold < 0) return yield* new UsageError({ message: "The threshold is 0 or more credits." })
-      const { client } = yield* withManagement
-      const set = yield* client.setBalanceAlert({ query: accountQuery(account), payload: { threshold } })
+      const { client, config } = yield* withManagement
+      const set = yield* client.setBalanceAlert({
+        query: accountQuery(account, config),
+        payload: { threshold }
+      })
       yield* Console.log(
         threshold === 0
           ? "Balance alert off."

@@ -1,7 +1,7 @@
 import { createServer } from "node:http"
 import { Console, Effect } from "effect"
 import { openBrowser } from "./browser.ts"
-import { updateConfig } from "./config.ts"
+import { readConfig, updateConfig } from "./config.ts"
 import { bold, dim } from "./output.ts"
 import { Abandoned, type Session, session } from "./session.ts"
 
@@ -12,18 +12,39 @@ interface SignedIn {
   readonly accounts: ReadonlyArray<{ readonly account_id: string; readonly plan: string }>
 }
 
+/**
+ * Keeps the sign-in beside the CLI's key. The CLI's account stays its key's (what `usage` reads);
+ * without a key it is the sign-in's account when there is one. A key of an account this email does
+ * not govern is said so at once, with the way to claim it or to switch.
+ */
 const remember = (signedIn: SignedIn, baseUrl: string) =>
   Effect.gen(function* () {
-    const only = signedIn.accounts.length === 1 ? signedIn.accounts[0]!.account_id : undefined
+    const governed = signedIn.accounts.map((account) => account.account_id)
+    const only = governed.length === 1 ? governed[0] : undefined
+    const before = yield* readConfig
     yield* updateConfig((c) => ({
       ...c,
       base_url: baseUrl,
       management_token: signedIn.management_token,
       token_id: signedIn.token_id,
       email: signedIn.email,
+      accounts: governed,
       ...(c.account_id === undefined && only !== undefined ? { account_id: only } : {})
     }))
     yield* Console.log(`Signed in as ${signedIn.email}.`)
+    const mine = before.account_id
+    if (before.key !== undefined && mine !== undefined && !governed.includes(mine))
+      yield* Console.error(
+        [
+          `This CLI's key is of ${mine}, which ${signedIn.email} does not govern: \`usage\` and data calls use ${mine}, and \`keys\`, \`alert\` and \`portal\` need it claimed.`,
+          `Claim it: ${baseUrl}/claim?account=${mine}`,
+          governed.length > 0
+            ? `Or switch to ${governed.join(" or ")}: svc keys create --use --account ${governed[0]}`
+            : ""
+        ]
+          .filter((line) => line !== "")
+          .join("\n")
+      )
   })
 
 type Pending = { readonly error: string; readonly interval?: number }

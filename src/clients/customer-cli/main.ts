@@ -3,7 +3,8 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Console, Data, Effect, Layer, Runtime } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
-import { svc } from "./commands.ts"
+import { baseUrlArgument, svc } from "./commands.ts"
+import { baseUrlOf, defaultBaseUrl } from "./config.ts"
 import { red } from "./output.ts"
 
 /** Already written to stderr; only its exit code is left to report. */
@@ -33,7 +34,28 @@ export const exitCodeOf = (error: unknown): number => {
   return 1
 }
 
+/** A request that never reached the service: no answer at all, as opposed to a problem. */
+const isUnreachable = (error: unknown) => {
+  const failure = error as { readonly _tag?: string; readonly reason?: { readonly _tag?: string } }
+  return failure?._tag === "HttpClientError" && failure.reason?._tag === "TransportError"
+}
+
+const unreachable = () => {
+  const baseUrl = baseUrlOf({})
+  const configured = process.env.SVC_BASE_URL
+    ? "SVC_BASE_URL or --base-url"
+    : "the config file or the default"
+  return [
+    `Cannot reach the service at ${baseUrl} (from ${configured}).`,
+    baseUrl === defaultBaseUrl
+      ? "Start it locally with `npm start`, or point the CLI elsewhere:"
+      : "Check that it is running and the address is right, or point the CLI elsewhere:",
+    "  SVC_BASE_URL=https://your-service svc ...   or   svc --base-url https://your-service ..."
+  ].join("\n")
+}
+
 const describe = (error: unknown): string => {
+  if (isUnreachable(error)) return unreachable()
   if (CliError.isCliError(error))
     return error._tag === "ShowHelp"
       ? error.errors.map((e) => e.message).join("; ") ||
@@ -60,7 +82,11 @@ const describe = (error: unknown): string => {
 const asJson = (error: unknown) => {
   if (CliError.isCliError(error)) return JSON.stringify({ code: "USAGE", message: describe(error) })
   const { _tag, ...fields } = { ...(error as Record<string, unknown>) }
-  const message = error instanceof Error ? error.message : String(error)
+  const message = isUnreachable(error)
+    ? unreachable()
+    : error instanceof Error
+      ? error.message
+      : String(error)
   return JSON.stringify({ code: fields.code ?? _tag ?? "ERROR", message, ...fields })
 }
 
@@ -71,6 +97,10 @@ const presenter = CliOutput.layerPresenter({
       ? Effect.void
       : CliOutput.defaultPresenter.present(event)
 })
+
+// `--base-url` is SVC_BASE_URL for this run, whichever command reads it (see `baseUrlFlag`).
+const flagged = baseUrlArgument(process.argv.slice(2))
+if (flagged !== undefined) process.env.SVC_BASE_URL = flagged
 
 Command.run(svc, { version: "0.1.0", renderErrors: false }).pipe(
   Effect.catchCause((cause) => {

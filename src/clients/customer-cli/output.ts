@@ -35,8 +35,11 @@ export const table = (rows: ReadonlyArray<Record<string, unknown>>, maxColumns =
   return [bold(line(columns)), ...cells.map(line)].join("\n")
 }
 
-/** A record's scalar fields as `name  value` lines, then each list of records as a table. */
-export const human = (value: unknown): string => {
+/**
+ * A record's scalar fields as `name  value` lines, a nested record's fields indented under its name
+ * (whole, never cut), then each list of records as a table.
+ */
+export const human = (value: unknown, indent = ""): string => {
   if (!value || typeof value !== "object") return String(value)
   if (Array.isArray(value)) return table(value as Array<Record<string, unknown>>)
   const record = value as Record<string, unknown>
@@ -47,11 +50,12 @@ export const human = (value: unknown): string => {
   for (const name of names) {
     const field = record[name]
     if (isScalar(field) || (Array.isArray(field) && field.every(isScalar)))
-      lines.push(`${dim(name.padEnd(width))}  ${cell(field, 100)}`)
+      lines.push(`${indent}${dim(name.padEnd(width))}  ${cell(field, 100)}`)
     else if (Array.isArray(field) && field.length > 0)
       sections.push(`${bold(name)}\n${table(field as Array<Record<string, unknown>>)}`)
+    else if (Array.isArray(field)) lines.push(`${indent}${dim(name.padEnd(width))}  ${dim("(none)")}`)
     else if (field && typeof field === "object")
-      lines.push(`${dim(name.padEnd(width))}  ${cell(JSON.stringify(field), 100)}`)
+      lines.push(`${indent}${dim(name)}`, human(field, `${indent}  `))
   }
   return [lines.join("\n"), ...sections].filter((s) => s.length > 0).join("\n\n")
 }

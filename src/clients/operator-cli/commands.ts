@@ -6,11 +6,25 @@ import { AdminClient } from "./AdminClient.ts"
 /** A flag combination the parser accepts but the verb does not (exit 2, like a parse error). */
 export class UsageError extends Data.TaggedError("UsageError")<{ readonly message: string }> {}
 
-const printed = <A, E, R>(call: (client: AdminClient["Service"]) => Effect.Effect<A, E, R>) =>
+const printed = <A, E, R>(
+  call: (client: AdminClient["Service"]) => Effect.Effect<A, E, R>,
+  shown: (result: A) => unknown = (result) => result
+) =>
   Effect.gen(function* () {
     const result = yield* call(yield* AdminClient)
-    yield* Console.log(JSON.stringify(result, null, 2))
+    yield* Console.log(JSON.stringify(shown(result), null, 2))
   }).pipe(Effect.provide(AdminClient.layer))
+
+/** Epoch-millisecond `*_at` fields as ISO 8601 times, as every other command prints them. */
+const isoTimes = (rows: ReadonlyArray<Record<string, unknown>>) =>
+  rows.map((row) =>
+    Object.fromEntries(
+      Object.entries(row).map(([name, value]) => [
+        name,
+        name.endsWith("_at") && typeof value === "number" ? new Date(value).toISOString() : value
+      ])
+    )
+  )
 
 /** `--open|--close`, `--pause|--resume`: exactly one of the two. */
 const oneOf = (name: string, yes: Option.Option<boolean>, no: Option.Option<boolean>) => {
@@ -185,15 +199,17 @@ const outbox = Command.make(
     )
   },
   ({ email, limit }) =>
-    printed((client) =>
-      client.outbox({
-        limit,
-        ...Option.match(email, { onNone: () => ({}), onSome: (address) => ({ email: address }) })
-      })
+    printed(
+      (client) =>
+        client.outbox({
+          limit,
+          ...Option.match(email, { onNone: () => ({}), onSome: (address) => ({ email: address }) })
+        }),
+      isoTimes
     )
 ).pipe(
   Command.withDescription(
-    "List outbox mail, newest first, with delivery state; the text body is shown until it is delivered."
+    "List outbox mail, newest first, with delivery state (times in ISO 8601); the text body is shown until it is delivered."
   )
 )
 
