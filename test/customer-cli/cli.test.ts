@@ -90,45 +90,47 @@ describe("the svc command line, piped", () => {
       })
     )
 
-    it.effect("signs in by the device flow, approved through the service; then manages keys; logs out", () =>
-      Effect.gen(function* () {
-        const app = yield* TestApp
-        const identities = yield* Identities
-        const env = { baseUrl: app.url, home: freshHome() }
-        const login = start(["login", "--device"], env)
-        const [, code] = yield* waitFor(login.stderr, /enter (\S+-\S+)/)
-        const person = yield* signIn(app, "svc-cli@example.com", { ip: "10.72.0.1" })
-        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
-        yield* Effect.orDie(identities.decideDevice(governor, code!, true))
-        const finished = yield* Effect.promise(() => login.done)
-        assert.strictEqual(finished.code, 0, finished.stderr)
-        assert.include(finished.stdout, "Signed in as svc-cli@example.com")
-        assert.match(configOf(env.home).management_token, /^svcm_/)
+    it.effect(
+      "signs in by the device flow, approved through the service; then manages keys; logs out",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const identities = yield* Identities
+          const env = { baseUrl: app.url, home: freshHome() }
+          const login = start(["login", "--device"], env)
+          const [, code] = yield* waitFor(login.stderr, /enter (\S+-\S+)/)
+          const person = yield* signIn(app, "svc-cli@example.com", { ip: "10.72.0.1" })
+          const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
+          yield* Effect.orDie(identities.decideDevice(governor, code!, true))
+          const finished = yield* Effect.promise(() => login.done)
+          assert.strictEqual(finished.code, 0, finished.stderr)
+          assert.include(finished.stdout, "Signed in as svc-cli@example.com")
+          assert.match(configOf(env.home).management_token, /^svcm_/)
 
-        const created = yield* svc(["keys", "create", "--label", "cli", "--use", "--json"], env)
-        assert.strictEqual(created.code, 0, created.stderr)
-        const key = JSON.parse(created.stdout || `{"stderr": ${JSON.stringify(created.stderr)}}`)
-        assert.isString(key.key, created.stderr)
-        assert.strictEqual(configOf(env.home).key, key.key)
-        const listed = yield* svc(["keys", "list"], env)
-        assert.include(listed.stdout, key.key_id)
-        const rotated = yield* svc(["keys", "rotate", key.key_id, "--json"], env)
-        assert.strictEqual(JSON.parse(rotated.stdout).replaces, key.key_id)
-        const alert = yield* svc(["alert", "100"], env)
-        assert.strictEqual(alert.code, 0, alert.stderr)
-        const portal = yield* svc(["portal"], env)
-        assert.strictEqual(portal.code, 0, portal.stderr)
-        assert.match(portal.stdout, /\/portal/)
-        const who = yield* svc(["whoami", "--json"], env)
-        assert.strictEqual(JSON.parse(who.stdout).email, "svc-cli@example.com")
-        const revoked = yield* svc(["keys", "revoke", key.key_id], env)
-        assert.strictEqual(revoked.code, 0, revoked.stderr)
-        const out = yield* svc(["logout"], env)
-        assert.strictEqual(out.code, 0, out.stderr)
-        assert.isUndefined(configOf(env.home).management_token)
-        const after = yield* svc(["keys", "list"], env)
-        assert.strictEqual(after.code, 4, after.stderr)
-      }),
+          const created = yield* svc(["keys", "create", "--label", "cli", "--use", "--json"], env)
+          assert.strictEqual(created.code, 0, created.stderr)
+          const key = JSON.parse(created.stdout || `{"stderr": ${JSON.stringify(created.stderr)}}`)
+          assert.isString(key.key, created.stderr)
+          assert.strictEqual(configOf(env.home).key, key.key)
+          const listed = yield* svc(["keys", "list"], env)
+          assert.include(listed.stdout, key.key_id)
+          const rotated = yield* svc(["keys", "rotate", key.key_id, "--json"], env)
+          assert.strictEqual(JSON.parse(rotated.stdout).replaces, key.key_id)
+          const alert = yield* svc(["alert", "100"], env)
+          assert.strictEqual(alert.code, 0, alert.stderr)
+          const portal = yield* svc(["portal"], env)
+          assert.strictEqual(portal.code, 0, portal.stderr)
+          assert.match(portal.stdout, /\/portal/)
+          const who = yield* svc(["whoami", "--json"], env)
+          assert.strictEqual(JSON.parse(who.stdout).email, "svc-cli@example.com")
+          const revoked = yield* svc(["keys", "revoke", key.key_id], env)
+          assert.strictEqual(revoked.code, 0, revoked.stderr)
+          const out = yield* svc(["logout"], env)
+          assert.strictEqual(out.code, 0, out.stderr)
+          assert.isUndefined(configOf(env.home).management_token)
+          const after = yield* svc(["keys", "list"], env)
+          assert.strictEqual(after.code, 4, after.stderr)
+        }),
       90_000
     )
 
