@@ -44,7 +44,7 @@ const AccountId = Schema.String.annotate({
     "The account to act on, when the signed-in email governs several (AUTH_REQUIRED lists them). Query or body.",
   examples: ["acct_7Yq2mW9xK3pL5nR8tV1c"]
 })
-const KeyId = Schema.String.check(Schema.isMaxLength(64)).annotate({
+const KeyId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)).annotate({
   description: "A key id from GET /v1/keys (key_...).",
   examples: ["key_3nF8qL2wX9mK4pR7tV1z"]
 })

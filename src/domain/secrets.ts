@@ -9,6 +9,13 @@ export const encodeBase62 = (bytes: Uint8Array): string => {
   return out
 }
 
+/**
+ * What every surface answers for a bearer that is none of the service's credentials, whatever it
+ * looks like (`svc_trial_bogus`, `garbage`): REST, MCP and the claim page say the same.
+ */
+export const unrecognizedBearer =
+  "This is not a credential of this service: a key is svc_trial_ or svc_ followed by 32 letters and digits, whole as it was shown when it was made; an app's access token works on /mcp only, until it expires or the app is disconnected."
+
 export const spendKeyPattern = /^svc_(trial_)?[0-9A-Za-z]{32}$/
 export const managementTokenPattern = /^svcm_[0-9A-Za-z]{32}$/
 

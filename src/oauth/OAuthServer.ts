@@ -7,6 +7,7 @@ import type { KoaContext } from "oidc-provider"
 import { AppConfig } from "../config.ts"
 import { NotFound, Unauthorized } from "../contract/errors.ts"
 import type { Account } from "../domain/accounts.ts"
+import { unrecognizedBearer } from "../domain/secrets.ts"
 import { Accounts } from "../services/Accounts.ts"
 import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
@@ -326,10 +327,7 @@ export class OAuthServer extends Context.Service<
       const authenticate = Effect.fn("OAuthServer.authenticate")(function* (token: string, resource: string) {
         const { provider } = yield* server
         const found = yield* Effect.promise(() => provider.AccessToken.find(token))
-        if (found === undefined)
-          return yield* inactiveToken(
-            "This access token is not active (unknown, expired, or its app was disconnected)."
-          )
+        if (found === undefined) return yield* new Unauthorized({ message: unrecognizedBearer })
         const audiences = listOf(found.aud)
         if (!audiences.includes(resource))
           return yield* inactiveToken(

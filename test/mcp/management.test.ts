@@ -171,7 +171,12 @@ describe(`MCP management tools (${storeName})`, () => {
           { key: mine.management_token, ip }
         )
         const mcp = yield* callTool(client, "revoke_key", { key_id: "key_doesnotexist" })
-        assert.deepStrictEqual(mcp.problem, rest.body)
+        // The same problem, but worded for an agent: the tool that lists keys, not REST's route.
+        const { message, detail, ...same } = mcp.problem
+        const { message: restMessage, detail: _, ...restSame } = rest.body
+        assert.deepStrictEqual(same, restSame)
+        assert.strictEqual(message, restMessage.replace("GET /v1/keys", "the list_keys tool"))
+        assert.strictEqual(detail, message)
         // The foreign key still works.
         assert.strictEqual((yield* app.call("/v1/usage", { key: foreign.body.key, ip })).status, 200)
 

@@ -37,7 +37,7 @@ describe(`/claim in Chromium (${storeName})`, () => {
             await page.getByLabel("Email address").fill("claimer@example.com")
             await page.getByRole("button", { name: "Send me a code" }).click()
             assert.strictEqual(lastStatus(run, "POST", "/claim"), 400)
-            assert.include(await textOf(page), "That is not a key of this service")
+            assert.include(await textOf(page), "This is not a credential of this service")
             assert.strictEqual(await page.getByLabel("Email address").inputValue(), "claimer@example.com")
             await page.getByLabel("Your trial key").fill(`svc_trial_${"A".repeat(32)}`)
             await page.getByRole("button", { name: "Send me a code" }).click()

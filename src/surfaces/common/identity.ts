@@ -5,7 +5,12 @@ import { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.t
 import type { Account, KeyRecord } from "../../domain/accounts.ts"
 import { clientIp, perIpKey } from "../../domain/clientIp.ts"
 import { identityPolicy } from "../../domain/identity.ts"
-import { hashSecret, managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
+import {
+  hashSecret,
+  managementTokenPattern,
+  spendKeyPattern,
+  unrecognizedBearer
+} from "../../domain/secrets.ts"
 import { noteAccount } from "../../logging.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { type Governor, Identities } from "../../services/Identities.ts"
@@ -180,11 +185,7 @@ export class Identity extends Context.Service<
         }
         const resolver = resolvers.find((candidate) => candidate.claims(secret))
         if (resolver === undefined) {
-          return Effect.fail(
-            new Unauthorized({
-              message: "The key is not a spend key of this service (expected svc_... or svc_trial_...)."
-            })
-          )
+          return Effect.fail(new Unauthorized({ message: unrecognizedBearer }))
         }
         return Effect.tap(resolver.resolve(secret), (principal) => noteAccount(principal.account.id))
       }

@@ -5,6 +5,7 @@ import { type ApiError, Internal, isApiError } from "../../contract/errors.ts"
 import { type ProblemBody, problemContext, toProblem } from "../../contract/problem.ts"
 import type { CallOutcome, Metered, RateState } from "../../metering/meterDataCall.ts"
 import { Ids } from "../../services/Ids.ts"
+import { forMcp } from "../common/wording.ts"
 
 /** The JSON of each result `structuredResult` built: its structured content's, which is its text. */
 const jsonTexts = new WeakMap<CallToolResult, string>()
@@ -40,6 +41,12 @@ export const problemResult = (problem: ProblemBody, meta?: Record<string, unknow
   ...(meta === undefined ? {} : { _meta: meta })
 })
 
+/** A problem as an MCP agent reads it: its message names tools, not REST routes. */
+const forAgents = (problem: ProblemBody, baseUrl: string): ProblemBody => {
+  const message = forMcp(problem.message, baseUrl)
+  return message === problem.message ? problem : { ...problem, message, detail: message }
+}
+
 /**
  * A tool call's result whatever happens: an ApiError becomes its problem, anything else (a defect)
  * is logged and becomes INTERNAL with a trace id, so a `tools/call` never hangs.
@@ -50,7 +57,7 @@ export const settledResult = <R>(effect: Effect.Effect<CallToolResult, ApiError,
       const config = yield* AppConfig
       const context = problemContext(config)
       const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
-      if (isApiError(failure)) return problemResult(toProblem(failure, context))
+      if (isApiError(failure)) return problemResult(forAgents(toProblem(failure, context), config.baseUrl))
       const traceId = yield* (yield* Ids).newId("trace")
       yield* Effect.logError("MCP tool call failed", { traceId }, Cause.pretty(cause))
       return problemResult(

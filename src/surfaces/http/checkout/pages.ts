@@ -28,7 +28,7 @@ export const unknownAccountPage = (config: Config, account: string) =>
     config.baseUrl,
     "Unknown account",
     html`<p class="error" role="alert">There is no account <code>${account}</code> here, so no checkout was started.
-Open the <code>upgrade_url</code> of the error you got as it is, or check the <code>account_id</code> in <code>GET /v1/usage</code>.</p>
+Open the <code>upgrade_url</code> of the error you got as it is, or check the account on <a href="${config.baseUrl}/dashboard">your dashboard</a>.</p>
 <p>To buy credits for a new account instead, use <a href="${links(config.baseUrl).upgrade}">the credit packs without an account</a>.</p>`
   )
 

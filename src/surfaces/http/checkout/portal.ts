@@ -101,7 +101,7 @@ ${
 <tbody>${view.purchases.map(purchaseRow)}</tbody></table>`
 }
 <p>${config.refundPolicy}</p>
-<p>This link works for one hour. For a new one, send <code>POST /v1/portal</code> with a management token (or use the MCP tool <code>billing_portal</code>).</p>`
+<p>This link works for one hour. For a new one, open <a href="${config.baseUrl}/dashboard/billing">Billing in the dashboard</a>.</p>`
   )
 
 /** An unknown or expired portal link. */
@@ -110,6 +110,6 @@ export const portalExpiredPage = (config: Pick<AppConfigShape, "baseUrl">) =>
     config.baseUrl,
     "Portal link not valid",
     html`<p class="error" role="alert">This billing-portal link is unknown or has expired (a link works for one hour).</p>
-<p>Ask for a new one: <code>POST /v1/portal</code> with a management token, or the MCP tool <code>billing_portal</code>.
-Signed out? <a href="${config.baseUrl}/login">Sign in</a> first.</p>`
+<p>Ask for a new one on <a href="${config.baseUrl}/dashboard/billing">the dashboard's Billing page</a>
+(signed out, it asks you to sign in first).</p>`
   )

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto"
 import type { Account } from "../../../domain/accounts.ts"
+import { forPages } from "../../common/wording.ts"
 import { type Html, html } from "../pages/html.ts"
 import { contentSecurityPolicy } from "../securityHeaders.ts"
 
@@ -54,8 +55,9 @@ export const hidden = (name: string, value: string) =>
 export const formFields = (csrf: string, account: Account) =>
   html`${hidden("csrf", csrf)}${hidden("account", account.id)}`
 
+/** A refusal in the page's words: the dashboard's pages, not the REST routes the services name. */
 export const errorNote = (message: string | undefined): Html =>
-  message === undefined ? html`` : html`<p class="error" role="alert">${message}</p>`
+  message === undefined ? html`` : html`<p class="error" role="alert">${forPages(message, "")}</p>`
 
 export const okNote = (message: string | undefined): Html =>
   message === undefined ? html`` : html`<p class="note" role="status">${message}</p>`
@@ -139,4 +141,4 @@ ${body}
 
 /** A dashboard request that could not be done, with what to do next. */
 export const failurePage = (frame: Frame, title: string, message: string, next: Html) =>
-  dashboardPage(frame, "overview", title, html`<p class="error" role="alert">${message}</p><p>${next}</p>`)
+  dashboardPage(frame, "overview", title, html`${errorNote(message)}<p>${next}</p>`)

@@ -73,7 +73,7 @@ ${request.resources.length === 0 ? "" : html`It asks for ${request.resources.map
 ${hidden("csrf", input.csrf)}
 ${accountChoice(input.accounts)}
 <p>Each call it makes is charged like a call with a key, and its receipts name the app. You can disconnect it at
-any time (<code>POST /v1/apps/revoke</code>); it stops at once.</p>
+any time on the dashboard's Connected apps page; it stops at once.</p>
 <button type="submit" name="decision" value="allow">Connect</button>
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>

@@ -2,7 +2,7 @@ import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import type { Account } from "../../../domain/accounts.ts"
 import { isLoopbackRedirect, signInCodePattern } from "../../../domain/identity.ts"
-import { spendKeyPattern } from "../../../domain/secrets.ts"
+import { spendKeyPattern, unrecognizedBearer } from "../../../domain/secrets.ts"
 import type { SignedIn } from "../../../services/Identities.ts"
 import { activatePage } from "./deviceAndRecovery.ts"
 import { csrfToken, htmlPage as page, queryParams, withoutSession, withSession } from "./respond.ts"
@@ -357,13 +357,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
           const email = form.get("email")
           const again = (error: string) => claimPage(config, { email, error })
           const key = form.get("key")
-          if (!spendKeyPattern.test(key))
-            return page(
-              again(
-                "That is not a key of this service: paste the whole trial key, which starts with svc_trial_ (the key POST /v1/keys/mint returned)."
-              ),
-              { status: 400, ...personal }
-            )
+          if (!spendKeyPattern.test(key)) return page(again(unrecognizedBearer), { status: 400, ...personal })
           const principal = yield* identity.authenticate(key).pipe(Effect.option)
           if (principal._tag === "None")
             return page(

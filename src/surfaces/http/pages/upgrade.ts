@@ -57,7 +57,7 @@ Coming from an error? Open its <code>upgrade_url</code> instead, so the credits 
 <h2>Choose a pack</h2>
 ${config.policy.packs.map((pack) => packForm(config, account, pack))}
 <p>A <code>flex</code> pack adds its credits once and sets the plan to <code>flex</code>; <code>production</code> sets the
-plan to <code>production</code> and adds its credits at every paid month. The billing portal (<code>POST /v1/portal</code>)
+plan to <code>production</code> and adds its credits at every paid month. The billing portal (on the dashboard's Billing page)
 lists purchases and cancels a subscription at the end of its period.</p>
 <h2>After paying</h2>
 <p>Retry as the error's <code>offer.resume</code> says: <code>INSUFFICIENT_CREDITS</code> with the same
