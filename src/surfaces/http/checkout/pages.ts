@@ -105,7 +105,8 @@ export const checkoutPage = (
       "Payment received",
       html`<p>Paid: ${packSummary(view.pack)}. The credits are on account <code>${view.accountId ?? ""}</code>
 and the plan is <code>${view.pack.pack}</code> from now on.</p>
-${after === undefined ? "" : afterPayment(config, view, after)}`
+${after === undefined ? "" : afterPayment(config, view, after)}`,
+      { testMode: view.rail === "local" }
     )
   if (view.rail !== "local")
     return page(
@@ -121,11 +122,14 @@ or start again from <a href="${links(config.baseUrl).upgrade}">the credit packs<
     config.baseUrl,
     "Checkout (test mode)",
     html`<p>${packSummary(view.pack)}.</p>
-<p>This is the built-in test-mode rail: no card is asked for and no money moves. Paying credits the account at once${
-      view.accountId === null ? keyDestination(view) : html` <code>${view.accountId}</code>`
-    }.</p>
+<p>This is the built-in test-mode rail: no card is asked for and no money moves. ${
+      view.accountId === null
+        ? html`Paying makes a new account at once${keyDestination(view)}.`
+        : html`Paying adds the credits to account <code>${view.accountId}</code> at once.`
+    }</p>
 <form method="post" action="${self}/pay"><button type="submit">Pay ${dollars(view.pack.price_usd_cents)} (test mode)</button></form>
-<p>The checkout stays open until ${when(view.expiresAt)}.</p>`
+<p>The checkout stays open until ${when(view.expiresAt)}.</p>`,
+    { testMode: true, description: "A test-mode checkout: no card, no money moves." }
   )
 }
 

@@ -101,7 +101,8 @@ ${
 <tbody>${view.purchases.map(purchaseRow)}</tbody></table>`
 }
 <p>${config.refundPolicy}</p>
-<p>This link works for one hour. For a new one, open <a href="${config.baseUrl}/dashboard/billing">Billing in the dashboard</a>.</p>`
+<p>This link works for one hour. For a new one, open <a href="${config.baseUrl}/dashboard/billing">Billing in the dashboard</a>.</p>`,
+    { testMode: true }
   )
 
 /** An unknown or expired portal link. */

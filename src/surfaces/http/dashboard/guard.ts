@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Account, Governor } from "../../../domain/accounts.ts"
 import { selectAccount } from "../../common/identity.ts"
-import { html } from "../pages/html.ts"
+import { head, html, productName } from "../pages/html.ts"
 import { csrfToken, type Form, htmlPage, queryParams } from "../pages/respond.ts"
 import { pageSession } from "../pages/session.ts"
 import { dashboardCsp, type Frame, failurePage } from "./layout.ts"
@@ -12,7 +12,7 @@ type Request = HttpServerRequest.HttpServerRequest
 
 /** A page outside the dashboard's frame (no account to show): one heading, one next step. */
 const barePage = (title: string, body: ReturnType<typeof html>) =>
-  html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${title}</title></head><body><main><h1>${title}</h1>${body}</main></body></html>`
+  html`<!doctype html><html lang="en"><head>${head(`${title} · ${productName}`)}</head><body><main class="narrow"><h1>${title}</h1>${body}</main></body></html>`
     .value
 
 /**
@@ -36,7 +36,8 @@ export const dashboardGuard = (formTargets: ReadonlyArray<string>) =>
       email: governor.email,
       csrf: csrfToken(token),
       accounts: governor.accounts,
-      account
+      account,
+      testMode: config.checkoutRails.includes("local")
     })
 
     const noAccount = () =>

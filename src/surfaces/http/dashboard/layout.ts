@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto"
 import type { Account } from "../../../domain/accounts.ts"
 import { forPages } from "../../common/wording.ts"
-import { type Html, html } from "../pages/html.ts"
+import { type Html, head, html, productName, testModeBadge } from "../pages/html.ts"
+import { labelCells } from "../pages/stylesheet.ts"
 import { contentSecurityPolicy } from "../securityHeaders.ts"
 
 /** The dashboard's sections, in the order of its navigation. */
@@ -28,22 +29,6 @@ const copyScriptHash = `sha256-${createHash("sha256").update(copyScript).digest(
 /** As the sign-in pages' policy, plus the copy script by its hash and forms that may end at a payment provider. */
 export const dashboardCsp = (formTargets: ReadonlyArray<string>) =>
   contentSecurityPolicy({ scripts: [`'${copyScriptHash}'`], images: ["'self'"], formTargets })
-
-const style =
-  "body{font-family:system-ui,sans-serif;max-width:60rem;margin:0 auto;padding:0 1rem 2rem;line-height:1.5;color:#1a1a1a;overflow-wrap:break-word}" +
-  "header{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;align-items:center;justify-content:space-between;border-bottom:1px solid #ccc;padding:.75rem 0}" +
-  "nav ul{list-style:none;display:flex;flex-wrap:wrap;gap:.25rem 1rem;margin:0;padding:0}a{color:#0645ad}a[aria-current=page]{font-weight:700;color:#1a1a1a}" +
-  "code{background:#f0f0f0;padding:0 .2rem;border-radius:3px}table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto;margin:.5rem 0}" +
-  "th,td{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}" +
-  "section{border-top:1px solid #ddd;padding:.5rem 0}label{display:block;margin:.5rem 0 .25rem;font-weight:600}" +
-  "input,select{font:inherit;padding:.4rem;max-width:100%;box-sizing:border-box}button{font:inherit;padding:.4rem 1rem;margin:.25rem .5rem .25rem 0}" +
-  "form{margin:.5rem 0}form.inline{display:inline}.row{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}.row label{margin-top:0}" +
-  ".error{border-left:4px solid #b00020;padding:.25rem .75rem;color:#b00020}.note{border-left:4px solid #0b6e2f;padding:.25rem .75rem}" +
-  ".secret{word-break:break-all;font-size:1.1rem;display:block;padding:.5rem}.figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.75rem}" +
-  ".figure{border:1px solid #ccc;border-radius:4px;padding:.5rem .75rem}.figure strong{display:block;font-size:1.4rem}figure{margin:0}caption{text-align:left;font-weight:600}.chart svg{width:100%;height:auto;max-width:36rem}" +
-  ".items{list-style:none;padding:0}.items>li{border:1px solid #ccc;border-radius:4px;padding:.5rem .75rem;margin:.5rem 0}" +
-  ".items dl{display:grid;grid-template-columns:max-content 1fr;gap:0 .75rem;margin:.25rem 0}.items dt{font-weight:600}.items dd{margin:0}" +
-  ".legend span{display:inline-block;width:.8rem;height:.8rem;margin:0 .3rem 0 .8rem;vertical-align:middle}.danger{color:#fff;background:#b00020;border:1px solid #7a0016}"
 
 /** `?account=` on a dashboard link. */
 export const accountQuery = (account: Account) => `account=${encodeURIComponent(account.id)}`
@@ -97,13 +82,13 @@ export const dateOf = (iso: string | null) =>
 
 /** A plain `GET` form: several accounts are switched without any script. */
 const switcher = (baseUrl: string, section: Section, accounts: ReadonlyArray<Account>, current: Account) => {
-  if (accounts.length < 2) return html`<p>Account <code>${current.id}</code></p>`
+  if (accounts.length < 2) return html`<span>Account <code>${current.id}</code> (${current.plan})</span>`
   const path = sections.find((entry) => entry.id === section)?.path ?? "/dashboard"
   return html`<form method="get" action="${baseUrl}${path}" class="row"><div><label for="account-switch">Account</label>
 <select id="account-switch" name="account">${accounts.map(
     (account) =>
       html`<option value="${account.id}"${account.id === current.id ? html` selected` : ""}>${account.id} (${account.plan})</option>`
-  )}</select></div><button type="submit">Switch</button></form>`
+  )}</select></div><button type="submit" class="secondary">Switch</button></form>`
 }
 
 export interface Frame {
@@ -112,9 +97,14 @@ export interface Frame {
   readonly csrf: string
   readonly accounts: ReadonlyArray<Account>
   readonly account: Account
+  /** Payments go through the built-in test rail: the header says "Test mode". */
+  readonly testMode: boolean
 }
 
-/** A whole dashboard page: who is signed in, the account switcher, the sections, and one `<h1>`. */
+/**
+ * A whole dashboard page: the site header (the product's name, "Test mode" on the local rail, the
+ * account switcher, who is signed in), the sections as tabs, and one `<h1>`.
+ */
 export const dashboardPage = (
   frame: Frame,
   section: Section,
@@ -122,22 +112,25 @@ export const dashboardPage = (
   body: Html,
   options: { readonly copy?: boolean } = {}
 ): string =>
-  html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Dashboard</title><style>${{ _tag: "Html", value: style }}</style></head>
-<body><header><div>Signed in as <strong>${frame.email}</strong>
-<form method="post" action="${frame.baseUrl}/logout" class="inline">${hidden("csrf", frame.csrf)}<button type="submit">Sign out</button></form></div>
-${switcher(frame.baseUrl, section, frame.accounts, frame.account)}</header>
-<nav aria-label="Dashboard"><ul>${sections.map(
-    (entry) =>
-      html`<li><a href="${frame.baseUrl}${entry.path}?${accountQuery(frame.account)}"${
-        entry.id === section ? html` aria-current="page"` : ""
-      }>${entry.label}</a></li>`
-  )}<li><a href="${frame.baseUrl}/docs">API reference</a></li></ul></nav>
+  labelCells(
+    html`<!doctype html>
+<html lang="en"><head>${head(`${title} · Dashboard · ${productName}`)}</head>
+<body><header class="site"><a class="brand" href="${frame.baseUrl}/">${productName}</a>${
+      frame.testMode ? testModeBadge : ""
+    }
+<div class="who">${switcher(frame.baseUrl, section, frame.accounts, frame.account)}<span>Signed in as <strong>${frame.email}</strong></span>
+<form method="post" action="${frame.baseUrl}/logout" class="inline">${hidden("csrf", frame.csrf)}<button type="submit">Sign out</button></form></div></header>
+<nav class="tabs" aria-label="Dashboard"><ul>${sections.map(
+      (entry) =>
+        html`<li><a href="${frame.baseUrl}${entry.path}?${accountQuery(frame.account)}"${
+          entry.id === section ? html` aria-current="page"` : ""
+        }>${entry.label}</a></li>`
+    )}<li><a href="${frame.baseUrl}/docs">API reference</a></li></ul></nav>
 <main><h1>${title}</h1>
 ${body}
 </main>${options.copy === true ? html`<script>${{ _tag: "Html", value: copyScript }}</script>` : ""}</body></html>`
-    .value
+      .value
+  )
 
 /** A dashboard request that could not be done, with what to do next. */
 export const failurePage = (frame: Frame, title: string, message: string, next: Html) =>

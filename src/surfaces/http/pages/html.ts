@@ -1,3 +1,5 @@
+import { labelCells, stylesheet } from "./stylesheet.ts"
+
 /** Markup that is already safe: only `html` and `inlineCode` make one, so text is escaped by default. */
 export interface Html {
   readonly _tag: "Html"
@@ -38,24 +40,50 @@ export const inlineCode = (text: string): Html =>
       .join("")
   )
 
-const style =
-  "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5;color:#1a1a1a;overflow-wrap:break-word}" +
-  "code{background:#f0f0f0;padding:0 .2rem;border-radius:3px}pre{background:#f0f0f0;padding:.75rem;overflow-x:auto}" +
-  "table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}th,td{border:1px solid #ccc;padding:.3rem .6rem;text-align:left}" +
-  "section{border-top:1px solid #ddd;padding:.5rem 0}nav a{margin-right:1rem}a{color:#0645ad}" +
-  "label{display:block;margin:.75rem 0 .25rem;font-weight:600}input{font:inherit;padding:.4rem;width:100%;max-width:24rem;box-sizing:border-box}" +
-  "button{font:inherit;padding:.45rem 1.1rem;margin:.75rem .5rem .25rem 0}form{margin:1rem 0}.wide{overflow-x:auto}" +
-  ".error{border-left:4px solid #b00020;padding:.25rem .75rem;color:#b00020}.secret{word-break:break-all;font-size:1.1rem}"
+/** The product's name, as every page's header and title say it. */
+export const productName = "svc data API"
+
+/** What every page's `<meta name="description">` says unless the page says more. */
+const defaultDescription =
+  "Metered public data from a professional network, a forum and a microblog for AI agents: JSON over REST and MCP tools, every call quoted in credits and answered with a receipt."
+
+export interface PageChrome {
+  /** The page's own summary for search results; a default otherwise. */
+  readonly description?: string
+  /** The browser holds a sign-in: the header links to the dashboard instead of the sign-in page. */
+  readonly signedIn?: boolean
+  /** Payments on this page go through the built-in test rail: the header says "Test mode". */
+  readonly testMode?: boolean
+}
+
+/** The `<head>` every page shares: charset, viewport, title, description and the one stylesheet. */
+export const head = (title: string, description: string = defaultDescription): Html =>
+  html`<meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title><meta name="description" content="${description}"><style>${trusted(stylesheet)}</style>`
+
+/** The "Test mode" badge of the built-in payment rail, where no money moves. */
+export const testModeBadge: Html = trusted(
+  '<span class="badge" title="Payments here use the built-in test rail: no card, no money moves">Test mode</span>'
+)
 
 /**
- * A whole page: one `<h1>` and the same small navigation everywhere. Links are absolute, from the
- * configured base URL, like every link the API hands out.
+ * A whole page: the site header (the product's name, the links, "Sign in" or "Dashboard"), one
+ * `<h1>`, its body. Links are absolute, from the configured base URL, like every link the API hands
+ * out; tables are labelled for phones (`labelCells`).
  */
-export const page = (baseUrl: string, title: string, body: Html): string =>
-  html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title}</title><style>${trusted(style)}</style></head>
-<body><nav aria-label="Site"><a href="${baseUrl}/">Home</a><a href="${baseUrl}/docs">API reference</a><a href="${baseUrl}/docs/errors">Error codes</a><a href="${baseUrl}/upgrade">Credits</a></nav>
-<main><h1>${title}</h1>
+export const page = (baseUrl: string, title: string, body: Html, chrome: PageChrome = {}): string =>
+  labelCells(
+    html`<!doctype html>
+<html lang="en"><head>${head(`${title} · ${productName}`, chrome.description)}</head>
+<body><header class="site"><a class="brand" href="${baseUrl}/">${productName}</a>${
+      chrome.testMode === true ? testModeBadge : ""
+    }
+<nav aria-label="Site"><ul><li><a href="${baseUrl}/docs">API reference</a></li><li><a href="${baseUrl}/docs/errors">Error codes</a></li><li><a href="${baseUrl}/upgrade">Pricing</a></li><li>${
+      chrome.signedIn === true
+        ? html`<a class="cta" href="${baseUrl}/dashboard">Dashboard</a>`
+        : html`<a class="cta" href="${baseUrl}/login">Sign in</a>`
+    }</li></ul></nav></header>
+<main class="narrow"><h1>${title}</h1>
 ${body}
 </main></body></html>`.value
+  )

@@ -2,13 +2,21 @@ import { type AppConfigShape, links } from "../../../config.ts"
 import { html, page } from "./html.ts"
 
 /** `/`: what the service is and where everything is, for a person who opened the base URL. */
-export const landingPage = (config: Pick<AppConfigShape, "baseUrl" | "policy">): string => {
+export const landingPage = (
+  config: Pick<AppConfigShape, "baseUrl" | "policy">,
+  signedIn: boolean
+): string => {
   const link = links(config.baseUrl)
   return page(
     config.baseUrl,
     "Data API for AI agents",
-    html`<p>Public data from a professional network, a forum and a microblog, as JSON over REST (<code>/v1</code>)
+    html`<p class="lead">Public data from a professional network, a forum and a microblog, as JSON over REST (<code>/v1</code>)
 and as MCP tools. Every call is quoted in credits before it runs and answered with a receipt.</p>
+<p>${
+      signedIn
+        ? html`<a class="button" href="${config.baseUrl}/dashboard">Open your dashboard</a>`
+        : html`<a class="button" href="${link.login}">Sign in</a> <a class="button secondary" href="${config.baseUrl}/dashboard">Dashboard</a>`
+    }</p>
 <h2>Start</h2>
 <ol>
 <li>Mint a free trial key (no signup, no body):
@@ -24,6 +32,13 @@ The key is shown once; store it. Free keys of one IP share ${config.policy.freeC
 <li><a href="${config.baseUrl}/docs/errors">Error codes</a> and what to do about each</li>
 <li><a href="${link.upgrade}">Credit packs</a> and how to get them</li>
 <li><a href="${link.claim}">Claiming a trial account</a></li>
-</ul>`
+</ul>
+<h2>Your account</h2>
+<p>${
+      signedIn
+        ? html`You are signed in: <a href="${config.baseUrl}/dashboard">the dashboard</a> shows your keys, usage, receipts and billing.`
+        : html`<a href="${link.login}">Sign in with your email</a> to see <a href="${config.baseUrl}/dashboard">the dashboard</a>: keys, usage, receipts and billing. No password: a code by email.`
+    }</p>`,
+    { signedIn }
   )
 }

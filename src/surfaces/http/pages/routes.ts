@@ -1,10 +1,11 @@
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerRequest } from "effect/http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "../../../config.ts"
+import { managementTokenPattern } from "../../../domain/secrets.ts"
 import { errorDocsPage } from "../errorDocs.ts"
 import { DeviceAndRecoveryPageRoutes } from "./deviceAndRecoveryRoutes.ts"
 import { landingPage } from "./landing.ts"
-import { htmlPage } from "./respond.ts"
+import { cookieToken, htmlPage } from "./respond.ts"
 import { SignInPageRoutes } from "./signInRoutes.ts"
 import { upgradePage } from "./upgrade.ts"
 
@@ -20,7 +21,27 @@ const InformationPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const fixed = (path: `/${string}`, body: string) => router.add("GET", path, htmlPage(body))
-    yield* fixed("/", landingPage(config))
+    // The header says "Dashboard" to a browser holding a sign-in and "Sign in" to others; which is
+    // read from the cookie's shape alone (an expired one still leads to /login from the dashboard).
+    const home = {
+      signedIn: htmlPage(landingPage(config, true), { private: true }),
+      out: landingPage(config, false)
+    }
+    yield* router.add(
+      "GET",
+      "/",
+      Effect.map(cookieToken, (token) =>
+        token !== undefined && managementTokenPattern.test(token)
+          ? home.signedIn
+          : htmlPage(home.out, { headers: { vary: "cookie" } })
+      )
+    )
+    // Crawlers may read every page; the private ones answer only a sign-in.
+    yield* router.add(
+      "GET",
+      "/robots.txt",
+      HttpServerResponse.text(`User-agent: *\nAllow: /\n`, { contentType: "text/plain; charset=utf-8" })
+    )
     yield* fixed("/docs/errors", errorDocsPage(config))
     yield* router.add(
       "GET",

@@ -22,7 +22,7 @@ const railChoice = (config: Config, pack: Pack) =>
         (rail, index) =>
           html`<label for="rail-${pack.pack}-${rail}"><input type="radio" id="rail-${pack.pack}-${rail}" name="rail" value="${rail}"${
             index === 0 ? html` checked` : ""
-          } style="width:auto;margin-right:.5rem">${railLabel(rail)}</label>`
+          }>${railLabel(rail)}</label>`
       )}</fieldset>`
 
 const buyLabel = (pack: Pack) =>
@@ -63,5 +63,10 @@ lists purchases and cancels a subscription at the end of its period.</p>
 <p>Retry as the error's <code>offer.resume</code> says: <code>INSUFFICIENT_CREDITS</code> with the same
 <code>Idempotency-Key</code>, <code>TRIAL_CAP_EXCEEDED</code> and <code>BUDGET_EXHAUSTED</code> with a fresh one.
 A failed call was never charged. Meanwhile the free tier keeps answering: ${config.policy.freeCreditsPerIpDay} credits per IP per UTC day.</p>
-<p>See <a href="${config.baseUrl}/docs/errors">the error codes</a> and <a href="${links(config.baseUrl).docs}">the API reference</a>.</p>`
+<p>See <a href="${config.baseUrl}/docs/errors">the error codes</a> and <a href="${links(config.baseUrl).docs}">the API reference</a>.</p>`,
+    {
+      testMode: config.checkoutRails.includes("local"),
+      description:
+        "Credit packs for the svc data API: what each costs and gives, and a checkout for your account."
+    }
   )
