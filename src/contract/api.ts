@@ -99,17 +99,25 @@ export class BaseApi extends HttpApi.make("svc")
 
 const MaxCredits = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
 
-/** The common parameters of data calls (resolve operations take only their URL and the header). */
-export const commonFields = {
-  freshness: Schema.optionalKey(Schema.Literals(["recent", "realtime"])).annotate({
-    description:
-      "recent (default, cached up to 6 hours) or realtime (+2 credits, paid keys only; refunded on cached fallback)"
-  }),
+/** Every data call's spend ceiling, resolve operations' too. */
+export const ceilingFields = {
   max_credits: Schema.optionalKey(MaxCredits).annotate({
     description:
       "Spend ceiling for this call (integer). A higher quote is rejected with QUOTE_EXCEEDS_MAX_CREDITS and nothing is charged."
   })
 }
+
+/** The common parameters of data calls (resolve operations take only their URL, `max_credits` and the header). */
+export const commonFields = {
+  freshness: Schema.optionalKey(Schema.Literals(["recent", "realtime"])).annotate({
+    description:
+      "recent (default, cached up to 6 hours) or realtime (+2 credits, paid keys only; refunded on cached fallback)"
+  }),
+  ...ceilingFields
+}
+
+/** An Idempotency-Key's length, as the metering front door checks it and the contract states it. */
+export const idempotencyKeyLength = { min: 8, max: 128 } as const
 
 export const IdempotencyHeaders = Schema.Struct({
   "idempotency-key": Schema.optionalKey(Schema.String).annotate({
@@ -117,8 +125,11 @@ export const IdempotencyHeaders = Schema.Struct({
   })
 })
 
-const queryFields = (operation: AnyDeclaration): Schema.Struct.Fields =>
-  operation.common ? { ...operation.params.fields, ...commonFields } : operation.params.fields
+/** An operation's query parameters: its own, and the common ones (`max_credits` alone for a resolve). */
+export const queryFields = (operation: AnyDeclaration): Schema.Struct.Fields =>
+  operation.common
+    ? { ...operation.params.fields, ...commonFields }
+    : { ...operation.params.fields, ...ceilingFields }
 
 /** The query schema of an operation's REST route: its own parameters plus the common ones, read from strings. */
 export const restQuerySchema = (operation: AnyDeclaration) =>
@@ -179,13 +190,13 @@ const commonEndpoint = <D extends AnyDeclaration>(operation: D) =>
     error: errorsOf(...dataCodes, "QUOTE_EXCEEDS_MAX_CREDITS")
   })
 
-/** A resolve operation: its own parameters only. */
+/** A resolve operation: its own parameters and `max_credits` (it has no cached or live choice). */
 const plainEndpoint = <D extends AnyDeclaration>(operation: D) =>
   HttpApiEndpoint.get(operation.id as D["id"], operation.path as D["path"], {
-    query: Schema.Struct(operation.params.fields as D["params"]["fields"]),
+    query: Schema.Struct({ ...(operation.params.fields as D["params"]["fields"]), ...ceilingFields }),
     headers: IdempotencyHeaders,
     success: envelopeOf(operation.kind, operation.data as D["data"]),
-    error: errorsOf(...dataCodes)
+    error: errorsOf(...dataCodes, "QUOTE_EXCEEDS_MAX_CREDITS")
   })
 
 /** The REST endpoint of a declaration, typed from it (distributes over a union of declarations). */
@@ -243,9 +254,7 @@ const idempotencyKeyExample = (operation: AnyDeclaration) => `docs-example-${ope
  * when the OpenAPI document is made (its first request), not when the API is.
  */
 const documentQueryTypes = (operation: AnyDeclaration) => {
-  const fields: Schema.Struct.Fields = operation.common
-    ? { ...operation.params.fields, ...commonFields }
-    : operation.params.fields
+  const fields = queryFields(operation)
   const typedOf = () =>
     Schema.toJsonSchemaDocument(Schema.toType(Schema.Struct(fields))).schema as {
       readonly properties?: Record<string, Record<string, unknown>>

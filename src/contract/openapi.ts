@@ -3,7 +3,7 @@ import { defaultRefundPolicy } from "../config.ts"
 import { defaultHosts, type Hosts, rehostJson } from "../domain/identifiers.ts"
 import type { Pack, PaymentRailName } from "../domain/plans.ts"
 import { defaultPolicy } from "../domain/policy.ts"
-import { type Api, makeApi } from "./api.ts"
+import { type Api, idempotencyKeyLength, makeApi } from "./api.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { withResponseExamples } from "./examples/publish.ts"
 
@@ -32,18 +32,60 @@ export const defaultPublication: Publication = {
 
 /**
  * `Schema.Int` documents itself as bounded by ±2^53-1, and a docs renderer that makes up examples
- * from `minimum` then shows -9007199254740991 as a follower count. Those bounds say no more than
- * "a JSON integer", so they are left out; bounds a schema sets itself (`limit`, `max_credits`) stay.
+ * from `minimum` then shows -9007199254740991 as a follower count, or "max: 9007199254740991" beside
+ * `max_credits`. Those bounds say no more than "a JSON integer", so each is left out; bounds a schema
+ * sets itself (`limit` 1 to 30, `max_credits` from 0) stay.
  */
 const withoutSafeIntegerBounds = (node: unknown): unknown => {
   if (Array.isArray(node)) return node.map(withoutSafeIntegerBounds)
   if (node === null || typeof node !== "object") return node
   const { minimum, maximum, ...rest } = node as Record<string, unknown>
-  const safeIntegerOnly = minimum === Number.MIN_SAFE_INTEGER && maximum === Number.MAX_SAFE_INTEGER
-  const kept = safeIntegerOnly ? rest : (node as Record<string, unknown>)
+  const kept: Record<string, unknown> = {
+    ...rest,
+    ...(minimum === undefined || minimum === Number.MIN_SAFE_INTEGER ? {} : { minimum }),
+    ...(maximum === undefined || maximum === Number.MAX_SAFE_INTEGER ? {} : { maximum })
+  }
   return Object.fromEntries(
     Object.entries(kept).map(([key, value]) => [key, withoutSafeIntegerBounds(value)])
   )
+}
+
+/**
+ * What the server enforces beyond the query codec, stated where a client reads the parameters: the
+ * Idempotency-Key's length (checked by the metering front door, `idempotencyKeyLength`) and, for a
+ * list of named sections, each at most once (`sectionList`), so at most as many as there are names.
+ */
+const withStatedLimits = (spec: Json): Json => {
+  const parameter = (node: Json): Json => {
+    const schema = node.schema as Json | undefined
+    if (node.in === "header" && String(node.name).toLowerCase() === "idempotency-key")
+      return {
+        ...node,
+        schema: {
+          ...schema,
+          minLength: idempotencyKeyLength.min,
+          maxLength: idempotencyKeyLength.max
+        }
+      }
+    const items = schema?.items as Json | undefined
+    if (node.in === "query" && schema?.type === "array" && Array.isArray(items?.enum))
+      return { ...node, schema: { ...schema, maxItems: items.enum.length, uniqueItems: true } }
+    return node
+  }
+  const paths = Object.fromEntries(
+    Object.entries((spec.paths ?? {}) as Json).map(([path, item]) => [
+      path,
+      Object.fromEntries(
+        Object.entries(item as Json).map(([method, operation]) => [
+          method,
+          Array.isArray((operation as Json).parameters)
+            ? { ...(operation as Json), parameters: (operation as Json).parameters.map(parameter) }
+            : operation
+        ])
+      )
+    ])
+  )
+  return { ...spec, paths }
 }
 
 type Json = Record<string, any>
@@ -61,7 +103,7 @@ export const publishedApi = <D extends AnyDeclaration>(api: Api<D>, publication:
         publication.hosts,
         withResponseExamples(
           {
-            ...(withoutSafeIntegerBounds(spec) as Json),
+            ...withStatedLimits(withoutSafeIntegerBounds(spec) as Json),
             info: { ...spec.info, contact: { name: "API documentation", url: `${publication.baseUrl}/docs` } }
           },
           publication

@@ -1,6 +1,6 @@
 import { Clock, Effect, Exit, type Result } from "effect"
 import { AppConfig } from "../config.ts"
-import type { Caller } from "../contract/api.ts"
+import { type Caller, idempotencyKeyLength } from "../contract/api.ts"
 import type { Envelope } from "../contract/envelope.ts"
 import {
   ConcurrencyLimit,
@@ -209,7 +209,9 @@ const admit = <R>(
     const idempotencyKey = input.idempotencyKey
     if (
       idempotencyKey !== undefined &&
-      (idempotencyKey.length < 8 || idempotencyKey.length > 128 || hasControlCharacter(idempotencyKey))
+      (idempotencyKey.length < idempotencyKeyLength.min ||
+        idempotencyKey.length > idempotencyKeyLength.max ||
+        hasControlCharacter(idempotencyKey))
     ) {
       return Effect.fail(
         new InvalidInput({

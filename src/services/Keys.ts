@@ -159,19 +159,21 @@ export class Keys extends Context.Service<
           Effect.gen(function* () {
             // The account row is the lock that orders two keys created at once: two first keys (the
             // grant), and two creates at the last free place (the cap).
-            yield* sql`SELECT id FROM accounts WHERE id = ${input.account.id} FOR UPDATE`
+            // The plan as the row says it now, not as the caller's copy of the account remembers it: a
+            // key made after a purchase is a paid key (`svc_`), even when the sign-in predates the purchase.
+            const [locked] =
+              yield* sql`SELECT plan FROM accounts WHERE id = ${input.account.id} FOR UPDATE`.pipe(
+                Effect.flatMap(Row.decoder(Schema.Struct({ plan: Row.Plan }), "accounts (plan)"))
+              )
+            const plan = locked?.plan ?? input.account.plan
             const [active] = yield* sql`SELECT COUNT(*) AS n FROM api_keys
               WHERE account_id = ${input.account.id} AND revoked_at IS NULL`.pipe(Effect.flatMap(decodeCount))
             if ((active?.n ?? 0) >= maxActiveKeysPerAccount)
               return yield* tooManyKeys(maxActiveKeysPerAccount)
             const before = yield* sql`SELECT 1 FROM api_keys WHERE account_id = ${input.account.id} LIMIT 1`
-            const issued = yield* issue({
-              accountId: input.account.id,
-              plan: input.account.plan,
-              label: input.label
-            })
+            const issued = yield* issue({ accountId: input.account.id, plan, label: input.label })
             const grant =
-              before.length === 0 && input.account.plan === "trial"
+              before.length === 0 && plan === "trial"
                 ? yield* credits.grantOnce({
                     accountId: input.account.id,
                     email: input.email,

@@ -45,7 +45,7 @@ const expectedInput = (operation: AnyOperation) => {
   return {
     properties: [
       ...own.map(([name]) => name),
-      ...(operation.common ? ["freshness", "max_credits"] : []),
+      ...(operation.common ? ["freshness", "max_credits"] : ["max_credits"]),
       "idempotency_key"
     ].sort(),
     required: own

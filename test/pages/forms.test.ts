@@ -171,7 +171,7 @@ describe(`page forms over HTTP (${storeName})`, () => {
           assert.strictEqual(page.headers.get("cache-control"), "no-store")
           assert.include(
             page.headers.get("content-security-policy") ?? "",
-            "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+            "default-src 'none'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
           )
           const csrf = /name="csrf" value="([^"]+)"/.exec(page.body)?.[1]
           assert.isDefined(csrf)

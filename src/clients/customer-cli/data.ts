@@ -59,12 +59,14 @@ const dataCommand = (operation: AnyDeclaration) => {
       return [name, doc.description ? Flag.withDescription(flag, doc.description) : flag]
     })
   ) as Record<string, Flag.Flag<Option.Option<string>>>
+  const ceiling = {
+    maxCredits: Flag.Int("max-credits").pipe(
+      Flag.withDescription("Refuse the call (nothing charged) if it would cost more credits."),
+      Flag.optional
+    )
+  }
   const common = operation.common
     ? {
-        maxCredits: Flag.Int("max-credits").pipe(
-          Flag.withDescription("Refuse the call (nothing charged) if it would cost more credits."),
-          Flag.optional
-        ),
         realtime: Flag.Boolean("realtime").pipe(
           Flag.withDescription("Fetch live instead of cached (+2 credits, paid keys only)."),
           Flag.withoutNegation,
@@ -74,6 +76,7 @@ const dataCommand = (operation: AnyDeclaration) => {
     : {}
   const config = {
     ...flags,
+    ...ceiling,
     ...common,
     positional: Argument.String(kebab(first ?? "value")).pipe(
       Argument.withDescription(`The ${first} (same as --${kebab(first ?? "value")}).`),

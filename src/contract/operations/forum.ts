@@ -52,7 +52,7 @@ export const forumSearch = declareOperation({
 })
 
 const CommunityName = Schema.String.annotate({
-  description: `Community name without the prefix (e.g. "python"), c/<name>, or a ${defaultHosts.forum}/c/<name> URL.`
+  description: `Community name without the prefix (e.g. "python"), \`c/<name>\`, or a \`${defaultHosts.forum}/c/<name>\` URL.`
 })
 
 export const getCommunity = declareOperation({
@@ -101,14 +101,14 @@ export const getCommunityPosts = declareOperation({
 export const getForumUser = declareOperation({
   id: "getForumUser",
   summary: "Get a forum user",
-  description: `One ${defaultHosts.forum} user: id, username, karma (post and comment), account age and profile URL, plus the sections you ask for: posts (their recent post summaries) and comments (their recent comments). 4 credits, +2 per section (at most 2: 8 with both). username: the name with or without u/, or a profile URL (${defaultHosts.forum}/user/<name>). Find users by keywords with forumSearch type=users.`,
+  description: `One ${defaultHosts.forum} user: id, username, karma (post and comment), account age and profile URL, plus the sections you ask for: posts (their recent post summaries) and comments (their recent comments). 4 credits, +2 per section (at most 2: 8 with both). username: the name with or without u/, or a profile URL (\`${defaultHosts.forum}/user/<name>\`). Find users by keywords with forumSearch type=users.`,
   platform: "forum",
   path: "/forum/users",
   kind: "forum_user",
   common: true,
   params: Schema.Struct({
     username: Schema.String.annotate({
-      description: `Username (without u/) or a ${defaultHosts.forum}/user/<name> URL.`
+      description: `Username (without u/) or a \`${defaultHosts.forum}/user/<name>\` URL.`
     }),
     sections: Schema.optionalKey(CommaList(ForumUserSection)).annotate({
       description: "Comma-separated: posts, comments, each at most once (+2 credits each)."

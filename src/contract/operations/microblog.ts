@@ -28,7 +28,7 @@ export const microblogSearch = declareOperation({
 })
 
 const MicroblogIdentifier = Schema.String.annotate({
-  description: `Handle (with or without @), a ${defaultHosts.microblog}/<handle> URL, or a numeric user id.`
+  description: `Handle (with or without @), a \`${defaultHosts.microblog}/<handle>\` URL, or a numeric user id.`
 })
 
 export const getMicroblogProfile = declareOperation({
@@ -70,13 +70,13 @@ export const getTweets = declareOperation({
 })
 
 const TweetId = Schema.String.annotate({
-  description: `Numeric tweet id or a ${defaultHosts.microblog}/<handle>/status/<id> URL.`
+  description: `Numeric tweet id or a \`${defaultHosts.microblog}/<handle>/status/<id>\` URL.`
 })
 
 export const getTweet = declareOperation({
   id: "getTweet",
   summary: "Get one tweet",
-  description: `One ${defaultHosts.microblog} tweet with full metrics: id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url. 4 credits. id: the numeric tweet id or a status URL (${defaultHosts.microblog}/<handle>/status/<id>; tracking parameters and www/m hosts cleaned). For an account's timeline use getTweets; to search tweets use microblogSearch.`,
+  description: `One ${defaultHosts.microblog} tweet with full metrics: id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url. 4 credits. id: the numeric tweet id or a status URL (\`${defaultHosts.microblog}/<handle>/status/<id>\`; tracking parameters and www/m hosts cleaned). For an account's timeline use getTweets; to search tweets use microblogSearch.`,
   platform: "microblog",
   path: "/microblog/tweet",
   kind: "tweet",
@@ -108,7 +108,7 @@ export const TweetRepliesData = pageData("replies", Tweet)
 export const getTweetReplies = declareOperation({
   id: "getTweetReplies",
   summary: "List replies to a tweet",
-  description: `One page (up to 20) of the replies to a ${defaultHosts.microblog} tweet, each a full tweet (same fields as getTweet; is_reply=true, text starting with @ the parent's author), and a cursor for more; a tweet without replies gives an empty page. sort: top (default, most liked first) or latest (newest first). At most 100 replies per tweet are listed (5 pages), even when its replies count is higher. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). id: the numeric tweet id or a status URL (${defaultHosts.microblog}/<handle>/status/<id>). For the tweet itself use getTweet.`,
+  description: `One page (up to 20) of the replies to a ${defaultHosts.microblog} tweet, each a full tweet (same fields as getTweet; is_reply=true, text starting with @ the parent's author), and a cursor for more; a tweet without replies gives an empty page. sort: top (default, most liked first) or latest (newest first). At most 100 replies per tweet are listed (5 pages), even when its replies count is higher. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). id: the numeric tweet id or a status URL (\`${defaultHosts.microblog}/<handle>/status/<id>\`). For the tweet itself use getTweet.`,
   platform: "microblog",
   path: "/microblog/tweet/replies",
   kind: "tweet_replies",

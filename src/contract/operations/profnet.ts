@@ -43,13 +43,13 @@ export const PersonData = Schema.Struct({
 export const getProfile = declareOperation({
   id: "getProfile",
   summary: "Get a profnet profile",
-  description: `One ${defaultHosts.profnet} profile: the overview (name, headline, location, current position, follower counts) plus the sections you ask for. 4 credits including 2 sections; each further section +2 (at most 4). Identifier: profile URL, the slug after /in/, or urn:li:fsd_profile:<id>. It does not search by name (use searchPeople) and does not fetch companies (use getCompany). Search results with is_anonymous=true cannot be fetched.`,
+  description: `One ${defaultHosts.profnet} profile: the overview (name, headline, location, current position, follower counts) plus the sections you ask for. 4 credits including 2 sections; each further section +2 (at most 4). Identifier: profile URL, the slug after /in/, or \`urn:li:fsd_profile:<id>\`. It does not search by name (use searchPeople) and does not fetch companies (use getCompany). Search results with is_anonymous=true cannot be fetched.`,
   platform: "profnet",
   path: "/profnet/profiles",
   kind: "person",
   common: true,
   params: Schema.Struct({
-    identifier: Schema.String.annotate({ description: "Profile URL, slug, or urn:li:fsd_profile:<id>." }),
+    identifier: Schema.String.annotate({ description: "Profile URL, slug, or `urn:li:fsd_profile:<id>`." }),
     sections: Schema.optionalKey(CommaList(Schema.Literals(profileSections))).annotate({
       description:
         "Comma-separated: about, experience, education, skills each at most once (so at most 4); 2 included."

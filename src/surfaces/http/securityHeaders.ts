@@ -14,7 +14,11 @@ export interface PageSources {
   readonly scripts?: ReadonlyArray<string>
   readonly images?: ReadonlyArray<string>
   readonly fonts?: ReadonlyArray<string>
-  /** Where the page's scripts may send requests. */
+  /**
+   * Where the page may send requests: the service itself unless told otherwise. No page runs a
+   * script but by its hash, so this admits no request of anyone else's; it lets a tool reading the
+   * page fetch the site's own files through it (Lighthouse reads `/robots.txt` so).
+   */
   readonly connect?: ReadonlyArray<string>
 }
 
@@ -22,11 +26,12 @@ const directive = (name: string, sources: ReadonlyArray<string> | undefined) =>
   sources === undefined || sources.length === 0 ? "" : `; ${name} ${sources.join(" ")}`
 
 /**
- * The Content-Security-Policy of a page: nothing from anywhere by default, its inline style, what
- * `sources` names, no `<base>`, forms only to the service, and never inside a frame.
+ * The Content-Security-Policy of a page: nothing from anywhere by default, its inline style, requests
+ * to the service itself, what `sources` names, no `<base>`, forms only to the service, and never
+ * inside a frame.
  */
 export const contentSecurityPolicy = (sources: PageSources = {}) =>
-  `default-src 'none'; style-src 'unsafe-inline'${directive("script-src", sources.scripts)}${directive("img-src", sources.images)}${directive("font-src", sources.fonts)}${directive("connect-src", sources.connect)}; base-uri 'none'; form-action 'self'${(
+  `default-src 'none'; style-src 'unsafe-inline'${directive("script-src", sources.scripts)}${directive("img-src", sources.images)}${directive("font-src", sources.fonts)}${directive("connect-src", sources.connect ?? ["'self'"])}; base-uri 'none'; form-action 'self'${(
     sources.formTargets ?? []
   )
     .map((origin) => ` ${origin}`)

@@ -5,7 +5,7 @@ import {
   type StandardSchemaWithJSON
 } from "@modelcontextprotocol/server"
 import { Schema } from "effect"
-import { commonFields } from "../../contract/api.ts"
+import { queryFields } from "../../contract/api.ts"
 import { envelopeOf } from "../../contract/envelope.ts"
 import { Usage } from "../../contract/schemas.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
@@ -39,7 +39,7 @@ const idempotencyKey = {
 
 /** A tool's arguments: the operation's own parameters (decoded types), the common ones, and `idempotency_key`. */
 export const toolInputJsonSchema = (operation: AnyOperation): JsonSchemaType => {
-  const fields = operation.common ? { ...operation.params.fields, ...commonFields } : operation.params.fields
+  const fields = queryFields(operation)
   const schema = jsonSchemaOf(Schema.toType(Schema.Struct(fields)))
   return { ...schema, properties: { ...schema.properties, idempotency_key: idempotencyKey } }
 }
