@@ -30,7 +30,7 @@ import { Settings } from "./services/Settings.ts"
 import { Usage } from "./services/Usage.ts"
 import * as Database from "./store/Database.ts"
 import { Notifications } from "./store/Notifications.ts"
-import { Identity } from "./surfaces/common/identity.ts"
+import { Bearers } from "./surfaces/common/bearers.ts"
 import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
@@ -41,17 +41,17 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
   Layer.mergeAll(
     Usage.layer,
     Problems.layer,
-    Identity.layer,
+    Bearers.layer,
     IdempotencyStore.layer,
     Admin.layer,
     AdminToken.layer,
     Cache.layer,
     Domains.layer,
-    OAuthServer.layer,
     Reservations.layer,
     HitCharges.layer,
     Receipts.layer
   ).pipe(
+    Layer.provideMerge(OAuthServer.layer),
     Layer.provideMerge(Checkout.layer),
     Layer.provideMerge(paymentRailsLayer),
     Layer.provideMerge(Identities.layer),

@@ -2,7 +2,7 @@ import { createHash, randomInt } from "node:crypto"
 import { encodeBase62 } from "./secrets.ts"
 
 /**
- * Identity and sign-in: email addresses, one-time codes, link tokens and device codes, with the
+ * Bearers and sign-in: email addresses, one-time codes, link tokens and device codes, with the
  * numbers that govern them (sign-in, command-line sign-in, recovery).
  */
 

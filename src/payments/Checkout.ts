@@ -31,7 +31,7 @@ export type CheckoutOrigin = "agent" | "page" | "spend_key" | "management"
 
 /**
  * Who starts a checkout, as the entrances know it. With a credential it is counted per account;
- * without one (`agent`, `page`) per client IP (`Identity.clientIp`: an IPv6 client by its network).
+ * without one (`agent`, `page`) per client IP (`Bearers.clientIp`: an IPv6 client by its network).
  */
 export type CheckoutStarter =
   | { readonly origin: "spend_key" | "management"; readonly accountId: string }

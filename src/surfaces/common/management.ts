@@ -4,7 +4,7 @@ import type { Governor } from "../../domain/accounts.ts"
 import { Checkout } from "../../payments/Checkout.ts"
 import { PaymentRails } from "../../payments/PaymentRail.ts"
 import { Keys } from "../../services/Keys.ts"
-import { selectAccount } from "./identity.ts"
+import { selectAccount } from "./bearers.ts"
 
 /**
  * The management surface's steps (spec rule 7), once for REST and MCP: choose the account the

@@ -8,7 +8,7 @@ import { Governing } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import { spendKeyPattern } from "../../domain/secrets.ts"
 import { Identities } from "../../services/Identities.ts"
-import { Identity } from "../common/identity.ts"
+import { Bearers } from "../common/bearers.ts"
 import * as management from "../common/management.ts"
 import { Problems } from "../common/problems.ts"
 
@@ -34,7 +34,7 @@ export const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
 export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
   Effect.gen(function* () {
     const identities = yield* Identities
-    const identity = yield* Identity
+    const bearers = yield* Bearers
     const answer = answering(yield* Problems)
     /**
      * The spend key a sign-in call holds as bearer, which names the account a sign-in claims: a
@@ -48,7 +48,7 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           message:
             "The bearer is not a spend key of this service; send none, or the key of the account to claim."
         })
-      return (yield* identity.authenticate(bearer)).key.id
+      return (yield* bearers.authenticate(bearer)).key.id
     })
     return handlers
       .handle("startEmailSignIn", ({ payload }) =>

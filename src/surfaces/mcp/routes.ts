@@ -10,12 +10,12 @@ import {
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
-import { OAuthServer } from "../../oauth/OAuthServer.ts"
+import { type McpMount, mcpMounts, mountUrl } from "../../contract/mcpMounts.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
 import type { Keys } from "../../services/Keys.ts"
-import { Identity } from "../common/identity.ts"
+import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { challengeResponse, protectedResourceMetadata, protectedResourcePath } from "./auth.ts"
@@ -34,9 +34,8 @@ import {
 } from "./fastPath.ts"
 import { allowedHostnames, hostGuard } from "./guards.ts"
 import { managementInstructions, managementTools } from "./managementTools.ts"
-import { type McpMount, mcpMounts, mountTools, mountUrl } from "./mounts.ts"
 import { authInfoOf, makeSession, mcpServerFactory, serverInfoOf } from "./server.ts"
-import { type McpTool, registryTools, type ToolServices } from "./tools.ts"
+import { type McpTool, mountTools, registryTools, type ToolServices } from "./tools.ts"
 
 /** One catalogue of a mount, served by the SDK and, for a plain `tools/call`, by the hot path. */
 interface Served<R> {
@@ -103,8 +102,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
     Effect.gen(function* () {
       const config = yield* AppConfig
       const problems = yield* Problems
-      const identity = yield* Identity
-      const oauth = yield* OAuthServer
+      const bearers = yield* Bearers
       const tools = registryTools(operations, config.hosts)
       const foreignHost = hostGuard(allowedHostnames(config.baseUrl))
       const metadata = (path: "" | `/${string}`, name: string) =>
@@ -140,7 +138,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
 
         const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
         const found = yield* Effect.result(
-          resolveBearer(identity, oauth, secret, identity.clientIp(request), resource)
+          resolveBearer(bearers, secret, bearers.clientIp(request), resource)
         )
         if (found._tag === "Failure") {
           const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`

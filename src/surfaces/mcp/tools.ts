@@ -1,7 +1,8 @@
 import type { CallToolResult, StandardSchemaWithJSON, ToolAnnotations } from "@modelcontextprotocol/server"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Result } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
+import type { McpMount } from "../../contract/mcpMounts.ts"
 import { type Hosts, rehost, rehostJson } from "../../domain/identifiers.ts"
 import type { Platform } from "../../domain/plans.ts"
 import type { HitCharges } from "../../metering/HitCharges.ts"
@@ -13,7 +14,7 @@ import type { Ids } from "../../services/Ids.ts"
 import type { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
 import { usageReport } from "../usageReport.ts"
-import { callingAsBearer } from "./bearer.ts"
+import { McpBearer } from "./bearer.ts"
 import { toolArgumentsDecoder } from "./toolArguments.ts"
 import { meteredResult, settledResult, toToolResult } from "./toolResults.ts"
 import {
@@ -100,3 +101,24 @@ export const usageTool: McpTool<ToolServices> = {
 /** Every data tool of a registry, run as the bearer's caller, built once: the mounts share them. */
 export const registryTools = <R>(operations: ReadonlyArray<AnyOperation<R>>, hosts: Hosts) =>
   [...operations.map((operation) => operationTool(operation, hosts)), usageTool].map(callingAsBearer)
+
+/** A data tool run as the bearer's caller, or answering why the bearer cannot spend. */
+export const callingAsBearer = <R>(
+  tool: McpTool<R>
+): McpTool<Exclude<R, Caller> | McpBearer | AppConfig | Ids> => ({
+  ...tool,
+  call: (args) =>
+    Effect.flatMap(
+      McpBearer,
+      ({ caller }): Effect.Effect<CallToolResult, never, Exclude<R, Caller> | AppConfig | Ids> =>
+        Result.isFailure(caller)
+          ? toToolResult(Effect.fail(caller.failure))
+          : Effect.provideService(tool.call(args), Caller, caller.success)
+    )
+})
+
+/** The tools a mount serves: every tool on `/mcp`, one platform's (and `get_usage`) on `/mcp/<platform>`. */
+export const mountTools = <R>(mount: McpMount, tools: ReadonlyArray<McpTool<R>>) =>
+  tools.filter(
+    (tool) => mount.platform === undefined || tool.platform === undefined || tool.platform === mount.platform
+  )

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../../config.ts"
 import { Checkout } from "../../../payments/Checkout.ts"
 import * as Row from "../../../store/rows.ts"
-import { Identity } from "../../common/identity.ts"
+import { Bearers } from "../../common/bearers.ts"
 import { type Form, type FormRefusal, htmlPage, queryParams, readForm } from "../pages/respond.ts"
 import { upgradePage } from "../pages/upgrade.ts"
 import {
@@ -31,7 +31,7 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const checkout = yield* Checkout
-    const identity = yield* Identity
+    const bearers = yield* Bearers
     const sql = yield* SqlClient.SqlClient
 
     const refusals: Record<FormRefusal, { readonly message: string; readonly status: number }> = {
@@ -71,7 +71,7 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
           const account = form.get("account").slice(0, 100) || undefined
           if (account !== undefined && !(yield* accountExists(account)))
             return htmlPage(unknownAccountPage(config, account), { status: 404 })
-          const clientIp = identity.clientIp(yield* HttpServerRequest.HttpServerRequest)
+          const clientIp = bearers.clientIp(yield* HttpServerRequest.HttpServerRequest)
           const started = yield* checkout
             .start({
               pack: form.get("pack"),

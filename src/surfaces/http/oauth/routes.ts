@@ -52,7 +52,7 @@ export const OAuthRoutes = HttpRouter.use((router) =>
     const oauth = yield* OAuthServer
     const limits = yield* RateLimits
     const problems = yield* Problems
-    const { config, identities, identity, personal, clientIp, session, withForm } = yield* pageSession
+    const { config, identities, bearers, personal, clientIp, session, withForm } = yield* pageSession
     const baseUrl = config.baseUrl
 
     const { authorizationsPerIp, authorizationWindowMs } = config.policy.oauth
@@ -101,11 +101,11 @@ export const OAuthRoutes = HttpRouter.use((router) =>
 
     const handOver = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const perIpKey = identity.clientIp(request)
+      const perIpKey = bearers.clientIp(request)
       const refused = yield* refusal(request, perIpKey)
       if (refused !== undefined) return refused
       const node = nodeOf(request)
-      yield* oauth.serve(node, { address: identity.clientAddress(request), perIpKey })
+      yield* oauth.serve(node, { address: bearers.clientAddress(request), perIpKey })
       // The library has written and ended the response; the server writes nothing more (the
       // status is for the request log).
       return HttpServerResponse.empty({ status: node.res.statusCode })

@@ -5,7 +5,7 @@ import type { RateLimited } from "../../../contract/errors.ts"
 import type { Governor } from "../../../domain/accounts.ts"
 import { managementTokenPattern } from "../../../domain/secrets.ts"
 import { Identities } from "../../../services/Identities.ts"
-import { Identity } from "../../common/identity.ts"
+import { Bearers } from "../../common/bearers.ts"
 import {
   cookieToken,
   csrfMatches,
@@ -33,10 +33,10 @@ export const badEmail = "That is not an email address; write it like name@exampl
 export const pageSession = Effect.gen(function* () {
   const config = yield* AppConfig
   const identities = yield* Identities
-  const identity = yield* Identity
+  const bearers = yield* Bearers
   const personal = { private: true } as const
 
-  const clientIp = Effect.map(HttpServerRequest.HttpServerRequest, identity.clientIp)
+  const clientIp = Effect.map(HttpServerRequest.HttpServerRequest, bearers.clientIp)
 
   /** The browser's sign-in, when its cookie holds a live management token. */
   const session = Effect.gen(function* () {
@@ -110,5 +110,5 @@ export const pageSession = Effect.gen(function* () {
       })
     )
 
-  return { config, identities, identity, personal, clientIp, session, withForm, withSignedInForm }
+  return { config, identities, bearers, personal, clientIp, session, withForm, withSignedInForm }
 })

@@ -78,7 +78,7 @@ const callback = (redirectUri: string, code: string, state: string) => {
  */
 export const SignInPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
-    const { config, identities, identity, personal, clientIp, session, withForm, withSignedInForm } =
+    const { config, identities, bearers, personal, clientIp, session, withForm, withSignedInForm } =
       yield* pageSession
     const badCode = `That code is wrong, used or expired. A code works for 10 minutes and stops taking tries from here after ${config.policy.signIn.wrongTriesPerCodeIp} wrong ones; start again for a new one, or use the link in the email.`
 
@@ -137,7 +137,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
      */
     const heldKey = (key: string) =>
       spendKeyPattern.test(key)
-        ? identity.authenticate(key).pipe(
+        ? bearers.authenticate(key).pipe(
             Effect.map(({ key, account }) => ({ keyId: key.id, accountId: account.id })),
             Effect.option,
             Effect.map(Option.getOrUndefined)
@@ -364,7 +364,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
               ),
               { status: 400, ...personal }
             )
-          const principal = yield* identity.authenticate(key).pipe(Effect.option)
+          const principal = yield* bearers.authenticate(key).pipe(Effect.option)
           if (principal._tag === "None")
             return page(
               again(
