@@ -21,14 +21,14 @@ import {
   signInCodePattern
 } from "../domain/identity.ts"
 import { encodeBase62, hashSecret, hintOf, managementTokenPattern } from "../domain/secrets.ts"
-import { recoveryMail, signInMail } from "../mail/messages.ts"
-import { Outbox } from "../mail/Outbox.ts"
 import * as Row from "../store/rows.ts"
 import { AccountRow, toAccount } from "./Accounts.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
 import { type IssuedKey, Keys } from "./Keys.ts"
+import { recoveryMail, signInMail } from "./mail/messages.ts"
+import { Outbox } from "./mail/Outbox.ts"
 import { RateLimits } from "./RateLimits.ts"
 
 export type TokenLabel = "web" | "cli" | "device"

@@ -4,12 +4,12 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { Plan, Platform } from "../domain/plans.ts"
 import { dayOf } from "../domain/time.ts"
 import { Checkout } from "../payments/Checkout.ts"
+import { type Account, Accounts } from "../services/Accounts.ts"
+import { Credits } from "../services/Credits.ts"
+import { KeyMemory } from "../services/KeyMemory.ts"
+import { type OperatorSettings, Settings } from "../services/Settings.ts"
+import { decodeSubscription } from "../services/Usage.ts"
 import * as Row from "../store/rows.ts"
-import { type Account, Accounts } from "./Accounts.ts"
-import { Credits } from "./Credits.ts"
-import { KeyMemory } from "./KeyMemory.ts"
-import { type OperatorSettings, Settings } from "./Settings.ts"
-import { decodeSubscription } from "./Usage.ts"
 
 export interface AccountReport {
   readonly account: Account
@@ -141,7 +141,7 @@ export class Admin extends Context.Service<
       SqlError
     >
   }
->()("app/Admin") {
+>()("operator/Admin") {
   static readonly layer = Layer.effect(
     Admin,
     Effect.gen(function* () {

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { Ids } from "../services/Ids.ts"
+import { Ids } from "../Ids.ts"
 import type { Mail } from "./messages.ts"
 
 /**

@@ -14,7 +14,7 @@ import {
 import { SourceError } from "effect/ConfigProvider"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import * as Row from "../store/rows.ts"
+import * as Row from "../../store/rows.ts"
 
 export interface MailerOptions {
   /** `smtp://` or `smtps://`, credentials allowed; undefined sends nothing (mail stays in the outbox). */
