@@ -18,7 +18,7 @@ export interface RequestNote {
   account: string | undefined
 }
 
-export const CurrentRequestNote = Context.Reference<RequestNote | undefined>("app/CurrentRequestNote", {
+export const CurrentRequestNote = Context.Reference<RequestNote | undefined>("logging/CurrentRequestNote", {
   defaultValue: () => undefined
 })
 

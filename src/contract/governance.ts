@@ -11,7 +11,7 @@ import { errorsOf } from "./problemSchemas.ts"
  */
 
 /** The identity behind a management token, for the routes of the management surface. */
-export class Governing extends Context.Service<Governing, Governor>()("app/Governing") {}
+export class Governing extends Context.Service<Governing, Governor>()("contract/Governing") {}
 
 const managementToken = HttpApiSecurity.http({ scheme: "bearer" }).pipe(
   HttpApiSecurity.annotate(
@@ -23,7 +23,7 @@ const managementToken = HttpApiSecurity.http({ scheme: "bearer" }).pipe(
 export class ManagementAuth extends HttpApiMiddleware.Service<
   ManagementAuth,
   { provides: Governing; requires: ClientIp }
->()("app/ManagementAuth", { security: { management: managementToken } }) {}
+>()("contract/ManagementAuth", { security: { management: managementToken } }) {}
 
 const described = <E extends { readonly annotateMerge: (annotations: Context.Context<never>) => E }>(
   summary: string,

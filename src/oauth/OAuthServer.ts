@@ -111,7 +111,7 @@ export class OAuthServer extends Context.Service<
     /** Forgets expired authorization records; returns how many. */
     readonly sweepExpired: Effect.Effect<number, SqlError>
   }
->()("app/OAuthServer") {
+>()("oauth/OAuthServer") {
   static readonly layer = Layer.effect(
     OAuthServer,
     Effect.gen(function* () {

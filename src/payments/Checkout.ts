@@ -201,7 +201,7 @@ export class Checkout extends Context.Service<
      */
     readonly sweepExpired: Effect.Effect<number, SqlError>
   }
->()("app/Checkout") {
+>()("payments/Checkout") {
   static readonly layer = Layer.effect(
     Checkout,
     Effect.gen(function* () {

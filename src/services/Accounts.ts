@@ -71,7 +71,7 @@ export class Accounts extends Context.Service<
     readonly touchKey: (keyId: string, now: number) => Effect.Effect<void, SqlError>
     readonly get: (accountId: string) => Effect.Effect<Account | undefined, SqlError>
   }
->()("app/Accounts") {
+>()("services/Accounts") {
   static readonly layer = Layer.effect(
     Accounts,
     Effect.gen(function* () {

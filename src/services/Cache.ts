@@ -82,7 +82,7 @@ export class Cache extends Context.Service<
     ) => Effect.Effect<Fetched<A>, UpstreamUnavailable>
     readonly purgeExpired: Effect.Effect<void>
   }
->()("app/Cache") {
+>()("services/Cache") {
   static readonly layer = Layer.effect(
     Cache,
     Effect.gen(function* () {

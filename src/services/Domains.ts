@@ -12,7 +12,7 @@ export class Domains extends Context.Service<
     readonly known: (domain: string) => Effect.Effect<string | undefined>
     readonly remember: (domain: string, companySlug: string) => Effect.Effect<void>
   }
->()("app/Domains") {
+>()("services/Domains") {
   static readonly layer = Layer.effect(
     Domains,
     Effect.gen(function* () {

@@ -226,7 +226,7 @@ export class Identities extends Context.Service<
     /** Whether a recovery link is live (for the page that asks before it re-keys). */
     readonly recoveryTarget: (token: string) => Effect.Effect<string | undefined, SqlError>
   }
->()("app/Identities") {
+>()("services/Identities") {
   static readonly layer = Layer.effect(
     Identities,
     Effect.gen(function* () {

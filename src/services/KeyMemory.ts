@@ -34,7 +34,7 @@ export class KeyMemory extends Context.Service<
     /** This instance is changing the account: forget it and read it from the database until its report. */
     readonly changing: (accountId: string) => Effect.Effect<void>
   }
->()("app/KeyMemory") {
+>()("services/KeyMemory") {
   static readonly make = (limit: number) =>
     Effect.gen(function* () {
       const byHash = new Map<string, Remembered>()

@@ -111,7 +111,7 @@ export class Keys extends Context.Service<
       SqlError
     >
   }
->()("app/Keys") {
+>()("services/Keys") {
   static readonly layer = Layer.effect(
     Keys,
     Effect.gen(function* () {

@@ -11,7 +11,7 @@ export interface Speculation {
   readonly afterCharge: Array<Effect.Effect<void>>
 }
 
-export const Speculating = Context.Reference<Speculation | undefined>("app/Speculating", {
+export const Speculating = Context.Reference<Speculation | undefined>("services/Speculating", {
   defaultValue: () => undefined
 })
 

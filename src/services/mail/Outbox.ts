@@ -12,7 +12,7 @@ import type { Mail } from "./messages.ts"
 export class Outbox extends Context.Service<
   Outbox,
   { readonly enqueue: (mail: Mail) => Effect.Effect<string, SqlError> }
->()("app/Outbox") {
+>()("services/mail/Outbox") {
   static readonly layer = Layer.effect(
     Outbox,
     Effect.gen(function* () {

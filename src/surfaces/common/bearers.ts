@@ -184,7 +184,7 @@ export class Bearers extends Context.Service<
      */
     readonly clientIp: (request: HttpServerRequest.HttpServerRequest) => string
   }
->()("surfaces/Bearers") {
+>()("surfaces/common/Bearers") {
   static readonly layer = Layer.effect(
     Bearers,
     Effect.gen(function* () {

@@ -14,7 +14,7 @@ export interface Bearer {
   readonly governor: Governor | undefined
 }
 
-export class McpBearer extends Context.Service<McpBearer, Bearer>()("app/McpBearer") {}
+export class McpBearer extends Context.Service<McpBearer, Bearer>()("surfaces/mcp/McpBearer") {}
 
 /**
  * Resolves a request's bearer for one MCP mount (`resource`, its URL: an access token is for one
