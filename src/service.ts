@@ -12,6 +12,7 @@ import { Reservations } from "./metering/Reservations.ts"
 import { OAuthHousekeeping, OAuthServer } from "./oauth/OAuthServer.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Admin } from "./operator/Admin.ts"
+import { Billing } from "./payments/Billing.ts"
 import { Checkout } from "./payments/Checkout.ts"
 import { paymentRailsLayer } from "./payments/rails.ts"
 import { Accounts } from "./services/Accounts.ts"
@@ -19,14 +20,16 @@ import { AdminToken } from "./services/AdminToken.ts"
 import { Cache } from "./services/Cache.ts"
 import { Credits } from "./services/Credits.ts"
 import { Domains } from "./services/Domains.ts"
-import { Identities } from "./services/Identities.ts"
 import { Ids } from "./services/Ids.ts"
 import { KeyMemory } from "./services/KeyMemory.ts"
 import { Keys } from "./services/Keys.ts"
+import { ManagementTokens } from "./services/ManagementTokens.ts"
 import { Mailer } from "./services/mail/Mailer.ts"
 import { Outbox } from "./services/mail/Outbox.ts"
 import { RateLimits } from "./services/RateLimits.ts"
+import { Recovery } from "./services/Recovery.ts"
 import { Settings } from "./services/Settings.ts"
+import { SignIn } from "./services/SignIn.ts"
 import { Usage } from "./services/Usage.ts"
 import * as Database from "./store/Database.ts"
 import { Notifications } from "./store/Notifications.ts"
@@ -53,8 +56,11 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
   ).pipe(
     Layer.provideMerge(OAuthServer.layer),
     Layer.provideMerge(Checkout.layer),
+    Layer.provideMerge(Billing.layer),
     Layer.provideMerge(paymentRailsLayer),
-    Layer.provideMerge(Identities.layer),
+    Layer.provideMerge(Recovery.layer),
+    Layer.provideMerge(SignIn.layer),
+    Layer.provideMerge(ManagementTokens.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Credits.layer),
     Layer.provideMerge(Outbox.layer),

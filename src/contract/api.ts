@@ -1,6 +1,6 @@
 import { type Context, Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { defaultHosts } from "../domain/identifiers.ts"
+import { defaultHosts } from "../domain/identifiers/index.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
 import { AppsGroup } from "./apps.ts"
 import { BillingGroup } from "./billing.ts"

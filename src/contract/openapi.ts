@@ -1,5 +1,5 @@
 import { OpenApi } from "effect/http-api"
-import { rehostJson } from "../domain/identifiers.ts"
+import { rehostJson } from "../domain/identifiers/index.ts"
 import { type Api, makeApi } from "./api.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { withResponseExamples } from "./examples/publish.ts"

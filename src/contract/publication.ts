@@ -1,5 +1,5 @@
 import { defaultRefundPolicy } from "../config.ts"
-import { defaultHosts, type Hosts } from "../domain/identifiers.ts"
+import { defaultHosts, type Hosts } from "../domain/identifiers/index.ts"
 import type { Pack, PaymentRailName } from "../domain/plans.ts"
 import { defaultPolicy } from "../domain/policy.ts"
 

@@ -102,6 +102,12 @@ export interface SignInLimits extends StartLimits {
   readonly wrongTriesPerCodeOthers: number
 }
 
+/** A window in words: "15 minutes", "1 hour". */
+export const windowWords = (ms: number) =>
+  ms % 3_600_000 === 0
+    ? `${ms / 3_600_000} hour${ms === 3_600_000 ? "" : "s"}`
+    : `${Math.ceil(ms / 60_000)} minute${ms === 60_000 ? "" : "s"}`
+
 const minute = 60_000
 const hour = 60 * minute
 const day = 24 * hour

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Row from "../store/rows.ts"
-import { Speculating } from "./Speculation.ts"
+import { Speculating } from "./Cache.ts"
 
 const decodeDomains = Row.decoder(Schema.Struct({ company_slug: Schema.String }), "resolved_domains")
 

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import type { Account, KeyRecord } from "../domain/accounts.ts"
-import { identityPolicy } from "../domain/identity.ts"
+import { identityPolicy } from "../domain/signIn.ts"
 import { Notifications } from "../store/Notifications.ts"
 
 /** The channel migrations/0008's triggers notify with an account id. */

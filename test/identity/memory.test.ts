@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { identityPolicy } from "../../src/domain/identity.ts"
+import { identityPolicy } from "../../src/domain/signIn.ts"
 import { Admin } from "../../src/operator/Admin.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { realPause } from "../support/clock.ts"

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { type CallToolResult, createMcpHandler } from "@modelcontextprotocol/server"
 import { Effect, Schema } from "effect"
 import { mcpMounts } from "../../src/contract/mcpMounts.ts"
-import { defaultHosts } from "../../src/domain/identifiers.ts"
+import { defaultHosts } from "../../src/domain/identifiers/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import {
   answerAgain,

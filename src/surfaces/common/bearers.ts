@@ -4,13 +4,13 @@ import { AppConfig } from "../../config.ts"
 import { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.ts"
 import type { Account, KeyRecord } from "../../domain/accounts.ts"
 import { clientIp, perIpKey } from "../../domain/clientIp.ts"
-import { identityPolicy } from "../../domain/identity.ts"
 import { hashSecret, managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
+import { identityPolicy } from "../../domain/signIn.ts"
 import { noteAccount } from "../../logging.ts"
 import { OAuthServer } from "../../oauth/OAuthServer.ts"
 import { Accounts } from "../../services/Accounts.ts"
-import { type Governor, Identities } from "../../services/Identities.ts"
 import { KeyMemory, type Remembered } from "../../services/KeyMemory.ts"
+import { type Governor, ManagementTokens } from "../../services/ManagementTokens.ts"
 
 /** The account and key a bearer credential stands for. */
 export interface Principal {
@@ -101,12 +101,12 @@ const chooseAccount = (governor: Governor) =>
  * `svcm_...` management tokens spend directly when their identity governs exactly one account; the
  * token stands in for a key (its id is the receipt's key).
  */
-const managementTokens = (identities: typeof Identities.Service): BearerResolver => ({
+const managementTokenBearers = (tokens: typeof ManagementTokens.Service): BearerResolver => ({
   family: "management token",
   claims: (secret) => managementTokenPattern.test(secret),
   resolve: (secret) =>
     Effect.gen(function* () {
-      const governor = yield* Effect.catchTag(identities.authenticate(secret), "SqlError", Effect.die)
+      const governor = yield* Effect.catchTag(tokens.authenticate(secret), "SqlError", Effect.die)
       return { principal: yield* Effect.result(governedPrincipal(governor)), governor }
     })
 })
@@ -189,13 +189,13 @@ export class Bearers extends Context.Service<
     Bearers,
     Effect.gen(function* () {
       const accounts = yield* Accounts
-      const identities = yield* Identities
+      const managementTokens = yield* ManagementTokens
       const oauth = yield* OAuthServer
       const { trustedProxies, baseUrl, ipv6PrefixBits } = yield* AppConfig
       const memory = yield* KeyMemory
       const resolvers: ReadonlyArray<BearerResolver> = [
         spendKeys(accounts, memory),
-        managementTokens(identities),
+        managementTokenBearers(managementTokens),
         accessTokens(oauth)
       ]
 
@@ -205,7 +205,7 @@ export class Bearers extends Context.Service<
             message: `${secret.length === 0 ? "No management token was sent" : "A spend key cannot manage an account"}. Sign in with your email to get a management token (svcm_...): POST /v1/auth/email/start, or ${baseUrl}/login in a browser.`
           })
         }
-        const found = yield* Effect.catchTag(identities.authenticate(secret), "SqlError", Effect.die)
+        const found = yield* Effect.catchTag(managementTokens.authenticate(secret), "SqlError", Effect.die)
         yield* noteAccount(found.accounts.length === 1 ? found.accounts[0]!.id : found.tokenId)
         return found
       })

@@ -7,7 +7,9 @@ import { InvalidInput, Unauthorized } from "../../contract/errors.ts"
 import { Governing } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import { spendKeyPattern } from "../../domain/secrets.ts"
-import { Identities } from "../../services/Identities.ts"
+import { ManagementTokens } from "../../services/ManagementTokens.ts"
+import { Recovery } from "../../services/Recovery.ts"
+import { SignIn } from "../../services/SignIn.ts"
 import { Bearers } from "../common/bearers.ts"
 import * as management from "../common/management.ts"
 import { Problems } from "../common/problems.ts"
@@ -33,7 +35,8 @@ export const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
 /** Email sign-in, command-line sign-in and recovery: no credential needed. */
 export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
   Effect.gen(function* () {
-    const identities = yield* Identities
+    const signIn = yield* SignIn
+    const recovery = yield* Recovery
     const bearers = yield* Bearers
     const answer = answering(yield* Problems)
     /**
@@ -56,7 +59,7 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           Effect.gen(function* () {
             const ip = yield* ClientIp
             const keyId = yield* heldKeyId
-            return yield* identities.start({ email: payload.email, ip, keyId })
+            return yield* signIn.start({ email: payload.email, ip, keyId })
           })
         )
       )
@@ -65,7 +68,7 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           Effect.gen(function* () {
             const keyId = yield* heldKeyId
             if (payload.token !== undefined)
-              return yield* identities.verifyLink({ token: payload.token, keyId, label: "web" })
+              return yield* signIn.verifyLink({ token: payload.token, keyId, label: "web" })
             if (payload.email === undefined)
               return yield* new InvalidInput({
                 message: "Send `email` and `code`, or the sign-in link's `token`.",
@@ -76,7 +79,7 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
                 message: "Send the 6-digit `code` from the email.",
                 param: "code"
               })
-            return yield* identities.verifyCode({
+            return yield* signIn.verifyCode({
               email: payload.email,
               code: payload.code,
               ip: yield* ClientIp,
@@ -89,14 +92,14 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
       .handle("startDeviceSignIn", () =>
         answer(
           Effect.gen(function* () {
-            return yield* identities.startDevice(yield* ClientIp)
+            return yield* signIn.startDevice(yield* ClientIp)
           })
         )
       )
       .handle("pollDeviceSignIn", ({ payload }) =>
         answer(
           Effect.gen(function* () {
-            const outcome = yield* identities.pollDevice(payload.device_code)
+            const outcome = yield* signIn.pollDevice(payload.device_code)
             if (!("error" in outcome)) return outcome
             return HttpServerResponse.jsonUnsafe(
               { error: outcome.error, error_description: deviceDescriptions[outcome.error] },
@@ -105,15 +108,15 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           })
         )
       )
-      .handle("exchangeCode", ({ payload }) => answer(identities.exchange(payload.code)))
+      .handle("exchangeCode", ({ payload }) => answer(signIn.exchange(payload.code)))
       .handle("recover", ({ payload }) =>
         answer(
           Effect.gen(function* () {
-            return yield* identities.startRecovery({ email: payload.email, ip: yield* ClientIp })
+            return yield* recovery.start({ email: payload.email, ip: yield* ClientIp })
           })
         )
       )
-      .handle("rekey", ({ payload }) => answer(identities.rekey(payload.token)))
+      .handle("rekey", ({ payload }) => answer(recovery.rekey(payload.token)))
   })
 )
 
@@ -129,21 +132,21 @@ const deviceDescriptions = {
 /** The signed-in email's management tokens. */
 export const SessionsRoutes = HttpApiBuilder.group(BaseApi, "sessions", (handlers) =>
   Effect.gen(function* () {
-    const identities = yield* Identities
+    const managementTokens = yield* ManagementTokens
     const answer = answering(yield* Problems)
     return handlers
       .handle("listTokens", () =>
         answer(
           Effect.gen(function* () {
             const governor = yield* Governing
-            return { email: governor.email, tokens: yield* identities.tokens(governor) }
+            return { email: governor.email, tokens: yield* managementTokens.list(governor) }
           })
         )
       )
       .handle("revokeToken", ({ payload }) =>
         answer(
           Effect.gen(function* () {
-            return yield* identities.revokeToken(yield* Governing, payload.token_id)
+            return yield* managementTokens.revoke(yield* Governing, payload.token_id)
           })
         )
       )
@@ -151,7 +154,7 @@ export const SessionsRoutes = HttpApiBuilder.group(BaseApi, "sessions", (handler
         answer(
           Effect.gen(function* () {
             const governor = yield* Governing
-            return yield* identities.revokeToken(governor, governor.tokenId)
+            return yield* managementTokens.revoke(governor, governor.tokenId)
           })
         )
       )

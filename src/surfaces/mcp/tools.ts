@@ -3,15 +3,11 @@ import { Clock, Effect, Result } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
 import type { McpMount } from "../../contract/mcpMounts.ts"
-import { type Hosts, rehost, rehostJson } from "../../domain/identifiers.ts"
+import { type Hosts, rehost, rehostJson } from "../../domain/identifiers/index.ts"
 import type { Platform } from "../../domain/plans.ts"
-import type { HitCharges } from "../../metering/HitCharges.ts"
-import type { IdempotencyStore } from "../../metering/IdempotencyStore.ts"
-import { meterDataCall } from "../../metering/meterDataCall.ts"
-import type { Reservations } from "../../metering/Reservations.ts"
+import { type MeteringServices, meterDataCall } from "../../metering/meterDataCall.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Ids } from "../../services/Ids.ts"
-import type { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
 import { usageReport } from "../usageReport.ts"
 import { McpBearer } from "./bearer.ts"
@@ -27,15 +23,7 @@ import {
 } from "./toolSchemas.ts"
 
 /** What every data tool call needs besides the operations' own services. */
-export type ToolServices =
-  | Caller
-  | AppConfig
-  | Ids
-  | Usage
-  | Reservations
-  | HitCharges
-  | IdempotencyStore
-  | RateLimits
+export type ToolServices = Caller | Usage | MeteringServices
 
 /** Data tools read; what they read comes from outside the service. */
 const dataAnnotations: ToolAnnotations = { readOnlyHint: true, openWorldHint: true }

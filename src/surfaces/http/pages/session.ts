@@ -4,7 +4,9 @@ import { AppConfig } from "../../../config.ts"
 import type { RateLimited } from "../../../contract/errors.ts"
 import type { Governor } from "../../../domain/accounts.ts"
 import { managementTokenPattern } from "../../../domain/secrets.ts"
-import { Identities } from "../../../services/Identities.ts"
+import { ManagementTokens } from "../../../services/ManagementTokens.ts"
+import { Recovery } from "../../../services/Recovery.ts"
+import { SignIn } from "../../../services/SignIn.ts"
 import { Bearers } from "../../common/bearers.ts"
 import {
   cookieToken,
@@ -32,7 +34,9 @@ export const badEmail = "That is not an email address; write it like name@exampl
  */
 export const pageSession = Effect.gen(function* () {
   const config = yield* AppConfig
-  const identities = yield* Identities
+  const signIn = yield* SignIn
+  const managementTokens = yield* ManagementTokens
+  const recovery = yield* Recovery
   const bearers = yield* Bearers
   const personal = { private: true } as const
 
@@ -42,7 +46,7 @@ export const pageSession = Effect.gen(function* () {
   const session = Effect.gen(function* () {
     const token = yield* cookieToken
     if (token === undefined || !managementTokenPattern.test(token)) return undefined
-    const governor = yield* identities.authenticate(token).pipe(
+    const governor = yield* managementTokens.authenticate(token).pipe(
       Effect.catchTag("Unauthorized", () => Effect.succeed(undefined)),
       Effect.orDie
     )
@@ -110,5 +114,16 @@ export const pageSession = Effect.gen(function* () {
       })
     )
 
-  return { config, identities, bearers, personal, clientIp, session, withForm, withSignedInForm }
+  return {
+    config,
+    signIn,
+    managementTokens,
+    recovery,
+    bearers,
+    personal,
+    clientIp,
+    session,
+    withForm,
+    withSignedInForm
+  }
 })

@@ -1,4 +1,5 @@
 import { createHash, randomInt } from "node:crypto"
+import type { StartLimits } from "./policy.ts"
 import { encodeBase62 } from "./secrets.ts"
 
 /**
@@ -110,3 +111,14 @@ export const isLoopbackRedirect = (uri: string): boolean => {
     return false
   }
 }
+
+/**
+ * The windows of a start (sign-in or recovery) for `email` from client `ip` (its per-IP key): the
+ * client's own, the client's for this email, and the email's ceiling over all clients.
+ */
+export const startWindows = (prefix: string, rules: StartLimits, email: string, ip: string) => [
+  { key: `${prefix}-ip:${ip}`, rule: rules.perIp },
+  // An address has no ':', so the client's key and the address cannot run into each other.
+  { key: `${prefix}-email-ip:${ip}:${email}`, rule: rules.perEmailIp },
+  { key: `${prefix}-email:${email}`, rule: rules.perEmail }
+]
