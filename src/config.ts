@@ -319,6 +319,7 @@ const policyFromEnv = Effect.gen(function* () {
     },
     recovery: yield* startLimits("RECOVER", defaultPolicy.recovery),
     maxActiveKeysPerAccount: yield* positive("MAX_ACTIVE_KEYS", defaultPolicy.maxActiveKeysPerAccount),
+    maxChildKeysPerKey: yield* positive("MAX_CHILD_KEYS", defaultPolicy.maxChildKeysPerKey),
     oauth: {
       authorizationsPerIp: yield* positive("OAUTH_AUTHORIZATIONS_PER_IP", oauth.authorizationsPerIp),
       authorizationWindowMs:

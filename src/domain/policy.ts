@@ -45,6 +45,8 @@ export interface Policy {
   readonly recovery: StartLimits
   /** Keys an account may have working at once; creating another first needs a revocation. */
   readonly maxActiveKeysPerAccount: number
+  /** Child keys one key may have working at once. */
+  readonly maxChildKeysPerKey: number
   /** The OAuth authorization server's limits (per-IP rules count an IPv6 client by its network). */
   readonly oauth: OAuthLimits
 }
@@ -146,6 +148,7 @@ export const defaultPolicy: Policy = {
     perEmail: { limit: 3, windowMs: 10 * minute }
   },
   maxActiveKeysPerAccount: 100,
+  maxChildKeysPerKey: 100,
   oauth: {
     authorizationsPerIp: 30,
     authorizationWindowMs: 15 * 60_000,

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { BaseApi, ClientIp } from "../../contract/api.ts"
+import { BaseApi, Caller, ClientIp } from "../../contract/api.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { InvalidInput, Unauthorized } from "../../contract/errors.ts"
 import { Governing } from "../../contract/governance.ts"
@@ -11,6 +11,7 @@ import { ManagementTokens } from "../../services/ManagementTokens.ts"
 import { Recovery } from "../../services/Recovery.ts"
 import { SignIn } from "../../services/SignIn.ts"
 import { Bearers } from "../common/bearers.ts"
+import * as childKeys from "../common/childKeys.ts"
 import * as management from "../common/management.ts"
 import { Problems } from "../common/problems.ts"
 
@@ -180,6 +181,11 @@ export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (han
           management.createKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
         )
       )
+      .handle("updateKey", ({ payload, query }) =>
+        governed((governor) =>
+          management.updateKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
+        )
+      )
       .handle("rotateKey", ({ payload, query }) =>
         governed((governor) =>
           management.rotateKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
@@ -200,6 +206,24 @@ export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (han
             account_id: payload.account_id ?? query.account_id
           })
         )
+      )
+  })
+)
+
+/** Child keys, made, listed and revoked with the parent spend key as bearer. */
+export const ChildKeysRoutes = HttpApiBuilder.group(BaseApi, "childKeys", (handlers) =>
+  Effect.gen(function* () {
+    const answer = answering(yield* Problems)
+    const asCaller = <A, E extends ApiError | { readonly _tag: "SqlError" }, R>(
+      step: (caller: Caller["Service"]) => Effect.Effect<A, E, R>
+    ) => answer(Effect.flatMap(Caller, step))
+    return handlers
+      .handle("createChildKey", ({ payload }) =>
+        asCaller((caller) => childKeys.createChildKey(caller, payload))
+      )
+      .handle("listChildKeys", () => asCaller(childKeys.listChildKeys))
+      .handle("revokeChildKey", ({ payload }) =>
+        asCaller((caller) => childKeys.revokeChildKey(caller, payload))
       )
   })
 )

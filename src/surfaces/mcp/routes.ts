@@ -33,7 +33,7 @@ import {
   type RequestHeaders
 } from "./fastPath.ts"
 import { allowedHostnames, hostGuard } from "./guards.ts"
-import { managementInstructions, managementTools } from "./managementTools.ts"
+import { childKeyTools, managementInstructions, managementTools } from "./managementTools.ts"
 import { authInfoOf, makeSession, mcpServerFactory, serverInfoOf } from "./server.ts"
 import { type McpTool, mountTools, registryTools, type ToolServices } from "./tools.ts"
 
@@ -89,6 +89,10 @@ const announcedBody = (request: HttpServerRequest.HttpServerRequest) =>
         }
       })
     : Effect.succeed(undefined)
+
+/** What a spend key's connection tells its client beyond the data tools. */
+const childKeyInstructions =
+  " This connection's spend key can also hand a sub-agent a bounded key: create_child_key (a spend cap, platforms and an expiry within this key's), list_child_keys and revoke_child_key."
 
 /** What every tool of a mount needs: the operations' services, the data and management tools'. */
 type McpToolServices<R> = R | Exclude<ToolServices, Caller> | McpBearer | Keys | Checkout | PaymentRails
@@ -214,7 +218,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       for (const mount of mcpMounts) {
         const data = mountTools(mount, tools)
         const handlers: MountHandlers<McpToolServices<R>> = {
-          data: yield* handlerOf(mount, data),
+          data: yield* handlerOf(mount, [...data, ...childKeyTools], childKeyInstructions),
           management: yield* handlerOf(mount, [...data, ...managementTools], managementInstructions)
         }
         const catalog = mount.platform === undefined ? "every tool" : `${mount.platform} tools`
