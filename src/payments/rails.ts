@@ -1,8 +1,10 @@
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
+import { Credits } from "../services/Credits.ts"
+import { Checkout } from "./Checkout.ts"
 import { localRail, type PaymentRail, PaymentRails } from "./PaymentRail.ts"
-import { makeStripeClient, stripeRail } from "./StripeRail.ts"
+import { makeStripeClient, makeStripeEvents, stripeRail } from "./StripeRail.ts"
 
 /**
  * The offered rails (`AppConfig.checkoutRails`, from `PAYMENT_RAILS`) and nothing else: a rail
@@ -37,3 +39,17 @@ export const paymentRailsLayer = Layer.effect(
     return rails as ReadonlyMap<string, PaymentRail>
   })
 )
+
+/** Stripe's verified events applied to the service: completed checkouts, paid invoices, ended subscriptions. */
+export const stripeEvents = Effect.gen(function* () {
+  const config = yield* AppConfig
+  const checkout = yield* Checkout
+  const credits = yield* Credits
+  return makeStripeEvents({
+    sql: yield* SqlClient.SqlClient,
+    complete: checkout.complete,
+    endSubscription: checkout.endStripeSubscription,
+    applyPurchase: credits.applyPurchase,
+    packs: config.policy.packs
+  })
+})

@@ -3,7 +3,8 @@ import { join } from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { operations } from "../../src/operations/registry.ts"
-import { Identities } from "../../src/services/Identities.ts"
+import { ManagementTokens } from "../../src/services/ManagementTokens.ts"
+import { SignIn } from "../../src/services/SignIn.ts"
 import { signIn } from "../identity/support.ts"
 import { freePort } from "../oauth/support.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -15,12 +16,13 @@ const configOf = (home: string) => JSON.parse(readFileSync(join(home, "svc", "co
 const deviceLogin = (env: { baseUrl: string; home: string }, email: string, ip: string) =>
   Effect.gen(function* () {
     const app = yield* TestApp
-    const identities = yield* Identities
+    const signIns = yield* SignIn
+    const managementTokens = yield* ManagementTokens
     const login = start(["login", "--device"], env)
     const [, code] = yield* waitFor(login.stderr, /enter (\S+-\S+)/)
     const person = yield* signIn(app, email, { ip })
-    const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
-    yield* Effect.orDie(identities.decideDevice(governor, code!, true))
+    const governor = yield* Effect.orDie(managementTokens.authenticate(person.management_token))
+    yield* Effect.orDie(signIns.decideDevice(governor, code!, true))
     const finished = yield* Effect.promise(() => login.done)
     assert.strictEqual(finished.code, 0, finished.stderr)
     return finished

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { Admin } from "../../src/services/Admin.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { advanceUntilDone, untilInFlight } from "../support/clock.ts"

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
-import type { Hosts } from "../../src/domain/identifiers.ts"
+import type { Hosts } from "../../src/domain/identifiers/index.ts"
 import type { AnyOperation } from "../../src/operations/Operation.ts"
 import type { OperationServices } from "../../src/operations/support.ts"
 import { appLayer } from "../../src/service.ts"

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto"
 import type { Account } from "../../../domain/accounts.ts"
+import { contentSecurityPolicy } from "../../../domain/html.ts"
 import { forPages } from "../../common/wording.ts"
 import { type Html, head, html, productName, testModeBadge } from "../pages/html.ts"
 import { labelCells } from "../pages/stylesheet.ts"
-import { contentSecurityPolicy } from "../securityHeaders.ts"
 
 /** The dashboard's sections, in the order of its navigation. */
 export type Section = "overview" | "usage" | "keys" | "billing" | "tokens" | "apps"
