@@ -6,7 +6,7 @@ import { HttpApiScalar } from "effect/http-api"
 import { makeApi } from "../../src/contract/api.ts"
 import { defaultPublication, publishedApi } from "../../src/contract/openapi.ts"
 import { operations } from "../../src/operations/registry.ts"
-import { docsLayer, evalProbe, withoutEvalProbe } from "../../src/surfaces/http/docsPage.ts"
+import { docsLayer, evalProbe, phoneStyle, withoutEvalProbe } from "../../src/surfaces/http/docsPage.ts"
 
 /**
  * The page loads Scalar's bundle at its first request; what it serves must be effect's page, but
@@ -46,7 +46,14 @@ describe("the /docs page", () => {
         assert.deepStrictEqual(others(ours.headers), others(effects.headers))
         assert.include(effects.body, evalProbe, "effect's bundle still probes eval this way")
         assert.notInclude(ours.body, evalProbe)
-        assert.isTrue(ours.body === withoutEvalProbe(effects.body), "the same HTML but for the probe")
+        assert.isTrue(
+          ours.body ===
+            withoutEvalProbe(effects.body).replace(
+              'content="width=device-width, initial-scale=1" />',
+              `content="width=device-width, initial-scale=1" />${phoneStyle}`
+            ),
+          "the same HTML but for the probe and the phone style"
+        )
         assert.include(ours.body, "window.Scalar.createApiReference")
         assert.isAbove(ours.body.length, 1_000_000, "Scalar's bundle is inline")
         // Each inline script is allowed by its hash, and nothing else runs.

@@ -35,6 +35,13 @@ const escapeJson = (value: unknown) =>
     .replace(/</g, "\\u003c")
     .replace(/[\u2028\u2029]/g, (c) => (c === "\u2028" ? "\\u2028" : "\\u2029"))
 
+/**
+ * Scalar's sections keep a few invisible pixels past their right edge (its clipped content-type
+ * labels): on a 360 px phone the whole page then scrolls sideways by 24 px. Each section clips its
+ * own overflow on that axis; code blocks and tables keep their own scrolling inside.
+ */
+export const phoneStyle = "<style>.section-container{overflow-x:clip}</style>"
+
 /** `HttpApiScalar`'s page for `spec`, with the bundle inline, and the scripts it runs. */
 const page = (spec: OpenApi.OpenAPISpec, javascript: string, options: HttpApiScalar.ScalarConfig = {}) => {
   const { customFetch, ...scalar } = options
@@ -59,7 +66,7 @@ const page = (spec: OpenApi.OpenAPISpec, javascript: string, options: HttpApiSca
     ${!spec.info.description ? "" : `<meta name="og:description" content="${escapeHtml(spec.info.description)}"/>`}
     <meta
       name="viewport"
-      content="width=device-width, initial-scale=1" />
+      content="width=device-width, initial-scale=1" />${phoneStyle}
   </head>
   <body>
     <div id="api-reference-container"></div>
