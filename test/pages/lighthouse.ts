@@ -48,7 +48,15 @@ const audit = (url: string, cookie: string, chromePort: number): Promise<Omit<Ro
     const lost = categories.flatMap((id) =>
       (lhr.categories[id]?.auditRefs ?? [])
         .filter((ref) => ref.weight > 0 && (lhr.audits[ref.id]?.score ?? 1) < 1)
-        .map((ref) => `${id}: ${ref.id} (${lhr.audits[ref.id]?.displayValue ?? lhr.audits[ref.id]?.title})`)
+        .map((ref) => {
+          const audit = lhr.audits[ref.id]
+          // The first offending item (a console error's text, a resource's URL) says what to fix.
+          const items = (audit?.details as { items?: Array<Record<string, unknown>> } | undefined)?.items
+          const first = items?.[0]
+          const what =
+            first === undefined ? "" : `: ${String(first.description ?? first.url ?? "").slice(0, 160)}`
+          return `${id}: ${ref.id} (${audit?.displayValue ?? audit?.title})${what}`
+        })
     )
     return { scores, lost }
   })

@@ -36,6 +36,12 @@ const InformationPageRoutes = HttpRouter.use((router) =>
           : htmlPage(home.out, { headers: { vary: "cookie" } })
       )
     )
+    // Browsers ask every site for its icon on their own; there is none, and saying so is not an error.
+    yield* router.add(
+      "GET",
+      "/favicon.ico",
+      HttpServerResponse.empty({ status: 204, headers: { "cache-control": "public, max-age=86400" } })
+    )
     // Crawlers may read every page; the private ones answer only a sign-in.
     yield* router.add(
       "GET",
