@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Admin } from "../../src/operator/Admin.ts"
+import { childKeyTools } from "../../src/surfaces/mcp/managementTools.ts"
 import { post, signIn } from "../identity/support.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -12,12 +13,18 @@ const freshIp = ipSequence("10.62")
 const managementToolNames = [
   "list_keys",
   "create_key",
+  "update_key",
   "rotate_key",
   "revoke_key",
   "set_balance_alert",
   "billing_portal"
 ]
-const dataToolNames = [...testOperations.map((operation) => operation.id), "get_usage"]
+/** A spend key's catalogue: the data tools, get_usage and the child-key tools (issue 26). */
+const dataToolNames = [
+  ...testOperations.map((operation) => operation.id),
+  "get_usage",
+  ...childKeyTools.map((tool) => tool.name)
+]
 
 describe(`MCP management tools (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {
