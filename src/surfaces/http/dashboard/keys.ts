@@ -23,7 +23,7 @@ import {
 const keyActions = (frame: Frame, key: KeyListing) =>
   key.revoked_at !== null
     ? html`<p>Revoked ${dateOf(key.revoked_at)}.</p>`
-    : html`<form method="post" action="${frame.baseUrl}/dashboard/keys/rotate" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Rotate key ${key.hint}">Rotate…</button></form><form method="post" action="${frame.baseUrl}/dashboard/keys/revoke" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Revoke key ${key.hint}">Revoke…</button></form>`
+    : html`<form method="post" action="${frame.baseUrl}/dashboard/keys/rotate" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Rotate key ${key.hint}">Rotate…</button></form><form method="post" action="${frame.baseUrl}/dashboard/keys/revoke" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" class="danger" aria-label="Revoke key ${key.hint}">Revoke…</button></form>`
 
 /** A secret's one showing, with the copy button. */
 const revealed = (issued: IssuedKey, replaces?: string) =>

@@ -54,6 +54,8 @@ button.secondary,.button.secondary,form.inline button{background:#fff;color:var(
 button.secondary:hover,.button.secondary:hover,form.inline button:hover{background:var(--soft);color:var(--ink)}
 button.danger,.danger{background:var(--danger);border-color:var(--danger);color:#fff}
 button.danger:hover{background:#8f1b12;border-color:#8f1b12}
+form.inline button.danger{background:#fff;color:var(--danger);border-color:var(--danger)}
+form.inline button.danger:hover{background:#fff1f0;color:#8f1b12}
 form.inline{display:inline}
 .row{display:flex;flex-wrap:wrap;gap:.5rem 1rem;align-items:flex-end}.row label{margin-top:0}.row>div{flex:1 1 10rem}
 .error,.note{border-radius:var(--radius);padding:.65rem .9rem;border:1px solid}
