@@ -122,6 +122,14 @@ BEGIN
 END
 $$;
 
+-- The account's one call in flight, if any (the one-in-flight rule: a unique index on the reserved
+-- calls of an account): when its lease ends and when it last showed life.
+CREATE FUNCTION svc_in_flight(p_account text, OUT lease_expires_at bigint, OUT seen bigint)
+LANGUAGE sql STABLE AS $$
+  SELECT c.lease_expires_at, GREATEST(c.created_at, COALESCE(c.heartbeat_at, 0))
+  FROM calls c WHERE c.account_id = p_account AND c.state = 'reserved' LIMIT 1
+$$;
+
 -- Takes what `svc_funding` found from the free-tier rows and the account (both already locked).
 CREATE FUNCTION svc_take(p_account text, p_ip text, p_day integer, p_free bigint, p_grant bigint, p_balance bigint)
 RETURNS void LANGUAGE plpgsql AS $$
@@ -165,9 +173,8 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
-  SELECT c.lease_expires_at, GREATEST(c.created_at, COALESCE(c.heartbeat_at, 0)) AS seen INTO holder
-    FROM calls c WHERE c.account_id = v_account AND c.state = 'reserved' LIMIT 1;
-  IF FOUND THEN
+  SELECT * INTO holder FROM svc_in_flight(v_account);
+  IF holder.lease_expires_at IS NOT NULL THEN
     outcome := CASE WHEN holder.lease_expires_at <= v_now AND NOT (p->>'after_sweep')::boolean
       THEN 'expired' ELSE 'busy' END;
     holder_lease := holder.lease_expires_at;
@@ -341,7 +348,7 @@ BEGIN
       INTO acct FROM accounts a WHERE a.id = v_account;
     IF NOT FOUND OR acct.state <> 'active' THEN
       outcome := 'account';
-    ELSIF EXISTS (SELECT 1 FROM calls c WHERE c.account_id = v_account AND c.state = 'reserved') THEN
+    ELSIF (SELECT h.lease_expires_at FROM svc_in_flight(v_account) h) IS NOT NULL THEN
       outcome := 'busy';
     ELSE
       SELECT * INTO cap FROM svc_key_cap(v_key, v_day);
