@@ -1,6 +1,6 @@
 import { createServer } from "node:http"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Effect, Layer, Schedule } from "effect"
+import { type Duration, Effect, Layer, Schedule } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "./config.ts"
 import { problemContext } from "./contract/problem.ts"
@@ -85,16 +85,19 @@ export const Housekeeping = Layer.effectDiscard(
     const idempotency = yield* IdempotencyStore
     const cache = yield* Cache
     const checkout = yield* Checkout
-    yield* Effect.forkScoped(
-      Effect.all([
-        reservations.sweepExpired,
-        idempotency.purgeExpired,
-        cache.purgeExpired,
-        checkout.sweepExpired
-      ]).pipe(
-        Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
-        Effect.repeat(Schedule.spaced("5 seconds"))
+    const every = <E, R>(interval: Duration.Input, work: Effect.Effect<unknown, E, R>) =>
+      Effect.forkScoped(
+        work.pipe(
+          Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
+          Effect.repeat(Schedule.spaced(interval))
+        )
       )
+    // A dead call's reservation blocks its account's next call: freed within seconds. What only
+    // takes room (tombstones, old copies, ended checkouts) waits a minute.
+    yield* every("5 seconds", reservations.sweepExpired)
+    yield* every(
+      "1 minute",
+      Effect.all([idempotency.purgeExpired, cache.purgeExpired, checkout.sweepExpired])
     )
   })
 )

@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
+import { filesUnder } from "../support/sources.ts"
 
 /**
  * The contract owns declarations, not implementations: what `src/contract/` imports, and what
@@ -13,15 +14,6 @@ const root = resolve(import.meta.dirname, "../..")
 const src = join(root, "src")
 const allowed = [join(src, "contract") + "/", join(src, "domain") + "/", join(src, "config.ts")]
 const isAllowed = (file: string) => allowed.some((place) => file === place || file.startsWith(place))
-
-const filesUnder = (folder: string): Array<string> =>
-  readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? filesUnder(join(folder, entry.name))
-      : entry.name.endsWith(".ts")
-        ? [join(folder, entry.name)]
-        : []
-  )
 
 const importPattern =
   /^\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']|^\s*import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/gm

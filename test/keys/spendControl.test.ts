@@ -1,14 +1,11 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config.ts"
 import { Admin } from "../../src/operator/Admin.ts"
-import { appLayer } from "../../src/service.ts"
-import { Ids } from "../../src/services/Ids.ts"
 import { post, signIn } from "../identity/support.ts"
 import { ipSequence } from "../support/accounts.ts"
-import { clientOf, TestApp, testApp, worldUpstream } from "../support/app.ts"
+import { appInstance, TestApp, testApp } from "../support/app.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 
@@ -299,19 +296,6 @@ describe(`key limits (${storeName})`, () => {
 
 const config = AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"] })
 
-/** A whole service instance (its own HTTP server and in-memory state) over the database in context. */
-const instance = Effect.gen(function* () {
-  const database = yield* Effect.context<SqlClient.SqlClient>()
-  const built = yield* Layer.build(
-    appLayer(testOperations, Layer.succeedContext(database), Ids.layer).pipe(
-      Layer.provideMerge(worldUpstream),
-      Layer.provide(config)
-    )
-  )
-  const address = Context.get(built, HttpServer.HttpServer).address
-  return { client: clientOf("port" in address ? `http://127.0.0.1:${address.port}` : "http://unix"), built }
-})
-
 describe(`a cap across instances (${storeName})`, () => {
   layer(freshDatabase.pipe(Layer.provideMerge(config)), { timeout: 120_000, excludeTestServices: true })(
     (it) => {
@@ -319,8 +303,8 @@ describe(`a cap across instances (${storeName})`, () => {
         "concurrent calls of a capped key on two instances never spend past its cap (PostgreSQL only)",
         () =>
           Effect.gen(function* () {
-            const a = yield* instance
-            const b = yield* instance
+            const a = yield* appInstance(testOperations)
+            const b = yield* appInstance(testOperations)
             const ip = "10.81.200.1"
             const minted = yield* a.client.mint(ip)
             const owner = yield* signIn(a.client, "two-instances-cap@example.com", { key: minted.key, ip })
