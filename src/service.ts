@@ -15,6 +15,8 @@ import { OAuthHousekeeping, OAuthServer } from "./oauth/OAuthServer.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Checkout } from "./payments/Checkout.ts"
 import { paymentRailsLayer } from "./payments/rails.ts"
+import { TopupWake } from "./payments/TopupWake.ts"
+import { Topups } from "./payments/Topups.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { Admin } from "./services/Admin.ts"
 import { AdminToken } from "./services/AdminToken.ts"
@@ -35,6 +37,10 @@ import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 import { HardenedResponse } from "./surfaces/http/securityHeaders.ts"
+import { Deliveries } from "./webhooks/Deliveries.ts"
+import { SecretBox } from "./webhooks/SecretBox.ts"
+import { WebhookEvents } from "./webhooks/WebhookEvents.ts"
+import { Webhooks } from "./webhooks/Webhooks.ts"
 
 /** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
 export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
@@ -50,13 +56,16 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     OAuthServer.layer,
     Reservations.layer,
     HitCharges.layer,
-    Receipts.layer
+    Receipts.layer,
+    Webhooks.layer,
+    Topups.layer
   ).pipe(
     Layer.provideMerge(Checkout.layer),
     Layer.provideMerge(paymentRailsLayer),
     Layer.provideMerge(Identities.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Credits.layer),
+    Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, SecretBox.layer, TopupWake.layer)),
     Layer.provideMerge(Outbox.layer),
     Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
@@ -71,7 +80,7 @@ export const ServicesLayer = servicesLayer()
 
 /**
  * Releases reservations whose holder died; forgets expired idempotency tombstones, cache copies,
- * unpaid checkout sessions and portal links.
+ * unpaid checkout sessions and portal links, and webhook deliveries past their retention.
  */
 export const Housekeeping = Layer.effectDiscard(
   Effect.gen(function* () {
@@ -79,12 +88,14 @@ export const Housekeeping = Layer.effectDiscard(
     const idempotency = yield* IdempotencyStore
     const cache = yield* Cache
     const checkout = yield* Checkout
+    const deliveries = yield* Deliveries
     yield* Effect.forkScoped(
       Effect.all([
         reservations.sweepExpired,
         idempotency.purgeExpired,
         cache.purgeExpired,
-        checkout.sweepExpired
+        checkout.sweepExpired,
+        deliveries.sweep
       ]).pipe(
         Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
         Effect.repeat(Schedule.spaced("5 seconds"))
@@ -146,6 +157,8 @@ export const supportLayer = (
   AppConfig.hostsLayer.pipe(
     Layer.provideMerge(Housekeeping),
     Layer.provideMerge(OAuthHousekeeping),
+    Layer.provideMerge(Topups.worker()),
+    Layer.provideMerge(Deliveries.layer),
     Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(servicesLayer(ids)),
     Layer.provideMerge(database)

@@ -8,6 +8,7 @@ import { identityPolicy } from "../domain/identity.ts"
 import type { Plan } from "../domain/plans.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import * as Row from "../store/rows.ts"
+import { WebhookEvents } from "../webhooks/WebhookEvents.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
@@ -58,6 +59,7 @@ const listing = (row: typeof KeyRow.Type): KeyListing => ({
 })
 
 const decodeCount = Row.decoder(Schema.Struct({ n: Row.Int }), "api_keys (active)")
+const decodeIds = Row.decoder(Schema.Struct({ id: Schema.String }), "api_keys (id)")
 
 const tooManyKeys = (max: number) =>
   new InvalidInput({
@@ -78,11 +80,15 @@ export class Keys extends Context.Service<
   Keys,
   {
     readonly list: (accountId: string) => Effect.Effect<ReadonlyArray<KeyListing>, SqlError>
-    /** Inserts a key; joins the caller's transaction. Trial-plan accounts get `svc_trial_` keys. */
+    /**
+     * Inserts a key (and queues `key.created`); joins the caller's transaction. Trial-plan accounts
+     * get `svc_trial_` keys. `replaces`: the key a rotation revoked for it.
+     */
     readonly issue: (input: {
       readonly accountId: string
       readonly plan: Plan
       readonly label: string | null
+      readonly replaces?: string
     }) => Effect.Effect<IssuedKey, SqlError>
     /**
      * A key made by a signed-in owner; a trial account's first key earns the one-time grant. An
@@ -119,7 +125,31 @@ export class Keys extends Context.Service<
       const keyMemory = yield* KeyMemory
       const ids = yield* Ids
       const credits = yield* Credits
+      const events = yield* WebhookEvents
       const { maxActiveKeysPerAccount } = (yield* AppConfig).policy
+
+      /** `key.created`, in the transaction that made the key (never its secret). */
+      const created = (accountId: string, key: IssuedKey, replaces?: string) =>
+        events.emit(accountId, "key.created", {
+          key_id: key.key_id,
+          label: key.label,
+          hint: key.hint,
+          created_at: key.created_at,
+          ...(replaces === undefined ? {} : { replaces })
+        })
+
+      /** `key.revoked`, in the transaction that revoked it: `reason` says how. */
+      const revoked = (
+        accountId: string,
+        keyId: string,
+        at: number,
+        reason: "revoked" | "rotated" | "rekey"
+      ) =>
+        events.emit(accountId, "key.revoked", {
+          key_id: keyId,
+          revoked_at: new Date(at).toISOString(),
+          reason
+        })
 
       const list = Effect.fn("Keys.list")(function* (accountId: string) {
         const now = yield* Clock.currentTimeMillis
@@ -134,6 +164,7 @@ export class Keys extends Context.Service<
         readonly accountId: string
         readonly plan: Plan
         readonly label: string | null
+        readonly replaces?: string
       }) {
         const now = yield* Clock.currentTimeMillis
         const keyId = yield* ids.newId("key")
@@ -141,13 +172,15 @@ export class Keys extends Context.Service<
         const hint = hintOf(secret)
         yield* sql`INSERT INTO api_keys (id, account_id, secret_hash, hint, label, created_at)
           VALUES (${keyId}, ${input.accountId}, ${hashSecret(secret)}, ${hint}, ${input.label}, ${now})`
-        return {
+        const issued: IssuedKey = {
           key_id: keyId,
           key: secret,
           label: input.label,
           hint,
           created_at: new Date(now).toISOString()
         }
+        yield* created(input.accountId, issued, input.replaces)
+        return issued
       })
 
       const create = Effect.fn("Keys.create")(function* (input: {
@@ -207,7 +240,8 @@ export class Keys extends Context.Service<
             }
             yield* keyMemory.changing(accountId)
             yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
-            const issued = yield* issue({ accountId, plan: plan[0].plan, label: old.label })
+            yield* revoked(accountId, keyId, now, "rotated")
+            const issued = yield* issue({ accountId, plan: plan[0].plan, label: old.label, replaces: keyId })
             return { ...issued, replaces: keyId }
           })
         )
@@ -224,6 +258,7 @@ export class Keys extends Context.Service<
               return { key_id: keyId, revoked_at: new Date(key.revoked_at).toISOString() }
             yield* keyMemory.changing(accountId)
             yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
+            yield* revoked(accountId, keyId, now, "revoked")
             return { key_id: keyId, revoked_at: new Date(now).toISOString() }
           })
         )
@@ -232,9 +267,10 @@ export class Keys extends Context.Service<
       const revokeAll = Effect.fn("Keys.revokeAll")(function* (accountId: string) {
         const now = yield* Clock.currentTimeMillis
         yield* keyMemory.changing(accountId)
-        const revoked = yield* sql`UPDATE api_keys SET revoked_at = ${now}
-          WHERE account_id = ${accountId} AND revoked_at IS NULL RETURNING id`
-        return revoked.length
+        const gone = yield* sql`UPDATE api_keys SET revoked_at = ${now}
+          WHERE account_id = ${accountId} AND revoked_at IS NULL RETURNING id`.pipe(Effect.flatMap(decodeIds))
+        for (const key of gone) yield* revoked(accountId, key.id, now, "rekey")
+        return gone.length
       })
 
       const setAlert = Effect.fn("Keys.setAlert")(function* (accountId: string, threshold: number) {

@@ -5,7 +5,9 @@ import { AppConfig } from "../../config.ts"
 import { InvalidInput } from "../../contract/errors.ts"
 import { Checkout } from "../../payments/Checkout.ts"
 import { makeStripeClient, makeStripeEvents } from "../../payments/StripeRail.ts"
+import { Topups } from "../../payments/Topups.ts"
 import { Credits } from "../../services/Credits.ts"
+import { WebhookEvents } from "../../webhooks/WebhookEvents.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 
@@ -35,12 +37,25 @@ export const StripeWebhookRoutes = HttpRouter.use((router) =>
     const problems = yield* Problems
     const checkout = yield* Checkout
     const credits = yield* Credits
+    const topups = yield* Topups
+    const webhookEvents = yield* WebhookEvents
     const events = makeStripeEvents({
       sql: yield* SqlClient.SqlClient,
       complete: checkout.complete,
       endSubscription: checkout.endStripeSubscription,
       applyPurchase: credits.applyPurchase,
-      packs: config.policy.packs
+      packs: config.policy.packs,
+      renewed: (renewal) =>
+        Effect.asVoid(
+          webhookEvents.emit(renewal.accountId, "subscription.renewed", {
+            pack: renewal.pack.pack,
+            rail: renewal.rail,
+            periods: renewal.periods,
+            current_period_end: new Date(renewal.periodEnd).toISOString()
+          })
+        ),
+      topupPaid: topups.paid,
+      topupFailed: topups.failed
     })
     const limit = ByteSize.bytes(config.maxBodyBytes)
 
