@@ -27,6 +27,7 @@ import { OAuthRoutes } from "./oauth/routes.ts"
 import { PageRoutes } from "./pages/routes.ts"
 import { methodsAt } from "./routeHints.ts"
 import { StripeWebhookRoutes } from "./stripeWebhook.ts"
+import { ExportRoutes, WebhooksRoutes } from "./webhookRoutes.ts"
 
 /** `/v1/openapi.json`: the whole contract, made at its first request. */
 const openApiRoute = (document: () => OpenApi.OpenAPISpec) =>
@@ -88,7 +89,9 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
       SessionsRoutes,
       ManagementRoutes,
       AppsRoutes,
-      BillingRoutes
+      BillingRoutes,
+      WebhooksRoutes,
+      ExportRoutes(operations)
     ]),
     Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer, ManagementAuthLayer])
   )
