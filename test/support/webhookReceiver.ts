@@ -26,11 +26,12 @@ export type Behaviour =
  * It counts the requests in flight per path, to show an endpoint never gets two at once.
  */
 export const startReceiver = async (
-  behave: (request: Received, n: number) => Behaviour = () => ({ status: 200 })
+  behave: (request: Received, n: number) => Behaviour = () => ({ status: 200 }),
+  port = 0
 ) => {
   const received: Array<Received> = []
   const inFlight = new Map<string, number>()
-  let mostInFlight = 0
+  const mostInFlight = new Map<string, number>()
   const hanging: Array<ServerResponse> = []
   const handle = (incoming: IncomingMessage, outgoing: ServerResponse) => {
     const chunks: Array<Buffer> = []
@@ -54,7 +55,7 @@ export const startReceiver = async (
       received.push(request)
       const now = (inFlight.get(request.path) ?? 0) + 1
       inFlight.set(request.path, now)
-      mostInFlight = Math.max(mostInFlight, now)
+      mostInFlight.set(request.path, Math.max(mostInFlight.get(request.path) ?? 0, now))
       const done = () => inFlight.set(request.path, (inFlight.get(request.path) ?? 1) - 1)
       outgoing.on("close", done)
       const behaviour = behave(request, received.length)
@@ -78,13 +79,14 @@ export const startReceiver = async (
     })
   }
   const server = createServer(handle)
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const port = (server.address() as AddressInfo).port
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
+  const listening = (server.address() as AddressInfo).port
   return {
-    port,
-    url: (path = "/hook") => `http://127.0.0.1:${port}${path}`,
+    port: listening,
+    url: (path = "/hook") => `http://127.0.0.1:${listening}${path}`,
     received,
-    mostInFlight: () => mostInFlight,
+    /** The most requests a path had in flight at once. */
+    mostInFlight: (path: string) => mostInFlight.get(path) ?? 0,
     /** Answers every hanging request with `status`. */
     release: (status = 200) => {
       for (const response of hanging.splice(0))
