@@ -4,6 +4,8 @@ import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import type { SqlClient } from "effect/sql"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
+import type { AnyOperation } from "../../src/operations/Operation.ts"
+import type { OperationServices } from "../../src/operations/support.ts"
 import { appLayer } from "../../src/service.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { WebhookResolver } from "../../src/webhooks/resolver.ts"
@@ -36,14 +38,15 @@ export const changingResolver = (answers: Record<string, ReadonlyArray<LookupAdd
  */
 export const instance = (
   config: Partial<AppConfigShape> = {},
-  resolve?: (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
+  resolve?: (hostname: string) => Promise<ReadonlyArray<LookupAddress>>,
+  operations: ReadonlyArray<AnyOperation<OperationServices>> = testOperations
 ) =>
   Effect.gen(function* () {
     // The store only: this instance's configuration is its own.
     const database = Context.omit(AppConfig)(yield* Effect.context<SqlClient.SqlClient>())
     const scope = yield* Scope.make()
     const built = yield* Layer.buildWithScope(
-      appLayer(testOperations, Layer.succeedContext(database), Ids.layer).pipe(
+      appLayer(operations, Layer.succeedContext(database), Ids.layer).pipe(
         Layer.provideMerge(worldUpstream),
         Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"], ...config })),
         Layer.provide(resolve === undefined ? Layer.empty : Layer.succeed(WebhookResolver, resolve))
