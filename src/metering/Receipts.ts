@@ -71,13 +71,13 @@ export class Receipts extends Context.Service<
         }
       ) {
         const { after } = options
+        // A row comparison, so the next page starts where the index says, not after a scan of the earlier ones.
         const rows = yield* after === undefined
           ? sql`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
               AND created_at >= ${options.from} AND created_at < ${options.to}
               ORDER BY created_at, id LIMIT ${options.limit}`
           : sql`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
-              AND (created_at > ${after.createdAt} OR (created_at = ${after.createdAt} AND id > ${after.id}))
-              AND created_at < ${options.to}
+              AND (created_at, id) > (${after.createdAt}, ${after.id}) AND created_at < ${options.to}
               ORDER BY created_at, id LIMIT ${options.limit}`
         const calls = yield* decodeCalls(rows)
         return calls.map((row) => ({ ...receiptOf(row), createdAtMs: row.created_at }))

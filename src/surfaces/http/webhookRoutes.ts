@@ -100,8 +100,10 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
 
       const lineOf = (format: "csv" | "jsonl") =>
         format === "csv"
-          ? (receipt: Receipt) => `${csvRow(receipt, platformOf.get(receipt.operation) ?? "")}\r\n`
-          : (receipt: Receipt) => `${JSON.stringify(receipt)}\n`
+          ? (receipt: Receipt & { readonly createdAtMs: number }) =>
+              `${csvRow(receipt, platformOf.get(receipt.operation) ?? "")}\r\n`
+          : ({ createdAtMs: _, ...receipt }: Receipt & { readonly createdAtMs: number }) =>
+              `${JSON.stringify(receipt)}\n`
 
       return handlers.handle("exportReceipts", ({ query }) =>
         answer(
