@@ -51,7 +51,9 @@ const WebhookAttempt = Schema.Struct({
   status: Schema.Literals(["succeeded", "failed"]),
   attempted_at: Timestamp,
   response_code: Schema.NullOr(Schema.Int),
-  response_body: Schema.NullOr(Schema.String).annotate({ description: "The start of the answer, truncated." }),
+  response_body: Schema.NullOr(Schema.String).annotate({
+    description: "The start of the answer, truncated."
+  }),
   error: Schema.NullOr(Schema.String),
   duration_ms: Schema.Int
 })
