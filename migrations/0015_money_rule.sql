@@ -49,39 +49,63 @@ BEGIN
 END
 $$;
 
--- Where `amount` credits of an account would come from. The free per-IP budget counts only for a
--- trial-plan account's recent-data call while the free tier is open, within the operator's global
--- daily ceiling (`global_free`, NULL for none). Locks the free-tier rows it reads (after the
--- account, which the caller has locked: the ledger's lock order) and changes nothing else.
--- `outcome` is 'funded', or why not: 'credits' (an account that was ever funded, or is on a paid
--- plan), 'budget' (the free tier is closed or the global ceiling is reached), 'trial_cap' (the
--- IP's free budget). `free_left` is what the IP's budget had; `available` what could be drawn for
--- this call; `spendable` what the account could spend in all (the free budget left, the grant and
--- the balance: the Credits-Remaining every charged answer reports, asked with an amount of 0).
-CREATE FUNCTION svc_funding(p_account text, p_plan text, p_grant bigint, p_balance bigint, p_ip text,
-  p_day integer, p_amount bigint, p_realtime boolean, p_free_per_ip bigint, p_free_open boolean,
-  p_global_free bigint,
-  OUT outcome text, OUT from_free bigint, OUT from_grant bigint, OUT from_balance bigint,
-  OUT free_left bigint, OUT available bigint, OUT spendable bigint)
+-- What the free per-IP budget has left for a call: it counts only for a trial-plan account's
+-- recent-data call while the free tier is open, within the operator's global daily ceiling
+-- (`global_free`, NULL for none); 0 otherwise. With `p_lock` the IP's and the day's rows are locked
+-- (after the account, which the caller has locked: the ledger's lock order), as a charge needs;
+-- without, they are only read, as a report does. `global_exhausted`: the ceiling cannot cover
+-- `p_amount` from the free budget.
+CREATE FUNCTION svc_free_left(p_plan text, p_ip text, p_day integer, p_amount bigint, p_realtime boolean,
+  p_free_per_ip bigint, p_free_open boolean, p_global_free bigint, p_lock boolean,
+  OUT free_left bigint, OUT global_exhausted boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
   used bigint;
   global_used bigint;
-  global_exhausted boolean := false;
 BEGIN
   free_left := 0;
-  IF p_plan = 'trial' AND NOT p_realtime AND p_free_open THEN
+  global_exhausted := false;
+  IF p_plan <> 'trial' OR p_realtime OR NOT p_free_open THEN
+    RETURN;
+  END IF;
+  IF p_lock THEN
     INSERT INTO free_tier_usage (ip, day, credits_used) VALUES (p_ip, p_day, 0) ON CONFLICT (ip, day) DO NOTHING;
     SELECT f.credits_used INTO used FROM free_tier_usage f WHERE f.ip = p_ip AND f.day = p_day FOR UPDATE;
-    free_left := p_free_per_ip - used;
     INSERT INTO free_tier_days (day, credits_used) VALUES (p_day, 0) ON CONFLICT (day) DO NOTHING;
     SELECT d.credits_used INTO global_used FROM free_tier_days d WHERE d.day = p_day FOR UPDATE;
-    IF p_global_free IS NOT NULL THEN
-      global_exhausted := p_global_free - global_used < LEAST(p_amount, GREATEST(free_left, 0));
-      free_left := LEAST(free_left, p_global_free - global_used);
-    END IF;
-    free_left := GREATEST(0, free_left);
+  ELSE
+    SELECT COALESCE((SELECT f.credits_used FROM free_tier_usage f WHERE f.ip = p_ip AND f.day = p_day), 0),
+      COALESCE((SELECT d.credits_used FROM free_tier_days d WHERE d.day = p_day), 0)
+      INTO used, global_used;
   END IF;
+  free_left := p_free_per_ip - used;
+  IF p_global_free IS NOT NULL THEN
+    global_exhausted := p_global_free - global_used < LEAST(p_amount, GREATEST(free_left, 0));
+    free_left := LEAST(free_left, p_global_free - global_used);
+  END IF;
+  free_left := GREATEST(0, free_left);
+END
+$$;
+
+-- Where `amount` credits of an account would come from, by the funding order, and what the
+-- account could spend in all (`spendable`: the free budget left, the grant and the balance, the
+-- Credits-Remaining every charged answer reports). Locks the free-tier rows it reads when
+-- `p_lock` (see `svc_free_left`) and changes nothing else. `outcome` is 'funded', or why not:
+-- 'credits' (an account that was ever funded, or is on a paid plan), 'budget' (the free tier is
+-- closed or the global ceiling is reached), 'trial_cap' (the IP's free budget). `free_left` is
+-- what the IP's budget had; `available` what could be drawn for this call.
+CREATE FUNCTION svc_funding(p_account text, p_plan text, p_grant bigint, p_balance bigint, p_ip text,
+  p_day integer, p_amount bigint, p_realtime boolean, p_free_per_ip bigint, p_free_open boolean,
+  p_global_free bigint, p_lock boolean,
+  OUT outcome text, OUT from_free bigint, OUT from_grant bigint, OUT from_balance bigint,
+  OUT free_left bigint, OUT available bigint, OUT spendable bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  budget record;
+BEGIN
+  SELECT * INTO budget FROM svc_free_left(p_plan, p_ip, p_day, p_amount, p_realtime, p_free_per_ip, p_free_open,
+    p_global_free, p_lock);
+  free_left := budget.free_left;
   SELECT d.from_free, d.from_grant, d.from_balance INTO from_free, from_grant, from_balance
     FROM svc_draw(p_amount, free_left, p_grant, p_balance) d;
   available := LEAST(free_left, p_amount) + p_grant + p_balance;
@@ -90,12 +114,20 @@ BEGIN
     outcome := 'funded';
   ELSIF p_plan <> 'trial' OR EXISTS (SELECT 1 FROM credit_events e WHERE e.account_id = p_account) THEN
     outcome := 'credits';
-  ELSIF NOT p_free_open OR global_exhausted THEN
+  ELSIF NOT p_free_open OR budget.global_exhausted THEN
     outcome := 'budget';
   ELSE
     outcome := 'trial_cap';
   END IF;
 END
+$$;
+
+-- The account's one call in flight, if any (the one-in-flight rule: a unique index on the reserved
+-- calls of an account): when its lease ends and when it last showed life.
+CREATE FUNCTION svc_in_flight(p_account text, OUT lease_expires_at bigint, OUT seen bigint)
+LANGUAGE sql STABLE AS $$
+  SELECT c.lease_expires_at, GREATEST(c.created_at, COALESCE(c.heartbeat_at, 0))
+  FROM calls c WHERE c.account_id = p_account AND c.state = 'reserved' LIMIT 1
 $$;
 
 -- Takes what `svc_funding` found from the free-tier rows and the account (both already locked).
@@ -141,9 +173,8 @@ BEGIN
     RETURN NEXT;
     RETURN;
   END IF;
-  SELECT c.lease_expires_at, GREATEST(c.created_at, COALESCE(c.heartbeat_at, 0)) AS seen INTO holder
-    FROM calls c WHERE c.account_id = v_account AND c.state = 'reserved' LIMIT 1;
-  IF FOUND THEN
+  SELECT * INTO holder FROM svc_in_flight(v_account);
+  IF holder.lease_expires_at IS NOT NULL THEN
     outcome := CASE WHEN holder.lease_expires_at <= v_now AND NOT (p->>'after_sweep')::boolean
       THEN 'expired' ELSE 'busy' END;
     holder_lease := holder.lease_expires_at;
@@ -161,7 +192,7 @@ BEGIN
   END IF;
   SELECT * INTO f FROM svc_funding(v_account, acct.plan, acct.grant_credits, acct.balance_credits, p->>'ip',
     v_day, v_quoted, (p->>'realtime')::boolean, (p->>'free_per_ip')::bigint,
-    (p->>'free_open')::boolean, (p->>'global_free')::bigint);
+    (p->>'free_open')::boolean, (p->>'global_free')::bigint, true);
   outcome := f.outcome;
   free_left := f.free_left;
   available := f.available;
@@ -195,7 +226,8 @@ DECLARE
 BEGIN
   SELECT a.plan, a.grant_credits, a.balance_credits INTO acct FROM accounts a WHERE a.id = p_account;
   SELECT * INTO f FROM svc_funding(p_account, acct.plan, acct.grant_credits, acct.balance_credits, p_ip, p_day, 0,
-    false, (p_terms->>'free_per_ip')::bigint, (p_terms->>'free_open')::boolean, (p_terms->>'global_free')::bigint);
+    false, (p_terms->>'free_per_ip')::bigint, (p_terms->>'free_open')::boolean, (p_terms->>'global_free')::bigint,
+    false);
   spendable := f.spendable;
   SELECT GREATEST(k.cap_left, 0) INTO cap_left FROM svc_key_cap(p_key, p_day) k;
 END
@@ -280,7 +312,8 @@ $$;
 -- such account, or suspended), 'busy' (a call in flight), 'key_cap' (above the key's cap),
 -- 'credits' (not funded), 'alert' (the charge would cross the armed balance alert, whose email the
 -- full path queues), 'key' (the Idempotency-Key is already used). Lock order: every account of the
--- batch first, in id order. A charged item reports what is left (`svc_remaining`).
+-- batch first, in id order. A charged item reports what is left (spendable credits, and what the
+-- key's cap has).
 CREATE FUNCTION svc_charge_hits(batch jsonb)
 RETURNS TABLE (call_id text, outcome text, call jsonb, spendable bigint, cap_left bigint)
 LANGUAGE plpgsql AS $$
@@ -289,7 +322,6 @@ DECLARE
   acct record;
   cap record;
   f record;
-  left_over record;
   v_call text;
   v_account text;
   v_key text;
@@ -316,7 +348,7 @@ BEGIN
       INTO acct FROM accounts a WHERE a.id = v_account;
     IF NOT FOUND OR acct.state <> 'active' THEN
       outcome := 'account';
-    ELSIF EXISTS (SELECT 1 FROM calls c WHERE c.account_id = v_account AND c.state = 'reserved') THEN
+    ELSIF (SELECT h.lease_expires_at FROM svc_in_flight(v_account) h) IS NOT NULL THEN
       outcome := 'busy';
     ELSE
       SELECT * INTO cap FROM svc_key_cap(v_key, v_day);
@@ -325,7 +357,7 @@ BEGIN
       ELSE
         SELECT * INTO f FROM svc_funding(v_account, acct.plan, acct.grant_credits, acct.balance_credits,
           item->>'ip', v_day, v_amount, false, (item->>'free_per_ip')::bigint,
-          (item->>'free_open')::boolean, (item->>'global_free')::bigint);
+          (item->>'free_open')::boolean, (item->>'global_free')::bigint, true);
         IF f.outcome <> 'funded' THEN
           outcome := 'credits';
         ELSIF f.from_grant + f.from_balance > 0 AND svc_alert_crossed(acct.alert_armed, acct.alert_threshold,
@@ -350,11 +382,10 @@ BEGIN
                 v_amount, f.from_free, f.from_grant, f.from_balance, item->>'refunds', item->>'idempotency_key',
                 v_now, v_now, v_now)
               RETURNING * INTO charged;
-            SELECT * INTO left_over FROM svc_remaining(v_account, v_key, item->>'ip', v_day, item);
             outcome := 'charged';
             call := to_jsonb(charged);
-            spendable := left_over.spendable;
-            cap_left := left_over.cap_left;
+            spendable := f.spendable - v_amount;
+            cap_left := cap.cap_left - v_amount;
           END IF;
         END IF;
       END IF;

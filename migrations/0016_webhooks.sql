@@ -240,7 +240,6 @@ DECLARE
   acct record;
   cap record;
   f record;
-  left_over record;
   v_call text;
   v_account text;
   v_key text;
@@ -268,7 +267,7 @@ BEGIN
       INTO acct FROM accounts a WHERE a.id = v_account;
     IF NOT FOUND OR acct.state <> 'active' THEN
       outcome := 'account';
-    ELSIF EXISTS (SELECT 1 FROM calls c WHERE c.account_id = v_account AND c.state = 'reserved') THEN
+    ELSIF (SELECT h.lease_expires_at FROM svc_in_flight(v_account) h) IS NOT NULL THEN
       outcome := 'busy';
     ELSE
       SELECT * INTO cap FROM svc_key_cap(v_key, v_day);
@@ -277,7 +276,7 @@ BEGIN
       ELSE
         SELECT * INTO f FROM svc_funding(v_account, acct.plan, acct.grant_credits, acct.balance_credits,
           item->>'ip', v_day, v_amount, false, (item->>'free_per_ip')::bigint,
-          (item->>'free_open')::boolean, (item->>'global_free')::bigint);
+          (item->>'free_open')::boolean, (item->>'global_free')::bigint, true);
         IF f.outcome <> 'funded' THEN
           outcome := 'credits';
         ELSIF f.from_grant + f.from_balance > 0 AND svc_alert_crossed(acct.alert_armed, acct.alert_threshold,
@@ -305,11 +304,10 @@ BEGIN
             IF f.from_grant + f.from_balance > 0 THEN
               topup_id := svc_topup_arm(v_account, v_call, v_now);
             END IF;
-            SELECT * INTO left_over FROM svc_remaining(v_account, v_key, item->>'ip', v_day, item);
             outcome := 'charged';
             call := to_jsonb(charged);
-            spendable := left_over.spendable;
-            cap_left := left_over.cap_left;
+            spendable := f.spendable - v_amount;
+            cap_left := cap.cap_left - v_amount;
           END IF;
         END IF;
       END IF;

@@ -80,11 +80,11 @@ export const defaultRefundPolicy =
  * `prepare`, messages in `run`): the default hosts unless a layer provides others, as the app
  * layer does from `AppConfig`.
  */
-export const PlatformHosts = Context.Reference<Hosts>("app/PlatformHosts", {
+export const PlatformHosts = Context.Reference<Hosts>("config/PlatformHosts", {
   defaultValue: () => defaultHosts
 })
 
-export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("config/AppConfig") {
   static readonly fromEnv = Effect.gen(function* () {
     const port = yield* Config.Port("PORT").pipe(Config.withDefault(8787))
     const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
@@ -336,6 +336,7 @@ const policyFromEnv = Effect.gen(function* () {
     },
     recovery: yield* startLimits("RECOVER", defaultPolicy.recovery),
     maxActiveKeysPerAccount: yield* positive("MAX_ACTIVE_KEYS", defaultPolicy.maxActiveKeysPerAccount),
+    maxChildKeysPerKey: yield* positive("MAX_CHILD_KEYS", defaultPolicy.maxChildKeysPerKey),
     oauth: {
       authorizationsPerIp: yield* positive("OAUTH_AUTHORIZATIONS_PER_IP", oauth.authorizationsPerIp),
       authorizationWindowMs:

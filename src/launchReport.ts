@@ -1,9 +1,9 @@
 import { Cause, Config, Effect, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { AppConfig } from "./config.ts"
+import { mcpMounts } from "./contract/mcpMounts.ts"
 import { describeStore } from "./logging.ts"
 import { DataDirLocked, DataDirUnusable } from "./store/DataDirLock.ts"
-import { mcpMounts } from "./surfaces/mcp/mounts.ts"
 
 /** A provider URL as it may be logged: without user or password. */
 const withoutCredentials = (text: string) => {

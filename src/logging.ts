@@ -12,13 +12,13 @@ export const loggingLayer = (level: LogLevel.LogLevel, format: LogFormat) =>
 
 /**
  * What a request's handling learns that its log line names: the account behind the bearer key.
- * The request log provides a fresh note per request; `Identity.authenticate` fills it in.
+ * The request log provides a fresh note per request; `Bearers.authenticate` fills it in.
  */
 export interface RequestNote {
   account: string | undefined
 }
 
-export const CurrentRequestNote = Context.Reference<RequestNote | undefined>("app/CurrentRequestNote", {
+export const CurrentRequestNote = Context.Reference<RequestNote | undefined>("logging/CurrentRequestNote", {
   defaultValue: () => undefined
 })
 

@@ -1,45 +1,48 @@
 import { createServer } from "node:http"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Effect, Layer, Schedule } from "effect"
+import { type Duration, Effect, Layer, Schedule } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "./config.ts"
 import { problemContext } from "./contract/problem.ts"
 import { withRequestLog } from "./logging.ts"
-import { Mailer } from "./mail/Mailer.ts"
-import { Outbox } from "./mail/Outbox.ts"
 import { HitCharges } from "./metering/HitCharges.ts"
 import { IdempotencyStore } from "./metering/IdempotencyStore.ts"
 import { Receipts } from "./metering/Receipts.ts"
 import { Reservations } from "./metering/Reservations.ts"
 import { OAuthHousekeeping, OAuthServer } from "./oauth/OAuthServer.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
+import { Admin } from "./operator/Admin.ts"
+import { Billing } from "./payments/Billing.ts"
 import { Checkout } from "./payments/Checkout.ts"
 import { paymentRailsLayer } from "./payments/rails.ts"
 import { Topups } from "./payments/Topups.ts"
 import { TopupWake } from "./payments/TopupWake.ts"
 import { Accounts } from "./services/Accounts.ts"
-import { Admin } from "./services/Admin.ts"
 import { AdminToken } from "./services/AdminToken.ts"
 import { Cache } from "./services/Cache.ts"
 import { Credits } from "./services/Credits.ts"
 import { Domains } from "./services/Domains.ts"
-import { Identities } from "./services/Identities.ts"
 import { Ids } from "./services/Ids.ts"
 import { KeyMemory } from "./services/KeyMemory.ts"
 import { Keys } from "./services/Keys.ts"
+import { ManagementTokens } from "./services/ManagementTokens.ts"
+import { Mailer } from "./services/mail/Mailer.ts"
+import { Outbox } from "./services/mail/Outbox.ts"
 import { RateLimits } from "./services/RateLimits.ts"
+import { Recovery } from "./services/Recovery.ts"
 import { Settings } from "./services/Settings.ts"
+import { SignIn } from "./services/SignIn.ts"
 import { Usage } from "./services/Usage.ts"
+import { WebhookEvents } from "./services/WebhookEvents.ts"
 import * as Database from "./store/Database.ts"
 import { Notifications } from "./store/Notifications.ts"
-import { Identity } from "./surfaces/common/identity.ts"
+import { Bearers } from "./surfaces/common/bearers.ts"
 import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 import { HardenedResponse } from "./surfaces/http/securityHeaders.ts"
 import { Deliveries } from "./webhooks/Deliveries.ts"
 import { SecretBox } from "./webhooks/SecretBox.ts"
-import { WebhookEvents } from "./webhooks/WebhookEvents.ts"
 import { Webhooks } from "./webhooks/Webhooks.ts"
 
 /** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
@@ -47,22 +50,25 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
   Layer.mergeAll(
     Usage.layer,
     Problems.layer,
-    Identity.layer,
+    Bearers.layer,
     IdempotencyStore.layer,
     Admin.layer,
     AdminToken.layer,
     Cache.layer,
     Domains.layer,
-    OAuthServer.layer,
     Reservations.layer,
     HitCharges.layer,
     Receipts.layer,
     Webhooks.layer,
     Topups.layer
   ).pipe(
+    Layer.provideMerge(OAuthServer.layer),
     Layer.provideMerge(Checkout.layer),
+    Layer.provideMerge(Billing.layer),
     Layer.provideMerge(paymentRailsLayer),
-    Layer.provideMerge(Identities.layer),
+    Layer.provideMerge(Recovery.layer),
+    Layer.provideMerge(SignIn.layer),
+    Layer.provideMerge(ManagementTokens.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Credits.layer),
     Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, SecretBox.layer, TopupWake.layer)),
@@ -89,17 +95,19 @@ export const Housekeeping = Layer.effectDiscard(
     const cache = yield* Cache
     const checkout = yield* Checkout
     const deliveries = yield* Deliveries
-    yield* Effect.forkScoped(
-      Effect.all([
-        reservations.sweepExpired,
-        idempotency.purgeExpired,
-        cache.purgeExpired,
-        checkout.sweepExpired,
-        deliveries.sweep
-      ]).pipe(
-        Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
-        Effect.repeat(Schedule.spaced("5 seconds"))
+    const every = <E, R>(interval: Duration.Input, work: Effect.Effect<unknown, E, R>) =>
+      Effect.forkScoped(
+        work.pipe(
+          Effect.catchCause((cause) => Effect.logWarning("housekeeping failed", cause)),
+          Effect.repeat(Schedule.spaced(interval))
+        )
       )
+    // A dead call's reservation blocks its account's next call: freed within seconds. What only
+    // takes room (tombstones, old copies, ended checkouts) waits a minute.
+    yield* every("5 seconds", reservations.sweepExpired)
+    yield* every(
+      "1 minute",
+      Effect.all([idempotency.purgeExpired, cache.purgeExpired, checkout.sweepExpired, deliveries.sweep])
     )
   })
 )

@@ -1,6 +1,6 @@
 import { type Context, Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { defaultHosts } from "../domain/identifiers.ts"
+import { defaultHosts } from "../domain/identifiers/index.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
 import { AppsGroup } from "./apps.ts"
 import { BillingGroup } from "./billing.ts"
@@ -8,7 +8,7 @@ import type { AnyDeclaration } from "./declaration.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
 import type { ErrorCode } from "./errors.ts"
 import { answerExample, responseExamples } from "./examples/index.ts"
-import { AuthGroup, ManagementGroup, SessionsGroup } from "./governance.ts"
+import { AuthGroup, ChildKeysGroup, ManagementGroup, SessionsGroup } from "./governance.ts"
 import { Client, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
@@ -91,6 +91,7 @@ export class BaseApi extends HttpApi.make("svc")
   .add(AuthGroup)
   .add(SessionsGroup)
   .add(ManagementGroup)
+  .add(ChildKeysGroup)
   .add(AppsGroup)
   .add(BillingGroup)
   .add(WebhooksGroup)

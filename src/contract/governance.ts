@@ -1,8 +1,9 @@
 import { Context, Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Governor } from "../domain/accounts.ts"
-import { plans } from "../domain/plans.ts"
-import { type ClientIp, PlainInput } from "./middleware.ts"
+import { capPeriods } from "../domain/keyLimits.ts"
+import { plans, platforms } from "../domain/plans.ts"
+import { type ClientIp, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 
 /**
@@ -11,7 +12,7 @@ import { errorsOf } from "./problemSchemas.ts"
  */
 
 /** The identity behind a management token, for the routes of the management surface. */
-export class Governing extends Context.Service<Governing, Governor>()("app/Governing") {}
+export class Governing extends Context.Service<Governing, Governor>()("contract/Governing") {}
 
 const managementToken = HttpApiSecurity.http({ scheme: "bearer" }).pipe(
   HttpApiSecurity.annotate(
@@ -23,7 +24,7 @@ const managementToken = HttpApiSecurity.http({ scheme: "bearer" }).pipe(
 export class ManagementAuth extends HttpApiMiddleware.Service<
   ManagementAuth,
   { provides: Governing; requires: ClientIp }
->()("app/ManagementAuth", { security: { management: managementToken } }) {}
+>()("contract/ManagementAuth", { security: { management: managementToken } }) {}
 
 const described = <E extends { readonly annotateMerge: (annotations: Context.Context<never>) => E }>(
   summary: string,
@@ -54,6 +55,44 @@ const Timestamp = Schema.String.annotate({
 })
 
 const AccountQuery = Schema.Struct({ account_id: Schema.optionalKey(AccountId) })
+
+const SpendCap = Schema.Int.check(
+  Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+).annotate({
+  description:
+    "The most credits the key may spend in its `cap_period`, whatever funds them (free budget, grant, balance); its child keys' spend counts too.",
+  examples: [500]
+})
+const CapPeriod = Schema.Literals(capPeriods).annotate({
+  description: "`day` (UTC day), `month` (UTC calendar month) or `total` (the default).",
+  examples: ["day"]
+})
+const ExpiresAt = Schema.String.annotate({
+  description: "When the key stops working (RFC 3339); past it, calls are UNAUTHORIZED naming the time.",
+  examples: ["2026-12-31T23:59:59Z"]
+})
+const PlatformList = Schema.Array(Schema.Literals(platforms))
+  .check(Schema.isMinLength(1))
+  .annotate({
+    description: "The platforms the key may call (a non-empty subset of the account's).",
+    examples: [["forum"]]
+  })
+
+/** A key's limits as a request sets them: absent leaves a field as it is (the default when new), `null` clears it. */
+const KeyLimitsInput = {
+  spend_cap_credits: Schema.optionalKey(Schema.NullOr(SpendCap)),
+  cap_period: Schema.optionalKey(CapPeriod),
+  expires_at: Schema.optionalKey(Schema.NullOr(ExpiresAt)),
+  platforms: Schema.optionalKey(Schema.NullOr(PlatformList))
+}
+
+/** A key's limits as an answer shows them. */
+const KeyLimitsOutput = {
+  spend_cap_credits: Schema.NullOr(Schema.Int),
+  cap_period: Schema.Literals(capPeriods),
+  expires_at: Schema.NullOr(Schema.String),
+  platforms: Schema.NullOr(Schema.Array(Schema.Literals(platforms)))
+}
 
 export const AccountSummary = Schema.Struct({
   account_id: Schema.String,
@@ -148,15 +187,25 @@ const KeyListing = Schema.Struct({
   hint: Schema.String,
   created_at: Timestamp,
   last_used_at: Schema.NullOr(Timestamp),
-  revoked_at: Schema.NullOr(Timestamp)
-})
+  revoked_at: Schema.NullOr(Timestamp),
+  parent_key_id: Schema.NullOr(Schema.String).annotate({
+    description: "The key that made this child key; null for the account's own keys."
+  }),
+  ...KeyLimitsOutput,
+  spent_in_period: Schema.NullOr(Schema.Int).annotate({
+    description:
+      "What a capped key has spent in its period (its children's spend included); null without a cap."
+  }),
+  cap_resets_at: Schema.NullOr(Timestamp).annotate({ description: "When a day or month cap starts afresh." })
+}).annotate({ identifier: "KeyListing" })
 
 const IssuedKeyFields = {
   key_id: Schema.String,
   key: Schema.String.annotate({ description: "The spend key, shown once." }),
   label: Schema.NullOr(Schema.String),
   hint: Schema.String,
-  created_at: Timestamp
+  created_at: Timestamp,
+  ...KeyLimitsOutput
 }
 
 const publicCodes = ["INVALID_INPUT", "PAYLOAD_TOO_LARGE", "INTERNAL"] as const
@@ -288,11 +337,12 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
     ),
     described(
       "Create a key",
-      "A new spend key, shown once. A trial account's first key earns the one-time 10,000-credit grant. An account may have a limited number of active keys (100 by default): past it, INVALID_INPUT until one is revoked.",
+      "A new spend key, shown once, with its limits: a spend cap per day, month or in total (a call above what is left is INSUFFICIENT_CREDITS with limit key_cap), an expiry and the platforms it may call. A trial account's first key earns the one-time 10,000-credit grant. An account may have a limited number of active keys (100 by default): past it, INVALID_INPUT until one is revoked.",
       HttpApiEndpoint.post("createKey", "/keys", {
         query: AccountQuery,
         payload: Schema.Struct({
           label: Schema.optionalKey(Label),
+          ...KeyLimitsInput,
           account_id: Schema.optionalKey(AccountId)
         }),
         success: Schema.Struct({ ...IssuedKeyFields, grant_credits: Schema.Int }).annotate({
@@ -303,8 +353,22 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
       })
     ),
     described(
+      "Change a key's limits",
+      "Sets a key's spend cap, period, expiry or platforms: an absent field stays as it is, `null` clears it. The cap counts what the key (and its child keys) already spent in the period.",
+      HttpApiEndpoint.post("updateKey", "/keys/update", {
+        query: AccountQuery,
+        payload: Schema.Struct({
+          key_id: KeyId,
+          ...KeyLimitsInput,
+          account_id: Schema.optionalKey(AccountId)
+        }),
+        success: KeyListing,
+        error: errorsOf("NOT_FOUND", ...governedCodes)
+      })
+    ),
+    described(
       "Rotate a key",
-      "A new secret for the key's label; the old secret stops working at once.",
+      "A new secret for the key's label and limits; the old secret stops working at once, and so do the child keys it made.",
       HttpApiEndpoint.post("rotateKey", "/keys/rotate", {
         query: AccountQuery,
         payload: Schema.Struct({ key_id: KeyId, account_id: Schema.optionalKey(AccountId) }),
@@ -316,7 +380,7 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
     ),
     described(
       "Revoke a key",
-      "The key stops working at once. Revoking the last key is allowed; the account stays, recoverable by email.",
+      "The key stops working at once, and so do the child keys it made. Revoking the last key is allowed; the account stays, recoverable by email.",
       HttpApiEndpoint.post("revokeKey", "/keys/revoke", {
         query: AccountQuery,
         payload: Schema.Struct({ key_id: KeyId, account_id: Schema.optionalKey(AccountId) }),
@@ -359,3 +423,60 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
   )
   .middleware(PlainInput)
   .middleware(ManagementAuth)
+
+/** Child keys: an agent hands a sub-agent a key bounded by its own, with its own spend key as bearer. */
+export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
+  .annotate(OpenApi.Description, "Child keys for sub-agents, made and revoked with a spend key.")
+  .add(
+    described(
+      "Make a child key",
+      "A key for a sub-agent, spending from the same account: its cap (required) fits in what this key's cap has left, its platforms among this key's, its expiry no later than this key's. A child key cannot make children; a key has at most 100 working children (by default). Revoking or rotating this key revokes its children.",
+      HttpApiEndpoint.post("createChildKey", "/keys/child", {
+        payload: Schema.Struct({
+          label: Schema.optionalKey(Label),
+          spend_cap_credits: SpendCap,
+          cap_period: Schema.optionalKey(CapPeriod),
+          expires_at: Schema.optionalKey(Schema.NullOr(ExpiresAt)),
+          platforms: Schema.optionalKey(Schema.NullOr(PlatformList))
+        }),
+        success: Schema.Struct({ ...IssuedKeyFields, parent_key_id: Schema.String }).annotate({
+          identifier: "ChildKey",
+          httpApiStatus: 201
+        }),
+        error: errorsOf(
+          "INVALID_INPUT",
+          "KEY_REQUIRED",
+          "UNAUTHORIZED",
+          "AUTH_REQUIRED",
+          "PAYLOAD_TOO_LARGE",
+          "INTERNAL"
+        )
+      })
+    ),
+    described(
+      "List child keys",
+      "The child keys this key made (revoked ones for 30 days), never their secrets.",
+      HttpApiEndpoint.get("listChildKeys", "/keys/children", {
+        success: Schema.Struct({ parent_key_id: Schema.String, keys: Schema.Array(KeyListing) }),
+        error: errorsOf("KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
+      })
+    ),
+    described(
+      "Revoke a child key",
+      "One of this key's child keys stops working at once.",
+      HttpApiEndpoint.post("revokeChildKey", "/keys/child/revoke", {
+        payload: Schema.Struct({ key_id: KeyId }),
+        success: Schema.Struct({ key_id: Schema.String, revoked_at: Timestamp }),
+        error: errorsOf(
+          "NOT_FOUND",
+          "INVALID_INPUT",
+          "KEY_REQUIRED",
+          "UNAUTHORIZED",
+          "PAYLOAD_TOO_LARGE",
+          "INTERNAL"
+        )
+      })
+    )
+  )
+  .middleware(PlainInput)
+  .middleware(SpendKeyAuth)

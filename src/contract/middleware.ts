@@ -8,10 +8,10 @@ import type { Account, KeyRecord } from "../domain/accounts.ts"
 export class Caller extends Context.Service<
   Caller,
   { readonly key: KeyRecord; readonly account: Account; readonly ip: string }
->()("app/Caller") {}
+>()("contract/Caller") {}
 
 /** Client IP of any route (socket, or trusted X-Forwarded-For). */
-export class ClientIp extends Context.Service<ClientIp, string>()("app/ClientIp") {}
+export class ClientIp extends Context.Service<ClientIp, string>()("contract/ClientIp") {}
 
 /**
  * `Authorization: Bearer <key>`. Declared with the lower-case scheme name OpenAPI registers
@@ -28,15 +28,15 @@ const spendKey = HttpApiSecurity.http({ scheme: "bearer" }).pipe(
 export class SpendKeyAuth extends HttpApiMiddleware.Service<
   SpendKeyAuth,
   { provides: Caller; requires: ClientIp }
->()("app/SpendKeyAuth", { security: { bearer: spendKey } }) {}
+>()("contract/SpendKeyAuth", { security: { bearer: spendKey } }) {}
 
-export class Client extends HttpApiMiddleware.Service<Client, { provides: ClientIp }>()("app/Client") {}
+export class Client extends HttpApiMiddleware.Service<Client, { provides: ClientIp }>()("contract/Client") {}
 
 /** Turns request decoding failures into INVALID_INPUT problems naming the parameter. */
-export class InputProblems extends HttpApiMiddleware.Service<InputProblems>()("app/InputProblems") {}
+export class InputProblems extends HttpApiMiddleware.Service<InputProblems>()("contract/InputProblems") {}
 
 /**
  * Refuses control characters in path and query parameters (INVALID_INPUT naming the parameter).
  * Innermost on every group, so that as for any malformed parameter authentication answers first.
  */
-export class PlainInput extends HttpApiMiddleware.Service<PlainInput>()("app/PlainInput") {}
+export class PlainInput extends HttpApiMiddleware.Service<PlainInput>()("contract/PlainInput") {}

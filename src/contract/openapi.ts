@@ -1,34 +1,11 @@
 import { OpenApi } from "effect/http-api"
-import { defaultRefundPolicy } from "../config.ts"
-import { defaultHosts, type Hosts, rehostJson } from "../domain/identifiers.ts"
-import type { Pack, PaymentRailName } from "../domain/plans.ts"
-import { defaultPolicy } from "../domain/policy.ts"
+import { rehostJson } from "../domain/identifiers/index.ts"
 import { type Api, makeApi } from "./api.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { withResponseExamples } from "./examples/publish.ts"
+import { defaultPublication, type Publication } from "./publication.ts"
 
-/**
- * Where the published contract says it lives, the platform hosts it names, and what its problem
- * examples offer (upgrade URL, rails, packs, refund policy). `AppConfig` is one.
- */
-export interface Publication {
-  readonly baseUrl: string
-  readonly hosts: Hosts
-  readonly upgradeUrl: string
-  readonly checkoutRails: ReadonlyArray<PaymentRailName>
-  readonly refundPolicy: string
-  readonly policy: { readonly packs: ReadonlyArray<Pack> }
-}
-
-/** A service started with no configuration (`npm run lint:openapi` lints its document). */
-export const defaultPublication: Publication = {
-  baseUrl: "http://127.0.0.1:8787",
-  hosts: defaultHosts,
-  upgradeUrl: "http://127.0.0.1:8787/upgrade",
-  checkoutRails: ["local"],
-  refundPolicy: defaultRefundPolicy,
-  policy: defaultPolicy
-}
+export { defaultPublication, type Publication }
 
 /**
  * `Schema.Int` documents itself as bounded by ±2^53-1, and a docs renderer that makes up examples

@@ -45,6 +45,8 @@ export interface Policy {
   readonly recovery: StartLimits
   /** Keys an account may have working at once; creating another first needs a revocation. */
   readonly maxActiveKeysPerAccount: number
+  /** Child keys one key may have working at once. */
+  readonly maxChildKeysPerKey: number
   /** The OAuth authorization server's limits (per-IP rules count an IPv6 client by its network). */
   readonly oauth: OAuthLimits
   /** Webhook endpoints and their deliveries. */
@@ -137,6 +139,12 @@ export interface SignInLimits extends StartLimits {
   readonly wrongTriesPerCodeOthers: number
 }
 
+/** A window in words: "15 minutes", "1 hour". */
+export const windowWords = (ms: number) =>
+  ms % 3_600_000 === 0
+    ? `${ms / 3_600_000} hour${ms === 3_600_000 ? "" : "s"}`
+    : `${Math.ceil(ms / 60_000)} minute${ms === 60_000 ? "" : "s"}`
+
 const minute = 60_000
 const hour = 60 * minute
 const day = 24 * hour
@@ -175,6 +183,7 @@ export const defaultPolicy: Policy = {
     perEmail: { limit: 3, windowMs: 10 * minute }
   },
   maxActiveKeysPerAccount: 100,
+  maxChildKeysPerKey: 100,
   oauth: {
     authorizationsPerIp: 30,
     authorizationWindowMs: 15 * 60_000,

@@ -24,9 +24,9 @@ import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Plan, type Platform } from "../domain/plans.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
 import type { AnyOperation, Freshness, RunError, RunResult } from "../operations/Operation.ts"
+import { Speculating, type Speculation } from "../services/Cache.ts"
 import { Ids } from "../services/Ids.ts"
 import { RateLimits } from "../services/RateLimits.ts"
-import { Speculating, type Speculation } from "../services/Speculation.ts"
 import { HitCharges } from "./HitCharges.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
 import {
@@ -37,7 +37,7 @@ import {
   type ReserveError
 } from "./Reservations.ts"
 import type { Stored } from "./ResultMemory.ts"
-import { type CallResult, envelopeOf, receiptOf } from "./receipt.ts"
+import { type CallResult, envelopeJson, envelopeOf, receiptOf } from "./receipt.ts"
 
 /** What a surface decodes from its wire (a query string, a tool's arguments) for a data call. */
 export interface CallInput {
@@ -625,18 +625,18 @@ const runAndSettle = Effect.fnUntraced(function* <R>(
   }
 
   const result = resultOf(operation, input.freshness, run, reservation.createdAt)
+  const resultJson = JSON.stringify(result)
   const key = input.idempotencyKey
   const store = yield* IdempotencyStore
   const settled = yield* reservations
     .settle(reservation, refundsOf(run, input.freshness), () =>
-      key === undefined
-        ? Effect.void
-        : store.complete(call.caller.account.id, key, callId, JSON.stringify(result))
+      key === undefined ? Effect.void : store.complete(call.caller.account.id, key, callId, resultJson)
     )
     .pipe(Effect.catchTag("SqlError", Effect.die))
   return {
     envelope: envelopeOf(result, settled.receipt),
     replayed: false,
+    json: envelopeJson(resultJson, settled.receipt),
     remaining: settled.remaining
   } satisfies CallOutcome
 })

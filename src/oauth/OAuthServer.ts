@@ -6,14 +6,14 @@ import type Provider from "oidc-provider"
 import type { KoaContext } from "oidc-provider"
 import { AppConfig } from "../config.ts"
 import { NotFound, Unauthorized } from "../contract/errors.ts"
+import { mcpMounts, mountUrl } from "../contract/mcpMounts.ts"
 import type { Account } from "../domain/accounts.ts"
+import { escapeHtml } from "../domain/html.ts"
 import { Accounts } from "../services/Accounts.ts"
 import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { RateLimits } from "../services/RateLimits.ts"
 import * as Row from "../store/rows.ts"
-import { escapeHtml } from "../surfaces/http/pages/html.ts"
-import { mcpMounts, mountUrl } from "../surfaces/mcp/mounts.ts"
 import { adoptClient, revokeApp, sqlAdapter, sweepExpired } from "./adapter.ts"
 import { clientFetch } from "./clientFetch.ts"
 import { loadServerKeys } from "./keys.ts"
@@ -111,7 +111,7 @@ export class OAuthServer extends Context.Service<
     /** Forgets expired authorization records; returns how many. */
     readonly sweepExpired: Effect.Effect<number, SqlError>
   }
->()("app/OAuthServer") {
+>()("oauth/OAuthServer") {
   static readonly layer = Layer.effect(
     OAuthServer,
     Effect.gen(function* () {

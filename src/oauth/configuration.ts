@@ -1,5 +1,5 @@
 import { errors, type KoaContext, type ProviderClient } from "oidc-provider"
-import { contentSecurityPolicy } from "../surfaces/http/securityHeaders.ts"
+import { contentSecurityPolicy } from "../domain/html.ts"
 import { mcpScope, oauthPolicy, oauthRoutes, redirectUriRefusal, scopes } from "./policy.ts"
 
 /**

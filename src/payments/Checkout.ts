@@ -3,16 +3,16 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import { InvalidInput, NotFound, RateLimited, UpstreamUnavailable } from "../contract/errors.ts"
-import { linkTokenPattern, makeLinkToken } from "../domain/identity.ts"
 import type { Pack } from "../domain/plans.ts"
 import { hashSecret } from "../domain/secrets.ts"
+import { linkTokenPattern, makeLinkToken } from "../domain/signIn.ts"
 import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { KeyMemory } from "../services/KeyMemory.ts"
 import { Keys } from "../services/Keys.ts"
 import { RateLimits } from "../services/RateLimits.ts"
+import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
-import { WebhookEvents } from "../webhooks/WebhookEvents.ts"
 import { PaymentRails } from "./PaymentRail.ts"
 
 const hour = 3_600_000
@@ -32,7 +32,7 @@ export type CheckoutOrigin = "agent" | "page" | "spend_key" | "management"
 
 /**
  * Who starts a checkout, as the entrances know it. With a credential it is counted per account;
- * without one (`agent`, `page`) per client IP (`Identity.clientIp`: an IPv6 client by its network).
+ * without one (`agent`, `page`) per client IP (`Bearers.clientIp`: an IPv6 client by its network).
  */
 export type CheckoutStarter =
   | { readonly origin: "spend_key" | "management"; readonly accountId: string }
@@ -206,7 +206,7 @@ export class Checkout extends Context.Service<
      */
     readonly sweepExpired: Effect.Effect<number, SqlError>
   }
->()("app/Checkout") {
+>()("payments/Checkout") {
   static readonly layer = Layer.effect(
     Checkout,
     Effect.gen(function* () {

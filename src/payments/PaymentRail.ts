@@ -63,7 +63,7 @@ export interface PaymentRail {
 
 /** The configured rails by name, in the order offers list them (`AppConfig.checkoutRails`). */
 export class PaymentRails extends Context.Service<PaymentRails, ReadonlyMap<string, PaymentRail>>()(
-  "app/PaymentRails"
+  "payments/PaymentRails"
 ) {}
 
 /** The built-in test-mode rail: `/checkout/{session_id}` is a page with a pay button. */

@@ -70,8 +70,12 @@ export class Accounts extends Context.Service<
     /** Records a key's use (the caller writes it at most once a minute per key). */
     readonly touchKey: (keyId: string, now: number) => Effect.Effect<void, SqlError>
     readonly get: (accountId: string) => Effect.Effect<Account | undefined, SqlError>
+    /** The accounts an email governs, oldest first. */
+    readonly ofEmail: (email: string) => Effect.Effect<ReadonlyArray<AccountRow>, SqlError>
+    /** An account's row, locked until the caller's transaction ends (the ledger's lock order: first). */
+    readonly lock: (accountId: string) => Effect.Effect<AccountRow | undefined, SqlError>
   }
->()("app/Accounts") {
+>()("services/Accounts") {
   static readonly layer = Layer.effect(
     Accounts,
     Effect.gen(function* () {
@@ -84,6 +88,17 @@ export class Accounts extends Context.Service<
         )
         return rows[0] === undefined ? undefined : toAccount(rows[0])
       })
+
+      const ofEmail = (email: string) =>
+        sql`SELECT * FROM accounts WHERE email = ${email} ORDER BY created_at, id`.pipe(
+          Effect.flatMap(decodeAccounts)
+        )
+
+      const lock = (accountId: string) =>
+        sql`SELECT * FROM accounts WHERE id = ${accountId} FOR UPDATE`.pipe(
+          Effect.flatMap(decodeAccounts),
+          Effect.map((rows) => rows[0])
+        )
 
       const mintTrial = Effect.fn("Accounts.mintTrial")(function* (ip: string) {
         const now = yield* Clock.currentTimeMillis
@@ -129,7 +144,7 @@ export class Accounts extends Context.Service<
         yield* sql`UPDATE api_keys SET last_used_at = ${now} WHERE id = ${keyId}`
       })
 
-      return Accounts.of({ mintTrial, findByKey, get, touchKey })
+      return Accounts.of({ mintTrial, findByKey, get, touchKey, ofEmail, lock })
     })
   )
 }

@@ -23,7 +23,7 @@ export class AdminToken extends Context.Service<
     /** Constant-time comparison with the operator token. */
     readonly check: (candidate: string) => boolean
   }
->()("app/AdminToken") {
+>()("services/AdminToken") {
   static readonly layerNoDeps = Layer.effect(
     AdminToken,
     Effect.gen(function* () {

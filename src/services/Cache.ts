@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Deferred, Effect, Exit, Layer, Option, Schema } from "effect"
+import { Cause, Clock, Context, Data, Deferred, Effect, Exit, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { UpstreamUnavailable } from "../contract/errors.ts"
@@ -6,7 +6,23 @@ import type { Freshness, Served } from "../domain/freshness.ts"
 import * as Row from "../store/rows.ts"
 import type { UpstreamFailure } from "../upstream/Upstream.ts"
 import { Settings } from "./Settings.ts"
-import { CacheMiss, Speculating } from "./Speculation.ts"
+
+/**
+ * A speculative run of an operation: before any credit moves, the metered path runs the operation
+ * on stored copies only. A copy that would need a live fetch stops it (`CacheMiss`, a defect the
+ * path catches, then it runs the call the full way); writes a run makes that belong to a charged
+ * call (a domain it resolved) wait in `afterCharge` and happen only once the call is charged.
+ */
+export interface Speculation {
+  readonly afterCharge: Array<Effect.Effect<void>>
+}
+
+export const Speculating = Context.Reference<Speculation | undefined>("services/Cache/Speculating", {
+  defaultValue: () => undefined
+})
+
+/** The speculative run needed a live fetch. */
+export class CacheMiss extends Data.TaggedError("CacheMiss") {}
 
 /** A stored copy: the upstream value wrapped as `{ v }` in JSON (what the value is, the operation knows). */
 const decodeCopies = Row.decoder(
@@ -82,7 +98,7 @@ export class Cache extends Context.Service<
     ) => Effect.Effect<Fetched<A>, UpstreamUnavailable>
     readonly purgeExpired: Effect.Effect<void>
   }
->()("app/Cache") {
+>()("services/Cache") {
   static readonly layer = Layer.effect(
     Cache,
     Effect.gen(function* () {

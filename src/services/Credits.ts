@@ -2,11 +2,11 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
-import { mailboxOf } from "../domain/identity.ts"
 import type { Pack } from "../domain/plans.ts"
-import { WebhookEvents } from "../webhooks/WebhookEvents.ts"
+import { mailboxOf } from "../domain/signIn.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
+import { WebhookEvents } from "./WebhookEvents.ts"
 
 export interface CreditInput {
   readonly accountId: string

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Row from "../store/rows.ts"
-import { Speculating } from "./Speculation.ts"
+import { Speculating } from "./Cache.ts"
 
 const decodeDomains = Row.decoder(Schema.Struct({ company_slug: Schema.String }), "resolved_domains")
 
@@ -12,7 +12,7 @@ export class Domains extends Context.Service<
     readonly known: (domain: string) => Effect.Effect<string | undefined>
     readonly remember: (domain: string, companySlug: string) => Effect.Effect<void>
   }
->()("app/Domains") {
+>()("services/Domains") {
   static readonly layer = Layer.effect(
     Domains,
     Effect.gen(function* () {

@@ -32,7 +32,7 @@ export class Ids extends Context.Service<
     readonly newId: (prefix: string) => Effect.Effect<string>
     readonly secretBytes: Effect.Effect<Uint8Array>
   }
->()("app/Ids") {
+>()("services/Ids") {
   static readonly layer = Layer.succeed(
     Ids,
     Ids.of({

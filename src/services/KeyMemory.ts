@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import type { Account, KeyRecord } from "../domain/accounts.ts"
-import { identityPolicy } from "../domain/identity.ts"
+import { identityPolicy } from "../domain/signIn.ts"
 import { Notifications } from "../store/Notifications.ts"
 
 /** The channel migrations/0008's triggers notify with an account id. */
@@ -34,7 +34,7 @@ export class KeyMemory extends Context.Service<
     /** This instance is changing the account: forget it and read it from the database until its report. */
     readonly changing: (accountId: string) => Effect.Effect<void>
   }
->()("app/KeyMemory") {
+>()("services/KeyMemory") {
   static readonly make = (limit: number) =>
     Effect.gen(function* () {
       const byHash = new Map<string, Remembered>()

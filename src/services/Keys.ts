@@ -2,34 +2,67 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
-import { InvalidInput, NotFound } from "../contract/errors.ts"
-import type { Account } from "../domain/accounts.ts"
-import { identityPolicy } from "../domain/identity.ts"
-import type { Plan } from "../domain/plans.ts"
+import { AuthRequired, InvalidInput, NotFound } from "../contract/errors.ts"
+import type { Account, KeyRecord } from "../domain/accounts.ts"
+import {
+  applyChanges,
+  type CapPeriod,
+  capPeriods,
+  capResetsAtIso,
+  childLimits,
+  type KeyLimits,
+  type LimitChanges,
+  type LimitRefusal,
+  noLimits,
+  platformsOf,
+  refuseLimits
+} from "../domain/keyLimits.ts"
+import type { Plan, Platform } from "../domain/plans.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
+import { identityPolicy } from "../domain/signIn.ts"
+import { dayOf } from "../domain/time.ts"
 import * as Row from "../store/rows.ts"
-import { WebhookEvents } from "../webhooks/WebhookEvents.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
+import { WebhookEvents } from "./WebhookEvents.ts"
+
+/** A key's limits as the API shows them. */
+export interface KeyLimitFields {
+  readonly spend_cap_credits: number | null
+  readonly cap_period: CapPeriod
+  readonly expires_at: string | null
+  readonly platforms: ReadonlyArray<Platform> | null
+}
 
 /** A key as the management surface lists it (never its secret). */
-export interface KeyListing {
+export interface KeyListing extends KeyLimitFields {
   readonly key_id: string
   readonly label: string | null
   readonly hint: string
   readonly created_at: string
   readonly last_used_at: string | null
   readonly revoked_at: string | null
+  /** The key that made this child key; null for the account's own keys. */
+  readonly parent_key_id: string | null
+  /** What a capped key has spent in its period (its children's spend included); null uncapped. */
+  readonly spent_in_period: number | null
+  /** When a day or month cap starts afresh; null otherwise. */
+  readonly cap_resets_at: string | null
 }
 
 /** A new key: its secret is in this answer only. */
-export interface IssuedKey {
+export interface IssuedKey extends KeyLimitFields {
   readonly key_id: string
   readonly key: string
   readonly label: string | null
   readonly hint: string
   readonly created_at: string
+}
+
+/** A child key as its parent makes it. */
+export interface IssuedChildKey extends IssuedKey {
+  readonly parent_key_id: string
 }
 
 const KeyRow = Schema.Struct({
@@ -39,27 +72,61 @@ const KeyRow = Schema.Struct({
   hint: Schema.String,
   created_at: Row.Int,
   last_used_at: Row.NullableInt,
-  revoked_at: Row.NullableInt
+  revoked_at: Row.NullableInt,
+  spend_cap_credits: Row.NullableInt,
+  cap_period: Schema.Literals(capPeriods),
+  expires_at: Row.NullableInt,
+  platforms: Schema.NullOr(Row.Platforms),
+  parent_key_id: Schema.NullOr(Schema.String),
+  spent: Row.NullableInt
 })
+type KeyRow = typeof KeyRow.Type
 const decodeKeys = Row.decoder(KeyRow, "api_keys")
 const decodeAlert = Row.decoder(
   Schema.Struct({ alert_threshold: Row.Int, balance_credits: Row.Int, grant_credits: Row.Int }),
   "accounts (alert)"
 )
+const decodeCount = Row.decoder(Schema.Struct({ n: Row.Int }), "api_keys (active)")
+const decodeIds = Row.decoder(Schema.Struct({ id: Schema.String }), "api_keys (id)")
+const decodeCapLeft = Row.decoder(Schema.Struct({ cap_left: Row.NullableInt }), "svc_key_cap")
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
-const listing = (row: typeof KeyRow.Type): KeyListing => ({
-  key_id: row.id,
-  label: row.label,
-  hint: row.hint,
-  created_at: new Date(row.created_at).toISOString(),
-  last_used_at: iso(row.last_used_at),
-  revoked_at: iso(row.revoked_at)
+/** A key's columns with what its cap has spent in the period of `day`. */
+const keyColumns = (day: number) =>
+  `k.id, k.account_id, k.label, k.hint, k.created_at, k.last_used_at, k.revoked_at, k.spend_cap_credits,
+   k.cap_period, k.expires_at, k.platforms, k.parent_key_id,
+   (SELECT s.spent FROM key_spend s WHERE s.key_id = k.id AND s.period = svc_period(k.cap_period, ${day})) AS spent`
+
+const limitsOf = (row: KeyRow): KeyLimits => ({
+  spendCapCredits: row.spend_cap_credits,
+  capPeriod: row.cap_period,
+  expiresAt: row.expires_at,
+  platforms: row.platforms
 })
 
-const decodeCount = Row.decoder(Schema.Struct({ n: Row.Int }), "api_keys (active)")
-const decodeIds = Row.decoder(Schema.Struct({ id: Schema.String }), "api_keys (id)")
+const limitFields = (limits: KeyLimits): KeyLimitFields => ({
+  spend_cap_credits: limits.spendCapCredits,
+  cap_period: limits.capPeriod,
+  expires_at: iso(limits.expiresAt),
+  platforms: limits.platforms
+})
+
+const listing = (row: KeyRow, now: number): KeyListing => {
+  const capped = row.spend_cap_credits !== null
+  return {
+    key_id: row.id,
+    label: row.label,
+    hint: row.hint,
+    created_at: new Date(row.created_at).toISOString(),
+    last_used_at: iso(row.last_used_at),
+    revoked_at: iso(row.revoked_at),
+    parent_key_id: row.parent_key_id,
+    ...limitFields(limitsOf(row)),
+    spent_in_period: capped ? (row.spent ?? 0) : null,
+    cap_resets_at: capped ? (capResetsAtIso(row.cap_period, now) ?? null) : null
+  }
+}
 
 const tooManyKeys = (max: number) =>
   new InvalidInput({
@@ -72,43 +139,70 @@ const unknownKey = (keyId: string) =>
     param: "key_id"
   })
 
+const refused = (refusal: LimitRefusal) => new InvalidInput(refusal)
+
 /**
- * An account's spend keys, as its owner manages them, and its balance alert. Every change is one
- * transaction; a key of another account is NOT_FOUND, exactly like a key that does not exist.
+ * An account's spend keys, as its owner manages them (with their limits: a spend cap, an expiry,
+ * platforms), the child keys an agent makes with its own key, and the account's balance alert.
+ * Every change is one transaction that locks the account first, as every charge does, so a cap
+ * and the charges it holds are never read apart. A key of another account is NOT_FOUND, exactly
+ * like a key that does not exist.
  */
 export class Keys extends Context.Service<
   Keys,
   {
     readonly list: (accountId: string) => Effect.Effect<ReadonlyArray<KeyListing>, SqlError>
-    /**
-     * Inserts a key (and queues `key.created`); joins the caller's transaction. Trial-plan accounts
-     * get `svc_trial_` keys. `replaces`: the key a rotation revoked for it.
-     */
+    /** Inserts a key; joins the caller's transaction. Trial-plan accounts get `svc_trial_` keys. */
     readonly issue: (input: {
       readonly accountId: string
       readonly plan: Plan
       readonly label: string | null
+      readonly limits?: KeyLimits
+      readonly parentKeyId?: string
+      /** The key a rotation revoked for this one (in its `key.created` event). */
       readonly replaces?: string
     }) => Effect.Effect<IssuedKey, SqlError>
     /**
-     * A key made by a signed-in owner; a trial account's first key earns the one-time grant. An
-     * account at `maxActiveKeysPerAccount` working keys gets INVALID_INPUT until it revokes one.
+     * A key made by a signed-in owner, with its limits; a trial account's first key earns the
+     * one-time grant. An account at `maxActiveKeysPerAccount` working keys gets INVALID_INPUT
+     * until it revokes one.
      */
     readonly create: (input: {
       readonly account: Account
       readonly email: string
       readonly label: string | null
+      readonly limits: KeyLimits
     }) => Effect.Effect<IssuedKey & { readonly grant_credits: number }, InvalidInput | SqlError>
+    /** Changes a key's limits (an absent field stays, `null` clears); a cap counts from what the key has spent. */
+    readonly update: (
+      account: Account,
+      keyId: string,
+      changes: LimitChanges
+    ) => Effect.Effect<KeyListing, InvalidInput | NotFound | SqlError>
     readonly rotate: (
       accountId: string,
       keyId: string
     ) => Effect.Effect<IssuedKey & { readonly replaces: string }, NotFound | SqlError>
+    /** Revokes a key and, with it, every child key it made. */
     readonly revoke: (
       accountId: string,
       keyId: string
     ) => Effect.Effect<{ readonly key_id: string; readonly revoked_at: string }, NotFound | SqlError>
     /** Every active key of the account revoked; returns how many. Joins the caller's transaction. */
     readonly revokeAll: (accountId: string) => Effect.Effect<number, SqlError>
+    /**
+     * A child key made by an agent's own spend key, inside that key's limits (see `childLimits`);
+     * a child key cannot make children, and a key has at most `maxChildKeysPerKey` working ones.
+     */
+    readonly createChild: (
+      parent: { readonly key: KeyRecord; readonly account: Account },
+      input: { readonly label: string | null; readonly limits: KeyLimits }
+    ) => Effect.Effect<IssuedChildKey, InvalidInput | AuthRequired | SqlError>
+    readonly children: (parent: KeyRecord) => Effect.Effect<ReadonlyArray<KeyListing>, SqlError>
+    readonly revokeChild: (
+      parent: KeyRecord,
+      childKeyId: string
+    ) => Effect.Effect<{ readonly key_id: string; readonly revoked_at: string }, NotFound | SqlError>
     readonly setAlert: (
       accountId: string,
       threshold: number
@@ -117,7 +211,7 @@ export class Keys extends Context.Service<
       SqlError
     >
   }
->()("app/Keys") {
+>()("services/Keys") {
   static readonly layer = Layer.effect(
     Keys,
     Effect.gen(function* () {
@@ -126,82 +220,122 @@ export class Keys extends Context.Service<
       const ids = yield* Ids
       const credits = yield* Credits
       const events = yield* WebhookEvents
-      const { maxActiveKeysPerAccount } = (yield* AppConfig).policy
+      const { maxActiveKeysPerAccount, maxChildKeysPerKey } = (yield* AppConfig).policy
 
       /** `key.created`, in the transaction that made the key (never its secret). */
-      const created = (accountId: string, key: IssuedKey, replaces?: string) =>
+      const created = (accountId: string, key: IssuedKey, more: Record<string, unknown>) =>
         events.emit(accountId, "key.created", {
           key_id: key.key_id,
           label: key.label,
           hint: key.hint,
           created_at: key.created_at,
-          ...(replaces === undefined ? {} : { replaces })
+          ...more
         })
 
-      /** `key.revoked`, in the transaction that revoked it: `reason` says how. */
+      /** `key.revoked` for each key, in the transaction that revoked them: `reason` says how. */
       const revoked = (
         accountId: string,
-        keyId: string,
+        keyIds: ReadonlyArray<string>,
         at: number,
-        reason: "revoked" | "rotated" | "rekey"
+        reason: "revoked" | "rotated" | "rekey" | "parent_revoked"
       ) =>
-        events.emit(accountId, "key.revoked", {
-          key_id: keyId,
-          revoked_at: new Date(at).toISOString(),
-          reason
-        })
+        Effect.forEach(
+          keyIds,
+          (keyId) =>
+            events.emit(accountId, "key.revoked", {
+              key_id: keyId,
+              revoked_at: new Date(at).toISOString(),
+              reason
+            }),
+          { discard: true }
+        )
+
+      const lockAccount = (accountId: string) =>
+        sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`
 
       const list = Effect.fn("Keys.list")(function* (accountId: string) {
         const now = yield* Clock.currentTimeMillis
         const since = now - identityPolicy.revokedKeysListedMs
-        const rows = yield* sql`SELECT id, account_id, label, hint, created_at, last_used_at, revoked_at
-          FROM api_keys WHERE account_id = ${accountId} AND (revoked_at IS NULL OR revoked_at >= ${since})
-          ORDER BY created_at, id`.pipe(Effect.flatMap(decodeKeys))
-        return rows.map(listing)
+        const rows = yield* sql`SELECT ${sql.literal(keyColumns(dayOf(now)))} FROM api_keys k
+          WHERE k.account_id = ${accountId} AND (k.revoked_at IS NULL OR k.revoked_at >= ${since})
+          ORDER BY k.created_at, k.id`.pipe(Effect.flatMap(decodeKeys))
+        return rows.map((row) => listing(row, now))
       })
+
+      /**
+       * Starts a capped key's counter for the current period from what it (and its children) really
+       * spent in it; inside the caller's transaction, with the account locked.
+       */
+      const countFromCalls = (keyId: string, now: number) =>
+        sql`INSERT INTO key_spend (key_id, period, spent)
+          SELECT k.id, svc_period(k.cap_period, ${dayOf(now)}), svc_key_spent(k.id, k.cap_period, ${dayOf(now)})
+          FROM api_keys k WHERE k.id = ${keyId} AND k.spend_cap_credits IS NOT NULL
+          ON CONFLICT (key_id, period) DO UPDATE SET spent = EXCLUDED.spent`
 
       const issue = Effect.fn("Keys.issue")(function* (input: {
         readonly accountId: string
         readonly plan: Plan
         readonly label: string | null
+        readonly limits?: KeyLimits
+        readonly parentKeyId?: string
         readonly replaces?: string
       }) {
         const now = yield* Clock.currentTimeMillis
         const keyId = yield* ids.newId("key")
         const secret = makeSpendKey(yield* ids.secretBytes, input.plan === "trial")
         const hint = hintOf(secret)
-        yield* sql`INSERT INTO api_keys (id, account_id, secret_hash, hint, label, created_at)
-          VALUES (${keyId}, ${input.accountId}, ${hashSecret(secret)}, ${hint}, ${input.label}, ${now})`
-        const issued: IssuedKey = {
+        const limits = input.limits ?? noLimits
+        yield* sql`INSERT INTO api_keys (id, account_id, secret_hash, hint, label, created_at, spend_cap_credits,
+            cap_period, expires_at, platforms, parent_key_id)
+          VALUES (${keyId}, ${input.accountId}, ${hashSecret(secret)}, ${hint}, ${input.label}, ${now},
+            ${limits.spendCapCredits}, ${limits.capPeriod}, ${limits.expiresAt},
+            ${limits.platforms === null ? null : limits.platforms.join(",")}, ${input.parentKeyId ?? null})`
+        const issued = {
           key_id: keyId,
           key: secret,
           label: input.label,
           hint,
-          created_at: new Date(now).toISOString()
-        }
-        yield* created(input.accountId, issued, input.replaces)
+          created_at: new Date(now).toISOString(),
+          ...limitFields(limits)
+        } satisfies IssuedKey
+        yield* created(input.accountId, issued, {
+          ...(input.parentKeyId === undefined ? {} : { parent_key_id: input.parentKeyId }),
+          ...(input.replaces === undefined ? {} : { replaces: input.replaces })
+        })
         return issued
       })
+
+      const activeCount = (where: "account" | "parent", id: string) =>
+        (where === "account"
+          ? sql`SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ${id} AND revoked_at IS NULL`
+          : sql`SELECT COUNT(*) AS n FROM api_keys WHERE parent_key_id = ${id} AND revoked_at IS NULL`
+        ).pipe(
+          Effect.flatMap(decodeCount),
+          Effect.map((rows) => rows[0]?.n ?? 0)
+        )
 
       const create = Effect.fn("Keys.create")(function* (input: {
         readonly account: Account
         readonly email: string
         readonly label: string | null
+        readonly limits: KeyLimits
       }) {
+        const now = yield* Clock.currentTimeMillis
+        const refusal = refuseLimits(input.limits, input.account, now)
+        if (refusal !== undefined) return yield* refused(refusal)
         return yield* sql.withTransaction(
           Effect.gen(function* () {
             // The account row is the lock that orders two keys created at once: two first keys (the
             // grant), and two creates at the last free place (the cap).
-            yield* sql`SELECT id FROM accounts WHERE id = ${input.account.id} FOR UPDATE`
-            const [active] = yield* sql`SELECT COUNT(*) AS n FROM api_keys
-              WHERE account_id = ${input.account.id} AND revoked_at IS NULL`.pipe(Effect.flatMap(decodeCount))
-            if ((active?.n ?? 0) >= maxActiveKeysPerAccount)
+            yield* lockAccount(input.account.id)
+            if ((yield* activeCount("account", input.account.id)) >= maxActiveKeysPerAccount)
               return yield* tooManyKeys(maxActiveKeysPerAccount)
             const before = yield* sql`SELECT 1 FROM api_keys WHERE account_id = ${input.account.id} LIMIT 1`
             const issued = yield* issue({
               accountId: input.account.id,
               plan: input.account.plan,
-              label: input.label
+              label: input.label,
+              limits: input.limits
             })
             const grant =
               before.length === 0 && input.account.plan === "trial"
@@ -216,16 +350,53 @@ export class Keys extends Context.Service<
         )
       })
 
-      /** The account's active key `keyId`, locked; NOT_FOUND for a revoked key or another account's. */
-      const activeKey = (accountId: string, keyId: string) =>
-        Effect.gen(function* () {
-          const rows = yield* sql`SELECT id, account_id, label, hint, created_at, last_used_at, revoked_at
-            FROM api_keys WHERE id = ${keyId} AND account_id = ${accountId} FOR UPDATE`.pipe(
-            Effect.flatMap(decodeKeys)
+      const keyOf = (accountId: string, keyId: string, now: number) =>
+        sql`SELECT ${sql.literal(keyColumns(dayOf(now)))} FROM api_keys k
+          WHERE k.id = ${keyId} AND k.account_id = ${accountId} FOR UPDATE OF k`.pipe(
+          Effect.flatMap(decodeKeys),
+          Effect.map((rows) => rows[0])
+        )
+
+      const update = Effect.fn("Keys.update")(function* (
+        account: Account,
+        keyId: string,
+        changes: LimitChanges
+      ) {
+        const now = yield* Clock.currentTimeMillis
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* lockAccount(account.id)
+            const key = yield* keyOf(account.id, keyId, now)
+            if (key === undefined || key.revoked_at !== null) return yield* unknownKey(keyId)
+            const limits = applyChanges(limitsOf(key), changes)
+            const refusal = refuseLimits(limits, account, now)
+            if (refusal !== undefined) return yield* refused(refusal)
+            yield* keyMemory.changing(account.id)
+            yield* sql`UPDATE api_keys SET spend_cap_credits = ${limits.spendCapCredits},
+                cap_period = ${limits.capPeriod}, expires_at = ${limits.expiresAt},
+                platforms = ${limits.platforms === null ? null : limits.platforms.join(",")}
+              WHERE id = ${keyId}`
+            yield* countFromCalls(keyId, now)
+            const updated = yield* keyOf(account.id, keyId, now)
+            return listing(updated!, now)
+          })
+        )
+      })
+
+      /** Revokes a key's working children; inside the caller's transaction. */
+      const revokeChildrenOf = (accountId: string, keyId: string, now: number) =>
+        sql`UPDATE api_keys SET revoked_at = ${now} WHERE parent_key_id = ${keyId} AND revoked_at IS NULL
+          RETURNING id`.pipe(
+          Effect.flatMap(decodeIds),
+          Effect.flatMap((children) =>
+            revoked(
+              accountId,
+              children.map((child) => child.id),
+              now,
+              "parent_revoked"
+            )
           )
-          const row = rows[0]
-          return row === undefined ? undefined : row
-        })
+        )
 
       const rotate = Effect.fn("Keys.rotate")(function* (accountId: string, keyId: string) {
         const now = yield* Clock.currentTimeMillis
@@ -234,34 +405,51 @@ export class Keys extends Context.Service<
             const plan = yield* sql`SELECT plan FROM accounts WHERE id = ${accountId} FOR UPDATE`.pipe(
               Effect.flatMap(Row.decoder(Schema.Struct({ plan: Row.Plan }), "accounts (plan)"))
             )
-            const old = yield* activeKey(accountId, keyId)
+            const old = yield* keyOf(accountId, keyId, now)
             if (old === undefined || old.revoked_at !== null || plan[0] === undefined) {
               return yield* unknownKey(keyId)
             }
             yield* keyMemory.changing(accountId)
             yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
-            yield* revoked(accountId, keyId, now, "rotated")
-            const issued = yield* issue({ accountId, plan: plan[0].plan, label: old.label, replaces: keyId })
+            yield* revoked(accountId, [keyId], now, "rotated")
+            yield* revokeChildrenOf(accountId, keyId, now)
+            // The new secret keeps the key's label and limits; its cap counts afresh from the calls.
+            const issued = yield* issue({
+              accountId,
+              plan: plan[0].plan,
+              label: old.label,
+              limits: limitsOf(old),
+              replaces: keyId,
+              ...(old.parent_key_id === null ? {} : { parentKeyId: old.parent_key_id })
+            })
+            yield* countFromCalls(issued.key_id, now)
             return { ...issued, replaces: keyId }
           })
         )
       })
 
+      const revokeWhere = (accountId: string, keyId: string, parentKeyId: string | undefined) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          return yield* sql.withTransaction(
+            Effect.gen(function* () {
+              const key = yield* keyOf(accountId, keyId, now)
+              if (key === undefined || (parentKeyId !== undefined && key.parent_key_id !== parentKeyId))
+                return yield* unknownKey(keyId)
+              // Revoking a revoked key answers its revocation again (a retried request changes nothing).
+              if (key.revoked_at !== null)
+                return { key_id: keyId, revoked_at: new Date(key.revoked_at).toISOString() }
+              yield* keyMemory.changing(accountId)
+              yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
+              yield* revoked(accountId, [keyId], now, "revoked")
+              yield* revokeChildrenOf(accountId, keyId, now)
+              return { key_id: keyId, revoked_at: new Date(now).toISOString() }
+            })
+          )
+        })
+
       const revoke = Effect.fn("Keys.revoke")(function* (accountId: string, keyId: string) {
-        const now = yield* Clock.currentTimeMillis
-        return yield* sql.withTransaction(
-          Effect.gen(function* () {
-            const key = yield* activeKey(accountId, keyId)
-            if (key === undefined) return yield* unknownKey(keyId)
-            // Revoking a revoked key answers its revocation again (a retried request changes nothing).
-            if (key.revoked_at !== null)
-              return { key_id: keyId, revoked_at: new Date(key.revoked_at).toISOString() }
-            yield* keyMemory.changing(accountId)
-            yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
-            yield* revoked(accountId, keyId, now, "revoked")
-            return { key_id: keyId, revoked_at: new Date(now).toISOString() }
-          })
-        )
+        return yield* revokeWhere(accountId, keyId, undefined)
       })
 
       const revokeAll = Effect.fn("Keys.revokeAll")(function* (accountId: string) {
@@ -269,8 +457,73 @@ export class Keys extends Context.Service<
         yield* keyMemory.changing(accountId)
         const gone = yield* sql`UPDATE api_keys SET revoked_at = ${now}
           WHERE account_id = ${accountId} AND revoked_at IS NULL RETURNING id`.pipe(Effect.flatMap(decodeIds))
-        for (const key of gone) yield* revoked(accountId, key.id, now, "rekey")
+        yield* revoked(
+          accountId,
+          gone.map((key) => key.id),
+          now,
+          "rekey"
+        )
         return gone.length
+      })
+
+      const createChild = Effect.fn("Keys.createChild")(function* (
+        parent: { readonly key: KeyRecord; readonly account: Account },
+        input: { readonly label: string | null; readonly limits: KeyLimits }
+      ) {
+        if (parent.key.parentKeyId !== undefined)
+          return yield* new AuthRequired({
+            message:
+              "A child key cannot make child keys. Make them with the key that made this one, or a full key of the account."
+          })
+        if (!parent.key.id.startsWith("key_"))
+          return yield* new AuthRequired({
+            message:
+              "Child keys are made with a spend key as bearer. With a management token, create a key with limits instead: POST /v1/keys."
+          })
+        const now = yield* Clock.currentTimeMillis
+        const asked = refuseLimits(input.limits, parent.account, now)
+        if (asked !== undefined) return yield* refused(asked)
+        return yield* sql.withTransaction(
+          Effect.gen(function* () {
+            yield* lockAccount(parent.account.id)
+            const [cap] = yield* sql`SELECT cap_left FROM svc_key_cap(${parent.key.id}, ${dayOf(now)})`.pipe(
+              Effect.flatMap(decodeCapLeft)
+            )
+            const limits = childLimits(input.limits, {
+              capLeft: cap?.cap_left === null || cap === undefined ? undefined : Math.max(0, cap.cap_left),
+              platforms: platformsOf(parent.account, parent.key),
+              expiresAt: parent.key.expiresAt
+            })
+            if ("param" in limits) return yield* refused(limits)
+            if ((yield* activeCount("parent", parent.key.id)) >= maxChildKeysPerKey)
+              return yield* new InvalidInput({
+                message: `This key has ${maxChildKeysPerKey} working child keys, the most it may have. Revoke one (POST /v1/keys/child/revoke) before making another.`
+              })
+            if ((yield* activeCount("account", parent.account.id)) >= maxActiveKeysPerAccount)
+              return yield* tooManyKeys(maxActiveKeysPerAccount)
+            const issued = yield* issue({
+              accountId: parent.account.id,
+              plan: parent.account.plan,
+              label: input.label,
+              limits,
+              parentKeyId: parent.key.id
+            })
+            return { ...issued, parent_key_id: parent.key.id } satisfies IssuedChildKey
+          })
+        )
+      })
+
+      const children = Effect.fn("Keys.children")(function* (parent: KeyRecord) {
+        const now = yield* Clock.currentTimeMillis
+        const since = now - identityPolicy.revokedKeysListedMs
+        const rows = yield* sql`SELECT ${sql.literal(keyColumns(dayOf(now)))} FROM api_keys k
+          WHERE k.parent_key_id = ${parent.id} AND (k.revoked_at IS NULL OR k.revoked_at >= ${since})
+          ORDER BY k.created_at, k.id`.pipe(Effect.flatMap(decodeKeys))
+        return rows.map((row) => listing(row, now))
+      })
+
+      const revokeChild = Effect.fn("Keys.revokeChild")(function* (parent: KeyRecord, childKeyId: string) {
+        return yield* revokeWhere(parent.accountId, childKeyId, parent.id)
       })
 
       const setAlert = Effect.fn("Keys.setAlert")(function* (accountId: string, threshold: number) {
@@ -288,7 +541,19 @@ export class Keys extends Context.Service<
         }
       })
 
-      return Keys.of({ list, issue, create, rotate, revoke, revokeAll, setAlert })
+      return Keys.of({
+        list,
+        issue,
+        create,
+        update,
+        rotate,
+        revoke,
+        revokeAll,
+        createChild,
+        children,
+        revokeChild,
+        setAlert
+      })
     })
   )
 }

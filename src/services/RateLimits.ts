@@ -1,6 +1,8 @@
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { AppConfig } from "../config.ts"
+import { RateLimited } from "../contract/errors.ts"
+import { type LimitRule, windowWords } from "../domain/policy.ts"
 
 /** The Redis client, loaded only when REDIS_URL is set: the client library is hundreds of modules. */
 const redisLayer = (url: string) =>
@@ -43,6 +45,14 @@ export class RateLimits extends Context.Service<
   {
     readonly take: (window: LimitWindow) => Effect.Effect<LimitResult>
     readonly peek: (window: LimitWindow) => Effect.Effect<LimitState>
+    /**
+     * A token of every window or none: a refusal by a later one gives the earlier ones theirs back.
+     * RATE_LIMITED names the window that refused (`what` says what was limited).
+     */
+    readonly takeAll: (
+      windows: ReadonlyArray<{ readonly key: string; readonly rule: LimitRule }>,
+      what: string
+    ) => Effect.Effect<void, RateLimited>
   }
 >()("services/RateLimits") {
   static readonly make = Effect.gen(function* () {
@@ -105,7 +115,25 @@ export class RateLimits extends Context.Service<
           ),
           Effect.orElseSucceed(() => ({ remaining: window.limit, resetSeconds: 0 }))
         )
-    return RateLimits.of({ take, peek })
+    const takeAll = (
+      windows: ReadonlyArray<{ readonly key: string; readonly rule: LimitRule }>,
+      what: string
+    ) =>
+      Effect.gen(function* () {
+        const taken: Array<Effect.Effect<void>> = []
+        for (const { key, rule } of windows) {
+          const result = yield* take({ key, limit: rule.limit, window: rule.windowMs })
+          if (!result.allowed) {
+            yield* Effect.all(taken)
+            return yield* new RateLimited({
+              message: `Too many ${what} requests; at most ${rule.limit} per ${windowWords(rule.windowMs)}. Retry after retry_after_seconds.`,
+              retry_after_seconds: result.retryAfterSeconds
+            })
+          }
+          taken.push(result.giveBack)
+        }
+      })
+    return RateLimits.of({ take, peek, takeAll })
   })
 
   static readonly layerMemory = Layer.effect(RateLimits, RateLimits.make).pipe(

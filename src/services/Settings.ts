@@ -41,7 +41,7 @@ export class Settings extends Context.Service<
     readonly current: Effect.Effect<OperatorSettings, SqlError>
     readonly update: (patch: Partial<OperatorSettings>) => Effect.Effect<OperatorSettings, SqlError>
   }
->()("app/Settings") {
+>()("services/Settings") {
   static readonly layer = Layer.effect(
     Settings,
     Effect.gen(function* () {

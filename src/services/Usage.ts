@@ -73,7 +73,7 @@ const decodeFacts = Row.decoder(
 export class Usage extends Context.Service<
   Usage,
   { readonly facts: (accountId: string, ip: string) => Effect.Effect<UsageFacts, SqlError> }
->()("app/Usage") {
+>()("services/Usage") {
   static readonly layer = Layer.effect(
     Usage,
     Effect.gen(function* () {

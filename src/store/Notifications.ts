@@ -27,7 +27,7 @@ export class Notifications extends Context.Service<
     /** Listens on `channel` for as long as the scope lives, in the background. */
     readonly listen: (channel: string, listener: Listener) => Effect.Effect<void, never, Scope.Scope>
   }
->()("app/Notifications") {
+>()("store/Notifications") {
   static readonly layer = Layer.effect(
     Notifications,
     Effect.gen(function* () {

@@ -43,7 +43,7 @@ import { templateMemoryFs, unpackTemplate } from "./PgliteTemplate.ts"
 
 /** Raw access to the PGlite instance behind the `SqlClient`. */
 export class PgliteClient extends Context.Service<PgliteClient, { readonly pglite: PGlite }>()(
-  "app/PgliteClient"
+  "store/PgliteClient"
 ) {}
 
 export interface Options {

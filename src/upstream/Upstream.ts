@@ -28,7 +28,7 @@ export class Upstream extends Context.Service<
       ...args: Args<M>
     ) => Effect.Effect<Answer<M>, UpstreamFailure>
   }
->()("app/Upstream") {}
+>()("upstream/Upstream") {}
 
 /** Fault knobs of the simulated world, settable at run time by tests and the operator. */
 export interface Faults {
@@ -44,7 +44,7 @@ export const noFaults: Faults = { latencyMs: { min: 0, max: 0 }, errorRate: 0, o
 export class UpstreamFaults extends Context.Service<
   UpstreamFaults,
   { readonly get: Effect.Effect<Faults>; readonly set: (patch: Partial<Faults>) => Effect.Effect<Faults> }
->()("app/UpstreamFaults") {
+>()("upstream/UpstreamFaults") {
   static readonly layer = Layer.effect(
     UpstreamFaults,
     Effect.map(Ref.make(noFaults), (ref) =>

@@ -11,10 +11,10 @@ import {
 } from "../domain/webhooks.ts"
 import { checkedAddresses } from "../oauth/clientFetch.ts"
 import { Ids } from "../services/Ids.ts"
+import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { WebhookResolver } from "./resolver.ts"
 import { SecretBox } from "./SecretBox.ts"
-import { WebhookEvents } from "./WebhookEvents.ts"
 
 /** An endpoint as its owner sees it (never its secret, which only its creation shows). */
 export interface WebhookListing {

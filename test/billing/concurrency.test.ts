@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { Admin } from "../../src/services/Admin.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { type Reply, TestApp, testApp } from "../support/app.ts"
 import { realPause } from "../support/clock.ts"

@@ -1,6 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { Admin } from "../../src/services/Admin.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { accountRow, post, signIn } from "../identity/support.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence } from "../support/accounts.ts"

@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Data, Deferred, Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
-import { Admin } from "../../src/services/Admin.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { realPause } from "../support/clock.ts"
 import { postgresUrl, storeName } from "../support/database.ts"

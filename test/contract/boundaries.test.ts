@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
+import { filesUnder } from "../support/sources.ts"
 
 /**
  * The contract owns declarations, not implementations: what `src/contract/` imports, and what
@@ -13,15 +14,6 @@ const root = resolve(import.meta.dirname, "../..")
 const src = join(root, "src")
 const allowed = [join(src, "contract") + "/", join(src, "domain") + "/", join(src, "config.ts")]
 const isAllowed = (file: string) => allowed.some((place) => file === place || file.startsWith(place))
-
-const filesUnder = (folder: string): Array<string> =>
-  readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? filesUnder(join(folder, entry.name))
-      : entry.name.endsWith(".ts")
-        ? [join(folder, entry.name)]
-        : []
-  )
 
 const importPattern =
   /^\s*(?:import|export)\b[^;]*?\bfrom\s*["']([^"']+)["']|^\s*import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/gm
@@ -95,5 +87,79 @@ describe("the contract's boundaries", () => {
       "contract/records.ts",
       "config.ts"
     ])
+  })
+})
+
+/** Every cycle of relative imports among `files` (strongly connected components of two or more, or a self-import). */
+const cyclesAmong = (
+  files: ReadonlyArray<string>,
+  importsOfFile: (file: string) => ReadonlyArray<string>
+) => {
+  const known = new Set(files)
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: Array<string> = []
+  const onStack = new Set<string>()
+  const cycles: Array<Array<string>> = []
+  let counter = 0
+  const visit = (file: string) => {
+    index.set(file, counter)
+    low.set(file, counter)
+    counter++
+    stack.push(file)
+    onStack.add(file)
+    for (const target of importsOfFile(file).filter((candidate) => known.has(candidate))) {
+      if (!index.has(target)) {
+        visit(target)
+        low.set(file, Math.min(low.get(file)!, low.get(target)!))
+      } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, index.get(target)!))
+    }
+    if (low.get(file) === index.get(file)) {
+      const component: Array<string> = []
+      let member: string | undefined
+      do {
+        member = stack.pop()!
+        onStack.delete(member)
+        component.push(member)
+      } while (member !== file)
+      if (component.length > 1 || importsOfFile(file).includes(file)) cycles.push(component.sort())
+    }
+  }
+  for (const file of files) if (!index.has(file)) visit(file)
+  return cycles
+}
+
+describe("the house's structure", () => {
+  const sources = filesUnder(src)
+
+  it("has no import circle in src/ (type-only imports included)", () => {
+    const cycles = cyclesAmong(sources, localImports).map((cycle) => cycle.map((file) => relative(src, file)))
+    assert.deepStrictEqual(cycles, [])
+  })
+
+  it("the check finds a circle", () => {
+    const edges: Record<string, ReadonlyArray<string>> = { a: ["b"], b: ["c"], c: ["a"], d: ["a"], e: ["e"] }
+    assert.deepStrictEqual(
+      cyclesAmong(Object.keys(edges), (file) => edges[file] ?? []),
+      [["a", "b", "c"], ["e"]]
+    )
+  })
+
+  it("runs no SQL in the surfaces: they translate wires, the services and the metering hold the SQL", () => {
+    const withSql = filesUnder(join(src, "surfaces"))
+      .filter((file) => /from "effect\/sql"|\bsql`/.test(readFileSync(file, "utf8")))
+      .map((file) => relative(src, file))
+    assert.deepStrictEqual(withSql, [])
+  })
+
+  it("the surfaces reach the metering only through its front door and its receipts", () => {
+    const door = ["metering/meterDataCall.ts", "metering/Receipts.ts", "metering/receipt.ts"]
+    const reached = filesUnder(join(src, "surfaces")).flatMap((file) =>
+      localImports(file)
+        .map((target) => relative(src, target))
+        .filter((target) => target.startsWith("metering/") && !door.includes(target))
+        .map((target) => `${relative(src, file)} -> ${target}`)
+    )
+    assert.deepStrictEqual(reached, [])
   })
 })

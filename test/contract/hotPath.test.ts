@@ -1,6 +1,7 @@
-import { readdirSync, readFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
+import { filesUnder } from "../support/sources.ts"
 
 /**
  * The hot-path rule (src/metering/README.md, "Hot path"): a declaration tagged `// hot path` is
@@ -9,14 +10,6 @@ import { assert, describe, it } from "@effect/vitest"
  * declaration ends at the next line indented no deeper than the tag that is not a closing bracket.
  */
 const root = resolve(import.meta.dirname, "../..")
-const filesUnder = (folder: string): Array<string> =>
-  readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory()
-      ? filesUnder(join(folder, entry.name))
-      : entry.name.endsWith(".ts")
-        ? [join(folder, entry.name)]
-        : []
-  )
 
 const tag = /^(\s*)\/\/ hot path\b/
 const indentOf = (line: string) => line.length - line.trimStart().length

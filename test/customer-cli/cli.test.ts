@@ -3,7 +3,8 @@ import { delimiter, join } from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { operations } from "../../src/operations/registry.ts"
-import { Identities } from "../../src/services/Identities.ts"
+import { ManagementTokens } from "../../src/services/ManagementTokens.ts"
+import { SignIn } from "../../src/services/SignIn.ts"
 import { pay } from "../billing/support.ts"
 import { signIn } from "../identity/support.ts"
 import { sampleArguments } from "../mcp/samples.ts"
@@ -93,13 +94,14 @@ describe("the svc command line, piped", () => {
     it.effect("signs in by the device flow, approved through the service; then manages keys; logs out", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
-        const identities = yield* Identities
+        const signIns = yield* SignIn
+        const managementTokens = yield* ManagementTokens
         const env = { baseUrl: app.url, home: freshHome() }
         const login = start(["login", "--device"], env)
         const [, code] = yield* waitFor(login.stderr, /enter (\S+-\S+)/)
         const person = yield* signIn(app, "svc-cli@example.com", { ip: "10.72.0.1" })
-        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
-        yield* Effect.orDie(identities.decideDevice(governor, code!, true))
+        const governor = yield* Effect.orDie(managementTokens.authenticate(person.management_token))
+        yield* Effect.orDie(signIns.decideDevice(governor, code!, true))
         const finished = yield* Effect.promise(() => login.done)
         assert.strictEqual(finished.code, 0, finished.stderr)
         assert.include(finished.stdout, "Signed in as svc-cli@example.com")
@@ -172,7 +174,8 @@ describe("svc login by browser callback (RFC 8252)", () => {
     it.effect("opens /login with a loopback redirect, takes the code from the callback, exchanges it", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
-        const identities = yield* Identities
+        const signIns = yield* SignIn
+        const managementTokens = yield* ManagementTokens
         const home = freshHome()
         // The "browser" records the URL it was asked to open; the test plays the service's redirect.
         const opened = join(home, "opened-url")
@@ -186,8 +189,8 @@ describe("svc login by browser callback (RFC 8252)", () => {
         const redirect = new URL(url.searchParams.get("redirect_uri")!)
         assert.strictEqual(redirect.hostname, "127.0.0.1")
         const person = yield* signIn(app, "svc-browser@example.com", { ip: "10.72.0.2" })
-        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
-        const code = yield* Effect.orDie(identities.exchangeCode(governor))
+        const governor = yield* Effect.orDie(managementTokens.authenticate(person.management_token))
+        const code = yield* Effect.orDie(signIns.exchangeCode(governor))
         redirect.searchParams.set("code", code)
         redirect.searchParams.set("state", url.searchParams.get("state")!)
         const callback = yield* Effect.promise(() => fetch(redirect).then((r) => r.status))

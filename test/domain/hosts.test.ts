@@ -22,7 +22,7 @@ import {
   parseTweetId,
   rehost,
   rehostJson
-} from "../../src/domain/identifiers.ts"
+} from "../../src/domain/identifiers/index.ts"
 
 const value = <A>(parsed: Parsed<A>): A => {
   if (!parsed.ok) throw new Error(`expected a value, got: ${parsed.message}`)

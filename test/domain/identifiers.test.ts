@@ -13,7 +13,7 @@ import {
   parseProfnetUrl,
   parseTweetId,
   urlPath
-} from "../../src/domain/identifiers.ts"
+} from "../../src/domain/identifiers/index.ts"
 
 const value = <A>(parsed: Parsed<A>): A => {
   if (!parsed.ok) throw new Error(`expected a value, got: ${parsed.message}`)

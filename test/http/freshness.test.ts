@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { operations } from "../../src/operations/registry.ts"
-import { Admin } from "../../src/services/Admin.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { Cache } from "../../src/services/Cache.ts"
 import { Upstream, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"

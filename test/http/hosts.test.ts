@@ -1,7 +1,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit } from "effect"
 import { AppConfig } from "../../src/config.ts"
-import { defaultHosts, type Hosts } from "../../src/domain/identifiers.ts"
+import { defaultHosts, type Hosts } from "../../src/domain/identifiers/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import type { Page } from "../../src/upstream/contract.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"

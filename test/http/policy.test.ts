@@ -63,6 +63,7 @@ describe("policy configuration", () => {
         RECOVER_PER_EMAIL: "4",
         RECOVER_PER_EMAIL_MINUTES: "8",
         MAX_ACTIVE_KEYS: "12",
+        MAX_CHILD_KEYS: "7",
         OAUTH_AUTHORIZATIONS_PER_IP: "6",
         OAUTH_AUTHORIZATION_WINDOW_MINUTES: "5",
         OAUTH_CLIENT_FETCHES_PER_IP: "3",
@@ -122,6 +123,7 @@ describe("policy configuration", () => {
           perEmail: { limit: 4, windowMs: 8 * minute }
         },
         maxActiveKeysPerAccount: 12,
+        maxChildKeysPerKey: 7,
         oauth: {
           authorizationsPerIp: 6,
           authorizationWindowMs: 5 * 60_000,

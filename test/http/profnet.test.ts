@@ -1,7 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { operations } from "../../src/operations/registry.ts"
-import { Admin } from "../../src/services/Admin.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp, testSeed } from "../support/app.ts"

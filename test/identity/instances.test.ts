@@ -1,30 +1,12 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
-import { HttpServer } from "effect/http"
-import type { SqlClient } from "effect/sql"
+import { Effect, Layer } from "effect"
 import { AppConfig } from "../../src/config.ts"
-import { appLayer } from "../../src/service.ts"
-import { Ids } from "../../src/services/Ids.ts"
-import { clientOf, worldUpstream } from "../support/app.ts"
+import { appInstance } from "../support/app.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { latestMail, linkTokenIn, post, signIn } from "./support.ts"
 
 const config = AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"] })
-
-/** A whole service instance (its own HTTP server and in-memory state) over the database in context. */
-const instance = Effect.gen(function* () {
-  const database = yield* Effect.context<SqlClient.SqlClient>()
-  const built = yield* Layer.build(
-    appLayer(testOperations, Layer.succeedContext(database), Ids.layer).pipe(
-      Layer.provideMerge(worldUpstream),
-      Layer.provide(config)
-    )
-  )
-  const address = Context.get(built, HttpServer.HttpServer).address
-  const url = "port" in address ? `http://127.0.0.1:${address.port}` : "http://unix"
-  return clientOf(url)
-})
 
 describe(`revocation across instances (${storeName})`, () => {
   layer(freshDatabase.pipe(Layer.provideMerge(config)), { timeout: 60_000, excludeTestServices: true })(
@@ -34,8 +16,8 @@ describe(`revocation across instances (${storeName})`, () => {
         "a key, a management token or a rekey on instance A stops the old secret on instance B at once (PostgreSQL only)",
         () =>
           Effect.gen(function* () {
-            const a = yield* instance
-            const b = yield* instance
+            const a = (yield* appInstance(testOperations)).client
+            const b = (yield* appInstance(testOperations)).client
             const ip = "10.67.0.1"
             const minted = yield* a.mint(ip)
             const owner = yield* signIn(a, "instances@example.com", { key: minted.key, ip })

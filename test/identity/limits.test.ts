@@ -2,7 +2,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import { Identities } from "../../src/services/Identities.ts"
+import { ManagementTokens } from "../../src/services/ManagementTokens.ts"
+import { SignIn } from "../../src/services/SignIn.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -198,10 +199,11 @@ describe(`identity limits and lifetimes on the TestClock (${storeName})`, () => 
     it.effect("device flow on the clock: pending, slow_down adds 5 s, approve, deny, expiry", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
-        const identities = yield* Identities
+        const signIns = yield* SignIn
+        const managementTokens = yield* ManagementTokens
         const ip = freshIp()
         const person = yield* signIn(app, freshEmail("device"), { ip })
-        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
+        const governor = yield* Effect.orDie(managementTokens.authenticate(person.management_token))
         const start = () =>
           Effect.map(post(app, "/v1/auth/device", {}, { ip }), (reply) => {
             assert.strictEqual(reply.status, 200, JSON.stringify(reply.body))
@@ -230,7 +232,7 @@ describe(`identity limits and lifetimes on the TestClock (${storeName})`, () => 
         assert.strictEqual(yield* errorOf(approved.device_code), "slow_down")
         yield* TestClock.adjust(15_000)
         assert.strictEqual(yield* errorOf(approved.device_code), "authorization_pending")
-        yield* Effect.orDie(identities.decideDevice(governor, approved.user_code, true))
+        yield* Effect.orDie(signIns.decideDevice(governor, approved.user_code, true))
         yield* TestClock.adjust(15_000)
         const token = yield* poll(approved.device_code)
         assert.strictEqual(token.status, 200, JSON.stringify(token.body))
@@ -243,14 +245,14 @@ describe(`identity limits and lifetimes on the TestClock (${storeName})`, () => 
         assert.strictEqual(yield* errorOf(approved.device_code), "invalid_grant")
 
         const denied = yield* start()
-        yield* Effect.orDie(identities.decideDevice(governor, denied.user_code, false))
+        yield* Effect.orDie(signIns.decideDevice(governor, denied.user_code, false))
         assert.strictEqual(yield* errorOf(denied.device_code), "access_denied")
 
         const expiring = yield* start()
         yield* TestClock.adjust("10 minutes")
         assert.strictEqual(yield* errorOf(expiring.device_code), "expired_token")
         // An expired code cannot be approved any more.
-        const late = yield* Effect.flip(identities.decideDevice(governor, expiring.user_code, true))
+        const late = yield* Effect.flip(signIns.decideDevice(governor, expiring.user_code, true))
         assert.strictEqual(late._tag, "InvalidInput")
         assert.strictEqual(yield* errorOf("x".repeat(43)), "invalid_grant")
         assert.strictEqual(yield* errorOf("short"), "invalid_grant")
@@ -260,12 +262,13 @@ describe(`identity limits and lifetimes on the TestClock (${storeName})`, () => 
     it.effect("a loopback exchange code lives 5 minutes", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
-        const identities = yield* Identities
+        const signIns = yield* SignIn
+        const managementTokens = yield* ManagementTokens
         const ip = freshIp()
         const person = yield* signIn(app, freshEmail("exchange"), { ip })
-        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
-        const inTime = yield* Effect.orDie(identities.exchangeCode(governor))
-        const tooLate = yield* Effect.orDie(identities.exchangeCode(governor))
+        const governor = yield* Effect.orDie(managementTokens.authenticate(person.management_token))
+        const inTime = yield* Effect.orDie(signIns.exchangeCode(governor))
+        const tooLate = yield* Effect.orDie(signIns.exchangeCode(governor))
         yield* TestClock.adjust(5 * 60_000 - 1)
         const ok = yield* post(app, "/v1/auth/exchange", { code: inTime }, { ip })
         assert.strictEqual(ok.status, 200, JSON.stringify(ok.body))

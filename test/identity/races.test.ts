@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { Identities } from "../../src/services/Identities.ts"
+import { ManagementTokens } from "../../src/services/ManagementTokens.ts"
+import { SignIn } from "../../src/services/SignIn.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -123,19 +124,20 @@ describe(`identity races (${storeName})`, () => {
     it.effect("device flow: approved once, polled at once: one token, then invalid_grant", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
-        const identities = yield* Identities
+        const signIns = yield* SignIn
+        const managementTokens = yield* ManagementTokens
         const ip = freshIp()
         const person = yield* signIn(app, "device-race@example.com", { ip })
-        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
+        const governor = yield* Effect.orDie(managementTokens.authenticate(person.management_token))
         const started = yield* post(app, "/v1/auth/device", {}, { ip })
         assert.strictEqual(started.status, 200)
         assert.match(started.body.user_code, /^[B-DF-HJ-NP-TV-XZ]{4}-[B-DF-HJ-NP-TV-XZ]{4}$/)
         const decided = yield* Effect.orDie(
-          identities.decideDevice(governor, started.body.user_code.toLowerCase().replace("-", " "), true)
+          signIns.decideDevice(governor, started.body.user_code.toLowerCase().replace("-", " "), true)
         )
         assert.deepStrictEqual(decided, { user_code: started.body.user_code, approved: true })
         // A second decision on the same code finds nothing pending.
-        const again = yield* Effect.flip(identities.decideDevice(governor, started.body.user_code, false))
+        const again = yield* Effect.flip(signIns.decideDevice(governor, started.body.user_code, false))
         assert.strictEqual(again._tag, "InvalidInput")
         const replies = yield* Effect.all(
           Array.from({ length: 3 }, () =>
@@ -169,11 +171,12 @@ describe(`identity races (${storeName})`, () => {
     it.effect("a loopback exchange code works once, also when spent twice at once", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
-        const identities = yield* Identities
+        const signIns = yield* SignIn
+        const managementTokens = yield* ManagementTokens
         const ip = freshIp()
         const person = yield* signIn(app, "exchange@example.com", { ip })
-        const governor = yield* Effect.orDie(identities.authenticate(person.management_token))
-        const code = yield* Effect.orDie(identities.exchangeCode(governor))
+        const governor = yield* Effect.orDie(managementTokens.authenticate(person.management_token))
+        const code = yield* Effect.orDie(signIns.exchangeCode(governor))
         const replies = yield* Effect.all(
           Array.from({ length: 3 }, () => post(app, "/v1/auth/exchange", { code }, { ip })),
           { concurrency: "unbounded" }

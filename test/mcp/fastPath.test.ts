@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type CallToolResult, createMcpHandler } from "@modelcontextprotocol/server"
 import { Effect, Schema } from "effect"
-import { defaultHosts } from "../../src/domain/identifiers.ts"
+import { mcpMounts } from "../../src/contract/mcpMounts.ts"
+import { defaultHosts } from "../../src/domain/identifiers/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import {
   answerAgain,
@@ -12,11 +13,10 @@ import {
   type RequestHeaders
 } from "../../src/surfaces/mcp/fastPath.ts"
 import { managementTools } from "../../src/surfaces/mcp/managementTools.ts"
-import { mcpMounts, mountTools } from "../../src/surfaces/mcp/mounts.ts"
 import { authInfoOf, mcpServerFactory, serverInfoOf } from "../../src/surfaces/mcp/server.ts"
 import { problemResult, structuredResult } from "../../src/surfaces/mcp/toolResults.ts"
 import { inputSchema, jsonSchemaOf, noArguments, outputSchema } from "../../src/surfaces/mcp/toolSchemas.ts"
-import { type McpTool, registryTools } from "../../src/surfaces/mcp/tools.ts"
+import { type McpTool, mountTools, registryTools } from "../../src/surfaces/mcp/tools.ts"
 
 /**
  * The hot path answers a plain `tools/call` itself: its answers must be the SDK's, byte for byte,

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { fromJsonSchema } from "@modelcontextprotocol/server"
-import { defaultHosts } from "../../src/domain/identifiers.ts"
+import { defaultHosts } from "../../src/domain/identifiers/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import {
   outputSchema,

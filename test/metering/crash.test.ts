@@ -7,9 +7,9 @@ import { dayOf } from "../../src/domain/time.ts"
 import { IdempotencyStore } from "../../src/metering/IdempotencyStore.ts"
 import { Receipts } from "../../src/metering/Receipts.ts"
 import { Reservations, type ReserveInput } from "../../src/metering/Reservations.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { ServicesLayer } from "../../src/service.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
-import { Admin } from "../../src/services/Admin.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
 /**

@@ -6,9 +6,9 @@ import fc from "fast-check"
 import { AppConfig } from "../../src/config.ts"
 import { IdempotencyStore } from "../../src/metering/IdempotencyStore.ts"
 import { type Reservation, Reservations } from "../../src/metering/Reservations.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { ServicesLayer } from "../../src/service.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
-import { Admin } from "../../src/services/Admin.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
 /**

@@ -1,7 +1,8 @@
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import fc from "fast-check"
+import { envelopeJson, envelopeOf } from "../../src/metering/receipt.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
 /**
@@ -102,6 +103,38 @@ describe(`the funding order, svc_draw (${storeName})`, () => {
         })
         assert.isUndefined(yield* draw(11, { free: 3, grant: 2, balance: 5 }))
       })
+    )
+  })
+})
+
+describe("the envelope's JSON", () => {
+  it("made from the stored result's JSON is the envelope serialised, member for member", () => {
+    const result = {
+      schema_version: 2 as const,
+      kind: "person",
+      data: { name: 'A "quoted" name', list: [1, 2], nested: { x: null } },
+      freshness: {
+        requested: "recent" as const,
+        served: "recent" as const,
+        fetched_at: "2026-11-25T00:00:00.000Z",
+        cache_age_seconds: 3
+      }
+    }
+    const receipt = {
+      id: "rcpt_x",
+      operation: "getProfile",
+      quoted: 6,
+      charged: 4,
+      refunds: [{ reason: "fewer_results" as const, credits: 2 }],
+      funding: { free_tier: 0, grant: 1, balance: 3 },
+      idempotency_key: "k-00000001",
+      replayed: false,
+      created_at: "2026-11-25T00:00:01.000Z",
+      app_id: "app_y"
+    }
+    assert.strictEqual(
+      envelopeJson(JSON.stringify(result), receipt),
+      JSON.stringify(envelopeOf(result, receipt))
     )
   })
 })

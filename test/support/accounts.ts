@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Admin } from "../../src/services/Admin.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { TestApp } from "./app.ts"
 
 /** Distinct client IPs under `prefix` (sent as X-Forwarded-For): trial keys of one IP share a budget. */

@@ -1,7 +1,8 @@
 import { Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
+import type { SqlClient } from "effect/sql"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
-import type { Hosts } from "../../src/domain/identifiers.ts"
+import type { Hosts } from "../../src/domain/identifiers/index.ts"
 import type { AnyOperation } from "../../src/operations/Operation.ts"
 import type { OperationServices } from "../../src/operations/support.ts"
 import { appLayer } from "../../src/service.ts"
@@ -90,3 +91,23 @@ export const testApp = (
     Layer.provideMerge(upstream),
     Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"], ...config }))
   )
+
+/**
+ * One more whole service instance (its own HTTP server and in-memory state) over the database
+ * already in context, as a second process on the same PostgreSQL would be.
+ */
+export const appInstance = (
+  operations: ReadonlyArray<AnyOperation<OperationServices>>,
+  config: Partial<AppConfigShape> = {}
+) =>
+  Effect.gen(function* () {
+    const database = yield* Effect.context<SqlClient.SqlClient>()
+    const built = yield* Layer.build(
+      appLayer(operations, Layer.succeedContext(database), Ids.layer).pipe(
+        Layer.provideMerge(worldUpstream),
+        Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"], ...config }))
+      )
+    )
+    const address = Context.get(built, HttpServer.HttpServer).address
+    return { client: clientOf("port" in address ? `http://127.0.0.1:${address.port}` : "http://unix"), built }
+  })

@@ -10,12 +10,13 @@ import {
 } from "../../src/upstream/methods.ts"
 import { worldMethods } from "../../src/upstream/Upstream.ts"
 import { companyCore } from "../../src/upstream/world/companies.ts"
-import { makeCtx, SIZES, TOPICS } from "../../src/upstream/world/context.ts"
+import { makeCtx } from "../../src/upstream/world/context.ts"
 import { communityCore, forumUserCore } from "../../src/upstream/world/forum-core.ts"
 import { postCheap, postSummary } from "../../src/upstream/world/forum-posts.ts"
 import { makeWorld, type World } from "../../src/upstream/world/index.ts"
 import { accountCore, tweet } from "../../src/upstream/world/microblog.ts"
 import { personCore } from "../../src/upstream/world/people.ts"
+import { SIZES, TOPICS } from "../../src/upstream/world/sizes.ts"
 
 const SEED = "methods"
 const ctx = makeCtx(SEED)

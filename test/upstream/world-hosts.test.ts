@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { defaultHosts, type Hosts } from "../../src/domain/identifiers.ts"
+import { defaultHosts, type Hosts } from "../../src/domain/identifiers/index.ts"
 import type { Page } from "../../src/upstream/contract.ts"
 import { InvalidCursor, makeWorld } from "../../src/upstream/world/index.ts"
 

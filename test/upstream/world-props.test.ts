@@ -1,13 +1,14 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { companyCore } from "../../src/upstream/world/companies.ts"
-import { makeCtx, SIZES, TOPICS } from "../../src/upstream/world/context.ts"
+import { makeCtx } from "../../src/upstream/world/context.ts"
 import { communityCore, forumUserCore } from "../../src/upstream/world/forum-core.ts"
 import { postCheap, postSummary } from "../../src/upstream/world/forum-posts.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { accountCore, tweet } from "../../src/upstream/world/microblog.ts"
 import { personCore } from "../../src/upstream/world/people.ts"
 import { profnetPost } from "../../src/upstream/world/profnet-posts.ts"
+import { SIZES, TOPICS } from "../../src/upstream/world/sizes.ts"
 
 const SEED = "props"
 const ctx = makeCtx(SEED)

@@ -3,9 +3,10 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as R from "../../src/contract/records.ts"
 import * as C from "../../src/upstream/contract.ts"
-import { makeCtx, SIZES } from "../../src/upstream/world/context.ts"
+import { makeCtx } from "../../src/upstream/world/context.ts"
 import { InvalidCursor, LIMITS, makeWorld, type World } from "../../src/upstream/world/index.ts"
 import { accountCore, tweet } from "../../src/upstream/world/microblog.ts"
+import { SIZES } from "../../src/upstream/world/sizes.ts"
 
 const SEED = "seed-a"
 const ctx = makeCtx(SEED)

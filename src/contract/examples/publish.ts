@@ -1,6 +1,6 @@
 import { type ErrorCode, errorCatalog, errorClasses } from "../errors.ts"
-import type { Publication } from "../openapi.ts"
 import { problemContext, toProblem } from "../problem.ts"
+import type { Publication } from "../publication.ts"
 import { answerExample, responseExamples } from "./index.ts"
 import { problemExamples } from "./problems.ts"
 

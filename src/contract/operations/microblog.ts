@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { defaultHosts } from "../../domain/identifiers.ts"
+import { defaultHosts } from "../../domain/identifiers/index.ts"
 import { prices } from "../../domain/pricing.ts"
 import { declareOperation } from "../declaration.ts"
 import { cursorParam } from "../parameters.ts"

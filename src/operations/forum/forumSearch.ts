@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as forum from "../../contract/operations/forum.ts"
-import { type Hosts, looksLikeUrl, urlPath } from "../../domain/identifiers.ts"
+import { type Hosts, looksLikeUrl, urlPath } from "../../domain/identifiers/index.ts"
 import type { ForumSearchQuery } from "../../upstream/contract.ts"
 import { implement } from "../Operation.ts"
 import { fetchVia, invalid, pageResult } from "../support.ts"

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import * as forum from "../../contract/operations/forum.ts"
-import { parseCommunity } from "../../domain/identifiers.ts"
+import { parseCommunity } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import * as forum from "../../contract/operations/forum.ts"
 import type { CommunitySort, ForumRange } from "../../contract/records.ts"
-import { parseCommunity } from "../../domain/identifiers.ts"
+import { parseCommunity } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, invalid, pageResult } from "../support.ts"
 

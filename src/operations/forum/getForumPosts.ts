@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as forum from "../../contract/operations/forum.ts"
 import type { CommentSort } from "../../contract/records.ts"
-import { parseForumPostId } from "../../domain/identifiers.ts"
+import { parseForumPostId } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { fetchVia, invalid, notFound, served } from "../support.ts"
 

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as forum from "../../contract/operations/forum.ts"
 import { ForumUserSection } from "../../contract/records.ts"
-import { parseForumUser } from "../../domain/identifiers.ts"
+import { parseForumUser } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, sectionList, served } from "../support.ts"
 

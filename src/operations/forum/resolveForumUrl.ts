@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as forum from "../../contract/operations/forum.ts"
-import { forumUrlOf, parseForumUrl } from "../../domain/identifiers.ts"
+import { forumUrlOf, parseForumUrl } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as microblog from "../../contract/operations/microblog.ts"
-import { parseTweetId } from "../../domain/identifiers.ts"
+import { parseTweetId } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 

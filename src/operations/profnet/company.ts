@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { InvalidInput } from "../../contract/errors.ts"
 import type { Company } from "../../contract/records.ts"
-import type { CompanyId } from "../../domain/identifiers.ts"
+import type { CompanyId } from "../../domain/identifiers/index.ts"
 import { domainSurcharge, type Refund } from "../../domain/pricing.ts"
 import { Domains } from "../../services/Domains.ts"
 import type { Freshness, Served } from "../Operation.ts"

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import * as profnet from "../../contract/operations/profnet.ts"
-import { parsePostsOwner } from "../../domain/identifiers.ts"
+import { parsePostsOwner } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, pageResult } from "../support.ts"
 import { lookupCompany } from "./company.ts"

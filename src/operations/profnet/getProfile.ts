@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import * as profnet from "../../contract/operations/profnet.ts"
-import { parsePerson } from "../../domain/identifiers.ts"
+import { parsePerson } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, sectionList, served } from "../support.ts"
 

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as profnet from "../../contract/operations/profnet.ts"
-import { parseProfnetUrl } from "../../domain/identifiers.ts"
+import { parseProfnetUrl } from "../../domain/identifiers/index.ts"
 import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 

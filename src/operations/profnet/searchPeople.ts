@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as profnet from "../../contract/operations/profnet.ts"
-import type { Hosts } from "../../domain/identifiers.ts"
+import type { Hosts } from "../../domain/identifiers/index.ts"
 import { searchFewerResultsRefund } from "../../domain/pricing.ts"
 import { InvalidCursor } from "../../upstream/contract.ts"
 import { implement } from "../Operation.ts"

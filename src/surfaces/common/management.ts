@@ -1,12 +1,14 @@
 import { Effect } from "effect"
 import { InvalidInput, Unauthorized, UpstreamUnavailable } from "../../contract/errors.ts"
 import type { Governor } from "../../domain/accounts.ts"
+import { type CapPeriod, type KeyLimits, type LimitChanges, noLimits } from "../../domain/keyLimits.ts"
+import type { Platform } from "../../domain/plans.ts"
 import { Checkout } from "../../payments/Checkout.ts"
 import { PaymentRails } from "../../payments/PaymentRail.ts"
 import { Topups } from "../../payments/Topups.ts"
 import { Keys } from "../../services/Keys.ts"
 import { Webhooks } from "../../webhooks/Webhooks.ts"
-import { selectAccount } from "./identity.ts"
+import { selectAccount } from "./bearers.ts"
 
 /**
  * The management surface's steps (spec rule 7), once for REST and MCP: choose the account the
@@ -14,6 +16,49 @@ import { selectAccount } from "./identity.ts"
  */
 
 type AccountArgs = { readonly account_id?: string | undefined }
+
+/** A key's limits as a request carries them: absent leaves a field as it is, `null` clears it. */
+export interface LimitArgs {
+  readonly spend_cap_credits?: number | null | undefined
+  readonly cap_period?: CapPeriod | undefined
+  readonly expires_at?: string | null | undefined
+  readonly platforms?: ReadonlyArray<Platform> | null | undefined
+}
+
+const expiryOf = (text: string) => {
+  const at = Date.parse(text)
+  return Number.isFinite(at) && /^\d{4}-\d\d-\d\dT/.test(text)
+    ? Effect.succeed(at)
+    : Effect.fail(
+        new InvalidInput({
+          message: "`expires_at` must be an RFC 3339 time, like 2026-12-31T23:59:59Z.",
+          param: "expires_at"
+        })
+      )
+}
+
+/** The changes a request asks for, its expiry read as a time. */
+export const limitChangesOf = (args: LimitArgs): Effect.Effect<LimitChanges, InvalidInput> =>
+  Effect.map(
+    args.expires_at === undefined || args.expires_at === null
+      ? Effect.succeed(args.expires_at)
+      : expiryOf(args.expires_at),
+    (expiresAt): LimitChanges => ({
+      ...(args.spend_cap_credits === undefined ? {} : { spendCapCredits: args.spend_cap_credits }),
+      ...(args.cap_period === undefined ? {} : { capPeriod: args.cap_period }),
+      ...(expiresAt === undefined ? {} : { expiresAt }),
+      ...(args.platforms === undefined ? {} : { platforms: args.platforms })
+    })
+  )
+
+/** A new key's limits: what the request asks, the defaults (no limit) otherwise. */
+export const limitsOf = (args: LimitArgs): Effect.Effect<KeyLimits, InvalidInput> =>
+  Effect.map(limitChangesOf(args), (changes) => ({
+    spendCapCredits: changes.spendCapCredits ?? noLimits.spendCapCredits,
+    capPeriod: changes.capPeriod ?? noLimits.capPeriod,
+    expiresAt: changes.expiresAt ?? noLimits.expiresAt,
+    platforms: changes.platforms ?? noLimits.platforms
+  }))
 
 /** The chosen account, for a change: a suspended account's keys, alert and billing stay as they are. */
 const changeable = (governor: Governor, accountId: string | undefined) =>
@@ -33,10 +78,21 @@ export const listKeys = (governor: Governor, args: AccountArgs) =>
     return { account_id: account.id, keys: yield* (yield* Keys).list(account.id) }
   })
 
-export const createKey = (governor: Governor, args: AccountArgs & { readonly label?: string | undefined }) =>
+export const createKey = (
+  governor: Governor,
+  args: AccountArgs & LimitArgs & { readonly label?: string | undefined }
+) =>
   Effect.gen(function* () {
     const account = yield* changeable(governor, args.account_id)
-    return yield* (yield* Keys).create({ account, email: governor.email, label: args.label ?? null })
+    const limits = yield* limitsOf(args)
+    return yield* (yield* Keys).create({ account, email: governor.email, label: args.label ?? null, limits })
+  })
+
+export const updateKey = (governor: Governor, args: AccountArgs & LimitArgs & { readonly key_id: string }) =>
+  Effect.gen(function* () {
+    const account = yield* changeable(governor, args.account_id)
+    const changes = yield* limitChangesOf(args)
+    return yield* (yield* Keys).update(account, args.key_id, changes)
   })
 
 export const rotateKey = (governor: Governor, args: AccountArgs & { readonly key_id: string }) =>

@@ -16,7 +16,7 @@ export class Problems extends Context.Service<
       cause: Cause.Cause<unknown>
     ) => Effect.Effect<HttpServerResponse.HttpServerResponse>
   }
->()("app/Problems") {
+>()("surfaces/common/Problems") {
   static readonly layer = Layer.effect(
     Problems,
     Effect.gen(function* () {

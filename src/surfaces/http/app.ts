@@ -14,7 +14,7 @@ import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
 import { DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
-import { AuthRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
+import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
   ClientLayer,
   InputProblemsLayer,
@@ -88,6 +88,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
       AuthRoutes,
       SessionsRoutes,
       ManagementRoutes,
+      ChildKeysRoutes,
       AppsRoutes,
       BillingRoutes,
       WebhooksRoutes,

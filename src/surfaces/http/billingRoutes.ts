@@ -5,7 +5,7 @@ import { BaseApi, ClientIp } from "../../contract/api.ts"
 import { Unauthorized } from "../../contract/errors.ts"
 import { managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
 import { Checkout, type CheckoutStarter } from "../../payments/Checkout.ts"
-import { Identity, selectAccount } from "../common/identity.ts"
+import { Bearers, selectAccount } from "../common/bearers.ts"
 import { Problems } from "../common/problems.ts"
 import { answering, bearerOf } from "./governanceRoutes.ts"
 
@@ -16,7 +16,7 @@ import { answering, bearerOf } from "./governanceRoutes.ts"
 export const BillingRoutes = HttpApiBuilder.group(BaseApi, "billing", (handlers) =>
   Effect.gen(function* () {
     const checkout = yield* Checkout
-    const identity = yield* Identity
+    const bearers = yield* Bearers
     const answer = answering(yield* Problems)
     return handlers
       .handle("startCheckout", ({ payload }) =>
@@ -27,13 +27,13 @@ export const BillingRoutes = HttpApiBuilder.group(BaseApi, "billing", (handlers)
             if (bearer === undefined) {
               starter = { origin: "agent", clientIp: yield* ClientIp }
             } else if (managementTokenPattern.test(bearer)) {
-              const governor = yield* identity.governor(bearer)
+              const governor = yield* bearers.governor(bearer)
               starter = {
                 origin: "management",
                 accountId: (yield* selectAccount(governor, payload.account_id)).id
               }
             } else if (spendKeyPattern.test(bearer)) {
-              starter = { origin: "spend_key", accountId: (yield* identity.authenticate(bearer)).account.id }
+              starter = { origin: "spend_key", accountId: (yield* bearers.authenticate(bearer)).account.id }
             } else {
               return yield* new Unauthorized({
                 message:

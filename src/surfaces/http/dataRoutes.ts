@@ -13,7 +13,7 @@ import {
   type RateState
 } from "../../metering/meterDataCall.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
-import { Identity } from "../common/identity.ts"
+import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 import { noStore } from "./middleware.ts"
@@ -110,7 +110,7 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
   HttpRouter.use((router) =>
     Effect.gen(function* () {
       const problems = yield* Problems
-      const identity = yield* Identity
+      const bearers = yield* Bearers
       const { maxBodyBytes } = yield* AppConfig
       for (const operation of operations) {
         const input = restInput(operation)
@@ -118,8 +118,8 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         const answer = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
           const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
           if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
-          const ip = identity.clientIp(request)
-          return identity.authenticate(bearerCredential(request.headers.authorization)).pipe(
+          const ip = bearers.clientIp(request)
+          return bearers.authenticate(bearerCredential(request.headers.authorization)).pipe(
             Effect.flatMap((principal) => meterDataCall(operation, { ...principal, ip }, input(request))),
             Effect.map((metered) => meteredResponse(problems, metered)),
             Effect.catch((error) =>

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto"
 import { Effect } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { type HttpApi, type HttpApiGroup, type HttpApiScalar, OpenApi } from "effect/http-api"
-import { contentSecurityPolicy } from "./securityHeaders.ts"
+import { contentSecurityPolicy, escapeHtml } from "../../domain/html.ts"
 
 /**
  * The `/docs` page as effect's `HttpApiScalar.layer` serves it (the same HTML but for zod's eval
@@ -34,8 +34,6 @@ const escapeJson = (value: unknown) =>
   JSON.stringify(value)
     .replace(/</g, "\\u003c")
     .replace(/[\u2028\u2029]/g, (c) => (c === "\u2028" ? "\\u2028" : "\\u2029"))
-const escapeHtml = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-const escapeAttribute = (text: string) => escapeHtml(text).replace(/"/g, "&quot;").replace(/'/g, "&#39;")
 
 /** `HttpApiScalar`'s page for `spec`, with the bundle inline, and the scripts it runs. */
 const page = (spec: OpenApi.OpenAPISpec, javascript: string, options: HttpApiScalar.ScalarConfig = {}) => {
@@ -57,8 +55,8 @@ const page = (spec: OpenApi.OpenAPISpec, javascript: string, options: HttpApiSca
   <head>
     <meta charset="utf-8" />
     <title>${escapeHtml(spec.info.title)}</title>
-    ${!spec.info.description ? "" : `<meta name="description" content="${escapeAttribute(spec.info.description)}"/>`}
-    ${!spec.info.description ? "" : `<meta name="og:description" content="${escapeAttribute(spec.info.description)}"/>`}
+    ${!spec.info.description ? "" : `<meta name="description" content="${escapeHtml(spec.info.description)}"/>`}
+    ${!spec.info.description ? "" : `<meta name="og:description" content="${escapeHtml(spec.info.description)}"/>`}
     <meta
       name="viewport"
       content="width=device-width, initial-scale=1" />

@@ -1,14 +1,17 @@
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { BaseApi, ClientIp } from "../../contract/api.ts"
+import { BaseApi, Caller, ClientIp } from "../../contract/api.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { InvalidInput, Unauthorized } from "../../contract/errors.ts"
 import { Governing } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import { spendKeyPattern } from "../../domain/secrets.ts"
-import { Identities } from "../../services/Identities.ts"
-import { Identity } from "../common/identity.ts"
+import { ManagementTokens } from "../../services/ManagementTokens.ts"
+import { Recovery } from "../../services/Recovery.ts"
+import { SignIn } from "../../services/SignIn.ts"
+import { Bearers } from "../common/bearers.ts"
+import * as childKeys from "../common/childKeys.ts"
 import * as management from "../common/management.ts"
 import { Problems } from "../common/problems.ts"
 
@@ -33,8 +36,9 @@ export const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
 /** Email sign-in, command-line sign-in and recovery: no credential needed. */
 export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
   Effect.gen(function* () {
-    const identities = yield* Identities
-    const identity = yield* Identity
+    const signIn = yield* SignIn
+    const recovery = yield* Recovery
+    const bearers = yield* Bearers
     const answer = answering(yield* Problems)
     /**
      * The spend key a sign-in call holds as bearer, which names the account a sign-in claims: a
@@ -48,7 +52,7 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           message:
             "The bearer is not a spend key of this service; send none, or the key of the account to claim."
         })
-      return (yield* identity.authenticate(bearer)).key.id
+      return (yield* bearers.authenticate(bearer)).key.id
     })
     return handlers
       .handle("startEmailSignIn", ({ payload }) =>
@@ -56,7 +60,7 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           Effect.gen(function* () {
             const ip = yield* ClientIp
             const keyId = yield* heldKeyId
-            return yield* identities.start({ email: payload.email, ip, keyId })
+            return yield* signIn.start({ email: payload.email, ip, keyId })
           })
         )
       )
@@ -65,7 +69,7 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           Effect.gen(function* () {
             const keyId = yield* heldKeyId
             if (payload.token !== undefined)
-              return yield* identities.verifyLink({ token: payload.token, keyId, label: "web" })
+              return yield* signIn.verifyLink({ token: payload.token, keyId, label: "web" })
             if (payload.email === undefined)
               return yield* new InvalidInput({
                 message: "Send `email` and `code`, or the sign-in link's `token`.",
@@ -76,7 +80,7 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
                 message: "Send the 6-digit `code` from the email.",
                 param: "code"
               })
-            return yield* identities.verifyCode({
+            return yield* signIn.verifyCode({
               email: payload.email,
               code: payload.code,
               ip: yield* ClientIp,
@@ -89,14 +93,14 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
       .handle("startDeviceSignIn", () =>
         answer(
           Effect.gen(function* () {
-            return yield* identities.startDevice(yield* ClientIp)
+            return yield* signIn.startDevice(yield* ClientIp)
           })
         )
       )
       .handle("pollDeviceSignIn", ({ payload }) =>
         answer(
           Effect.gen(function* () {
-            const outcome = yield* identities.pollDevice(payload.device_code)
+            const outcome = yield* signIn.pollDevice(payload.device_code)
             if (!("error" in outcome)) return outcome
             return HttpServerResponse.jsonUnsafe(
               { error: outcome.error, error_description: deviceDescriptions[outcome.error] },
@@ -105,15 +109,15 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           })
         )
       )
-      .handle("exchangeCode", ({ payload }) => answer(identities.exchange(payload.code)))
+      .handle("exchangeCode", ({ payload }) => answer(signIn.exchange(payload.code)))
       .handle("recover", ({ payload }) =>
         answer(
           Effect.gen(function* () {
-            return yield* identities.startRecovery({ email: payload.email, ip: yield* ClientIp })
+            return yield* recovery.start({ email: payload.email, ip: yield* ClientIp })
           })
         )
       )
-      .handle("rekey", ({ payload }) => answer(identities.rekey(payload.token)))
+      .handle("rekey", ({ payload }) => answer(recovery.rekey(payload.token)))
   })
 )
 
@@ -129,21 +133,21 @@ const deviceDescriptions = {
 /** The signed-in email's management tokens. */
 export const SessionsRoutes = HttpApiBuilder.group(BaseApi, "sessions", (handlers) =>
   Effect.gen(function* () {
-    const identities = yield* Identities
+    const managementTokens = yield* ManagementTokens
     const answer = answering(yield* Problems)
     return handlers
       .handle("listTokens", () =>
         answer(
           Effect.gen(function* () {
             const governor = yield* Governing
-            return { email: governor.email, tokens: yield* identities.tokens(governor) }
+            return { email: governor.email, tokens: yield* managementTokens.list(governor) }
           })
         )
       )
       .handle("revokeToken", ({ payload }) =>
         answer(
           Effect.gen(function* () {
-            return yield* identities.revokeToken(yield* Governing, payload.token_id)
+            return yield* managementTokens.revoke(yield* Governing, payload.token_id)
           })
         )
       )
@@ -151,7 +155,7 @@ export const SessionsRoutes = HttpApiBuilder.group(BaseApi, "sessions", (handler
         answer(
           Effect.gen(function* () {
             const governor = yield* Governing
-            return yield* identities.revokeToken(governor, governor.tokenId)
+            return yield* managementTokens.revoke(governor, governor.tokenId)
           })
         )
       )
@@ -177,6 +181,11 @@ export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (han
           management.createKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
         )
       )
+      .handle("updateKey", ({ payload, query }) =>
+        governed((governor) =>
+          management.updateKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
+        )
+      )
       .handle("rotateKey", ({ payload, query }) =>
         governed((governor) =>
           management.rotateKey(governor, { ...payload, account_id: payload.account_id ?? query.account_id })
@@ -197,6 +206,24 @@ export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (han
             account_id: payload.account_id ?? query.account_id
           })
         )
+      )
+  })
+)
+
+/** Child keys, made, listed and revoked with the parent spend key as bearer. */
+export const ChildKeysRoutes = HttpApiBuilder.group(BaseApi, "childKeys", (handlers) =>
+  Effect.gen(function* () {
+    const answer = answering(yield* Problems)
+    const asCaller = <A, E extends ApiError | { readonly _tag: "SqlError" }, R>(
+      step: (caller: Caller["Service"]) => Effect.Effect<A, E, R>
+    ) => answer(Effect.flatMap(Caller, step))
+    return handlers
+      .handle("createChildKey", ({ payload }) =>
+        asCaller((caller) => childKeys.createChildKey(caller, payload))
+      )
+      .handle("listChildKeys", () => asCaller(childKeys.listChildKeys))
+      .handle("revokeChildKey", ({ payload }) =>
+        asCaller((caller) => childKeys.revokeChildKey(caller, payload))
       )
   })
 )

@@ -6,7 +6,7 @@ import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } fro
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { Governing, ManagementAuth } from "../../contract/governance.ts"
-import { Identity } from "../common/identity.ts"
+import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 
@@ -16,13 +16,13 @@ export const ClientLayer = Layer.effect(
   Effect.gen(function* () {
     const config = yield* AppConfig
     const problems = yield* Problems
-    const identity = yield* Identity
+    const bearers = yield* Bearers
     // hot path
     return (httpEffect) =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
         if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
-        return Effect.map(Effect.provideService(httpEffect, ClientIp, identity.clientIp(request)), noStore)
+        return Effect.map(Effect.provideService(httpEffect, ClientIp, bearers.clientIp(request)), noStore)
       })
   })
 )
@@ -38,11 +38,11 @@ export const noStore = (response: HttpServerResponse.HttpServerResponse) =>
 
 /** The caller of a spend-key route: the principal behind the bearer credential, at the client's IP. */
 export const callerOf = (
-  identity: Identity["Service"],
+  bearers: Bearers["Service"],
   credential: string,
   ip: string
 ): Effect.Effect<Caller["Service"], ApiError> =>
-  Effect.map(identity.authenticate(credential), (found) => ({ ...found, ip }))
+  Effect.map(bearers.authenticate(credential), (found) => ({ ...found, ip }))
 
 export const InputProblemsLayer = Layer.unwrap(
   Effect.map(Problems, (problems) =>
@@ -72,11 +72,11 @@ export const SpendKeyAuthLayer = Layer.effect(
   SpendKeyAuth,
   Effect.gen(function* () {
     const problems = yield* Problems
-    const identity = yield* Identity
+    const bearers = yield* Bearers
     return SpendKeyAuth.of({
       bearer: (httpEffect, { credential }) =>
         Effect.flatMap(ClientIp, (ip) =>
-          Effect.flatMap(Effect.result(callerOf(identity, Redacted.value(credential), ip)), (caller) =>
+          Effect.flatMap(Effect.result(callerOf(bearers, Redacted.value(credential), ip)), (caller) =>
             caller._tag === "Failure"
               ? Effect.succeed(problems.render(caller.failure))
               : Effect.provideService(httpEffect, Caller, caller.success)
@@ -91,10 +91,10 @@ export const ManagementAuthLayer = Layer.effect(
   ManagementAuth,
   Effect.gen(function* () {
     const problems = yield* Problems
-    const identity = yield* Identity
+    const bearers = yield* Bearers
     return ManagementAuth.of({
       management: (httpEffect, { credential }) =>
-        Effect.flatMap(Effect.result(identity.governor(Redacted.value(credential))), (found) =>
+        Effect.flatMap(Effect.result(bearers.governor(Redacted.value(credential))), (found) =>
           found._tag === "Failure"
             ? Effect.succeed(problems.render(found.failure))
             : Effect.provideService(httpEffect, Governing, found.success)

@@ -1,13 +1,9 @@
 import { ByteSize, Clock, Effect, Option, Redacted } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../config.ts"
 import { InvalidInput } from "../../contract/errors.ts"
-import { Checkout } from "../../payments/Checkout.ts"
-import { makeStripeClient, makeStripeEvents } from "../../payments/StripeRail.ts"
-import { Topups } from "../../payments/Topups.ts"
-import { Credits } from "../../services/Credits.ts"
-import { WebhookEvents } from "../../webhooks/WebhookEvents.ts"
+import { stripeEvents } from "../../payments/rails.ts"
+import { makeStripeClient } from "../../payments/StripeRail.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 
@@ -35,28 +31,7 @@ export const StripeWebhookRoutes = HttpRouter.use((router) =>
     const secret = config.stripe.value.webhookSecret
     const { webhooks } = yield* makeStripeClient(config.stripe.value)
     const problems = yield* Problems
-    const checkout = yield* Checkout
-    const credits = yield* Credits
-    const topups = yield* Topups
-    const webhookEvents = yield* WebhookEvents
-    const events = makeStripeEvents({
-      sql: yield* SqlClient.SqlClient,
-      complete: checkout.complete,
-      endSubscription: checkout.endStripeSubscription,
-      applyPurchase: credits.applyPurchase,
-      packs: config.policy.packs,
-      renewed: (renewal) =>
-        Effect.asVoid(
-          webhookEvents.emit(renewal.accountId, "subscription.renewed", {
-            pack: renewal.pack.pack,
-            rail: renewal.rail,
-            periods: renewal.periods,
-            current_period_end: new Date(renewal.periodEnd).toISOString()
-          })
-        ),
-      topupPaid: topups.paid,
-      topupFailed: topups.failed
-    })
+    const events = yield* stripeEvents
     const limit = ByteSize.bytes(config.maxBodyBytes)
 
     yield* router.add(

@@ -11,7 +11,7 @@ import { msPerDay } from "../../domain/time.ts"
 import { Receipts } from "../../metering/Receipts.ts"
 import type { Receipt } from "../../metering/receipt.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
-import { Identity, selectAccount } from "../common/identity.ts"
+import { Bearers, selectAccount } from "../common/bearers.ts"
 import * as management from "../common/management.ts"
 import { Problems } from "../common/problems.ts"
 import { csvHeader, csvRow } from "../common/receiptCsv.ts"
@@ -87,7 +87,7 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
   HttpApiBuilder.group(BaseApi, "export", (handlers) =>
     Effect.gen(function* () {
       const answer = answering(yield* Problems)
-      const identity = yield* Identity
+      const bearers = yield* Bearers
       const receipts = yield* Receipts
       const { policy } = yield* AppConfig
       const platformOf = new Map(operations.map((operation) => [operation.id, operation.platform]))
@@ -95,8 +95,8 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       /** The account the bearer may export: a spend key's, or one a management token governs. */
       const accountOf = (bearer: string | undefined, accountId: string | undefined) =>
         bearer !== undefined && managementTokenPattern.test(bearer)
-          ? Effect.flatMap(identity.governor(bearer), (governor) => selectAccount(governor, accountId))
-          : Effect.map(identity.authenticate(bearer ?? ""), (principal) => principal.account)
+          ? Effect.flatMap(bearers.governor(bearer), (governor) => selectAccount(governor, accountId))
+          : Effect.map(bearers.authenticate(bearer ?? ""), (principal) => principal.account)
 
       const lineOf = (format: "csv" | "jsonl") =>
         format === "csv"

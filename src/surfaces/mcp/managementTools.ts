@@ -1,8 +1,9 @@
 import type { JsonSchemaType, ToolAnnotations } from "@modelcontextprotocol/server"
-import { Context, Effect, Option, Schema } from "effect"
-import { HttpApiError, OpenApi } from "effect/http-api"
+import { Context, Effect, Option, Result, Schema } from "effect"
+import { type HttpApiEndpoint, HttpApiError, OpenApi } from "effect/http-api"
 import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
+import type { Caller } from "../../contract/api.ts"
 import {
   AuthRequired,
   type InvalidInput,
@@ -10,15 +11,16 @@ import {
   type Unauthorized,
   type UpstreamUnavailable
 } from "../../contract/errors.ts"
-import { ManagementGroup } from "../../contract/governance.ts"
+import { ChildKeysGroup, ManagementGroup } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Keys } from "../../services/Keys.ts"
+import * as childKeys from "../common/childKeys.ts"
 import * as management from "../common/management.ts"
 import { invalidInputFromSchemaError } from "../common/problems.ts"
-import { McpBearer } from "./bearer.ts"
+import { type Bearer, McpBearer } from "./bearer.ts"
 import { toToolResult } from "./toolResults.ts"
 import { inputSchema, jsonSchemaOf, outputSchema } from "./toolSchemas.ts"
 import type { McpTool } from "./tools.ts"
@@ -29,13 +31,15 @@ import type { McpTool } from "./tools.ts"
  * results its body, both judged and shaped by the contract's own schemas.
  */
 
-const endpoints = ManagementGroup.endpoints
-type Endpoint = (typeof endpoints)[keyof typeof endpoints]
+type Endpoint = HttpApiEndpoint.Top
 /** The arguments of a route: its body's, or its query's when it takes no body. */
 type Body<E extends Endpoint> = [E["~Payload"]] extends [never] ? E["~Query"]["Type"] : E["~Payload"]["Type"]
 
 const bodyOf = <E extends Endpoint>(endpoint: E) =>
-  ([...endpoint.payload.values()][0]?.schemas[0] ?? endpoint.query) as Schema.Codec<Body<E>, unknown>
+  ([...endpoint.payload.values()][0]?.schemas[0] ?? endpoint.query ?? Schema.Struct({})) as Schema.Codec<
+    Body<E>,
+    unknown
+  >
 const successOf = <E extends Endpoint>(endpoint: E) =>
   [...endpoint.success][0] as Schema.Codec<E["~Success"]["Type"], object>
 
@@ -60,19 +64,22 @@ const notSignedIn = new AuthRequired({
 })
 
 type ManagementServices = McpBearer | Keys | Checkout | PaymentRails | AppConfig | Ids
+type StepError = AuthRequired | InvalidInput | NotFound | Unauthorized | UpstreamUnavailable | SqlError
 
-const managementTool = <E extends Endpoint>(
+/**
+ * A REST route of the account side as a tool: its body (or query) as arguments and its answer as
+ * the result, both judged and shaped by the contract's own schemas; `run` acts as the connection's
+ * bearer.
+ */
+const routeTool = <E extends Endpoint>(
   name: string,
   endpoint: E,
   annotations: ToolAnnotations,
+  moreHelp: string,
   run: (
-    governor: Governor,
+    bearer: Bearer,
     args: Body<E>
-  ) => Effect.Effect<
-    E["~Success"]["Type"],
-    AuthRequired | InvalidInput | NotFound | Unauthorized | UpstreamUnavailable | SqlError,
-    Keys | Checkout | PaymentRails
-  >
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
 ): McpTool<ManagementServices> => {
   const decode = Schema.decodeUnknownEffect(bodyOf(endpoint))
   const encode = Schema.encodeEffect(successOf(endpoint))
@@ -80,35 +87,71 @@ const managementTool = <E extends Endpoint>(
   return {
     name,
     platform: undefined,
-    description: `${description}${accountHelp}`,
+    description: `${description}${moreHelp}`,
     inputSchema: inputSchema(argumentsJsonSchema(bodyOf(endpoint))),
     outputSchema: outputSchema(jsonSchemaOf(successOf(endpoint))),
     annotations: { openWorldHint: false, ...annotations },
     call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
-      const { governor } = yield* McpBearer
-      if (governor === undefined) return yield* notSignedIn
+      const bearer = yield* McpBearer
       // As on REST, a malformed body is answered before the account is chosen.
       const body = yield* decode(args ?? {}).pipe(
         Effect.mapError((cause) =>
           invalidInputFromSchemaError(new HttpApiError.HttpApiSchemaError({ kind: "Body", cause }))
         )
       )
-      const result = yield* run(governor, body).pipe(Effect.catchTag("SqlError", Effect.die))
+      const result = yield* run(bearer, body).pipe(Effect.catchTag("SqlError", Effect.die))
       return yield* Effect.orDie(encode(result))
     }, toToolResult)
   }
 }
 
+/** A management route as a tool of a management token's connection. */
+const managementTool = <E extends Endpoint>(
+  name: string,
+  endpoint: E,
+  annotations: ToolAnnotations,
+  run: (
+    governor: Governor,
+    args: Body<E>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
+) =>
+  routeTool(name, endpoint, annotations, accountHelp, ({ governor }, args) =>
+    governor === undefined ? Effect.fail(notSignedIn) : run(governor, args)
+  )
+
+/** A child-key route as a tool of a spend key's connection: the key is the parent. */
+const childKeyTool = <E extends Endpoint>(
+  name: string,
+  endpoint: E,
+  annotations: ToolAnnotations,
+  run: (
+    caller: Caller["Service"],
+    args: Body<E>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
+) =>
+  routeTool(name, endpoint, annotations, "", ({ caller }, args) =>
+    Result.isFailure(caller) ? Effect.fail(caller.failure) : run(caller.success, args)
+  )
+
+const endpoints = ManagementGroup.endpoints
+const childEndpoints = ChildKeysGroup.endpoints
+
 const changes = { readOnlyHint: false, destructiveHint: false, idempotentHint: false } as const
 
 /** What a management token's connection tells its client beyond the data tools. */
 export const managementInstructions =
-  " This connection's management token also manages the account: list_keys, create_key, rotate_key, revoke_key, set_balance_alert and billing_portal (a new key's secret is shown once; pass `account_id` when the sign-in governs several accounts)."
+  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, expiry and platforms), rotate_key, revoke_key, set_balance_alert and billing_portal (a new key's secret is shown once; pass `account_id` when the sign-in governs several accounts)."
 
 /** The management tools, built once: a management token's connection on every mount adds them. */
 export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
   managementTool("list_keys", endpoints.listKeys, { readOnlyHint: true }, management.listKeys),
   managementTool("create_key", endpoints.createKey, changes, management.createKey),
+  managementTool(
+    "update_key",
+    endpoints.updateKey,
+    { ...changes, idempotentHint: true },
+    management.updateKey
+  ),
   managementTool(
     "rotate_key",
     endpoints.rotateKey,
@@ -134,5 +177,22 @@ export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
     endpoints.billingPortal,
     { readOnlyHint: true, openWorldHint: true },
     management.billingPortal
+  )
+]
+
+/**
+ * The child-key tools, built once: a connection whose bearer is a spend key hands a sub-agent a
+ * key bounded by its own (create_child_key), lists (list_child_keys) and revokes them.
+ */
+export const childKeyTools: ReadonlyArray<McpTool<ManagementServices>> = [
+  childKeyTool("create_child_key", childEndpoints.createChildKey, changes, childKeys.createChildKey),
+  childKeyTool("list_child_keys", childEndpoints.listChildKeys, { readOnlyHint: true }, (caller) =>
+    childKeys.listChildKeys(caller)
+  ),
+  childKeyTool(
+    "revoke_child_key",
+    childEndpoints.revokeChildKey,
+    { ...changes, destructiveHint: true, idempotentHint: true },
+    childKeys.revokeChildKey
   )
 ]

@@ -10,12 +10,12 @@ import {
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
-import { OAuthServer } from "../../oauth/OAuthServer.ts"
+import { type McpMount, mcpMounts, mountUrl } from "../../contract/mcpMounts.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
 import type { Keys } from "../../services/Keys.ts"
-import { Identity } from "../common/identity.ts"
+import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { challengeResponse, protectedResourceMetadata, protectedResourcePath } from "./auth.ts"
@@ -33,10 +33,9 @@ import {
   type RequestHeaders
 } from "./fastPath.ts"
 import { allowedHostnames, hostGuard } from "./guards.ts"
-import { managementInstructions, managementTools } from "./managementTools.ts"
-import { type McpMount, mcpMounts, mountTools, mountUrl } from "./mounts.ts"
+import { childKeyTools, managementInstructions, managementTools } from "./managementTools.ts"
 import { authInfoOf, makeSession, mcpServerFactory, serverInfoOf } from "./server.ts"
-import { type McpTool, registryTools, type ToolServices } from "./tools.ts"
+import { type McpTool, mountTools, registryTools, type ToolServices } from "./tools.ts"
 
 /** One catalogue of a mount, served by the SDK and, for a plain `tools/call`, by the hot path. */
 interface Served<R> {
@@ -91,6 +90,10 @@ const announcedBody = (request: HttpServerRequest.HttpServerRequest) =>
       })
     : Effect.succeed(undefined)
 
+/** What a spend key's connection tells its client beyond the data tools. */
+const childKeyInstructions =
+  " This connection's spend key can also hand a sub-agent a bounded key: create_child_key (a spend cap, platforms and an expiry within this key's), list_child_keys and revoke_child_key."
+
 /** What every tool of a mount needs: the operations' services, the data and management tools'. */
 type McpToolServices<R> = R | Exclude<ToolServices, Caller> | McpBearer | Keys | Checkout | PaymentRails
 
@@ -103,8 +106,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
     Effect.gen(function* () {
       const config = yield* AppConfig
       const problems = yield* Problems
-      const identity = yield* Identity
-      const oauth = yield* OAuthServer
+      const bearers = yield* Bearers
       const tools = registryTools(operations, config.hosts)
       const foreignHost = hostGuard(allowedHostnames(config.baseUrl))
       const metadata = (path: "" | `/${string}`, name: string) =>
@@ -140,7 +142,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
 
         const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
         const found = yield* Effect.result(
-          resolveBearer(identity, oauth, secret, identity.clientIp(request), resource)
+          resolveBearer(bearers, secret, bearers.clientIp(request), resource)
         )
         if (found._tag === "Failure") {
           const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`
@@ -216,7 +218,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       for (const mount of mcpMounts) {
         const data = mountTools(mount, tools)
         const handlers: MountHandlers<McpToolServices<R>> = {
-          data: yield* handlerOf(mount, data),
+          data: yield* handlerOf(mount, [...data, ...childKeyTools], childKeyInstructions),
           management: yield* handlerOf(mount, [...data, ...managementTools], managementInstructions)
         }
         const catalog = mount.platform === undefined ? "every tool" : `${mount.platform} tools`

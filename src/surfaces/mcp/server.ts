@@ -5,7 +5,7 @@ import {
   McpServer
 } from "@modelcontextprotocol/server"
 import { type Context, Effect } from "effect"
-import type { McpMount } from "./mounts.ts"
+import type { McpMount } from "../../contract/mcpMounts.ts"
 import type { McpTool } from "./tools.ts"
 
 /** What authentication hands the per-request MCP server: how to run a tool call as the caller. */

@@ -1,19 +1,16 @@
 import type { CallToolResult, StandardSchemaWithJSON, ToolAnnotations } from "@modelcontextprotocol/server"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Result } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
-import { type Hosts, rehost, rehostJson } from "../../domain/identifiers.ts"
+import type { McpMount } from "../../contract/mcpMounts.ts"
+import { type Hosts, rehost, rehostJson } from "../../domain/identifiers/index.ts"
 import type { Platform } from "../../domain/plans.ts"
-import type { HitCharges } from "../../metering/HitCharges.ts"
-import type { IdempotencyStore } from "../../metering/IdempotencyStore.ts"
-import { meterDataCall } from "../../metering/meterDataCall.ts"
-import type { Reservations } from "../../metering/Reservations.ts"
+import { type MeteringServices, meterDataCall } from "../../metering/meterDataCall.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Ids } from "../../services/Ids.ts"
-import type { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
 import { usageReport } from "../usageReport.ts"
-import { callingAsBearer } from "./bearer.ts"
+import { McpBearer } from "./bearer.ts"
 import { toolArgumentsDecoder } from "./toolArguments.ts"
 import { meteredResult, settledResult, toToolResult } from "./toolResults.ts"
 import {
@@ -26,15 +23,7 @@ import {
 } from "./toolSchemas.ts"
 
 /** What every data tool call needs besides the operations' own services. */
-export type ToolServices =
-  | Caller
-  | AppConfig
-  | Ids
-  | Usage
-  | Reservations
-  | HitCharges
-  | IdempotencyStore
-  | RateLimits
+export type ToolServices = Caller | Usage | MeteringServices
 
 /** Data tools read; what they read comes from outside the service. */
 const dataAnnotations: ToolAnnotations = { readOnlyHint: true, openWorldHint: true }
@@ -100,3 +89,24 @@ export const usageTool: McpTool<ToolServices> = {
 /** Every data tool of a registry, run as the bearer's caller, built once: the mounts share them. */
 export const registryTools = <R>(operations: ReadonlyArray<AnyOperation<R>>, hosts: Hosts) =>
   [...operations.map((operation) => operationTool(operation, hosts)), usageTool].map(callingAsBearer)
+
+/** A data tool run as the bearer's caller, or answering why the bearer cannot spend. */
+export const callingAsBearer = <R>(
+  tool: McpTool<R>
+): McpTool<Exclude<R, Caller> | McpBearer | AppConfig | Ids> => ({
+  ...tool,
+  call: (args) =>
+    Effect.flatMap(
+      McpBearer,
+      ({ caller }): Effect.Effect<CallToolResult, never, Exclude<R, Caller> | AppConfig | Ids> =>
+        Result.isFailure(caller)
+          ? toToolResult(Effect.fail(caller.failure))
+          : Effect.provideService(tool.call(args), Caller, caller.success)
+    )
+})
+
+/** The tools a mount serves: every tool on `/mcp`, one platform's (and `get_usage`) on `/mcp/<platform>`. */
+export const mountTools = <R>(mount: McpMount, tools: ReadonlyArray<McpTool<R>>) =>
+  tools.filter(
+    (tool) => mount.platform === undefined || tool.platform === undefined || tool.platform === mount.platform
+  )

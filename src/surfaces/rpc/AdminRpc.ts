@@ -121,7 +121,7 @@ export class AdminStoreFailed extends Schema.TaggedError<AdminStoreFailed>()("Ad
 }) {}
 
 /** Every call needs `Authorization: Bearer <admin token>`. */
-export class AdminAuth extends RpcMiddleware.Service<AdminAuth>()("app/AdminAuth", {
+export class AdminAuth extends RpcMiddleware.Service<AdminAuth>()("surfaces/rpc/AdminAuth", {
   error: AdminUnauthorized
 }) {}
 

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
 import { OAuthServer } from "../../oauth/OAuthServer.ts"
-import { Admin } from "../../services/Admin.ts"
+import { Admin } from "../../operator/Admin.ts"
 import type { OperatorSettings } from "../../services/Settings.ts"
 import { UpstreamFaults } from "../../upstream/Upstream.ts"
 import { AccountNotFound, AdminRpcs, AdminStoreFailed } from "./AdminRpc.ts"

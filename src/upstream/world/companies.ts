@@ -1,7 +1,8 @@
 import type { Company } from "../../contract/records.ts"
-import { type Ctx, SIZES } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { parseDigits } from "./ids.ts"
 import { hash3, pareto, rngFor, u3 } from "./random.ts"
+import { SIZES } from "./sizes.ts"
 import { capitalize, levenshtein, tokenize } from "./text.ts"
 import { CITIES, COMPANY_KINDS, COMPANY_STEMS, INDUSTRIES, SKILLS, TLDS } from "./words.ts"
 

@@ -1,26 +1,9 @@
 import { defaultHosts, type Hosts } from "../../domain/identifiers/hosts.ts"
-import type { CommunityTable } from "./forum-core.ts"
 import { affine, feistel, type Perm } from "./ids.ts"
-import type { PeopleTable } from "./people-index.ts"
 import { hash2, hashString } from "./random.ts"
+import { SIZES, SLOTS_PER_COMMUNITY, TOPICS } from "./sizes.ts"
 import { COMPANY_KINDS, COMPANY_STEMS } from "./words.ts"
-import { COMMUNITY_STYLES, TOPIC_GROUPS, USER_ADJ, USER_NOUN } from "./words-text.ts"
-
-export const SIZES = {
-  people: 120_000,
-  companies: 5_000,
-  communities: 2_000,
-  forumUsers: 100_000,
-  microblogAccounts: 20_000
-} as const
-
-/** Poster slots per community; communities x slots = 4 x forum users, so each user holds 4 slots. */
-export const SLOTS_PER_COMMUNITY = 200
-export const SLOTS_PER_USER = (SIZES.communities * SLOTS_PER_COMMUNITY) / SIZES.forumUsers
-
-export const TOPICS: ReadonlyArray<string> = TOPIC_GROUPS.flatMap((g) => g.topics)
-export const TOPIC_GROUP_OF: ReadonlyArray<number> = TOPIC_GROUPS.flatMap((g, gi) => g.topics.map(() => gi))
-export const TOPIC_INDEX: ReadonlyMap<string, number> = new Map(TOPICS.map((t, i) => [t, i]))
+import { COMMUNITY_STYLES, USER_ADJ, USER_NOUN } from "./words-text.ts"
 
 const KINDS = [
   "person",
@@ -46,8 +29,6 @@ export interface Caches {
     readonly domain: string
     readonly tokens: ReadonlyArray<string>
   }>
-  peopleTable?: PeopleTable
-  communityTable?: CommunityTable
   accountsByTopic?: ReadonlyMap<string, ReadonlyArray<number>>
 }
 

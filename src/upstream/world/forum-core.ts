@@ -1,14 +1,7 @@
 import type { Community, ForumUserSummary } from "../../contract/records.ts"
-import {
-  type Ctx,
-  SIZES,
-  SLOTS_PER_COMMUNITY,
-  SLOTS_PER_USER,
-  TOPIC_GROUP_OF,
-  TOPIC_INDEX,
-  TOPICS
-} from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { hash3, pareto, rngFor, u3 } from "./random.ts"
+import { SIZES, SLOTS_PER_COMMUNITY, SLOTS_PER_USER, TOPIC_GROUP_OF, TOPIC_INDEX, TOPICS } from "./sizes.ts"
 import { capitalize, iso, tokenize, YEAR_MS } from "./text.ts"
 import { COMMUNITY_RULES, COMMUNITY_STYLES, TOPIC_GROUPS, USER_ADJ, USER_NOUN } from "./words-text.ts"
 
@@ -126,8 +119,12 @@ export interface CommunityTable {
   readonly byTopic: ReadonlyMap<string, ReadonlyArray<number>>
 }
 
+/** Each world's table, built at its first use. */
+const communityTables = new WeakMap<Ctx, CommunityTable>()
+
 export const communityTable = (ctx: Ctx): CommunityTable => {
-  if (ctx.cache.communityTable !== undefined) return ctx.cache.communityTable
+  const built = communityTables.get(ctx)
+  if (built !== undefined) return built
   const cores = Array.from({ length: SIZES.communities }, (_, c) => communityCore(ctx, c))
   const byTopic = new Map<string, Array<number>>()
   for (const core of cores)
@@ -135,8 +132,9 @@ export const communityTable = (ctx: Ctx): CommunityTable => {
   for (const list of byTopic.values())
     list.sort((a, b) => cores[b]!.subscribers - cores[a]!.subscribers || a - b)
   const tokens = cores.map((c) => [...new Set([...tokenize(c.name), ...tokenize(c.title), ...c.topics])])
-  ctx.cache.communityTable = { cores, tokens, byTopic }
-  return ctx.cache.communityTable
+  const table: CommunityTable = { cores, tokens, byTopic }
+  communityTables.set(ctx, table)
+  return table
 }
 
 // ---------------------------------------------------------------- users

@@ -4,10 +4,11 @@ import type {
   ForumPost,
   ForumPostSummary
 } from "../../contract/records.ts"
-import { type Ctx, SIZES, SLOTS_PER_COMMUNITY } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { type CommunityCore, communityCore, forumUserCore, userOfSlot } from "./forum-core.ts"
 import { B36, decodeBase } from "./ids.ts"
 import { pareto, rngFor, u3 } from "./random.ts"
+import { SIZES, SLOTS_PER_COMMUNITY } from "./sizes.ts"
 import { DAY_MS, EPOCH_MS, iso, slugify, YEAR_MS } from "./text.ts"
 import { commentPieces, forumBody, forumComment, forumTitle, piecesHave, titlePieces } from "./text-gen.ts"
 

@@ -1,6 +1,6 @@
 import type { ForumRange, ForumSearchItem, ForumSort } from "../../contract/records.ts"
 import type { ForumSearchQuery, Page } from "../contract.ts"
-import { type Ctx, SIZES, TOPIC_INDEX } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, scopeOf, slicePage, startOffset } from "./cursor.ts"
 import { FORUM_PAGE, hotScore, inRange } from "./forum.ts"
 import {
@@ -22,6 +22,7 @@ import {
 } from "./forum-posts.ts"
 import { Lru } from "./lru.ts"
 import { hash2, unit } from "./random.ts"
+import { SIZES, TOPIC_INDEX } from "./sizes.ts"
 import { sortDesc } from "./sort.ts"
 import { allMatch, EPOCH_MS, iso, queryTokens, YEAR_MS } from "./text.ts"
 import { VOCABULARY } from "./text-gen.ts"

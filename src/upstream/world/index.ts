@@ -38,7 +38,7 @@ import {
   companyIndexBySlug,
   companyNames
 } from "./companies.ts"
-import { type Ctx, makeCtx, SIZES } from "./context.ts"
+import { type Ctx, makeCtx } from "./context.ts"
 import { InvalidCursor, page, scopeOf, startOffset } from "./cursor.ts"
 import {
   COMMUNITY_FEED_CAP,
@@ -58,10 +58,11 @@ import { person, personIndexBySlug, personIndexByUrn } from "./people.ts"
 import { peopleTable } from "./people-index.ts"
 import { PEOPLE_SEARCH_CAP, searchPeople } from "./people-search.ts"
 import { COMPANY_AUTHOR, PERSON_AUTHOR, postCountOf, profnetPost, profnetPostById } from "./profnet-posts.ts"
+import { SIZES } from "./sizes.ts"
 import { resolveForumUrl, resolveMicroblogUrl, resolveProfnetUrl } from "./urls.ts"
 
-export { SIZES } from "./context.ts"
 export { InvalidCursor } from "./cursor.ts"
+export { SIZES } from "./sizes.ts"
 
 /** Page sizes and depth caps, for callers that explain paging to their own clients. */
 export const LIMITS = {

@@ -1,6 +1,6 @@
 import type { MicroblogSort, Tweet } from "../../contract/records.ts"
 import type { Page } from "../contract.ts"
-import { type Ctx, SIZES } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import {
   InvalidCursor as INVALID,
   type InvalidCursor,
@@ -20,6 +20,7 @@ import {
   tweetKeyOf
 } from "./microblog.ts"
 import { hash3, pareto, rngFor, u3 } from "./random.ts"
+import { SIZES } from "./sizes.ts"
 import { sortDesc } from "./sort.ts"
 import { DAY_MS, EPOCH_MS, iso } from "./text.ts"
 import { forumComment, render, tweetPieces } from "./text-gen.ts"

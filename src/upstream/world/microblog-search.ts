@@ -1,6 +1,6 @@
 import type { Tweet } from "../../contract/records.ts"
 import type { MicroblogSearchQuery, Page } from "../contract.ts"
-import { type Ctx, SIZES, TOPIC_INDEX } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, scopeOf, slicePage, startOffset } from "./cursor.ts"
 import { Lru } from "./lru.ts"
 import {
@@ -17,6 +17,7 @@ import {
   tweetTime
 } from "./microblog.ts"
 import { hash2 } from "./random.ts"
+import { SIZES, TOPIC_INDEX } from "./sizes.ts"
 import { sortDesc } from "./sort.ts"
 import { queryTokens } from "./text.ts"
 import { VOCABULARY } from "./text-gen.ts"

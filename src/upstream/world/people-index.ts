@@ -1,5 +1,6 @@
-import { type Ctx, SIZES } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { personFields } from "./people.ts"
+import { SIZES } from "./sizes.ts"
 import { FIRST_NAMES, LAST_NAMES, ROLES, SCHOOLS, SENIORITY } from "./words.ts"
 
 /**
@@ -48,8 +49,12 @@ const postings = (values: number, n: number, columns: ReadonlyArray<ArrayLike<nu
   return { offsets, items }
 }
 
+/** Each world's table, built at its first use. */
+const peopleTables = new WeakMap<Ctx, PeopleTable>()
+
 export const peopleTable = (ctx: Ctx): PeopleTable => {
-  if (ctx.cache.peopleTable !== undefined) return ctx.cache.peopleTable
+  const built = peopleTables.get(ctx)
+  if (built !== undefined) return built
   const n = SIZES.people
   const first = new Uint8Array(n)
   const last = new Uint8Array(n)
@@ -97,7 +102,7 @@ export const peopleTable = (ctx: Ctx): PeopleTable => {
     seen: new Uint32Array(n),
     stamp: 0
   }
-  ctx.cache.peopleTable = t
+  peopleTables.set(ctx, t)
   return t
 }
 

@@ -1,11 +1,12 @@
 import type { PeopleSearchResult } from "../../contract/records.ts"
 import type { Page, PeopleQuery } from "../contract.ts"
 import { companyIndexByNumericId, companyIndexBySlug, companyNames } from "./companies.ts"
-import { type Ctx, SIZES } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { InvalidCursor as INVALID, type InvalidCursor, scopeOf, slicePage, startOffset } from "./cursor.ts"
 import { Lru } from "./lru.ts"
 import { personCore } from "./people.ts"
 import { type Postings, peopleTable, postingsSize } from "./people-index.ts"
+import { SIZES } from "./sizes.ts"
 import { allMatch, levenshtein, platformPath, queryTokens, tokenize } from "./text.ts"
 import { FIRST_NAMES, LAST_NAMES, ROLES, SCHOOLS, SENIORITY } from "./words.ts"
 

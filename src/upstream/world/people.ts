@@ -1,8 +1,9 @@
 import type { Education, Experience, Person } from "../../contract/records.ts"
 import { companyCore, employerOf } from "./companies.ts"
-import { type Ctx, SIZES } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { B36, B62, decodeBase, encodeBase } from "./ids.ts"
 import { hash2, hash3, pareto, Rng, rngFor } from "./random.ts"
+import { SIZES } from "./sizes.ts"
 import { DAY_MS, EPOCH_MS, YEAR_MS, yearMonth, yearOf } from "./text.ts"
 import {
   CITIES,

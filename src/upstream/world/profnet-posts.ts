@@ -1,9 +1,10 @@
 import type { ProfnetPost, ProfnetPostAuthor } from "../../contract/records.ts"
 import { companyCore } from "./companies.ts"
-import { type Ctx, SIZES } from "./context.ts"
+import type { Ctx } from "./context.ts"
 import { B62, decodeSnowflakeLow, encodeSnowflake } from "./ids.ts"
 import { personCore, personFields } from "./people.ts"
 import { pareto, type Rng, rngFor, u3 } from "./random.ts"
+import { SIZES } from "./sizes.ts"
 import { DAY_MS, EPOCH_MS, iso, slugify, YEAR_MS } from "./text.ts"
 import { PROFNET_HASHTAGS, SKILLS } from "./words.ts"
 

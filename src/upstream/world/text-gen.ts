@@ -1,5 +1,5 @@
-import { TOPIC_GROUP_OF, TOPIC_INDEX } from "./context.ts"
 import type { Rng } from "./random.ts"
+import { TOPIC_GROUP_OF, TOPIC_INDEX } from "./sizes.ts"
 import { capitalize, fill, tokenize } from "./text.ts"
 import { ADJECTIVES, GENERIC_NOUNS, LANG_PHRASES, TOPIC_GROUPS, VERBS } from "./words-text.ts"
 

@@ -1,59 +1,34 @@
-import { Effect, Schema } from "effect"
-import { SqlClient } from "effect/sql"
+import { Effect } from "effect"
 import type { AppConfigShape } from "../../../config.ts"
-import * as Row from "../../../store/rows.ts"
+import type { Account } from "../../../domain/accounts.ts"
+import { Billing, type BillingHistory } from "../../../payments/Billing.ts"
+import { Accounts } from "../../../services/Accounts.ts"
 import { html, page } from "../pages/html.ts"
 import { count, dollars, railLabel, when } from "./format.ts"
-
-/** What the local billing portal shows of an account: its plan, its subscription, its purchases. */
-const AccountRow = Schema.Struct({ plan: Row.Plan, balance_credits: Row.Int, grant_credits: Row.Int })
-const SubscriptionRow = Schema.Struct({
-  pack: Schema.String,
-  rail: Schema.String,
-  status: Schema.Literals(["active", "canceled"]),
-  current_period_end: Row.Int,
-  cancel_at_period_end: Schema.Boolean
-})
-const PurchaseRow = Schema.Struct({
-  pack: Schema.String,
-  rail: Schema.String,
-  credits: Row.Int,
-  price_usd_cents: Row.Int,
-  currency: Schema.String,
-  created_at: Row.Int
-})
-const decodeAccount = Row.decoder(AccountRow, "portal account")
-const decodeSubscription = Row.decoder(SubscriptionRow, "portal subscription")
-const decodePurchases = Row.decoder(PurchaseRow, "portal purchase")
 
 /** The purchases listed: the newest ones, enough for any person reading the page. */
 const purchasesShown = 100
 
 export interface PortalView {
   readonly accountId: string
-  readonly account: typeof AccountRow.Type
-  readonly subscription: typeof SubscriptionRow.Type | undefined
-  readonly purchases: ReadonlyArray<typeof PurchaseRow.Type>
+  readonly account: Account
+  readonly history: BillingHistory
 }
 
+/** What the local billing portal shows of an account: its plan and credits, its subscription, its purchases. */
 export const readPortal = (accountId: string) =>
   Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const [account] = yield* sql`SELECT plan, balance_credits, grant_credits FROM accounts
-      WHERE id = ${accountId}`.pipe(Effect.flatMap(decodeAccount))
-    // The active subscription, else the one that ended last.
-    const [subscription] = yield* sql`SELECT pack, rail, status, current_period_end, cancel_at_period_end
-      FROM subscriptions WHERE account_id = ${accountId}
-      ORDER BY (status = 'active') DESC, created_at DESC LIMIT 1`.pipe(Effect.flatMap(decodeSubscription))
-    const purchases = yield* sql`SELECT pack, rail, credits, price_usd_cents, currency, created_at
-      FROM purchases WHERE account_id = ${accountId}
-      ORDER BY created_at DESC, id DESC LIMIT ${purchasesShown}`.pipe(Effect.flatMap(decodePurchases))
+    const account = yield* (yield* Accounts).get(accountId)
     if (account === undefined) return undefined
-    return { accountId, account, subscription, purchases } satisfies PortalView
+    return {
+      accountId,
+      account,
+      history: yield* (yield* Billing).history(accountId, purchasesShown)
+    } satisfies PortalView
   })
 
 const subscriptionPart = (config: Pick<AppConfigShape, "baseUrl">, token: string, view: PortalView) => {
-  const subscription = view.subscription
+  const subscription = view.history.subscription
   if (subscription === undefined) return html`<p>No subscription.</p>`
   const active = subscription.status === "active"
   const state = !active
@@ -73,7 +48,7 @@ const subscriptionPart = (config: Pick<AppConfigShape, "baseUrl">, token: string
   }`
 }
 
-const purchaseRow = (purchase: PortalView["purchases"][number]) =>
+const purchaseRow = (purchase: PortalView["history"]["purchases"][number]) =>
   html`<tr><td>${when(purchase.created_at)}</td><td><code>${purchase.pack}</code></td><td>${count(purchase.credits)}</td><td>${
     purchase.currency === "usd"
       ? dollars(purchase.price_usd_cents)
@@ -90,15 +65,15 @@ export const portalPage = (
     config.baseUrl,
     "Billing portal",
     html`<p>Account <code>${view.accountId}</code> · plan <code>${view.account.plan}</code> ·
-${count(view.account.balance_credits)} purchased credits and ${count(view.account.grant_credits)} grant credits left.</p>
+${count(view.account.balanceCredits)} purchased credits and ${count(view.account.grantCredits)} grant credits left.</p>
 <h2>Subscription</h2>
 ${subscriptionPart(config, token, view)}
 <h2>Purchases</h2>
 ${
-  view.purchases.length === 0
+  view.history.purchases.length === 0
     ? html`<p>No purchases yet.</p>`
     : html`<table><caption>Newest first</caption><thead><tr><th scope="col">Date</th><th scope="col">Pack</th><th scope="col">Credits</th><th scope="col">Price</th><th scope="col">Rail</th></tr></thead>
-<tbody>${view.purchases.map(purchaseRow)}</tbody></table>`
+<tbody>${view.history.purchases.map(purchaseRow)}</tbody></table>`
 }
 <p>${config.refundPolicy}</p>
 <p>This link works for one hour. For a new one, send <code>POST /v1/portal</code> with a management token (or use the MCP tool <code>billing_portal</code>).</p>`

@@ -1,10 +1,9 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../../config.ts"
 import { Checkout } from "../../../payments/Checkout.ts"
-import * as Row from "../../../store/rows.ts"
-import { Identity } from "../../common/identity.ts"
+import { Accounts } from "../../../services/Accounts.ts"
+import { Bearers } from "../../common/bearers.ts"
 import { type Form, type FormRefusal, htmlPage, queryParams, readForm } from "../pages/respond.ts"
 import { upgradePage } from "../pages/upgrade.ts"
 import {
@@ -16,8 +15,6 @@ import {
   unknownAccountPage
 } from "./pages.ts"
 import { portalExpiredPage, portalPage, readPortal } from "./portal.ts"
-
-const decodeAccountIds = Row.decoder(Schema.Struct({ id: Schema.String }), "upgrade account")
 
 /** Every page here is about one account's money: never stored by a cache. */
 const personal = { private: true } as const
@@ -31,8 +28,8 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const checkout = yield* Checkout
-    const identity = yield* Identity
-    const sql = yield* SqlClient.SqlClient
+    const bearers = yield* Bearers
+    const accounts = yield* Accounts
 
     const refusals: Record<FormRefusal, { readonly message: string; readonly status: number }> = {
       "too-large": { message: `The form is larger than ${config.maxBodyBytes} bytes.`, status: 413 },
@@ -57,11 +54,7 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
           : handle(form)
       )
 
-    const accountExists = (id: string) =>
-      sql`SELECT id FROM accounts WHERE id = ${id}`.pipe(
-        Effect.flatMap(decodeAccountIds),
-        Effect.map((rows) => rows.length > 0)
-      )
+    const accountExists = (id: string) => Effect.map(accounts.get(id), (account) => account !== undefined)
 
     yield* router.add(
       "POST",
@@ -71,7 +64,7 @@ export const CheckoutPageRoutes = HttpRouter.use((router) =>
           const account = form.get("account").slice(0, 100) || undefined
           if (account !== undefined && !(yield* accountExists(account)))
             return htmlPage(unknownAccountPage(config, account), { status: 404 })
-          const clientIp = identity.clientIp(yield* HttpServerRequest.HttpServerRequest)
+          const clientIp = bearers.clientIp(yield* HttpServerRequest.HttpServerRequest)
           const started = yield* checkout
             .start({
               pack: form.get("pack"),

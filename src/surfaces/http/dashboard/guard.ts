@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Account, Governor } from "../../../domain/accounts.ts"
-import { selectAccount } from "../../common/identity.ts"
+import { selectAccount } from "../../common/bearers.ts"
 import { html } from "../pages/html.ts"
 import { csrfToken, type Form, htmlPage, queryParams } from "../pages/respond.ts"
 import { pageSession } from "../pages/session.ts"

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto"
 import type { Account } from "../../../domain/accounts.ts"
+import { contentSecurityPolicy } from "../../../domain/html.ts"
 import { type Html, html } from "../pages/html.ts"
-import { contentSecurityPolicy } from "../securityHeaders.ts"
 
 /** The dashboard's sections, in the order of its navigation. */
 export type Section = "overview" | "usage" | "keys" | "billing" | "webhooks" | "tokens" | "apps"

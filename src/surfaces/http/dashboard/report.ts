@@ -3,7 +3,7 @@ import { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../../config.ts"
 import type { Account, Governor } from "../../../domain/accounts.ts"
 import { Usage } from "../../../services/Usage.ts"
-import { Identity } from "../../common/identity.ts"
+import { Bearers } from "../../common/bearers.ts"
 import { usageReport } from "../../usageReport.ts"
 
 /**
@@ -13,10 +13,10 @@ import { usageReport } from "../../usageReport.ts"
 export const usageReporter = Effect.gen(function* () {
   const config = yield* AppConfig
   const usage = yield* Usage
-  const identity = yield* Identity
+  const bearers = yield* Bearers
   return (governor: Governor, account: Account) =>
     Effect.gen(function* () {
-      const ip = identity.clientIp(yield* HttpServerRequest.HttpServerRequest)
+      const ip = bearers.clientIp(yield* HttpServerRequest.HttpServerRequest)
       const facts = yield* usage.facts(account.id, ip)
       const now = yield* Clock.currentTimeMillis
       const key = { id: governor.tokenId, accountId: account.id, hint: governor.hint, revoked: false }

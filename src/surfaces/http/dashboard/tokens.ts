@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpRouter } from "effect/http"
 import type { Governor } from "../../../domain/accounts.ts"
-import { Identities, type TokenListing } from "../../../services/Identities.ts"
+import { ManagementTokens, type TokenListing } from "../../../services/ManagementTokens.ts"
 import { html } from "../pages/html.ts"
 import { withoutSession } from "../pages/respond.ts"
 import { dashboardGuard } from "./guard.ts"
@@ -47,9 +47,9 @@ export const TokensRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const guard = yield* dashboardGuard([])
     const { config } = guard
-    const identities = yield* Identities
+    const managementTokens = yield* ManagementTokens
     const showTokens = (frame: Frame, governor: Governor, options: Notes = {}, status = 200) =>
-      Effect.map(identities.tokens(governor), (tokens) =>
+      Effect.map(managementTokens.list(governor), (tokens) =>
         guard.respond(tokensPage(frame, tokens, options), status)
       )
 
@@ -65,7 +65,7 @@ export const TokensRoutes = HttpRouter.use((router) =>
       guard.signedInForm((frame, governor, form) =>
         Effect.gen(function* () {
           const tokenId = form.get("token_id")
-          const revoked = yield* identities.revokeToken(governor, tokenId).pipe(Effect.option)
+          const revoked = yield* managementTokens.revoke(governor, tokenId).pipe(Effect.option)
           if (revoked._tag === "None")
             return yield* showTokens(
               frame,

@@ -3,7 +3,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { BaseApi } from "../../../contract/api.ts"
 import { Governing } from "../../../contract/governance.ts"
 import { OAuthServer } from "../../../oauth/OAuthServer.ts"
-import { selectAccount } from "../../common/identity.ts"
+import { selectAccount } from "../../common/bearers.ts"
 import { Problems } from "../../common/problems.ts"
 import { answering } from "../governanceRoutes.ts"
 

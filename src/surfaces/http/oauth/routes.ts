@@ -3,7 +3,7 @@ import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequ
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { RateLimited } from "../../../contract/errors.ts"
-import { signInCodePattern } from "../../../domain/identity.ts"
+import { signInCodePattern } from "../../../domain/signIn.ts"
 import { type ConsentRequest, OAuthServer } from "../../../oauth/OAuthServer.ts"
 import { oauthPolicy, oauthRoutes } from "../../../oauth/policy.ts"
 import { RateLimits } from "../../../services/RateLimits.ts"
@@ -52,7 +52,7 @@ export const OAuthRoutes = HttpRouter.use((router) =>
     const oauth = yield* OAuthServer
     const limits = yield* RateLimits
     const problems = yield* Problems
-    const { config, identities, identity, personal, clientIp, session, withForm } = yield* pageSession
+    const { config, signIn, bearers, personal, clientIp, session, withForm } = yield* pageSession
     const baseUrl = config.baseUrl
 
     const { authorizationsPerIp, authorizationWindowMs } = config.policy.oauth
@@ -101,11 +101,11 @@ export const OAuthRoutes = HttpRouter.use((router) =>
 
     const handOver = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const perIpKey = identity.clientIp(request)
+      const perIpKey = bearers.clientIp(request)
       const refused = yield* refusal(request, perIpKey)
       if (refused !== undefined) return refused
       const node = nodeOf(request)
-      yield* oauth.serve(node, { address: identity.clientAddress(request), perIpKey })
+      yield* oauth.serve(node, { address: bearers.clientAddress(request), perIpKey })
       // The library has written and ended the response; the server writes nothing more (the
       // status is for the request log).
       return HttpServerResponse.empty({ status: node.res.statusCode })
@@ -165,7 +165,7 @@ export const OAuthRoutes = HttpRouter.use((router) =>
           if (consent === undefined) return ended
           const email = form.get("email")
           const ip = yield* clientIp
-          return yield* identities.start({ email, ip, keyId: undefined }).pipe(
+          return yield* signIn.start({ email, ip, keyId: undefined }).pipe(
             Effect.as(htmlPage(codePage(baseUrl, uid, consent, email.toLowerCase()), personal)),
             Effect.catchTags({
               InvalidInput: () =>
@@ -201,7 +201,7 @@ export const OAuthRoutes = HttpRouter.use((router) =>
           if (!signInCodePattern.test(code)) return wrong(400, "The code is the 6 digits in the email.")
           // The same sign-in as `/login`: this browser is signed in to the service too.
           const ip = yield* clientIp
-          return yield* identities.verifyCode({ email, code, ip, keyId: undefined, label: "web" }).pipe(
+          return yield* signIn.verifyCode({ email, code, ip, keyId: undefined, label: "web" }).pipe(
             Effect.map((signedIn) =>
               withSession(seeOther(`${baseUrl}/login/${uid}`), signedIn.management_token, baseUrl)
             ),

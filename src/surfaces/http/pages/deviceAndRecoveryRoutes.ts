@@ -14,7 +14,8 @@ import { loginPage } from "./signIn.ts"
 /** `/activate` (a signed-in person approves a device code) and `/recover` (a new key by email link). */
 export const DeviceAndRecoveryPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
-    const { config, identities, personal, clientIp, session, withForm, withSignedInForm } = yield* pageSession
+    const { config, signIn, recovery, personal, clientIp, session, withForm, withSignedInForm } =
+      yield* pageSession
 
     yield* router.add(
       "GET",
@@ -45,7 +46,7 @@ export const DeviceAndRecoveryPageRoutes = HttpRouter.use((router) =>
           )
         const decision = form.get("decision")
         if (decision !== "approve" && decision !== "deny") return again("Choose Approve or Deny.", 400)
-        return identities.decideDevice(governor, userCode, decision === "approve").pipe(
+        return signIn.decideDevice(governor, userCode, decision === "approve").pipe(
           Effect.map((decided) => page(activatedPage(config, decided.user_code, decided.approved), personal)),
           Effect.catchTag("InvalidInput", () =>
             again(
@@ -67,7 +68,7 @@ export const DeviceAndRecoveryPageRoutes = HttpRouter.use((router) =>
       Effect.gen(function* () {
         const token = ((yield* queryParams).get("token") ?? "").trim().slice(0, 100)
         if (token === "") return page(recoverPage(config, {}), personal)
-        const accountId = yield* identities.recoveryTarget(token).pipe(Effect.orDie)
+        const accountId = yield* recovery.target(token).pipe(Effect.orDie)
         return accountId === undefined
           ? page(recoverPage(config, { error: deadRecoveryLink }), { status: 401, ...personal })
           : page(rekeyConfirmPage(config, token, accountId), personal)
@@ -81,7 +82,7 @@ export const DeviceAndRecoveryPageRoutes = HttpRouter.use((router) =>
         Effect.gen(function* () {
           const email = form.get("email")
           const ip = yield* clientIp
-          return yield* identities.startRecovery({ email, ip }).pipe(
+          return yield* recovery.start({ email, ip }).pipe(
             Effect.as(page(recoverPage(config, { sent: true }), personal)),
             Effect.catchTags({
               InvalidInput: () =>
@@ -107,7 +108,7 @@ export const DeviceAndRecoveryPageRoutes = HttpRouter.use((router) =>
       "POST",
       "/recover/rekey",
       withForm((form) =>
-        identities.rekey(form.get("token")).pipe(
+        recovery.rekey(form.get("token")).pipe(
           Effect.map((issued) => page(newKeyPage(config, issued), personal)),
           Effect.catchTag("Unauthorized", () =>
             Effect.succeed(

@@ -1,3 +1,7 @@
+import { escapeHtml } from "../../../domain/html.ts"
+
+export { escapeHtml }
+
 /** Markup that is already safe: only `html` and `inlineCode` make one, so text is escaped by default. */
 export interface Html {
   readonly _tag: "Html"
@@ -7,14 +11,6 @@ export interface Html {
 type Part = string | number | Html | ReadonlyArray<Part>
 
 const trusted = (value: string): Html => ({ _tag: "Html", value })
-
-export const escapeHtml = (text: string) =>
-  text
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&#39;")
 
 const render = (part: Part): string =>
   typeof part === "string"

@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from "node:crypto"
 import { ByteSize, Effect } from "effect"
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { contentSecurityPolicy, htmlSecurityHeaders } from "../../../domain/html.ts"
 import { announcedBodyTooLarge } from "../../common/limits.ts"
-import { contentSecurityPolicy, htmlSecurityHeaders } from "../securityHeaders.ts"
 
 /**
  * What every page answer shares: the security headers, the session cookie, CSRF tokens and the

@@ -4,8 +4,10 @@ import { AppConfig } from "../../../config.ts"
 import type { RateLimited } from "../../../contract/errors.ts"
 import type { Governor } from "../../../domain/accounts.ts"
 import { managementTokenPattern } from "../../../domain/secrets.ts"
-import { Identities } from "../../../services/Identities.ts"
-import { Identity } from "../../common/identity.ts"
+import { ManagementTokens } from "../../../services/ManagementTokens.ts"
+import { Recovery } from "../../../services/Recovery.ts"
+import { SignIn } from "../../../services/SignIn.ts"
+import { Bearers } from "../../common/bearers.ts"
 import {
   cookieToken,
   csrfMatches,
@@ -32,17 +34,19 @@ export const badEmail = "That is not an email address; write it like name@exampl
  */
 export const pageSession = Effect.gen(function* () {
   const config = yield* AppConfig
-  const identities = yield* Identities
-  const identity = yield* Identity
+  const signIn = yield* SignIn
+  const managementTokens = yield* ManagementTokens
+  const recovery = yield* Recovery
+  const bearers = yield* Bearers
   const personal = { private: true } as const
 
-  const clientIp = Effect.map(HttpServerRequest.HttpServerRequest, identity.clientIp)
+  const clientIp = Effect.map(HttpServerRequest.HttpServerRequest, bearers.clientIp)
 
   /** The browser's sign-in, when its cookie holds a live management token. */
   const session = Effect.gen(function* () {
     const token = yield* cookieToken
     if (token === undefined || !managementTokenPattern.test(token)) return undefined
-    const governor = yield* identities.authenticate(token).pipe(
+    const governor = yield* managementTokens.authenticate(token).pipe(
       Effect.catchTag("Unauthorized", () => Effect.succeed(undefined)),
       Effect.orDie
     )
@@ -110,5 +114,16 @@ export const pageSession = Effect.gen(function* () {
       })
     )
 
-  return { config, identities, identity, personal, clientIp, session, withForm, withSignedInForm }
+  return {
+    config,
+    signIn,
+    managementTokens,
+    recovery,
+    bearers,
+    personal,
+    clientIp,
+    session,
+    withForm,
+    withSignedInForm
+  }
 })

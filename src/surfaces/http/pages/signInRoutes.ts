@@ -1,9 +1,9 @@
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import type { Account } from "../../../domain/accounts.ts"
-import { isLoopbackRedirect, signInCodePattern } from "../../../domain/identity.ts"
 import { spendKeyPattern } from "../../../domain/secrets.ts"
-import type { SignedIn } from "../../../services/Identities.ts"
+import { isLoopbackRedirect, signInCodePattern } from "../../../domain/signIn.ts"
+import type { SignedIn } from "../../../services/SignIn.ts"
 import { activatePage } from "./deviceAndRecovery.ts"
 import { csrfToken, htmlPage as page, queryParams, withoutSession, withSession } from "./respond.ts"
 import { badEmail, pageSession, rateLimitHeaders, tooMany } from "./session.ts"
@@ -78,8 +78,17 @@ const callback = (redirectUri: string, code: string, state: string) => {
  */
 export const SignInPageRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
-    const { config, identities, identity, personal, clientIp, session, withForm, withSignedInForm } =
-      yield* pageSession
+    const {
+      config,
+      signIn,
+      managementTokens,
+      bearers,
+      personal,
+      clientIp,
+      session,
+      withForm,
+      withSignedInForm
+    } = yield* pageSession
     const badCode = `That code is wrong, used or expired. A code works for 10 minutes and stops taking tries from here after ${config.policy.signIn.wrongTriesPerCodeIp} wrong ones; start again for a new one, or use the link in the email.`
 
     const afterSignIn = (signedIn: SignedIn, continuation: Continuation, claiming: string | undefined) =>
@@ -88,7 +97,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
         // The cookie's previous sign-in, if any, is replaced: its token is revoked, not orphaned.
         const previous = yield* session
         if (previous !== undefined)
-          yield* identities.revokeToken(previous.governor, previous.governor.tokenId).pipe(
+          yield* managementTokens.revoke(previous.governor, previous.governor.tokenId).pipe(
             Effect.catchTag("NotFound", () => Effect.void),
             Effect.orDie
           )
@@ -102,8 +111,8 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
             config.baseUrl
           )
         if (continuation._tag === "Redirect") {
-          const governor = yield* identities.authenticate(token).pipe(Effect.orDie)
-          const code = yield* identities.exchangeCode(governor).pipe(Effect.orDie)
+          const governor = yield* managementTokens.authenticate(token).pipe(Effect.orDie)
+          const code = yield* signIn.exchangeCode(governor).pipe(Effect.orDie)
           return withSession(
             HttpServerResponse.redirect(callback(continuation.redirectUri, code, continuation.state), {
               status: 303,
@@ -137,7 +146,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
      */
     const heldKey = (key: string) =>
       spendKeyPattern.test(key)
-        ? identity.authenticate(key).pipe(
+        ? bearers.authenticate(key).pipe(
             Effect.map(({ key, account }) => ({ keyId: key.id, accountId: account.id })),
             Effect.option,
             Effect.map(Option.getOrUndefined)
@@ -153,7 +162,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
     ) =>
       Effect.gen(function* () {
         const ip = yield* clientIp
-        return yield* identities.start({ email, ip, keyId }).pipe(
+        return yield* signIn.start({ email, ip, keyId }).pipe(
           Effect.as(
             page(codePage(config, { ...step, email: email.trim().toLowerCase() }), {
               ...personal,
@@ -178,7 +187,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
         const query = yield* queryParams
         const token = query.get("token")?.trim().slice(0, 100)
         if (token !== undefined && token !== "") {
-          const target = yield* identities.linkTarget(token).pipe(Effect.orDie)
+          const target = yield* signIn.linkTarget(token).pipe(Effect.orDie)
           if (target === undefined)
             return page(loginPage(config, { continuation: home, error: deadLink }), {
               status: 401,
@@ -260,7 +269,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
             })
           const keyId = (yield* heldKey(key ?? ""))?.keyId
           const ip = yield* clientIp
-          return yield* identities.verifyCode({ email: step.email, code, ip, keyId, label: "web" }).pipe(
+          return yield* signIn.verifyCode({ email: step.email, code, ip, keyId, label: "web" }).pipe(
             Effect.flatMap((signedIn) => afterSignIn(signedIn, continuation, claiming)),
             Effect.catchTags({
               InvalidInput: () =>
@@ -293,7 +302,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
         Effect.gen(function* () {
           // A pasted key claims its account; the signed-in page then says whether it was claimed.
           const held = yield* heldKey(form.get("key").slice(0, 200))
-          return yield* identities
+          return yield* signIn
             .verifyLink({ token: form.get("token"), keyId: held?.keyId, label: "web" })
             .pipe(
               Effect.flatMap((signedIn) => afterSignIn(signedIn, home, held?.accountId)),
@@ -319,7 +328,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
           const continuation = continuationOf(form.get)
           if (continuation === "refused" || continuation._tag !== "Redirect")
             return page(refusedRedirectPage(config), { status: 400 })
-          const code = yield* identities.exchangeCode(governor).pipe(Effect.orDie)
+          const code = yield* signIn.exchangeCode(governor).pipe(Effect.orDie)
           return HttpServerResponse.redirect(callback(continuation.redirectUri, code, continuation.state), {
             status: 303,
             headers: { "cache-control": "no-store" }
@@ -332,7 +341,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
       "POST",
       "/logout",
       withSignedInForm((_form, { governor }) =>
-        identities.revokeToken(governor, governor.tokenId).pipe(
+        managementTokens.revoke(governor, governor.tokenId).pipe(
           Effect.catchTag("NotFound", () => Effect.void),
           Effect.orDie,
           Effect.as(withoutSession(page(signedOutPage(config), personal), config.baseUrl))
@@ -364,7 +373,7 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
               ),
               { status: 400, ...personal }
             )
-          const principal = yield* identity.authenticate(key).pipe(Effect.option)
+          const principal = yield* bearers.authenticate(key).pipe(Effect.option)
           if (principal._tag === "None")
             return page(
               again(

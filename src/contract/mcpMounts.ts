@@ -1,6 +1,5 @@
-import { links } from "../../config.ts"
-import { type Platform, platforms } from "../../domain/plans.ts"
-import type { McpTool } from "./tools.ts"
+import { links } from "../config.ts"
+import { type Platform, platforms } from "../domain/plans.ts"
 
 /** One MCP endpoint: every tool at `/mcp`, one platform's (plus `get_usage`) at `/mcp/<platform>`. */
 export interface McpMount {
@@ -16,10 +15,6 @@ export const mcpMounts: ReadonlyArray<McpMount> = [
   ...platforms.map((platform): McpMount => ({ path: `${mcpPath}/${platform}`, platform }))
 ]
 
+/** A mount's URL: what an OAuth access token for it names as its resource. */
 export const mountUrl = (baseUrl: string, mount: McpMount) =>
   `${links(baseUrl).mcp}${mount.path.slice(mcpPath.length)}`
-
-export const mountTools = <R>(mount: McpMount, tools: ReadonlyArray<McpTool<R>>) =>
-  tools.filter(
-    (tool) => mount.platform === undefined || tool.platform === undefined || tool.platform === mount.platform
-  )

@@ -1,15 +1,16 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../config.ts"
 import { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.ts"
 import type { Account, KeyRecord } from "../../domain/accounts.ts"
 import { clientIp, perIpKey } from "../../domain/clientIp.ts"
-import { identityPolicy } from "../../domain/identity.ts"
 import { hashSecret, managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
+import { identityPolicy } from "../../domain/signIn.ts"
 import { noteAccount } from "../../logging.ts"
+import { OAuthServer } from "../../oauth/OAuthServer.ts"
 import { Accounts } from "../../services/Accounts.ts"
-import { type Governor, Identities } from "../../services/Identities.ts"
 import { KeyMemory, type Remembered } from "../../services/KeyMemory.ts"
+import { type Governor, ManagementTokens } from "../../services/ManagementTokens.ts"
 
 /** The account and key a bearer credential stands for. */
 export interface Principal {
@@ -17,15 +18,32 @@ export interface Principal {
   readonly account: Account
 }
 
-/**
- * One family of bearer credentials. Spend keys today; management tokens and OAuth access tokens
- * plug in as further resolvers. The first resolver that claims a secret's shape decides.
- */
-export interface BearerResolver {
-  readonly family: string
-  readonly claims: (secret: string) => boolean
-  readonly resolve: (secret: string) => Effect.Effect<Principal, Unauthorized | AuthRequired>
+/** Where a bearer is presented: an MCP mount's URL, which an OAuth access token must be for. */
+export interface BearerContext {
+  readonly resource?: string | undefined
 }
+
+/** What a bearer stands for: whom data calls run as (or why it cannot spend), and a management identity. */
+export interface ResolvedBearer {
+  readonly principal: Result.Result<Principal, AuthRequired | Unauthorized>
+  /** The identity behind a management token. */
+  readonly governor: Governor | undefined
+}
+
+/**
+ * One family of bearer credentials: spend keys, management tokens, OAuth access tokens. The first
+ * resolver that claims a secret (by its shape, and where it is presented) decides.
+ */
+interface BearerResolver {
+  readonly family: string
+  readonly claims: (secret: string, context: BearerContext) => boolean
+  readonly resolve: (secret: string, context: BearerContext) => Effect.Effect<ResolvedBearer, Unauthorized>
+}
+
+const spending = (principal: Principal): ResolvedBearer => ({
+  principal: Result.succeed(principal),
+  governor: undefined
+})
 
 const inactive = (message: string) => new Unauthorized({ message })
 
@@ -50,10 +68,10 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
     claims: (secret) => spendKeyPattern.test(secret),
     // hot path
     resolve: (secret) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<ResolvedBearer, Unauthorized> => {
         const hash = hashSecret(secret)
         const entry = memory.lookup(hash, now)
-        if (entry !== undefined) return touched(entry, now)
+        if (entry !== undefined) return Effect.map(touched(entry, now), spending)
         const since = memory.generation()
         return Effect.flatMap(Effect.orDie(accounts.findByKey(secret)), (found) => {
           if (found === undefined || found.key.revoked)
@@ -66,7 +84,7 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
             until: now + identityPolicy.keyMemoryMs
           }
           memory.remember(hash, fresh, since, now)
-          return touched(fresh, now)
+          return Effect.map(touched(fresh, now), spending)
         })
       })
   }
@@ -83,14 +101,31 @@ const chooseAccount = (governor: Governor) =>
  * `svcm_...` management tokens spend directly when their identity governs exactly one account; the
  * token stands in for a key (its id is the receipt's key).
  */
-const managementTokens = (identities: typeof Identities.Service): BearerResolver => ({
+const managementTokenBearers = (tokens: typeof ManagementTokens.Service): BearerResolver => ({
   family: "management token",
   claims: (secret) => managementTokenPattern.test(secret),
   resolve: (secret) =>
     Effect.gen(function* () {
-      const governor = yield* Effect.catchTag(identities.authenticate(secret), "SqlError", Effect.die)
-      return yield* governedPrincipal(governor)
+      const governor = yield* Effect.catchTag(tokens.authenticate(secret), "SqlError", Effect.die)
+      return { principal: yield* Effect.result(governedPrincipal(governor)), governor }
     })
+})
+
+/**
+ * OAuth access tokens (opaque, looked up) on the MCP mount they were issued for: the connected app
+ * stands in for a key (its app id is the receipt's `key_id`, so receipts name the app), on the
+ * account that consented. Elsewhere (REST) no such token is taken.
+ */
+const accessTokens = (oauth: typeof OAuthServer.Service): BearerResolver => ({
+  family: "OAuth access token",
+  claims: (secret, context) => context.resource !== undefined && !secret.startsWith("svc"),
+  resolve: (secret, context) =>
+    Effect.map(oauth.authenticate(secret, context.resource ?? ""), (holder) =>
+      spending({
+        key: { id: holder.appId, accountId: holder.account.id, hint: holder.clientName, revoked: false },
+        account: holder.account
+      })
+    )
 })
 
 /**
@@ -123,11 +158,18 @@ export const selectAccount = (
  * bearer credential, and the client's address (the socket peer, or behind trusted proxies the
  * right-most forwarded address that is not one of them).
  */
-export class Identity extends Context.Service<
-  Identity,
+export class Bearers extends Context.Service<
+  Bearers,
   {
+    /** What a bearer stands for, by the first resolver that claims it. */
+    readonly resolve: (
+      secret: string,
+      context?: BearerContext
+    ) => Effect.Effect<ResolvedBearer, KeyRequired | Unauthorized>
+    /** The principal a bearer spends as, or why it cannot. */
     readonly authenticate: (
-      secret: string
+      secret: string,
+      context?: BearerContext
     ) => Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired>
     /**
      * The identity behind a management route's bearer: a management token only. A spend key (or
@@ -142,34 +184,37 @@ export class Identity extends Context.Service<
      */
     readonly clientIp: (request: HttpServerRequest.HttpServerRequest) => string
   }
->()("app/Identity") {
+>()("surfaces/common/Bearers") {
   static readonly layer = Layer.effect(
-    Identity,
+    Bearers,
     Effect.gen(function* () {
       const accounts = yield* Accounts
-      const identities = yield* Identities
+      const managementTokens = yield* ManagementTokens
+      const oauth = yield* OAuthServer
       const { trustedProxies, baseUrl, ipv6PrefixBits } = yield* AppConfig
       const memory = yield* KeyMemory
       const resolvers: ReadonlyArray<BearerResolver> = [
         spendKeys(accounts, memory),
-        managementTokens(identities)
+        managementTokenBearers(managementTokens),
+        accessTokens(oauth)
       ]
 
-      const governor = Effect.fn("Identity.governor")(function* (secret: string) {
+      const governor = Effect.fn("Bearers.governor")(function* (secret: string) {
         if (!managementTokenPattern.test(secret)) {
           return yield* new AuthRequired({
             message: `${secret.length === 0 ? "No management token was sent" : "A spend key cannot manage an account"}. Sign in with your email to get a management token (svcm_...): POST /v1/auth/email/start, or ${baseUrl}/login in a browser.`
           })
         }
-        const found = yield* Effect.catchTag(identities.authenticate(secret), "SqlError", Effect.die)
+        const found = yield* Effect.catchTag(managementTokens.authenticate(secret), "SqlError", Effect.die)
         yield* noteAccount(found.accounts.length === 1 ? found.accounts[0]!.id : found.tokenId)
         return found
       })
 
       // hot path
-      const authenticate = (
-        secret: string
-      ): Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired> => {
+      const resolve = (
+        secret: string,
+        context: BearerContext = {}
+      ): Effect.Effect<ResolvedBearer, KeyRequired | Unauthorized> => {
         if (secret.length === 0) {
           return Effect.fail(
             new KeyRequired({
@@ -178,7 +223,7 @@ export class Identity extends Context.Service<
             })
           )
         }
-        const resolver = resolvers.find((candidate) => candidate.claims(secret))
+        const resolver = resolvers.find((candidate) => candidate.claims(secret, context))
         if (resolver === undefined) {
           return Effect.fail(
             new Unauthorized({
@@ -186,8 +231,25 @@ export class Identity extends Context.Service<
             })
           )
         }
-        return Effect.tap(resolver.resolve(secret), (principal) => noteAccount(principal.account.id))
+        return Effect.tap(resolver.resolve(secret, context), (found) =>
+          noteAccount(
+            Result.isSuccess(found.principal)
+              ? found.principal.success.account.id
+              : (found.governor?.tokenId ?? "")
+          )
+        )
       }
+
+      // hot path
+      const authenticate = (
+        secret: string,
+        context: BearerContext = {}
+      ): Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired> =>
+        Effect.flatMap(resolve(secret, context), (found) =>
+          Result.isSuccess(found.principal)
+            ? Effect.succeed(found.principal.success)
+            : Effect.fail(found.principal.failure)
+        )
 
       const clientAddress = (request: HttpServerRequest.HttpServerRequest) =>
         clientIp(
@@ -196,7 +258,8 @@ export class Identity extends Context.Service<
           trustedProxies
         )
 
-      return Identity.of({
+      return Bearers.of({
+        resolve,
         authenticate,
         governor,
         clientAddress,

@@ -14,7 +14,7 @@ import {
 import { SourceError } from "effect/ConfigProvider"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import * as Row from "../store/rows.ts"
+import * as Row from "../../store/rows.ts"
 
 export interface MailerOptions {
   /** `smtp://` or `smtps://`, credentials allowed; undefined sends nothing (mail stays in the outbox). */
@@ -94,7 +94,7 @@ export class Mailer extends Context.Service<
     /** Sends every message due now (claimed by no one else); succeeds with how many were sent. */
     readonly deliverDue: Effect.Effect<number, SqlError>
   }
->()("app/Mailer") {
+>()("services/mail/Mailer") {
   /** The service without its polling fiber (a test can make two over one database). */
   static readonly make = Effect.fn("Mailer.make")(function* (options: MailerOptions) {
     const sql = yield* SqlClient.SqlClient

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { mailboxOf, normalizeEmail } from "../../src/domain/identity.ts"
+import { mailboxOf, normalizeEmail } from "../../src/domain/signIn.ts"
 
 describe("mailboxOf: the mailbox an address delivers to (the grant's once-per-person)", () => {
   it("drops the +tag, and at Gmail the dots and the googlemail.com spelling", () => {

@@ -1,8 +1,9 @@
 import { createHash, randomInt } from "node:crypto"
+import type { StartLimits } from "./policy.ts"
 import { encodeBase62 } from "./secrets.ts"
 
 /**
- * Identity and sign-in: email addresses, one-time codes, link tokens and device codes, with the
+ * Bearers and sign-in: email addresses, one-time codes, link tokens and device codes, with the
  * numbers that govern them (sign-in, command-line sign-in, recovery).
  */
 
@@ -110,3 +111,14 @@ export const isLoopbackRedirect = (uri: string): boolean => {
     return false
   }
 }
+
+/**
+ * The windows of a start (sign-in or recovery) for `email` from client `ip` (its per-IP key): the
+ * client's own, the client's for this email, and the email's ceiling over all clients.
+ */
+export const startWindows = (prefix: string, rules: StartLimits, email: string, ip: string) => [
+  { key: `${prefix}-ip:${ip}`, rule: rules.perIp },
+  // An address has no ':', so the client's key and the address cannot run into each other.
+  { key: `${prefix}-email-ip:${ip}:${email}`, rule: rules.perEmailIp },
+  { key: `${prefix}-email:${email}`, rule: rules.perEmail }
+]

@@ -2,13 +2,11 @@ import { timingSafeEqual } from "node:crypto"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { AppConfig, links } from "../config.ts"
-import { InvalidInput, NotFound, RateLimited, Unauthorized } from "../contract/errors.ts"
+import { AppConfig } from "../config.ts"
+import { InvalidInput, RateLimited, Unauthorized } from "../contract/errors.ts"
 import type { Account, Governor } from "../domain/accounts.ts"
-import type { LimitRule } from "../domain/policy.ts"
-
-export type { Governor }
-
+import { windowWords } from "../domain/policy.ts"
+import { hashSecret } from "../domain/secrets.ts"
 import {
   hashCode,
   identityPolicy,
@@ -18,20 +16,20 @@ import {
   makeUserCode,
   normalizeEmail,
   normalizeUserCode,
-  signInCodePattern
-} from "../domain/identity.ts"
-import { encodeBase62, hashSecret, hintOf, managementTokenPattern } from "../domain/secrets.ts"
-import { recoveryMail, signInMail } from "../mail/messages.ts"
-import { Outbox } from "../mail/Outbox.ts"
+  signInCodePattern,
+  startWindows
+} from "../domain/signIn.ts"
 import * as Row from "../store/rows.ts"
-import { AccountRow, toAccount } from "./Accounts.ts"
+import { Accounts, toAccount } from "./Accounts.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
-import { type IssuedKey, Keys } from "./Keys.ts"
+import { ManagementTokens, type TokenLabel } from "./ManagementTokens.ts"
+import { signInMail } from "./mail/messages.ts"
+import { Outbox } from "./mail/Outbox.ts"
 import { RateLimits } from "./RateLimits.ts"
 
-export type TokenLabel = "web" | "cli" | "device"
+export type { Governor, TokenLabel }
 
 /** An account as a sign-in lists it. */
 export interface AccountSummary {
@@ -51,15 +49,6 @@ export interface SignedIn {
   readonly accounts: ReadonlyArray<AccountSummary>
   readonly claimed: string | null
   readonly grant_credits: number
-}
-
-export interface TokenListing {
-  readonly token_id: string
-  readonly label: TokenLabel
-  readonly created_at: string
-  readonly last_used_at: string | null
-  readonly expires_at: string
-  readonly current: boolean
 }
 
 /** RFC 8628 3.5 answers of a device token request that is not (yet) a token. */
@@ -89,15 +78,6 @@ const SignInRow = Schema.Struct({
   expires_at: Row.Int,
   used_at: Row.NullableInt
 })
-const TokenRow = Schema.Struct({
-  id: Schema.String,
-  email: Schema.String,
-  label: Schema.Literals(["web", "cli", "device"]),
-  created_at: Row.Int,
-  last_used_at: Row.NullableInt,
-  expires_at: Row.Int,
-  revoked_at: Row.NullableInt
-})
 const ClaimRow = Schema.Struct({
   key_id: Schema.String,
   revoked_at: Row.NullableInt,
@@ -123,19 +103,11 @@ const LinkRow = Schema.Struct({
 })
 
 const decodeSignIns = Row.decoder(SignInRow, "sign_ins")
-const decodeTokens = Row.decoder(TokenRow, "management_tokens")
 const decodeClaims = Row.decoder(ClaimRow, "api_keys joined with accounts (claim)")
 const decodeDevices = Row.decoder(DeviceRow, "device_codes")
 const decodeLinks = Row.decoder(LinkRow, "single-use link")
-const decodeAccounts = Row.decoder(AccountRow, "accounts")
 
 const iso = (ms: number) => new Date(ms).toISOString()
-
-/** A window in words: "15 minutes", "1 hour". */
-const windowWords = (ms: number) =>
-  ms % 3_600_000 === 0
-    ? `${ms / 3_600_000} hour${ms === 3_600_000 ? "" : "s"}`
-    : `${Math.ceil(ms / 60_000)} minute${ms === 60_000 ? "" : "s"}`
 
 /** The key a sign-in claims with: the one it was started with, and only when the verifier holds it too. */
 const claimingKey = (startedWith: string | null, heldNow: string | undefined) =>
@@ -144,7 +116,7 @@ const claimingKey = (startedWith: string | null, heldNow: string | undefined) =>
 const sameHash = (a: string, b: string) =>
   a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
 
-const badEmail = () =>
+export const badEmail = () =>
   new InvalidInput({ message: "`email` must be an email address, like name@example.com.", param: "email" })
 
 const summary = (account: Account, claimedAt: number | null): AccountSummary => ({
@@ -156,13 +128,14 @@ const summary = (account: Account, claimedAt: number | null): AccountSummary => 
 })
 
 /**
- * Identities (confirmed emails) and everything that proves or governs one: emailed sign-in codes
- * and links, claim and the one-time grant, `svcm_` management tokens, the device flow and the
- * loopback callback's exchange codes, recovery links. Every secret is random, answered once and
- * stored as a hash; every change and the mail it causes commit in one transaction.
+ * Sign-in: proving an email (emailed codes and links, the device flow, the loopback callback's
+ * exchange codes), and what a completed sign-in does: the identity exists, a key that started it
+ * claims its account (and earns the one-time grant), and a management token is issued. Every
+ * secret is random, answered once and stored as a hash; every change and the mail it causes commit
+ * in one transaction.
  */
-export class Identities extends Context.Service<
-  Identities,
+export class SignIn extends Context.Service<
+  SignIn,
   {
     readonly start: (input: {
       readonly email: string
@@ -194,12 +167,6 @@ export class Identities extends Context.Service<
     readonly linkTarget: (
       token: string
     ) => Effect.Effect<{ readonly email: string; readonly claiming: boolean } | undefined, SqlError>
-    readonly authenticate: (secret: string) => Effect.Effect<Governor, Unauthorized | SqlError>
-    readonly tokens: (governor: Governor) => Effect.Effect<ReadonlyArray<TokenListing>, SqlError>
-    readonly revokeToken: (
-      governor: Governor,
-      tokenId: string
-    ) => Effect.Effect<{ readonly token_id: string; readonly revoked_at: string }, NotFound | SqlError>
     readonly startDevice: (ip: string) => Effect.Effect<DeviceStart, RateLimited | SqlError>
     readonly pollDevice: (
       deviceCode: string
@@ -213,63 +180,21 @@ export class Identities extends Context.Service<
     /** A single-use code for the loopback browser callback. */
     readonly exchangeCode: (governor: Governor) => Effect.Effect<string, SqlError>
     readonly exchange: (code: string) => Effect.Effect<SignedIn, Unauthorized | SqlError>
-    readonly startRecovery: (input: {
-      readonly email: string
-      readonly ip: string
-    }) => Effect.Effect<{ readonly sent: true }, InvalidInput | RateLimited | SqlError>
-    readonly rekey: (
-      token: string
-    ) => Effect.Effect<
-      { readonly account_id: string; readonly revoked: number } & IssuedKey,
-      Unauthorized | SqlError
-    >
-    /** Whether a recovery link is live (for the page that asks before it re-keys). */
-    readonly recoveryTarget: (token: string) => Effect.Effect<string | undefined, SqlError>
   }
->()("app/Identities") {
+>()("services/SignIn") {
   static readonly layer = Layer.effect(
-    Identities,
+    SignIn,
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const keyMemory = yield* KeyMemory
       const ids = yield* Ids
       const credits = yield* Credits
-      const keys = yield* Keys
+      const accounts = yield* Accounts
+      const managementTokens = yield* ManagementTokens
       const outbox = yield* Outbox
       const limits = yield* RateLimits
       const { baseUrl, policy } = yield* AppConfig
       const signInLimits = policy.signIn
-
-      /** Every window or none: a refusal by a later one gives the earlier ones their tokens back. */
-      const takeLimits = (
-        windows: ReadonlyArray<{ readonly key: string; readonly rule: LimitRule }>,
-        what: string
-      ) =>
-        Effect.gen(function* () {
-          const taken: Array<Effect.Effect<void>> = []
-          for (const { key, rule } of windows) {
-            const result = yield* limits.take({ key, limit: rule.limit, window: rule.windowMs })
-            if (!result.allowed) {
-              yield* Effect.all(taken)
-              return yield* new RateLimited({
-                message: `Too many ${what} requests; at most ${rule.limit} per ${windowWords(rule.windowMs)}. Retry after retry_after_seconds.`,
-                retry_after_seconds: result.retryAfterSeconds
-              })
-            }
-            taken.push(result.giveBack)
-          }
-        })
-
-      /**
-       * The windows of a start (sign-in or recovery) for `email` from client `ip`: the client's own,
-       * the client's for this email, and the email's ceiling over all clients.
-       */
-      const startWindows = (prefix: string, rules: typeof policy.recovery, email: string, ip: string) => [
-        { key: `${prefix}-ip:${ip}`, rule: rules.perIp },
-        // An address has no ':', so the client's key and the address cannot run into each other.
-        { key: `${prefix}-email-ip:${ip}:${email}`, rule: rules.perEmailIp },
-        { key: `${prefix}-email:${email}`, rule: rules.perEmail }
-      ]
 
       const newSecret = Effect.map(ids.secretBytes, makeLinkToken)
 
@@ -278,11 +203,6 @@ export class Identities extends Context.Service<
        * other's new row; two tries at once would each read the other's count before it was written).
        */
       const lockEmail = (email: string) => sql`SELECT pg_advisory_xact_lock(hashtext(${`sign-in:${email}`}))`
-
-      const accountsOf = (email: string) =>
-        sql`SELECT * FROM accounts WHERE email = ${email} ORDER BY created_at, id`.pipe(
-          Effect.flatMap(decodeAccounts)
-        )
 
       /**
        * The end of every sign-in, inside its transaction: the identity exists, a key that started
@@ -313,22 +233,18 @@ export class Identities extends Context.Service<
               }
             }
           }
-          let owned = yield* accountsOf(email)
+          let owned = yield* accounts.ofEmail(email)
           if (owned.length === 0) {
             const accountId = yield* ids.newId("acct")
             yield* sql`INSERT INTO accounts (id, plan, email, claimed_at, created_at)
               VALUES (${accountId}, 'trial', ${email}, ${now}, ${now})`
-            owned = yield* accountsOf(email)
+            owned = yield* accounts.ofEmail(email)
           }
-          const tokenId = yield* ids.newId("mtok")
-          const secret = `svcm_${encodeBase62(yield* ids.secretBytes).slice(0, 32)}`
-          const expiresAt = now + identityPolicy.managementTokenTtlMs
-          yield* sql`INSERT INTO management_tokens (id, email, secret_hash, label, created_at, expires_at)
-            VALUES (${tokenId}, ${email}, ${hashSecret(secret)}, ${label}, ${now}, ${expiresAt})`
+          const token = yield* managementTokens.issue(email, label, now)
           return {
-            management_token: secret,
-            token_id: tokenId,
-            expires_at: iso(expiresAt),
+            management_token: token.secret,
+            token_id: token.tokenId,
+            expires_at: iso(token.expiresAt),
             email,
             accounts: owned.map((row) => summary(toAccount(row), row.claimed_at)),
             claimed,
@@ -336,14 +252,14 @@ export class Identities extends Context.Service<
           } satisfies SignedIn
         })
 
-      const start = Effect.fn("Identities.start")(function* (input: {
+      const start = Effect.fn("SignIn.start")(function* (input: {
         readonly email: string
         readonly ip: string
         readonly keyId: string | undefined
       }) {
         const email = normalizeEmail(input.email)
         if (email === undefined) return yield* badEmail()
-        yield* takeLimits(startWindows("signin", signInLimits, email, input.ip), "sign-in")
+        yield* limits.takeAll(startWindows("signin", signInLimits, email, input.ip), "sign-in")
         const now = yield* Clock.currentTimeMillis
         const id = yield* ids.newId("signin")
         const code = makeSignInCode()
@@ -379,7 +295,7 @@ export class Identities extends Context.Service<
           param: "code"
         })
 
-      const verifyCode = Effect.fn("Identities.verifyCode")(function* (input: {
+      const verifyCode = Effect.fn("SignIn.verifyCode")(function* (input: {
         readonly email: string
         readonly code: string
         readonly ip: string
@@ -442,7 +358,7 @@ export class Identities extends Context.Service<
         return outcome
       })
 
-      const verifyLink = Effect.fn("Identities.verifyLink")(function* (input: {
+      const verifyLink = Effect.fn("SignIn.verifyLink")(function* (input: {
         readonly token: string
         readonly keyId: string | undefined
         readonly label: TokenLabel
@@ -470,7 +386,7 @@ export class Identities extends Context.Service<
         return outcome ?? (yield* unusable)
       })
 
-      const linkTarget = Effect.fn("Identities.linkTarget")(function* (token: string) {
+      const linkTarget = Effect.fn("SignIn.linkTarget")(function* (token: string) {
         if (!linkTokenPattern.test(token)) return undefined
         const now = yield* Clock.currentTimeMillis
         const rows = yield* sql<{ email: string; key_id: string | null }>`SELECT email, key_id FROM sign_ins
@@ -479,69 +395,8 @@ export class Identities extends Context.Service<
         return row === undefined ? undefined : { email: row.email, claiming: row.key_id !== null }
       })
 
-      const authenticate = Effect.fn("Identities.authenticate")(function* (secret: string) {
-        const inactive = new Unauthorized({
-          message:
-            "This management token is not active (unknown, revoked or past its 90 days). Sign in again: POST /v1/auth/email/start."
-        })
-        if (!managementTokenPattern.test(secret)) return yield* inactive
-        const now = yield* Clock.currentTimeMillis
-        const rows = yield* sql`SELECT id, email, label, created_at, last_used_at, expires_at, revoked_at
-          FROM management_tokens WHERE secret_hash = ${hashSecret(secret)}`.pipe(Effect.flatMap(decodeTokens))
-        const token = rows[0]
-        if (token === undefined || token.revoked_at !== null || token.expires_at <= now)
-          return yield* inactive
-        if (token.last_used_at === null || now - token.last_used_at >= identityPolicy.lastUsedResolutionMs) {
-          yield* sql`UPDATE management_tokens SET last_used_at = ${now} WHERE id = ${token.id}`
-        }
-        const owned = yield* accountsOf(token.email)
-        return {
-          tokenId: token.id,
-          hint: hintOf(secret),
-          email: token.email,
-          accounts: owned.map(toAccount)
-        } satisfies Governor
-      })
-
-      const tokens = Effect.fn("Identities.tokens")(function* (governor: Governor) {
-        const now = yield* Clock.currentTimeMillis
-        const rows = yield* sql`SELECT id, email, label, created_at, last_used_at, expires_at, revoked_at
-          FROM management_tokens WHERE email = ${governor.email} AND revoked_at IS NULL AND expires_at > ${now}
-          ORDER BY created_at, id`.pipe(Effect.flatMap(decodeTokens))
-        return rows.map(
-          (row): TokenListing => ({
-            token_id: row.id,
-            label: row.label,
-            created_at: iso(row.created_at),
-            last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
-            expires_at: iso(row.expires_at),
-            current: row.id === governor.tokenId
-          })
-        )
-      })
-
-      const revokeToken = Effect.fn("Identities.revokeToken")(function* (
-        governor: Governor,
-        tokenId: string
-      ) {
-        const now = yield* Clock.currentTimeMillis
-        const rows = yield* sql`SELECT id, email, label, created_at, last_used_at, expires_at, revoked_at
-          FROM management_tokens WHERE id = ${tokenId} AND email = ${governor.email}`.pipe(
-          Effect.flatMap(decodeTokens)
-        )
-        const token = rows[0]
-        if (token === undefined)
-          return yield* new NotFound({
-            message: `No management token ${tokenId} for this sign-in. List them with GET /v1/auth/tokens.`,
-            param: "token_id"
-          })
-        if (token.revoked_at !== null) return { token_id: tokenId, revoked_at: iso(token.revoked_at) }
-        yield* sql`UPDATE management_tokens SET revoked_at = ${now} WHERE id = ${tokenId} AND revoked_at IS NULL`
-        return { token_id: tokenId, revoked_at: iso(now) }
-      })
-
-      const startDevice = Effect.fn("Identities.startDevice")(function* (ip: string) {
-        yield* takeLimits(
+      const startDevice = Effect.fn("SignIn.startDevice")(function* (ip: string) {
+        yield* limits.takeAll(
           [{ key: `device-ip:${ip}`, rule: { limit: 10, windowMs: 15 * 60_000 } }],
           "device sign-in"
         )
@@ -562,7 +417,7 @@ export class Identities extends Context.Service<
         } satisfies DeviceStart
       })
 
-      const pollDevice = Effect.fn("Identities.pollDevice")(function* (deviceCode: string) {
+      const pollDevice = Effect.fn("SignIn.pollDevice")(function* (deviceCode: string) {
         const now = yield* Clock.currentTimeMillis
         const pending = (error: DevicePending) => ({ error })
         if (!linkTokenPattern.test(deviceCode)) return pending("invalid_grant")
@@ -591,7 +446,7 @@ export class Identities extends Context.Service<
         )
       })
 
-      const decideDevice = Effect.fn("Identities.decideDevice")(function* (
+      const decideDevice = Effect.fn("SignIn.decideDevice")(function* (
         governor: Governor,
         input: string,
         approve: boolean
@@ -610,7 +465,7 @@ export class Identities extends Context.Service<
         return { user_code: userCode, approved: approve }
       })
 
-      const exchangeCode = Effect.fn("Identities.exchangeCode")(function* (governor: Governor) {
+      const exchangeCode = Effect.fn("SignIn.exchangeCode")(function* (governor: Governor) {
         const now = yield* Clock.currentTimeMillis
         const code = yield* newSecret
         yield* sql`INSERT INTO exchange_codes (code_hash, email, expires_at, created_at)
@@ -618,7 +473,7 @@ export class Identities extends Context.Service<
         return code
       })
 
-      const exchange = Effect.fn("Identities.exchange")(function* (code: string) {
+      const exchange = Effect.fn("SignIn.exchange")(function* (code: string) {
         const unusable = new Unauthorized({
           message: "This code is wrong, used or expired (it works once, for 5 minutes). Sign in again.",
           param: "code"
@@ -637,105 +492,16 @@ export class Identities extends Context.Service<
         return outcome ?? (yield* unusable)
       })
 
-      const startRecovery = Effect.fn("Identities.startRecovery")(function* (input: {
-        readonly email: string
-        readonly ip: string
-      }) {
-        const email = normalizeEmail(input.email)
-        if (email === undefined) return yield* badEmail()
-        yield* takeLimits(startWindows("recover", policy.recovery, email, input.ip), "recovery")
-        const now = yield* Clock.currentTimeMillis
-        yield* sql.withTransaction(
-          Effect.gen(function* () {
-            const claimed = yield* sql<{ id: string }>`SELECT id FROM accounts
-              WHERE email = ${email} AND claimed_at IS NOT NULL ORDER BY created_at, id`
-            const issued: Array<{ accountId: string; link: string; hash: string }> = []
-            for (const account of claimed) {
-              const link = yield* newSecret
-              issued.push({ accountId: account.id, link, hash: hashSecret(link) })
-            }
-            // The same statements and one message whether or not the address owns an account (its
-            // links are rows of one insert, none for an unknown address): the work, and so the
-            // answer's timing, says nothing about who has an account.
-            const rows = JSON.stringify(
-              issued.map(({ accountId, hash }) => ({ account_id: accountId, link_hash: hash }))
-            )
-            yield* sql`INSERT INTO recovery_links (link_hash, account_id, expires_at, created_at)
-              SELECT link_hash, account_id, ${now + identityPolicy.recoveryTtlMs}::bigint, ${now}::bigint
-              FROM jsonb_to_recordset(${rows}::jsonb) AS issued (link_hash text, account_id text)`
-            yield* outbox.enqueue(
-              recoveryMail({
-                to: email,
-                links: issued.map(({ accountId, link }) => ({
-                  accountId,
-                  link: `${baseUrl}/recover?token=${link}`
-                })),
-                minutes: identityPolicy.recoveryTtlMs / 60_000,
-                claimUrl: links(baseUrl).claim
-              })
-            )
-          })
-        )
-        return { sent: true as const }
-      })
-
-      const liveRecovery = (token: string, now: number) =>
-        sql`SELECT account_id, expires_at, used_at FROM recovery_links
-          WHERE link_hash = ${hashSecret(token)} AND used_at IS NULL AND expires_at > ${now}`.pipe(
-          Effect.flatMap(decodeLinks)
-        )
-
-      const recoveryTarget = Effect.fn("Identities.recoveryTarget")(function* (token: string) {
-        if (!linkTokenPattern.test(token)) return undefined
-        const rows = yield* liveRecovery(token, yield* Clock.currentTimeMillis)
-        return rows[0]?.account_id
-      })
-
-      const rekey = Effect.fn("Identities.rekey")(function* (token: string) {
-        const unusable = new Unauthorized({
-          message:
-            "This recovery link is wrong, used or expired (it works once, for one hour). Ask for a new one: POST /v1/recover.",
-          param: "token"
-        })
-        if (!linkTokenPattern.test(token)) return yield* unusable
-        const now = yield* Clock.currentTimeMillis
-        const outcome = yield* sql.withTransaction(
-          Effect.gen(function* () {
-            const links = yield* sql`UPDATE recovery_links SET used_at = ${now}
-              WHERE link_hash = ${hashSecret(token)} AND used_at IS NULL AND expires_at > ${now}
-              RETURNING account_id, expires_at, used_at`.pipe(Effect.flatMap(decodeLinks))
-            const accountId = links[0]?.account_id
-            if (accountId === undefined) return yield* unusable
-            const rows = yield* sql`SELECT * FROM accounts WHERE id = ${accountId} FOR UPDATE`.pipe(
-              Effect.flatMap(decodeAccounts)
-            )
-            const account = rows[0]
-            // A suspended account is not re-keyed; failing here rolls the link's use back too.
-            if (account === undefined || account.state !== "active") return yield* unusable
-            const revoked = yield* keys.revokeAll(accountId)
-            const issued = yield* keys.issue({ accountId, plan: account.plan, label: "recovered" })
-            return { account_id: accountId, ...issued, revoked }
-          })
-        )
-        return outcome
-      })
-
-      return Identities.of({
+      return SignIn.of({
         start,
         verifyCode,
         verifyLink,
         linkTarget,
-        authenticate,
-        tokens,
-        revokeToken,
         startDevice,
         pollDevice,
         decideDevice,
         exchangeCode,
-        exchange,
-        startRecovery,
-        rekey,
-        recoveryTarget
+        exchange
       })
     })
   )

@@ -3,13 +3,16 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Plan, Platform } from "../domain/plans.ts"
 import { dayOf } from "../domain/time.ts"
+import { Billing } from "../payments/Billing.ts"
 import { Checkout } from "../payments/Checkout.ts"
+import { type Account, Accounts } from "../services/Accounts.ts"
+import { Credits } from "../services/Credits.ts"
+import { KeyMemory } from "../services/KeyMemory.ts"
+import { type OperatorSettings, Settings } from "../services/Settings.ts"
 import * as Row from "../store/rows.ts"
-import { type Account, Accounts } from "./Accounts.ts"
-import { Credits } from "./Credits.ts"
-import { KeyMemory } from "./KeyMemory.ts"
-import { type OperatorSettings, Settings } from "./Settings.ts"
-import { decodeSubscription } from "./Usage.ts"
+
+/** Every purchase an operator reads of an account (a person's portal shows the newest 100). */
+const operatorPurchasesShown = 10_000
 
 export interface AccountReport {
   readonly account: Account
@@ -81,20 +84,6 @@ export interface PurchasesReport {
   } | null
 }
 
-const decodePurchases = Row.decoder(
-  Schema.Struct({
-    id: Schema.String,
-    pack: Schema.String,
-    rail: Schema.String,
-    payment_ref: Schema.String,
-    credits: Row.Int,
-    price_usd_cents: Row.Int,
-    period_end: Row.NullableInt,
-    created_at: Row.Int
-  }),
-  "purchases"
-)
-
 export class AccountNotFound extends Error {
   readonly _tag = "AccountNotFound"
 }
@@ -141,7 +130,7 @@ export class Admin extends Context.Service<
       SqlError
     >
   }
->()("app/Admin") {
+>()("operator/Admin") {
   static readonly layer = Layer.effect(
     Admin,
     Effect.gen(function* () {
@@ -151,6 +140,7 @@ export class Admin extends Context.Service<
       const incoming = yield* Credits
       const settings = yield* Settings
       const checkout = yield* Checkout
+      const billing = yield* Billing
 
       const account = Effect.fn("Admin.account")(function* (accountId: string) {
         const found = yield* accounts.get(accountId)
@@ -228,18 +218,12 @@ export class Admin extends Context.Service<
 
       const purchases = Effect.fn("Admin.purchases")(function* (accountId: string) {
         if ((yield* accounts.get(accountId)) === undefined) return undefined
-        const bought = yield* sql`
-          SELECT id, pack, rail, payment_ref, credits, price_usd_cents, period_end, created_at FROM purchases
-          WHERE account_id = ${accountId} ORDER BY created_at DESC, id DESC`.pipe(
-          Effect.flatMap(decodePurchases)
-        )
-        const subscriptions = yield* sql`
-          SELECT pack, rail, status, current_period_end, cancel_at_period_end FROM subscriptions
-          WHERE account_id = ${accountId}
-          ORDER BY (status = 'active') DESC, created_at DESC, id DESC LIMIT 1`.pipe(
-          Effect.flatMap(decodeSubscription)
-        )
-        return { account_id: accountId, purchases: bought, subscription: subscriptions[0] ?? null }
+        const history = yield* billing.history(accountId, operatorPurchasesShown)
+        return {
+          account_id: accountId,
+          purchases: history.purchases.map(({ currency: _, ...purchase }) => purchase),
+          subscription: history.subscription ?? null
+        }
       })
 
       const renew = Effect.fn("Admin.renew")(function* (accountId: string) {

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { Ids } from "../services/Ids.ts"
+import { Ids } from "../Ids.ts"
 import type { Mail } from "./messages.ts"
 
 /**
@@ -12,7 +12,7 @@ import type { Mail } from "./messages.ts"
 export class Outbox extends Context.Service<
   Outbox,
   { readonly enqueue: (mail: Mail) => Effect.Effect<string, SqlError> }
->()("app/Outbox") {
+>()("services/mail/Outbox") {
   static readonly layer = Layer.effect(
     Outbox,
     Effect.gen(function* () {

@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type WebhookEventType, webhookPayload } from "../domain/webhooks.ts"
-import { Ids } from "../services/Ids.ts"
+import { Ids } from "./Ids.ts"
 
 /**
  * Webhook events, queued like mail: `emit` writes the event and one delivery per active endpoint of
@@ -22,7 +22,7 @@ export class WebhookEvents extends Context.Service<
     /** Queues a `ping` for one endpoint of the account (subscribed or not); the event's id. */
     readonly ping: (accountId: string, endpointId: string) => Effect.Effect<string, SqlError>
   }
->()("webhooks/WebhookEvents") {
+>()("services/WebhookEvents") {
   static readonly layer = Layer.effect(
     WebhookEvents,
     Effect.gen(function* () {

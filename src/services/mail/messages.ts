@@ -1,4 +1,4 @@
-import { escapeHtml } from "../surfaces/http/pages/html.ts"
+import { escapeHtml } from "../../domain/html.ts"
 
 /** One message, as written to the outbox: plain text and simple HTML carrying the same words. */
 export interface Mail {
