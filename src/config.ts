@@ -370,7 +370,8 @@ const policyFromEnv = Effect.gen(function* () {
       disableAfterMs: (yield* positive("WEBHOOK_DISABLE_AFTER_HOURS", webhooks.disableAfterMs / hour)) * hour,
       responseMaxBytes: yield* positive("WEBHOOK_RESPONSE_MAX_BYTES", webhooks.responseMaxBytes),
       concurrency: yield* positive("WEBHOOK_CONCURRENCY", webhooks.concurrency),
-      keepMs: (yield* positive("WEBHOOK_KEEP_DAYS", webhooks.keepMs / (24 * hour))) * 24 * hour
+      keepMs: (yield* positive("WEBHOOK_KEEP_DAYS", webhooks.keepMs / (24 * hour))) * 24 * hour,
+      tests: yield* limitRule("WEBHOOK_TESTS_PER_ACCOUNT", webhooks.tests)
     },
     topup: {
       failuresToDisarm: yield* positive("TOPUP_FAILURES_TO_DISARM", topup.failuresToDisarm),

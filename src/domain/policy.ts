@@ -75,6 +75,8 @@ export interface WebhookLimits {
   readonly concurrency: number
   /** Finished deliveries, their events and attempts are deleted this long after. */
   readonly keepMs: number
+  /** Test pings an account may queue per window (each makes the service send a request). */
+  readonly tests: LimitRule
 }
 
 export interface TopupLimits {
@@ -204,7 +206,8 @@ export const defaultPolicy: Policy = {
     disableAfterMs: 3 * day,
     responseMaxBytes: 1024,
     concurrency: 4,
-    keepMs: 30 * day
+    keepMs: 30 * day,
+    tests: { limit: 30, windowMs: hour }
   },
   topup: {
     failuresToDisarm: 3,

@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
-import { InvalidInput, NotFound } from "../contract/errors.ts"
+import { InvalidInput, NotFound, type RateLimited } from "../contract/errors.ts"
 import {
   isWebhookEventType,
   makeWebhookSecret,
@@ -11,6 +11,7 @@ import {
 } from "../domain/webhooks.ts"
 import { checkedAddresses } from "../oauth/clientFetch.ts"
 import { Ids } from "../services/Ids.ts"
+import { RateLimits } from "../services/RateLimits.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { WebhookResolver } from "./resolver.ts"
@@ -154,13 +155,16 @@ export class Webhooks extends Context.Service<
       accountId: string,
       webhookId: string
     ) => Effect.Effect<{ readonly webhook_id: string; readonly deleted_at: string }, NotFound | SqlError>
-    /** Queues a `ping`; a disabled endpoint is enabled again by its test. */
+    /**
+     * Queues a `ping`; a disabled endpoint is enabled again by its test. At most the policy's tests
+     * per account and window (each makes the service send a request): RATE_LIMITED past them.
+     */
     readonly test: (
       accountId: string,
       webhookId: string
     ) => Effect.Effect<
       { readonly webhook_id: string; readonly event_id: string; readonly type: "ping" },
-      NotFound | SqlError
+      NotFound | RateLimited | SqlError
     >
     readonly deliveries: (
       accountId: string,
@@ -178,8 +182,9 @@ export class Webhooks extends Context.Service<
       const events = yield* WebhookEvents
       const config = yield* AppConfig
       const resolve = yield* WebhookResolver
+      const limits = yield* RateLimits
       const allowPrivate = config.webhookAllowPrivateUrls
-      const { maxEndpointsPerAccount } = config.policy.webhooks
+      const { maxEndpointsPerAccount, tests } = config.policy.webhooks
 
       const create = Effect.fn("Webhooks.create")(function* (
         accountId: string,
@@ -252,6 +257,9 @@ export class Webhooks extends Context.Service<
       })
 
       const test = Effect.fn("Webhooks.test")(function* (accountId: string, webhookId: string) {
+        const [endpoint] = yield* endpointRows(accountId, webhookId)
+        if (endpoint === undefined) return yield* unknownWebhook(webhookId)
+        yield* limits.takeAll([{ key: `webhook-test:${accountId}`, rule: tests }], "webhook test")
         const enabled = yield* sql`UPDATE webhook_endpoints
             SET state = 'active', disabled_at = NULL, failing_since = NULL
             WHERE id = ${webhookId} AND account_id = ${accountId} AND state <> 'deleted' RETURNING id`

@@ -82,6 +82,8 @@ describe("policy configuration", () => {
         WEBHOOK_RESPONSE_MAX_BYTES: "256",
         WEBHOOK_CONCURRENCY: "2",
         WEBHOOK_KEEP_DAYS: "7",
+        WEBHOOK_TESTS_PER_ACCOUNT: "5",
+        WEBHOOK_TESTS_PER_ACCOUNT_MINUTES: "10",
         TOPUP_FAILURES_TO_DISARM: "2",
         TOPUP_RETRY_MINUTES: "30",
         TOPUP_CHARGE_ATTEMPTS: "3",
@@ -144,7 +146,8 @@ describe("policy configuration", () => {
           disableAfterMs: 24 * hour,
           responseMaxBytes: 256,
           concurrency: 2,
-          keepMs: 7 * 24 * hour
+          keepMs: 7 * 24 * hour,
+          tests: { limit: 5, windowMs: 10 * minute }
         },
         topup: { failuresToDisarm: 2, retryAfterFailureMs: 30 * minute, chargeAttempts: 3 },
         exportMaxDays: 31,

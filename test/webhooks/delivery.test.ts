@@ -11,7 +11,13 @@ import { type Behaviour, startReceiver, verified } from "../support/webhookRecei
 
 const policy = {
   ...defaultPolicy,
-  webhooks: { ...defaultPolicy.webhooks, retryFirstMs: 300, retryMaxMs: 1_000, timeoutMs: 1_500 }
+  webhooks: {
+    ...defaultPolicy.webhooks,
+    retryFirstMs: 300,
+    retryMaxMs: 1_000,
+    timeoutMs: 1_500,
+    tests: { limit: 3, windowMs: 3_600_000 }
+  }
 }
 
 /** The receivers of this file; each test names what its own answers. */
@@ -371,6 +377,16 @@ describe(`webhook delivery (${storeName})`, () => {
             { key: other.token, ip: other.ip }
           )
           assert.deepInclude(foreignDelete.body, { code: "NOT_FOUND", param: "webhook_id" })
+
+          // Each test makes the service send a request: a few per account and hour.
+          for (let n = 0; n < 3; n++) {
+            const tested = yield* post(who.app, "/v1/webhooks/test", { webhook_id: ids[1] }, as)
+            assert.strictEqual(tested.status, 202, JSON.stringify(tested.body))
+          }
+          const fourth = yield* post(who.app, "/v1/webhooks/test", { webhook_id: ids[1] }, as)
+          assert.strictEqual(fourth.status, 429)
+          assert.strictEqual(fourth.body.code, "RATE_LIMITED")
+          assert.isAbove(fourth.body.retry_after_seconds, 0)
 
           const deleted = yield* post(who.app, "/v1/webhooks/delete", { webhook_id: ids[0] }, as)
           assert.strictEqual(deleted.status, 200)

@@ -207,6 +207,7 @@ export const WebhooksRoutes = HttpRouter.use((router) =>
             ),
             Effect.catchTags({
               NotFound: () => show(frame, { error: "That webhook is not one of this account's." }, 404),
+              RateLimited: (error) => show(frame, { error: error.message }, 429),
               Unauthorized: (error) => show(frame, { error: error.message }, 403),
               AuthRequired: (error) => show(frame, { error: error.message }, 403)
             })
