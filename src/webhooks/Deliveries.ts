@@ -301,7 +301,12 @@ export class Deliveries extends Context.Service<
       Deliveries,
       Effect.gen(function* () {
         const deliveries = yield* Deliveries.make
-        const { concurrency } = (yield* AppConfig).policy.webhooks
+        const config = yield* AppConfig
+        const { concurrency } = config.policy.webhooks
+        if (config.webhookAllowPrivateUrls)
+          yield* Effect.logWarning(
+            "WEBHOOK_ALLOW_PRIVATE_URLS is on: webhooks may be http:// and reach loopback and private addresses (this machine, its network). Only for tests and a self-hosted network."
+          )
         const pollEvery = options.pollEvery ?? "1 second"
         const worker = deliveries.deliverNext.pipe(
           Effect.catchCause((cause) =>
