@@ -51,6 +51,16 @@ export interface AppConfigShape {
    * loopback and private addresses. For tests with a local document server only; off by default.
    */
   readonly oauthAllowPrivateClientUrls: boolean
+  /**
+   * `WEBHOOK_ALLOW_PRIVATE_URLS`: webhook URLs may be `http://` and resolve to loopback and private
+   * addresses (tests, a self-hosted network); off by default.
+   */
+  readonly webhookAllowPrivateUrls: boolean
+  /**
+   * `WEBHOOK_SECRET_KEY`: the AES-256-GCM key (32 bytes, base64 or hex) webhook signing secrets are
+   * encrypted with at rest; unset, one is generated into `DATA_DIR/webhook-secret-key`.
+   */
+  readonly webhookSecretKey: Option.Option<Redacted.Redacted<string>>
 }
 
 export interface StripeConfig {
@@ -112,7 +122,11 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
       hosts: yield* hostsFromEnv,
       oauthAllowPrivateClientUrls: yield* Config.Boolean("OAUTH_ALLOW_PRIVATE_CLIENT_URLS").pipe(
         Config.withDefault(false)
-      )
+      ),
+      webhookAllowPrivateUrls: yield* Config.Boolean("WEBHOOK_ALLOW_PRIVATE_URLS").pipe(
+        Config.withDefault(false)
+      ),
+      webhookSecretKey: yield* Config.option(Config.Redacted("WEBHOOK_SECRET_KEY"))
     })
   })
 
@@ -149,6 +163,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         refundPolicy: defaultRefundPolicy,
         hosts: defaultHosts,
         oauthAllowPrivateClientUrls: false,
+        webhookAllowPrivateUrls: false,
+        webhookSecretKey: Option.none(),
         ...overrides
       })
     )
@@ -264,6 +280,7 @@ const policyFromEnv = Effect.gen(function* () {
   const minute = 60_000
   const [flex, production] = defaultPolicy.packs
   const oauth = defaultPolicy.oauth
+  const { webhooks, topup } = defaultPolicy
   return {
     freeCreditsPerIpDay: yield* positive("FREE_CREDITS_PER_IP_DAY", defaultPolicy.freeCreditsPerIpDay),
     ratePerMinute: {
@@ -343,7 +360,27 @@ const policyFromEnv = Effect.gen(function* () {
       ),
       unusedClientMs:
         (yield* positive("OAUTH_UNUSED_CLIENT_DAYS", oauth.unusedClientMs / (24 * hour))) * 24 * hour
-    }
+    },
+    webhooks: {
+      maxEndpointsPerAccount: yield* positive("WEBHOOK_MAX_ENDPOINTS", webhooks.maxEndpointsPerAccount),
+      timeoutMs: yield* positive("WEBHOOK_TIMEOUT_MS", webhooks.timeoutMs),
+      retryFirstMs: (yield* positive("WEBHOOK_RETRY_FIRST_SECONDS", webhooks.retryFirstMs / 1000)) * 1000,
+      retryMaxMs: (yield* positive("WEBHOOK_RETRY_MAX_SECONDS", webhooks.retryMaxMs / 1000)) * 1000,
+      retryForMs: (yield* positive("WEBHOOK_RETRY_HOURS", webhooks.retryForMs / hour)) * hour,
+      disableAfterMs: (yield* positive("WEBHOOK_DISABLE_AFTER_HOURS", webhooks.disableAfterMs / hour)) * hour,
+      responseMaxBytes: yield* positive("WEBHOOK_RESPONSE_MAX_BYTES", webhooks.responseMaxBytes),
+      concurrency: yield* positive("WEBHOOK_CONCURRENCY", webhooks.concurrency),
+      keepMs: (yield* positive("WEBHOOK_KEEP_DAYS", webhooks.keepMs / (24 * hour))) * 24 * hour,
+      tests: yield* limitRule("WEBHOOK_TESTS_PER_ACCOUNT", webhooks.tests)
+    },
+    topup: {
+      failuresToDisarm: yield* positive("TOPUP_FAILURES_TO_DISARM", topup.failuresToDisarm),
+      retryAfterFailureMs:
+        (yield* positive("TOPUP_RETRY_MINUTES", topup.retryAfterFailureMs / minute)) * minute,
+      chargeAttempts: yield* positive("TOPUP_CHARGE_ATTEMPTS", topup.chargeAttempts)
+    },
+    exportMaxDays: yield* positive("EXPORT_MAX_DAYS", defaultPolicy.exportMaxDays),
+    exportPageRows: yield* positive("EXPORT_PAGE_ROWS", defaultPolicy.exportPageRows)
   } satisfies Policy
 })
 

@@ -15,6 +15,8 @@ import { Admin } from "./operator/Admin.ts"
 import { Billing } from "./payments/Billing.ts"
 import { Checkout } from "./payments/Checkout.ts"
 import { paymentRailsLayer } from "./payments/rails.ts"
+import { Topups } from "./payments/Topups.ts"
+import { TopupWake } from "./payments/TopupWake.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { AdminToken } from "./services/AdminToken.ts"
 import { Cache } from "./services/Cache.ts"
@@ -31,6 +33,7 @@ import { Recovery } from "./services/Recovery.ts"
 import { Settings } from "./services/Settings.ts"
 import { SignIn } from "./services/SignIn.ts"
 import { Usage } from "./services/Usage.ts"
+import { WebhookEvents } from "./services/WebhookEvents.ts"
 import * as Database from "./store/Database.ts"
 import { Notifications } from "./store/Notifications.ts"
 import { Bearers } from "./surfaces/common/bearers.ts"
@@ -38,6 +41,9 @@ import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 import { HardenedResponse } from "./surfaces/http/securityHeaders.ts"
+import { Deliveries } from "./webhooks/Deliveries.ts"
+import { SecretBox } from "./webhooks/SecretBox.ts"
+import { Webhooks } from "./webhooks/Webhooks.ts"
 
 /** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
 export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
@@ -52,7 +58,9 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Domains.layer,
     Reservations.layer,
     HitCharges.layer,
-    Receipts.layer
+    Receipts.layer,
+    Webhooks.layer,
+    Topups.layer
   ).pipe(
     Layer.provideMerge(OAuthServer.layer),
     Layer.provideMerge(Checkout.layer),
@@ -63,6 +71,7 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(ManagementTokens.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Credits.layer),
+    Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, SecretBox.layer, TopupWake.layer)),
     Layer.provideMerge(Outbox.layer),
     Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
@@ -77,7 +86,7 @@ export const ServicesLayer = servicesLayer()
 
 /**
  * Releases reservations whose holder died; forgets expired idempotency tombstones, cache copies,
- * unpaid checkout sessions and portal links.
+ * unpaid checkout sessions and portal links, and webhook deliveries past their retention.
  */
 export const Housekeeping = Layer.effectDiscard(
   Effect.gen(function* () {
@@ -85,6 +94,7 @@ export const Housekeeping = Layer.effectDiscard(
     const idempotency = yield* IdempotencyStore
     const cache = yield* Cache
     const checkout = yield* Checkout
+    const deliveries = yield* Deliveries
     const every = <E, R>(interval: Duration.Input, work: Effect.Effect<unknown, E, R>) =>
       Effect.forkScoped(
         work.pipe(
@@ -97,7 +107,7 @@ export const Housekeeping = Layer.effectDiscard(
     yield* every("5 seconds", reservations.sweepExpired)
     yield* every(
       "1 minute",
-      Effect.all([idempotency.purgeExpired, cache.purgeExpired, checkout.sweepExpired])
+      Effect.all([idempotency.purgeExpired, cache.purgeExpired, checkout.sweepExpired, deliveries.sweep])
     )
   })
 )
@@ -155,6 +165,8 @@ export const supportLayer = (
   AppConfig.hostsLayer.pipe(
     Layer.provideMerge(Housekeeping),
     Layer.provideMerge(OAuthHousekeeping),
+    Layer.provideMerge(Topups.worker()),
+    Layer.provideMerge(Deliveries.layer),
     Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(servicesLayer(ids)),
     Layer.provideMerge(database)

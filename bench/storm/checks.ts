@@ -221,6 +221,65 @@ export const stormChecks = async (
     [...over, ...drift].map((row) => `${row.ip} day ${row.day}: used ${row.used}, charged ${row.charged}`)
   )
 
+  // 8. Automatic top-up (armed on a quarter of the paid accounts, a line no balance is above)
+  const topups = await db.query<{
+    id: string
+    account_id: string
+    month: string
+    state: string
+    price: number
+    max: number
+    spent_before: number
+    payment_ref: string | null
+  }>(
+    `SELECT t.id, t.account_id, t.month, t.state, t.price_usd_cents AS price, t.monthly_max_usd_cents AS max,
+       (SELECT COALESCE(SUM(u.price_usd_cents), 0) FROM topups u
+        WHERE u.account_id = t.account_id AND u.month = t.month AND u.state <> 'failed'
+          AND (u.created_at, u.id) <= (t.created_at, t.id)) AS spent_before,
+       t.payment_ref
+     FROM topups t ORDER BY t.created_at, t.id`
+  )
+  const pastMax = topups.filter((row) => row.state !== "failed" && Number(row.spent_before) > Number(row.max))
+  add(
+    "no top-up past the monthly maximum (the month's open and paid top-ups, each counted when armed)",
+    pastMax.length,
+    `${plural(topups.length, "top-up")} (${topups.filter((row) => row.state === "succeeded").length} paid, ${topups.filter((row) => row.state === "failed").length} failed, ${topups.filter((row) => row.state === "pending" || row.state === "charging").length} open) on ${new Set(topups.map((row) => row.account_id)).size} accounts, ${pastMax.length} past the maximum`,
+    pastMax.map(
+      (row) =>
+        `${row.id} of ${row.account_id} in ${row.month}: ${row.spent_before} cents with it, maximum ${row.max}`
+    )
+  )
+  const credited = await db.query<{ payment_ref: string; n: number; account_id: string }>(
+    `SELECT p.payment_ref, count(*) AS n, min(p.account_id) AS account_id FROM purchases p
+     WHERE p.payment_ref LIKE 'topup:%' OR p.payment_ref IN (SELECT t.payment_ref FROM topups t WHERE t.payment_ref IS NOT NULL)
+     GROUP BY p.payment_ref`
+  )
+  const creditsOf = new Map(credited.map((row) => [row.payment_ref, Number(row.n)]))
+  const twice = topups.filter(
+    (row) => row.state === "succeeded" && (row.payment_ref === null || creditsOf.get(row.payment_ref) !== 1)
+  )
+  const unpaidButCredited = topups.filter(
+    (row) =>
+      row.state !== "succeeded" && row.payment_ref !== null && (creditsOf.get(row.payment_ref) ?? 0) > 0
+  )
+  const strays = credited.filter(
+    (row) => !topups.some((topup) => topup.payment_ref === row.payment_ref && topup.state === "succeeded")
+  )
+  const twoOpen = await db.query<{ account_id: string; n: number }>(
+    `SELECT account_id, count(*) AS n FROM topups WHERE state IN ('pending', 'charging') GROUP BY account_id HAVING count(*) > 1`
+  )
+  add(
+    "no top-up applied twice (each paid top-up credited by exactly one purchase, none other; one open at a time)",
+    twice.length + unpaidButCredited.length + strays.length + twoOpen.length,
+    `${plural(credited.length, "top-up purchase")}, ${twice.length} paid top-ups not credited exactly once, ${unpaidButCredited.length + strays.length} credits of an unpaid top-up, ${twoOpen.length} accounts with two open`,
+    [
+      ...twice.map((row) => `${row.id}: credited ${creditsOf.get(row.payment_ref ?? "") ?? 0} times`),
+      ...unpaidButCredited.map((row) => `${row.id} is ${row.state} but credited`),
+      ...strays.map((row) => `${row.payment_ref} of ${row.account_id}: no paid top-up`),
+      ...twoOpen.map((row) => `${row.account_id}: ${row.n} open top-ups`)
+    ]
+  )
+
   // Liveness: once the chaos is over and the leases have lapsed, every call gets a final answer.
   const open = calls.filter((call) => call.final === undefined)
   add(

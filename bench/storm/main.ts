@@ -4,6 +4,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
+import { defaultPolicy } from "../../src/domain/policy.ts"
 import { type BenchAccount, mint, pool } from "../accounts.ts"
 import { createBenchDatabase, pgSession } from "../pg.ts"
 import { benchDir, killAll } from "../proc.ts"
@@ -66,6 +67,25 @@ const accounts = async (cluster: Cluster, options: StormOptions) => {
   return { paid, trial }
 }
 
+/**
+ * Automatic top-up on a quarter of the paid accounts, at a line above any balance they reach: each
+ * charge wants a top-up, and the local rail pays them at once, racing the charges, the kills and
+ * the stalls, until the month's maximum (three flex packs) stops them. Written to the database: the
+ * storm's accounts are unclaimed, so no management token could arm it through the API.
+ */
+const armTopups = async (db: ReturnType<typeof pgSession>, paid: ReadonlyArray<BenchAccount>) => {
+  const flex = defaultPolicy.packs.find((pack) => pack.pack === "flex")!
+  const chosen = paid.filter((_, i) => i % 4 === 0)
+  for (const account of chosen)
+    await db.query(
+      `INSERT INTO topup_settings (account_id, enabled, pack, credits, price_usd_cents, below_credits,
+         monthly_max_usd_cents, updated_at)
+       VALUES ($1, true, 'flex', $2, $3, 1000000000, $4, $5)`,
+      [account.accountId, flex.credits, flex.price_usd_cents, 3 * flex.price_usd_cents, Date.now()]
+    )
+  return chosen.length
+}
+
 /** The lease the instances really put on a reservation and on a claim (ms), read back from the rows. */
 const observedLeases = async (db: ReturnType<typeof pgSession>) => {
   const rows = await db.query<{ calls: number | null; claims: number | null }>(
@@ -98,7 +118,10 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
     `${options.instances} instances up (${cluster.instances.map((i) => `${i.url} pid ${i.service.pid}`).join(", ")}), upstream ${cluster.upstream.url}`
   )
   const { paid, trial } = await accounts(cluster, options)
-  log(`${paid.length} production accounts, ${trial.length} trial keys on 4 IPs`)
+  const armed = await armTopups(db, paid)
+  log(
+    `${paid.length} production accounts (${armed} with automatic top-up), ${trial.length} trial keys on 4 IPs`
+  )
 
   const loadBegun = performance.now()
   const clients = makeClients({

@@ -12,6 +12,7 @@ import { AuthGroup, ChildKeysGroup, ManagementGroup, SessionsGroup } from "./gov
 import { Client, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
+import { ExportGroup, WebhooksGroup } from "./webhooks.ts"
 
 export { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 
@@ -93,6 +94,8 @@ export class BaseApi extends HttpApi.make("svc")
   .add(ChildKeysGroup)
   .add(AppsGroup)
   .add(BillingGroup)
+  .add(WebhooksGroup)
+  .add(ExportGroup)
   .middleware(InputProblems)
   .middleware(Client)
   .prefix("/v1")

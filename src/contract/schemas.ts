@@ -63,6 +63,16 @@ export const Usage = Schema.Struct({
   ),
   /** Paid purchases (one-time packs and subscription periods); absent before the first. */
   purchases: Schema.optionalKey(Schema.Struct({ count: Schema.Int, last_purchase_at: Schema.String })),
+  /** Automatic top-up (GET /v1/topup has more); absent until it was first armed. */
+  topup: Schema.optionalKey(
+    Schema.Struct({
+      enabled: Schema.Boolean,
+      pack: Schema.String,
+      below_credits: Schema.Int,
+      monthly_max_usd_cents: Schema.Int,
+      month_spent_usd_cents: Schema.Int
+    })
+  ),
   upgrade_url: Schema.String,
   claim_url: Schema.optionalKey(Schema.String)
 }).annotate({ identifier: "Usage" })

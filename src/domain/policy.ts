@@ -49,6 +49,43 @@ export interface Policy {
   readonly maxChildKeysPerKey: number
   /** The OAuth authorization server's limits (per-IP rules count an IPv6 client by its network). */
   readonly oauth: OAuthLimits
+  /** Webhook endpoints and their deliveries. */
+  readonly webhooks: WebhookLimits
+  /** Automatic top-up. */
+  readonly topup: TopupLimits
+  /** `GET /v1/receipts/export`: the longest range, and the receipts read per page of the stream. */
+  readonly exportMaxDays: number
+  readonly exportPageRows: number
+}
+
+export interface WebhookLimits {
+  /** Endpoints an account may have (deleted ones do not count). */
+  readonly maxEndpointsPerAccount: number
+  /** One delivery attempt, connection to last byte read: a slow or silent receiver costs this. */
+  readonly timeoutMs: number
+  /** The wait after a failed attempt starts here and doubles up to `retryMaxMs`, for `retryForMs`. */
+  readonly retryFirstMs: number
+  readonly retryMaxMs: number
+  readonly retryForMs: number
+  /** An endpoint whose attempts all failed for this long is disabled and its owner emailed. */
+  readonly disableAfterMs: number
+  /** The receiver's answer read and recorded, at most. */
+  readonly responseMaxBytes: number
+  /** Endpoints one instance delivers to at once (each endpoint gets one request at a time). */
+  readonly concurrency: number
+  /** Finished deliveries, their events and attempts are deleted this long after. */
+  readonly keepMs: number
+  /** Test pings an account may queue per window (each makes the service send a request). */
+  readonly tests: LimitRule
+}
+
+export interface TopupLimits {
+  /** Failed top-ups in a row that disarm automatic top-up (its owner is emailed). */
+  readonly failuresToDisarm: number
+  /** After a failed top-up, the next one waits this long. */
+  readonly retryAfterFailureMs: number
+  /** Tries of one top-up whose payment provider did not answer, before it counts as failed. */
+  readonly chargeAttempts: number
 }
 
 export interface OAuthLimits {
@@ -159,5 +196,24 @@ export const defaultPolicy: Policy = {
     clientDocumentCacheMinSeconds: 300,
     clientDocumentCacheMaxSeconds: 24 * 3600,
     unusedClientMs: 7 * day
-  }
+  },
+  webhooks: {
+    maxEndpointsPerAccount: 10,
+    timeoutMs: 10_000,
+    retryFirstMs: 5_000,
+    retryMaxMs: hour,
+    retryForMs: day,
+    disableAfterMs: 3 * day,
+    responseMaxBytes: 1024,
+    concurrency: 4,
+    keepMs: 30 * day,
+    tests: { limit: 30, windowMs: hour }
+  },
+  topup: {
+    failuresToDisarm: 3,
+    retryAfterFailureMs: 10 * minute,
+    chargeAttempts: 5
+  },
+  exportMaxDays: 366,
+  exportPageRows: 1000
 }

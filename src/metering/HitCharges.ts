@@ -4,6 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
+import { TopupWake } from "../payments/TopupWake.ts"
 import { Settings } from "../services/Settings.ts"
 import * as Row from "../store/rows.ts"
 import { freeTierTerms, type Remaining } from "./Reservations.ts"
@@ -43,7 +44,8 @@ const decodeHits = Row.decoder(
     outcome: Schema.Literals(["charged", "account", "busy", "key_cap", "credits", "alert", "key"]),
     call: Schema.NullOr(CallRow),
     spendable: Row.NullableInt,
-    cap_left: Row.NullableInt
+    cap_left: Row.NullableInt,
+    topup_id: Schema.NullOr(Schema.String)
   }),
   "svc_charge_hits"
 )
@@ -68,6 +70,7 @@ export class HitCharges extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const settings = yield* Settings
+      const wake = yield* TopupWake
       const { policy } = yield* AppConfig
       type Waiting = { readonly input: HitInput; readonly done: Deferred.Deferred<HitOutcome, SqlError> }
       const waiting = yield* Queue.unbounded<Waiting>()
@@ -96,7 +99,7 @@ export class HitCharges extends Context.Service<
           }))
           return Effect.flatMap(
             Effect.exit(
-              sql`SELECT call_id, outcome, call, spendable, cap_left FROM svc_charge_hits(${JSON.stringify(items)}::jsonb)`.pipe(
+              sql`SELECT call_id, outcome, call, spendable, cap_left, topup_id FROM svc_charge_hits(${JSON.stringify(items)}::jsonb)`.pipe(
                 Effect.flatMap(decodeHits)
               )
             ),
@@ -106,6 +109,8 @@ export class HitCharges extends Context.Service<
                   for (const { done } of batch) Deferred.doneUnsafe(done, Exit.failCause(exit.cause))
                   return
                 }
+                // A top-up a hit armed wakes the top-up worker (a dropping queue: never blocks).
+                for (const row of exit.value) if (row.topup_id !== null) Queue.offerUnsafe(wake, row.topup_id)
                 const byId = new Map(exit.value.map((row) => [row.call_id, row]))
                 for (const { input, done } of batch) {
                   const row = byId.get(input.callId)

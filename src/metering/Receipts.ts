@@ -18,6 +18,19 @@ export class Receipts extends Context.Service<
       options: { readonly limit: number; readonly before?: ReceiptCursor | undefined }
     ) => Effect.Effect<ReadonlyArray<Receipt & { readonly createdAtMs: number }>, SqlError>
     readonly get: (accountId: string, id: string) => Effect.Effect<Receipt | undefined, SqlError>
+    /**
+     * One page of the receipts made in `[from, to)` (epoch ms), oldest first, after `after`: the
+     * export reads a range this way, one page at a time, whatever its size.
+     */
+    readonly range: (
+      accountId: string,
+      options: {
+        readonly from: number
+        readonly to: number
+        readonly after: ReceiptCursor | undefined
+        readonly limit: number
+      }
+    ) => Effect.Effect<ReadonlyArray<Receipt & { readonly createdAtMs: number }>, SqlError>
   }
 >()("metering/Receipts") {
   static readonly layer = Layer.effect(
@@ -48,7 +61,29 @@ export class Receipts extends Context.Service<
         return rows[0] === undefined ? undefined : receiptOf(rows[0])
       })
 
-      return Receipts.of({ list, get })
+      const range = Effect.fn("Receipts.range")(function* (
+        accountId: string,
+        options: {
+          readonly from: number
+          readonly to: number
+          readonly after: ReceiptCursor | undefined
+          readonly limit: number
+        }
+      ) {
+        const { after } = options
+        // A row comparison, so the next page starts where the index says, not after a scan of the earlier ones.
+        const rows = yield* after === undefined
+          ? sql`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
+              AND created_at >= ${options.from} AND created_at < ${options.to}
+              ORDER BY created_at, id LIMIT ${options.limit}`
+          : sql`SELECT * FROM calls WHERE account_id = ${accountId} AND state = 'settled'
+              AND (created_at, id) > (${after.createdAt}, ${after.id}) AND created_at < ${options.to}
+              ORDER BY created_at, id LIMIT ${options.limit}`
+        const calls = yield* decodeCalls(rows)
+        return calls.map((row) => ({ ...receiptOf(row), createdAtMs: row.created_at }))
+      })
+
+      return Receipts.of({ list, get, range })
     })
   )
 }

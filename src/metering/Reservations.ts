@@ -15,9 +15,11 @@ import { retryAfterSeconds } from "../domain/lease.ts"
 import type { Plan } from "../domain/plans.ts"
 import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
+import { TopupWake } from "../payments/TopupWake.ts"
 import { alertMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
 import { Settings } from "../services/Settings.ts"
+import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { CallRow, type Funding, type Receipt, receiptOf } from "./receipt.ts"
 
@@ -85,9 +87,19 @@ const decodeSettled = Row.decoder(
     alert_threshold: Row.NullableInt,
     alert_spendable: Row.NullableInt,
     spendable: Row.NullableInt,
-    cap_left: Row.NullableInt
+    cap_left: Row.NullableInt,
+    topup_id: Schema.NullOr(Schema.String)
   }),
   "svc_settle"
+)
+const decodeCapReached = Row.decoder(
+  Schema.Struct({
+    key_id: Schema.String,
+    period: Schema.String,
+    spend_cap_credits: Row.Int,
+    account_id: Schema.String
+  }),
+  "key_cap_events"
 )
 const decodeCallIds = Row.decoder(Schema.Struct({ id: Schema.String }), "calls.id")
 
@@ -153,13 +165,16 @@ export class Reservations extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const outbox = yield* Outbox
+      const events = yield* WebhookEvents
+      const wake = yield* TopupWake
       const settings = yield* Settings
       const config = yield* AppConfig
       const { leaseMs, policy } = config
 
       /**
        * Ends a reserved call inside the caller's transaction, and queues the balance alert's email
-       * when this charge crossed it. Undefined when the call was no longer reserved.
+       * and `balance.low` event when this charge crossed it. Undefined when the call was no longer
+       * reserved. A top-up the charge armed wakes this instance's top-up worker.
        */
       const finish = (
         callId: string,
@@ -170,25 +185,28 @@ export class Reservations extends Context.Service<
       ) =>
         Effect.gen(function* () {
           const [ended] =
-            yield* sql`SELECT call, alert_email, alert_threshold, alert_spendable, spendable, cap_left
+            yield* sql`SELECT call, alert_email, alert_threshold, alert_spendable, spendable, cap_left, topup_id
             FROM svc_settle(${callId}, ${charged}, ${JSON.stringify(refunds)}, ${now},
               ${terms === null ? null : JSON.stringify(terms)}::jsonb)`.pipe(Effect.flatMap(decodeSettled))
           if (ended === undefined) return undefined
-          if (
-            ended.alert_email !== null &&
-            ended.alert_threshold !== null &&
-            ended.alert_spendable !== null
-          ) {
-            yield* outbox.enqueue(
-              alertMail({
-                to: ended.alert_email,
-                accountId: ended.call.account_id,
-                threshold: ended.alert_threshold,
-                spendable: ended.alert_spendable,
-                upgradeUrl: upgradeUrl(config.upgradeUrl, ended.call.account_id)
-              })
-            )
+          if (ended.alert_threshold !== null && ended.alert_spendable !== null) {
+            if (ended.alert_email !== null)
+              yield* outbox.enqueue(
+                alertMail({
+                  to: ended.alert_email,
+                  accountId: ended.call.account_id,
+                  threshold: ended.alert_threshold,
+                  spendable: ended.alert_spendable,
+                  upgradeUrl: upgradeUrl(config.upgradeUrl, ended.call.account_id)
+                })
+              )
+            yield* events.emit(ended.call.account_id, "balance.low", {
+              threshold: ended.alert_threshold,
+              spendable_credits: ended.alert_spendable,
+              receipt_id: ended.call.id
+            })
           }
+          yield* TopupWake.armed(wake, ended.topup_id)
           return {
             receipt: receiptOf(ended.call),
             remaining: { credits: ended.spendable ?? 0, keyCap: ended.cap_left ?? undefined }
@@ -204,6 +222,35 @@ export class Reservations extends Context.Service<
           )
           for (const row of expired) yield* sql.withTransaction(finish(row.id, 0, [], now))
         })
+
+      /**
+       * A call refused by a key's cap: the cap is reached. Its `key.cap_reached` event is queued
+       * once per key, period and cap (`key_cap_events` decides), whichever refusal comes first.
+       */
+      const capReached = (keyId: string, now: number) =>
+        sql.withTransaction(
+          Effect.gen(function* () {
+            const [reached] =
+              yield* sql`INSERT INTO key_cap_events (key_id, period, spend_cap_credits, reached_at)
+              SELECT c.cap_key, svc_period(c.cap_period, ${dayOf(now)}), k.spend_cap_credits, ${now}
+              FROM svc_key_cap(${keyId}, ${dayOf(now)}) c JOIN api_keys k ON k.id = c.cap_key
+              WHERE c.cap_key IS NOT NULL
+              ON CONFLICT DO NOTHING
+              RETURNING key_id, period, spend_cap_credits,
+                (SELECT a.account_id FROM api_keys a WHERE a.id = key_id) AS account_id`.pipe(
+                Effect.flatMap(decodeCapReached)
+              )
+            if (reached === undefined) return
+            const period = reached.period.split(":")[0] as CapPeriod
+            yield* events.emit(reached.account_id, "key.cap_reached", {
+              key_id: keyId,
+              cap_key_id: reached.key_id,
+              spend_cap_credits: reached.spend_cap_credits,
+              cap_period: period,
+              cap_resets_at: capResetsAtIso(period, now) ?? null
+            })
+          })
+        )
 
       const reserve = Effect.fn("Reservations.reserve")(function* (input: ReserveInput) {
         const now = yield* Clock.currentTimeMillis
@@ -260,6 +307,7 @@ export class Reservations extends Context.Service<
               account
             })
           case "key_cap":
+            yield* capReached(input.keyId, now)
             return yield* new InsufficientCredits({
               message: `This call is quoted ${input.quoted} credits and this key's ${found.cap_period ?? "total"} spend cap has ${found.cap_left ?? 0} left. Raise the cap (POST /v1/keys/update) or wait for it to reset (cap_resets_at), then retry with the SAME Idempotency-Key.`,
               credits_required: input.quoted,

@@ -1,17 +1,19 @@
 import type { LookupAddress } from "node:dns"
 import { lookup } from "node:dns/promises"
 import type { IncomingHttpHeaders } from "node:http"
+import { request as httpRequest } from "node:http"
 import { request } from "node:https"
 import type { LookupFunction } from "node:net"
 import { Effect } from "effect"
 import { isPublicAddress } from "../domain/addresses.ts"
 
 /**
- * Every request the authorization server makes to a URL a client named (its Client ID Metadata
- * Document, and any `jwks_uri` or `sector_identifier_uri`): oidc-provider's `fetch`. The host is
- * resolved first and every address it resolves to must be public (`isPublicAddress`), before any
- * connection; the connection then goes to the address that was checked (no second DNS answer),
- * over https only, without following redirects, within a deadline and a body size.
+ * Every request the service makes to a URL someone else named: the authorization server's to a
+ * client's documents (its Client ID Metadata Document, any `jwks_uri` or `sector_identifier_uri`:
+ * oidc-provider's `fetch`) and every webhook delivery. The host is resolved first and every address
+ * it resolves to must be public (`isPublicAddress`), before any connection; the connection then goes
+ * to the address that was checked (no second DNS answer), over https only, without following
+ * redirects, within a deadline and a body size.
  */
 
 export interface ClientFetchOptions {
@@ -53,89 +55,145 @@ const headersOf = (incoming: IncomingHttpHeaders) => {
 /** Statuses whose `Response` may have no body. */
 const bodiless = new Set([101, 103, 204, 205, 304])
 
-/** One GET to `url`, connected to one of the `checked` addresses, the body read up to `maxBytes`. */
-const pinnedGet = (
+/** One request the service makes to a URL someone named. */
+export interface OutboundRequest {
+  readonly method: "GET" | "POST"
+  readonly headers: Record<string, string>
+  readonly body?: string | undefined
+}
+
+/** The answer, read up to the cap. */
+export interface OutboundAnswer {
+  readonly status: number
+  readonly headers: IncomingHttpHeaders
+  readonly body: Buffer
+  /** The answer was longer than the cap and was cut there (`overflow: "truncate"`). */
+  readonly truncated: boolean
+}
+
+export interface OutboundOptions extends ClientFetchOptions {
+  /** A longer answer fails the request (a document to use), or is cut at the cap (an answer only recorded). */
+  readonly overflow?: "fail" | "truncate"
+  /** `http://` too (with `allowPrivate` only: a self-hosted network); https only otherwise. */
+  readonly allowHttp?: boolean
+}
+
+/** One request to `url`, connected to one of the `checked` addresses, the answer read up to `maxBytes`. */
+const pinnedExchange = (
   url: URL,
   checked: ReadonlyArray<LookupAddress>,
-  headers: Headers,
-  maxBytes: number,
+  outbound: OutboundRequest,
+  options: OutboundOptions,
   signal: AbortSignal
-): Promise<Response> =>
+): Promise<OutboundAnswer> =>
   new Promise((resolve, reject) => {
+    const { maxBytes } = options
     const tooLarge = () => new ClientFetchError(`${url.href} answered more than ${maxBytes} bytes`)
-    const outgoing = request(
+    const send = url.protocol === "http:" ? httpRequest : request
+    const outgoing = send(
       url,
       {
-        method: "GET",
-        headers: Object.fromEntries(headers),
+        method: outbound.method,
+        headers: outbound.headers,
         lookup: pinnedLookup(checked),
-        // No pooled connection: each fetch connects to the address it checked.
+        // No pooled connection: each request connects to the address it checked.
         agent: false,
         signal
       },
       (answer) => {
-        if (Number(answer.headers["content-length"] ?? 0) > maxBytes) {
-          outgoing.destroy()
-          return reject(tooLarge())
-        }
+        const status = answer.statusCode ?? 502
         const chunks: Array<Buffer> = []
         let size = 0
+        const finish = (truncated: boolean) =>
+          resolve({
+            status,
+            headers: answer.headers,
+            body: Buffer.concat(chunks).subarray(0, maxBytes),
+            truncated
+          })
+        const over = () => {
+          outgoing.destroy()
+          if (options.overflow === "truncate") finish(true)
+          else reject(tooLarge())
+        }
+        if (Number(answer.headers["content-length"] ?? 0) > maxBytes && options.overflow !== "truncate")
+          return over()
         answer.on("data", (chunk: Buffer) => {
           size += chunk.length
-          if (size > maxBytes) {
-            outgoing.destroy()
-            reject(tooLarge())
-          } else chunks.push(chunk)
+          chunks.push(chunk)
+          if (size > maxBytes) over()
         })
         answer.on("error", reject)
-        answer.on("end", () => {
-          const status = answer.statusCode ?? 502
-          resolve(
-            new Response(bodiless.has(status) ? null : Buffer.concat(chunks), {
-              status,
-              headers: headersOf(answer.headers)
-            })
-          )
-        })
+        answer.on("end", () => finish(false))
       }
     )
     outgoing.on("error", reject)
-    outgoing.end()
+    outgoing.end(outbound.body)
   })
+
+/**
+ * The host of `url` resolved, every address it resolves to public (`isPublicAddress`) unless
+ * `allowPrivate`: what a request may connect to. Checked before any connection, at every request
+ * (a DNS answer can change).
+ */
+export const checkedAddresses = (url: URL, options: Pick<OutboundOptions, "allowPrivate" | "resolve">) =>
+  Effect.gen(function* () {
+    const host = url.hostname.replace(/^\[(.*)\]$/, "$1")
+    const resolveHost = options.resolve ?? systemResolve
+    const addresses = yield* Effect.tryPromise({
+      try: () => resolveHost(host),
+      catch: () => new ClientFetchError(`${host} does not resolve`)
+    })
+    if (addresses.length === 0) return yield* Effect.fail(new ClientFetchError(`${host} has no address`))
+    const refused = addresses.find((entry) => !isPublicAddress(entry.address))
+    if (refused !== undefined && !options.allowPrivate)
+      return yield* Effect.fail(
+        new ClientFetchError(`${host} resolves to ${refused.address}, which is not a public address`)
+      )
+    return addresses
+  })
+
+/**
+ * One request to a URL someone named (a client's document, a webhook endpoint): https only (or
+ * http where allowed), the host resolved and checked first (`checkedAddresses`), the connection
+ * to a checked address (no second DNS answer), no redirect followed, within `timeoutMs` from
+ * the lookup to the answer's last byte, the answer capped at `maxBytes`.
+ */
+export const pinnedRequest = (href: string, outbound: OutboundRequest, options: OutboundOptions) =>
+  Effect.gen(function* () {
+    const url = URL.parse(href)
+    const schemes = options.allowHttp === true && options.allowPrivate ? ["https:", "http:"] : ["https:"]
+    if (url === null || !schemes.includes(url.protocol))
+      return yield* Effect.fail(new ClientFetchError(`${href}: only https URLs are fetched`))
+    const addresses = yield* checkedAddresses(url, options)
+    return yield* Effect.tryPromise({
+      try: (signal) => pinnedExchange(url, addresses, outbound, options, signal),
+      catch: (cause) =>
+        cause instanceof ClientFetchError
+          ? cause
+          : new ClientFetchError(`${url.href}: ${cause instanceof Error ? cause.message : String(cause)}`)
+    })
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: options.timeoutMs,
+      orElse: () => Effect.fail(new ClientFetchError(`${href} did not answer within ${options.timeoutMs} ms`))
+    })
+  )
 
 /** `fetch` for oidc-provider: `(url, { headers, signal })`, GET only (all the library sends). */
 export const clientFetch = (options: ClientFetchOptions) => {
-  const resolveHost = options.resolve ?? systemResolve
-
   const fetchOnce = (href: string, init: RequestInit) =>
-    Effect.gen(function* () {
-      const url = URL.parse(href)
-      if (url === null || url.protocol !== "https:")
-        return yield* Effect.fail(new ClientFetchError(`${href}: only https URLs are fetched`))
-      const host = url.hostname.replace(/^\[(.*)\]$/, "$1")
-      const addresses = yield* Effect.tryPromise({
-        try: () => resolveHost(host),
-        catch: () => new ClientFetchError(`${host} does not resolve`)
-      })
-      if (addresses.length === 0) return yield* Effect.fail(new ClientFetchError(`${host} has no address`))
-      const refused = addresses.find((entry) => !isPublicAddress(entry.address))
-      if (refused !== undefined && !options.allowPrivate)
-        return yield* Effect.fail(
-          new ClientFetchError(`${host} resolves to ${refused.address}, which is not a public address`)
-        )
-      return yield* Effect.tryPromise({
-        try: (signal) => pinnedGet(url, addresses, new Headers(init.headers), options.maxBytes, signal),
-        catch: (cause) =>
-          cause instanceof ClientFetchError
-            ? cause
-            : new ClientFetchError(`${url.href}: ${cause instanceof Error ? cause.message : String(cause)}`)
-      })
-    }).pipe(
-      Effect.timeoutOrElse({
-        duration: options.timeoutMs,
-        orElse: () =>
-          Effect.fail(new ClientFetchError(`${href} did not answer within ${options.timeoutMs} ms`))
-      })
+    Effect.map(
+      pinnedRequest(
+        href,
+        { method: "GET", headers: Object.fromEntries(new Headers(init.headers)) },
+        { ...options, overflow: "fail" }
+      ),
+      (answer) =>
+        new Response(bodiless.has(answer.status) ? null : answer.body, {
+          status: answer.status,
+          headers: headersOf(answer.headers)
+        })
     )
 
   // The library's own 2.5 s signal is not used: `timeoutMs` (OAUTH_CLIENT_FETCH_TIMEOUT_MS) is the deadline.

@@ -11,6 +11,7 @@ import { Ids } from "../services/Ids.ts"
 import { KeyMemory } from "../services/KeyMemory.ts"
 import { Keys } from "../services/Keys.ts"
 import { RateLimits } from "../services/RateLimits.ts"
+import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { PaymentRails } from "./PaymentRail.ts"
 
@@ -120,6 +121,10 @@ const decodeSubscriptions = Row.decoder(
   "subscriptions"
 )
 const decodeAccountIds = Row.decoder(Schema.Struct({ account_id: Schema.String }), "account id")
+const decodeEnded = Row.decoder(
+  Schema.Struct({ pack: Schema.String, current_period_end: Row.Int }),
+  "subscriptions (ended)"
+)
 
 const sessionSelect = "id, account_id, pack, rail, status, keyless, origin, key_revealed_at, expires_at"
 
@@ -212,6 +217,7 @@ export class Checkout extends Context.Service<
       const keys = yield* Keys
       const rails = yield* PaymentRails
       const limits = yield* RateLimits
+      const events = yield* WebhookEvents
       const config = yield* AppConfig
       const { packs, checkoutsPerIpHour, checkoutsPerAccountHour, checkoutKeepMs, stripeCheckoutKeepMs } =
         config.policy
@@ -456,6 +462,22 @@ export class Checkout extends Context.Service<
           AND NOT EXISTS (SELECT 1 FROM subscriptions WHERE account_id = ${accountId} AND status = 'active')`
         )
 
+      /** The `subscription.ended` event, in the transaction that ends it. */
+      const subscriptionEnded = (
+        accountId: string,
+        subscription: { readonly pack: string; readonly current_period_end: number },
+        rail: string
+      ) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          yield* events.emit(accountId, "subscription.ended", {
+            pack: subscription.pack,
+            rail,
+            ended_at: new Date(now).toISOString(),
+            paid_until: new Date(subscription.current_period_end).toISOString()
+          })
+        })
+
       const endStripeSubscription = Effect.fn("Checkout.endStripeSubscription")(function* (
         stripeSubscriptionId: string
       ) {
@@ -466,8 +488,11 @@ export class Checkout extends Context.Service<
             const accountId = owners[0]?.account_id
             if (accountId === undefined) return false
             yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`
-            yield* sql`UPDATE subscriptions SET status = 'canceled' WHERE stripe_subscription_id = ${stripeSubscriptionId}`
+            const ended = yield* sql`UPDATE subscriptions SET status = 'canceled'
+              WHERE stripe_subscription_id = ${stripeSubscriptionId} AND status = 'active'
+              RETURNING pack, current_period_end`.pipe(Effect.flatMap(decodeEnded))
             yield* leaveProduction(accountId)
+            if (ended[0] !== undefined) yield* subscriptionEnded(accountId, ended[0], "stripe")
             return true
           })
         )
@@ -488,6 +513,11 @@ export class Checkout extends Context.Service<
             if (subscription.cancel_at_period_end) {
               yield* sql`UPDATE subscriptions SET status = 'canceled' WHERE id = ${subscription.id}`
               yield* leaveProduction(accountId)
+              yield* subscriptionEnded(
+                accountId,
+                { pack: subscription.pack, current_period_end: subscription.current_period_end },
+                "local"
+              )
               return { renewed: false, current_period_end: subscription.current_period_end }
             }
             const periodEnd = Math.max(subscription.current_period_end, now) + localPeriodMs
@@ -501,6 +531,12 @@ export class Checkout extends Context.Service<
             })
             yield* sql`UPDATE subscriptions SET current_period_end = ${periodEnd}, periods = ${period}
               WHERE id = ${subscription.id}`
+            yield* events.emit(accountId, "subscription.renewed", {
+              pack: subscription.pack,
+              rail: "local",
+              periods: period,
+              current_period_end: new Date(periodEnd).toISOString()
+            })
             return { renewed: true, current_period_end: periodEnd }
           })
         )

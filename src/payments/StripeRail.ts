@@ -8,7 +8,13 @@ import type { Pack } from "../domain/plans.ts"
 import type { PurchaseInput } from "../services/Credits.ts"
 import * as Row from "../store/rows.ts"
 import type { Payment } from "./Checkout.ts"
-import { type OpenSession, type PaymentRail, RailUnavailable } from "./PaymentRail.ts"
+import {
+  type OpenSession,
+  type PaymentRail,
+  RailUnavailable,
+  type SavedCharge,
+  type SavedChargeOutcome
+} from "./PaymentRail.ts"
 
 /**
  * The Stripe SDK for the configured account: Stripe's API, or `STRIPE_API_URL` (a local fake in
@@ -126,8 +132,11 @@ export const stripeRail = (options: {
                 : { customer_creation: "always" as const }
               : { customer }),
             // The subscription's own metadata reaches its invoices: an `invoice.paid` arriving
-            // before `checkout.session.completed` still names the checkout.
-            ...(subscription ? { subscription_data: { metadata } } : { payment_intent_data: { metadata } })
+            // before `checkout.session.completed` still names the checkout. A one-time payment
+            // saves its card on the customer for automatic top-ups (a subscription's is saved anyway).
+            ...(subscription
+              ? { subscription_data: { metadata } }
+              : { payment_intent_data: { metadata, setup_future_usage: "off_session" as const } })
           },
           { idempotencyKey: `checkout-${session.id}` }
         )
@@ -150,7 +159,70 @@ export const stripeRail = (options: {
       return created.url
     })
 
-  return { name: "stripe", begin, portal }
+  /** A payment method the account's customer has saved (the most recent), if any. */
+  const savedMethod = (customer: string) =>
+    Effect.map(
+      calling("customers.listPaymentMethods", () =>
+        stripe.customers.listPaymentMethods(customer, { limit: 1 })
+      ),
+      (list) => list.data[0]?.id
+    )
+
+  const isCustomer = (accountId: string) =>
+    Effect.gen(function* () {
+      const customer = yield* storedCustomer(accountId)
+      return customer !== undefined
+    })
+
+  /**
+   * An off-session PaymentIntent for a top-up, confirmed at once. The top-up's id is the idempotency
+   * key: asking again after a lost answer gets the same PaymentIntent, never a second charge. A
+   * refused card is Declined (final); anything else (Stripe unreachable) RailUnavailable, tried again.
+   */
+  const charge = (input: SavedCharge) =>
+    Effect.gen(function* () {
+      const customer = yield* storedCustomer(input.accountId)
+      if (customer === undefined)
+        return { _tag: "Declined", message: "no Stripe customer: buy a pack once by checkout first" } as const
+      const method = yield* savedMethod(customer)
+      if (method === undefined)
+        return {
+          _tag: "Declined",
+          message: "no saved payment method: a new checkout saves one for automatic top-ups"
+        } as const
+      const created = yield* Effect.tryPromise({
+        try: () =>
+          stripe.paymentIntents.create(
+            {
+              amount: input.amountUsdCents,
+              currency: "usd",
+              customer,
+              payment_method: method,
+              off_session: true,
+              confirm: true,
+              description: input.description,
+              metadata: { topup_id: input.topupId, account_id: input.accountId }
+            },
+            { idempotencyKey: `topup-${input.topupId}` }
+          ),
+        catch: (cause) => cause
+      }).pipe(Effect.result)
+      if (created._tag === "Success")
+        return { _tag: "Accepted", paymentRef: `stripe:${created.success.id}` } satisfies SavedChargeOutcome
+      const error = created.failure as { readonly type?: unknown; readonly message?: unknown }
+      if (error.type === "StripeCardError" || error.type === "card_error")
+        return {
+          _tag: "Declined",
+          message: `the card was declined (${typeof error.message === "string" ? error.message : "card_error"})`
+        } satisfies SavedChargeOutcome
+      yield* Effect.logWarning("stripe rail", `paymentIntents.create: ${String(error.type ?? "error")}`)
+      return yield* new RailUnavailable({
+        rail: "stripe",
+        message: `paymentIntents.create: ${String(error.type ?? "error")}`
+      })
+    })
+
+  return { name: "stripe", begin, portal, saved: { isCustomer, charge } }
 }
 
 const idOf = (value: string | { readonly id: string } | null | undefined) =>
@@ -200,6 +272,17 @@ export const makeStripeEvents = (deps: {
   ) => Effect.Effect<string | undefined, SqlError>
   readonly applyPurchase: (input: PurchaseInput) => Effect.Effect<boolean, SqlError>
   readonly packs: ReadonlyArray<Pack>
+  /** A subscription period paid after the first (the `subscription.renewed` event). */
+  readonly renewed: (input: {
+    readonly accountId: string
+    readonly pack: Pack
+    readonly rail: string
+    readonly periods: number
+    readonly periodEnd: number
+  }) => Effect.Effect<void, SqlError>
+  /** An automatic top-up's off-session PaymentIntent succeeded, or failed. */
+  readonly topupPaid: (topupId: string, paymentRef: string) => Effect.Effect<boolean, SqlError>
+  readonly topupFailed: (topupId: string, message: string) => Effect.Effect<boolean, SqlError>
 }) => {
   const { sql } = deps
 
@@ -275,6 +358,13 @@ export const makeStripeEvents = (deps: {
         yield* sql`UPDATE subscriptions SET periods = periods + 1,
             current_period_end = GREATEST(current_period_end, ${periodEnd})
           WHERE id = ${subscription.id}`
+        yield* deps.renewed({
+          accountId: subscription.account_id,
+          pack,
+          rail: "stripe",
+          periods: subscription.periods + 1,
+          periodEnd
+        })
       } else if (subscription.periods === 1) {
         // The first invoice, credited by the checkout's event, which could only guess its period.
         yield* sql`UPDATE subscriptions SET current_period_end = ${periodEnd} WHERE id = ${subscription.id}`
@@ -300,6 +390,22 @@ export const makeStripeEvents = (deps: {
             yield* sql`UPDATE subscriptions SET cancel_at_period_end = ${event.data.object.cancel_at_period_end}
               WHERE stripe_subscription_id = ${event.data.object.id} AND status = 'active'`
             break
+          case "payment_intent.succeeded": {
+            const intent = event.data.object
+            const topupId = intent.metadata?.topup_id
+            if (topupId !== undefined) yield* deps.topupPaid(topupId, `stripe:${intent.id}`)
+            break
+          }
+          case "payment_intent.payment_failed": {
+            const intent = event.data.object
+            const topupId = intent.metadata?.topup_id
+            if (topupId !== undefined)
+              yield* deps.topupFailed(
+                topupId,
+                `the payment failed (${intent.last_payment_error?.message ?? intent.last_payment_error?.code ?? "declined"})`
+              )
+            break
+          }
           case "customer.subscription.deleted":
             // The subscription ends: the credits already paid for stay, and the account goes from
             // production to flex (a paid account without a subscription).

@@ -2,9 +2,11 @@ import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { Credits } from "../services/Credits.ts"
+import { WebhookEvents } from "../services/WebhookEvents.ts"
 import { Checkout } from "./Checkout.ts"
 import { localRail, type PaymentRail, PaymentRails } from "./PaymentRail.ts"
 import { makeStripeClient, makeStripeEvents, stripeRail } from "./StripeRail.ts"
+import { Topups } from "./Topups.ts"
 
 /**
  * The offered rails (`AppConfig.checkoutRails`, from `PAYMENT_RAILS`) and nothing else: a rail
@@ -40,16 +42,32 @@ export const paymentRailsLayer = Layer.effect(
   })
 )
 
-/** Stripe's verified events applied to the service: completed checkouts, paid invoices, ended subscriptions. */
+/**
+ * Stripe's verified events applied to the service: completed checkouts, paid invoices (a renewal's
+ * `subscription.renewed` event), ended subscriptions, and automatic top-ups' PaymentIntents.
+ */
 export const stripeEvents = Effect.gen(function* () {
   const config = yield* AppConfig
   const checkout = yield* Checkout
   const credits = yield* Credits
+  const topups = yield* Topups
+  const webhookEvents = yield* WebhookEvents
   return makeStripeEvents({
     sql: yield* SqlClient.SqlClient,
     complete: checkout.complete,
     endSubscription: checkout.endStripeSubscription,
     applyPurchase: credits.applyPurchase,
-    packs: config.policy.packs
+    packs: config.policy.packs,
+    renewed: (renewal) =>
+      Effect.asVoid(
+        webhookEvents.emit(renewal.accountId, "subscription.renewed", {
+          pack: renewal.pack.pack,
+          rail: renewal.rail,
+          periods: renewal.periods,
+          current_period_end: new Date(renewal.periodEnd).toISOString()
+        })
+      ),
+    topupPaid: topups.paid,
+    topupFailed: topups.failed
   })
 })

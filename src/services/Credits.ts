@@ -6,6 +6,7 @@ import type { Pack } from "../domain/plans.ts"
 import { mailboxOf } from "../domain/signIn.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
+import { WebhookEvents } from "./WebhookEvents.ts"
 
 export interface CreditInput {
   readonly accountId: string
@@ -59,6 +60,7 @@ export class Credits extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
       const keyMemory = yield* KeyMemory
+      const events = yield* WebhookEvents
       const { policy } = yield* AppConfig
 
       /** The statements of a credit, inside the caller's transaction. */
@@ -131,6 +133,17 @@ export class Credits extends Context.Service<
             yield* input.pack.pack === "production"
               ? sql`UPDATE accounts SET plan = 'production' WHERE id = ${input.accountId}`
               : sql`UPDATE accounts SET plan = 'flex' WHERE id = ${input.accountId} AND plan = 'trial'`
+            yield* events.emit(input.accountId, "credits.purchased", {
+              purchase_id: id,
+              pack: input.pack.pack,
+              rail: input.rail,
+              credits,
+              price_usd_cents: input.pack.price_usd_cents,
+              currency: "usd",
+              ...(input.periodEnd === undefined
+                ? {}
+                : { period_end: new Date(input.periodEnd).toISOString() })
+            })
             return true
           })
         )

@@ -25,6 +25,7 @@ import * as Row from "../store/rows.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
+import { WebhookEvents } from "./WebhookEvents.ts"
 
 /** A key's limits as the API shows them. */
 export interface KeyLimitFields {
@@ -86,6 +87,7 @@ const decodeAlert = Row.decoder(
   "accounts (alert)"
 )
 const decodeCount = Row.decoder(Schema.Struct({ n: Row.Int }), "api_keys (active)")
+const decodeIds = Row.decoder(Schema.Struct({ id: Schema.String }), "api_keys (id)")
 const decodeCapLeft = Row.decoder(Schema.Struct({ cap_left: Row.NullableInt }), "svc_key_cap")
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
@@ -157,6 +159,8 @@ export class Keys extends Context.Service<
       readonly label: string | null
       readonly limits?: KeyLimits
       readonly parentKeyId?: string
+      /** The key a rotation revoked for this one (in its `key.created` event). */
+      readonly replaces?: string
     }) => Effect.Effect<IssuedKey, SqlError>
     /**
      * A key made by a signed-in owner, with its limits; a trial account's first key earns the
@@ -215,7 +219,36 @@ export class Keys extends Context.Service<
       const keyMemory = yield* KeyMemory
       const ids = yield* Ids
       const credits = yield* Credits
+      const events = yield* WebhookEvents
       const { maxActiveKeysPerAccount, maxChildKeysPerKey } = (yield* AppConfig).policy
+
+      /** `key.created`, in the transaction that made the key (never its secret). */
+      const created = (accountId: string, key: IssuedKey, more: Record<string, unknown>) =>
+        events.emit(accountId, "key.created", {
+          key_id: key.key_id,
+          label: key.label,
+          hint: key.hint,
+          created_at: key.created_at,
+          ...more
+        })
+
+      /** `key.revoked` for each key, in the transaction that revoked them: `reason` says how. */
+      const revoked = (
+        accountId: string,
+        keyIds: ReadonlyArray<string>,
+        at: number,
+        reason: "revoked" | "rotated" | "rekey" | "parent_revoked"
+      ) =>
+        Effect.forEach(
+          keyIds,
+          (keyId) =>
+            events.emit(accountId, "key.revoked", {
+              key_id: keyId,
+              revoked_at: new Date(at).toISOString(),
+              reason
+            }),
+          { discard: true }
+        )
 
       const lockAccount = (accountId: string) =>
         sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`
@@ -252,6 +285,7 @@ export class Keys extends Context.Service<
         readonly label: string | null
         readonly limits?: KeyLimits
         readonly parentKeyId?: string
+        readonly replaces?: string
       }) {
         const now = yield* Clock.currentTimeMillis
         const keyId = yield* ids.newId("key")
@@ -263,7 +297,7 @@ export class Keys extends Context.Service<
           VALUES (${keyId}, ${input.accountId}, ${hashSecret(secret)}, ${hint}, ${input.label}, ${now},
             ${limits.spendCapCredits}, ${limits.capPeriod}, ${limits.expiresAt},
             ${limits.platforms === null ? null : limits.platforms.join(",")}, ${input.parentKeyId ?? null})`
-        return {
+        const issued = {
           key_id: keyId,
           key: secret,
           label: input.label,
@@ -271,6 +305,11 @@ export class Keys extends Context.Service<
           created_at: new Date(now).toISOString(),
           ...limitFields(limits)
         } satisfies IssuedKey
+        yield* created(input.accountId, issued, {
+          ...(input.parentKeyId === undefined ? {} : { parent_key_id: input.parentKeyId }),
+          ...(input.replaces === undefined ? {} : { replaces: input.replaces })
+        })
+        return issued
       })
 
       const activeCount = (where: "account" | "parent", id: string) =>
@@ -354,8 +393,19 @@ export class Keys extends Context.Service<
       })
 
       /** Revokes a key's working children; inside the caller's transaction. */
-      const revokeChildrenOf = (keyId: string, now: number) =>
-        sql`UPDATE api_keys SET revoked_at = ${now} WHERE parent_key_id = ${keyId} AND revoked_at IS NULL`
+      const revokeChildrenOf = (accountId: string, keyId: string, now: number) =>
+        sql`UPDATE api_keys SET revoked_at = ${now} WHERE parent_key_id = ${keyId} AND revoked_at IS NULL
+          RETURNING id`.pipe(
+          Effect.flatMap(decodeIds),
+          Effect.flatMap((children) =>
+            revoked(
+              accountId,
+              children.map((child) => child.id),
+              now,
+              "parent_revoked"
+            )
+          )
+        )
 
       const rotate = Effect.fn("Keys.rotate")(function* (accountId: string, keyId: string) {
         const now = yield* Clock.currentTimeMillis
@@ -370,13 +420,15 @@ export class Keys extends Context.Service<
             }
             yield* keyMemory.changing(accountId)
             yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
-            yield* revokeChildrenOf(keyId, now)
+            yield* revoked(accountId, [keyId], now, "rotated")
+            yield* revokeChildrenOf(accountId, keyId, now)
             // The new secret keeps the key's label and limits; its cap counts afresh from the calls.
             const issued = yield* issue({
               accountId,
               plan: plan[0].plan,
               label: old.label,
               limits: limitsOf(old),
+              replaces: keyId,
               ...(old.parent_key_id === null ? {} : { parentKeyId: old.parent_key_id })
             })
             yield* countFromCalls(issued.key_id, now)
@@ -398,7 +450,8 @@ export class Keys extends Context.Service<
                 return { key_id: keyId, revoked_at: new Date(key.revoked_at).toISOString() }
               yield* keyMemory.changing(accountId)
               yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
-              yield* revokeChildrenOf(keyId, now)
+              yield* revoked(accountId, [keyId], now, "revoked")
+              yield* revokeChildrenOf(accountId, keyId, now)
               return { key_id: keyId, revoked_at: new Date(now).toISOString() }
             })
           )
@@ -411,9 +464,15 @@ export class Keys extends Context.Service<
       const revokeAll = Effect.fn("Keys.revokeAll")(function* (accountId: string) {
         const now = yield* Clock.currentTimeMillis
         yield* keyMemory.changing(accountId)
-        const revoked = yield* sql`UPDATE api_keys SET revoked_at = ${now}
-          WHERE account_id = ${accountId} AND revoked_at IS NULL RETURNING id`
-        return revoked.length
+        const gone = yield* sql`UPDATE api_keys SET revoked_at = ${now}
+          WHERE account_id = ${accountId} AND revoked_at IS NULL RETURNING id`.pipe(Effect.flatMap(decodeIds))
+        yield* revoked(
+          accountId,
+          gone.map((key) => key.id),
+          now,
+          "rekey"
+        )
+        return gone.length
       })
 
       const createChild = Effect.fn("Keys.createChild")(function* (

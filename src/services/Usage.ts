@@ -20,6 +20,14 @@ export interface UsageFacts {
     readonly cancelAtPeriodEnd: boolean
   }
   readonly purchases: { readonly count: number; readonly lastAt: number | null }
+  /** Automatic top-up, once it was ever armed: its settings and this UTC month's spend. */
+  readonly topup?: {
+    readonly enabled: boolean
+    readonly pack: string
+    readonly belowCredits: number
+    readonly monthlyMaxUsdCents: number
+    readonly monthSpentUsdCents: number
+  }
 }
 
 /** Settled calls per UTC day (SUM of an integer column and COUNT are int8). */
@@ -35,6 +43,14 @@ const SubscriptionRow = Schema.Struct({
 })
 export const decodeSubscription = Row.decoder(SubscriptionRow, "subscriptions")
 
+const TopupRow = Schema.Struct({
+  enabled: Schema.Boolean,
+  pack: Schema.String,
+  below_credits: Row.Int,
+  monthly_max_usd_cents: Row.Int,
+  spent: Row.Int
+})
+
 /** Everything `get_usage` reads, in one row (the lists as JSON). */
 const decodeFacts = Row.decoder(
   Schema.Struct({
@@ -44,7 +60,8 @@ const decodeFacts = Row.decoder(
     days: Schema.Array(DayRow),
     subscription: Schema.NullOr(SubscriptionRow),
     purchases: Row.Int,
-    last_purchase_at: Row.NullableInt
+    last_purchase_at: Row.NullableInt,
+    topup: Schema.NullOr(TopupRow)
   }),
   "usage facts"
 )
@@ -65,6 +82,7 @@ export class Usage extends Context.Service<
       const facts = (accountId: string, ip: string): Effect.Effect<UsageFacts, SqlError> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const today = dayOf(now)
+          const month = dayToIso(today).slice(0, 7)
           // One statement: the credits as they are now (the caller's account may be remembered from
           // an earlier request), today's free use of the IP, 30 days, the subscription, the purchases.
           return sql`
@@ -79,7 +97,12 @@ export class Usage extends Context.Service<
               WHERE account_id = a.id
               ORDER BY (status = 'active') DESC, created_at DESC, id DESC LIMIT 1) s) AS subscription,
             (SELECT COUNT(*) FROM purchases p WHERE p.account_id = a.id) AS purchases,
-            (SELECT MAX(p.created_at) FROM purchases p WHERE p.account_id = a.id) AS last_purchase_at
+            (SELECT MAX(p.created_at) FROM purchases p WHERE p.account_id = a.id) AS last_purchase_at,
+            (SELECT row_to_json(t) FROM (
+              SELECT s.enabled, s.pack, s.below_credits, s.monthly_max_usd_cents,
+                (SELECT COALESCE(SUM(u.price_usd_cents), 0) FROM topups u
+                  WHERE u.account_id = a.id AND u.month = ${month} AND u.state <> 'failed') AS spent
+              FROM topup_settings s WHERE s.account_id = a.id) t) AS topup
           FROM accounts a WHERE a.id = ${accountId}`.pipe(
             Effect.flatMap(decodeFacts),
             Effect.map((rows): UsageFacts => {
@@ -109,7 +132,18 @@ export class Usage extends Context.Service<
                         cancelAtPeriodEnd: subscription.cancel_at_period_end
                       }
                     }),
-                purchases: { count: row?.purchases ?? 0, lastAt: row?.last_purchase_at ?? null }
+                purchases: { count: row?.purchases ?? 0, lastAt: row?.last_purchase_at ?? null },
+                ...(row?.topup === null || row?.topup === undefined
+                  ? {}
+                  : {
+                      topup: {
+                        enabled: row.topup.enabled,
+                        pack: row.topup.pack,
+                        belowCredits: row.topup.below_credits,
+                        monthlyMaxUsdCents: row.topup.monthly_max_usd_cents,
+                        monthSpentUsdCents: row.topup.spent
+                      }
+                    })
               }
             })
           )

@@ -69,6 +69,17 @@ export const usageReport = (
             last_purchase_at: new Date(facts.purchases.lastAt).toISOString()
           }
         }),
+    ...(facts.topup === undefined
+      ? {}
+      : {
+          topup: {
+            enabled: facts.topup.enabled,
+            pack: facts.topup.pack,
+            below_credits: facts.topup.belowCredits,
+            monthly_max_usd_cents: facts.topup.monthlyMaxUsdCents,
+            month_spent_usd_cents: facts.topup.monthSpentUsdCents
+          }
+        }),
     upgrade_url: upgradeUrl(config.upgradeUrl, account.id),
     ...(account.plan === "trial" && !account.claimed
       ? { claim_url: `${links(config.baseUrl).claim}?account=${account.id}` }

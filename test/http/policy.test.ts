@@ -72,7 +72,23 @@ describe("policy configuration", () => {
         OAUTH_CLIENT_DOCUMENT_MAX_BYTES: "2048",
         OAUTH_CLIENT_DOCUMENT_CACHE_MIN_SECONDS: "60",
         OAUTH_CLIENT_DOCUMENT_CACHE_MAX_SECONDS: "600",
-        OAUTH_UNUSED_CLIENT_DAYS: "3"
+        OAUTH_UNUSED_CLIENT_DAYS: "3",
+        WEBHOOK_MAX_ENDPOINTS: "4",
+        WEBHOOK_TIMEOUT_MS: "2500",
+        WEBHOOK_RETRY_FIRST_SECONDS: "2",
+        WEBHOOK_RETRY_MAX_SECONDS: "600",
+        WEBHOOK_RETRY_HOURS: "6",
+        WEBHOOK_DISABLE_AFTER_HOURS: "24",
+        WEBHOOK_RESPONSE_MAX_BYTES: "256",
+        WEBHOOK_CONCURRENCY: "2",
+        WEBHOOK_KEEP_DAYS: "7",
+        WEBHOOK_TESTS_PER_ACCOUNT: "5",
+        WEBHOOK_TESTS_PER_ACCOUNT_MINUTES: "10",
+        TOPUP_FAILURES_TO_DISARM: "2",
+        TOPUP_RETRY_MINUTES: "30",
+        TOPUP_CHARGE_ATTEMPTS: "3",
+        EXPORT_MAX_DAYS: "31",
+        EXPORT_PAGE_ROWS: "250"
       })
       const minute = 60_000
       const hour = 3_600_000
@@ -120,7 +136,22 @@ describe("policy configuration", () => {
           clientDocumentCacheMinSeconds: 60,
           clientDocumentCacheMaxSeconds: 600,
           unusedClientMs: 72 * hour
-        }
+        },
+        webhooks: {
+          maxEndpointsPerAccount: 4,
+          timeoutMs: 2500,
+          retryFirstMs: 2000,
+          retryMaxMs: 600_000,
+          retryForMs: 6 * hour,
+          disableAfterMs: 24 * hour,
+          responseMaxBytes: 256,
+          concurrency: 2,
+          keepMs: 7 * 24 * hour,
+          tests: { limit: 5, windowMs: 10 * minute }
+        },
+        topup: { failuresToDisarm: 2, retryAfterFailureMs: 30 * minute, chargeAttempts: 3 },
+        exportMaxDays: 31,
+        exportPageRows: 250
       })
       assert.strictEqual(config.leaseMs, 30_000)
       assert.strictEqual(config.upgradeUrl, "https://pay.example.test/buy")

@@ -17,6 +17,14 @@ export interface StripeFake {
   readonly objects: Map<string, Record<string, unknown>>
   /** When set, every API call answers 500 with Stripe's error shape. */
   failing: boolean
+  /** The paths that answer 500 (Stripe unreachable for those calls only). */
+  readonly failingPaths: Set<string>
+  /**
+   * What paying a checkout that set up future usage leaves on Stripe: a card saved on the customer,
+   * which off-session PaymentIntents may charge. A card that `declines` answers each charge with
+   * Stripe's `card_declined` card error (HTTP 402). The card's id.
+   */
+  readonly savePaymentMethod: (customer: string, options?: { readonly declines?: boolean }) => string
   readonly close: () => Promise<void>
 }
 
@@ -53,6 +61,9 @@ export const startStripeFake = async (): Promise<StripeFake> => {
     return `${prefix}_fake${String(n).padStart(6, "0")}`
   }
   let url = ""
+  /** Saved cards by customer, newest first; and the cards that decline. */
+  const savedCards = new Map<string, Array<string>>()
+  const declining = new Set<string>()
   const fake: StripeFake = {
     get url() {
       return url
@@ -60,11 +71,25 @@ export const startStripeFake = async (): Promise<StripeFake> => {
     requests,
     objects,
     failing: false,
+    failingPaths: new Set(),
+    savePaymentMethod: (customer, options = {}) => {
+      const id = nextId("pm")
+      objects.set(id, {
+        id,
+        object: "payment_method",
+        type: "card",
+        customer,
+        card: { brand: "visa", last4: "4242" }
+      })
+      savedCards.set(customer, [id, ...(savedCards.get(customer) ?? [])])
+      if (options.declines === true) declining.add(id)
+      return id
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve()))
   }
 
   const handle = (request: FakeRequest): { status: number; body: unknown } => {
-    if (fake.failing)
+    if (fake.failing || fake.failingPaths.has(request.path))
       return {
         status: 500,
         body: { error: { type: "api_error", message: "The fake is failing on purpose." } }
@@ -98,6 +123,46 @@ export const startStripeFake = async (): Promise<StripeFake> => {
         status: "open",
         payment_status: "unpaid"
       })
+    }
+    const listed = /^\/v1\/customers\/([^/]+)\/payment_methods$/.exec(request.path)
+    if (request.method === "GET" && listed !== null) {
+      const data = (savedCards.get(listed[1]!) ?? []).map((id) => objects.get(id))
+      return { status: 200, body: { object: "list", url: request.path, has_more: false, data } }
+    }
+    if (request.method === "POST" && request.path === "/v1/payment_intents") {
+      const id = nextId("pi")
+      const method = form.payment_method ?? ""
+      const intent = {
+        id,
+        object: "payment_intent",
+        amount: Number(form.amount),
+        currency: form.currency,
+        customer: form.customer,
+        payment_method: method,
+        off_session: form.off_session === "true",
+        confirm: form.confirm === "true",
+        description: form.description ?? null,
+        metadata: metadataOf(form),
+        status: declining.has(method) ? "requires_payment_method" : "succeeded",
+        last_payment_error: declining.has(method)
+          ? { type: "card_error", code: "card_declined", message: "Your card was declined." }
+          : null
+      }
+      objects.set(id, intent)
+      if (declining.has(method))
+        return {
+          status: 402,
+          body: {
+            error: {
+              type: "card_error",
+              code: "card_declined",
+              decline_code: "generic_decline",
+              message: "Your card was declined.",
+              payment_intent: intent
+            }
+          }
+        }
+      return { status: 200, body: intent }
     }
     if (request.method === "POST" && request.path === "/v1/billing_portal/sessions") {
       const id = nextId("bps")

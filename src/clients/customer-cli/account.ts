@@ -7,6 +7,7 @@ import { alert, keys } from "./keys.ts"
 import { login } from "./login.ts"
 import { dim, human, printJson, table } from "./output.ts"
 import { NotSignedIn, session, UsageError, withKey } from "./session.ts"
+import { receiptsExport, topup, webhooks } from "./webhooks.ts"
 
 const init = Command.make(
   "init",
@@ -118,7 +119,12 @@ const receipts = Command.make(
         ].join("\n")
       )
     })
-).pipe(Command.withDescription("The account's receipts, newest first (free)."))
+).pipe(
+  Command.withDescription(
+    "The account's receipts, newest first (free); `svc receipts export` writes a range as a file."
+  ),
+  Command.withSubcommands([receiptsExport])
+)
 
 const recover = Command.make("recover", { email: Argument.String("email") }, ({ email }) =>
   Effect.gen(function* () {
@@ -174,6 +180,8 @@ export const accountCommands = [
   receipts,
   keys,
   alert,
+  webhooks,
+  topup,
   buy,
   portal,
   recover,

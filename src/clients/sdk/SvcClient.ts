@@ -86,7 +86,8 @@ export const withIdempotencyKey =
 const dataPath = new RegExp(`^/v1/(${[...new Set(declarations.map((d) => d.platform))].join("|")})/`)
 
 /** The routes that take a management token rather than a spend key (README, "Management tokens"). */
-const managementPath = /^\/v1\/(keys(\/rotate|\/revoke)?|alert|portal|auth\/tokens(\/revoke)?|auth\/logout)$/
+const managementPath =
+  /^\/v1\/(keys(\/rotate|\/revoke)?|alert|portal|auth\/tokens(\/revoke)?|auth\/logout|webhooks(\/delete|\/test|\/[^/]+\/deliveries)?|topup)$/
 
 const pathOf = (request: HttpClientRequest.HttpClientRequest) => new URL(request.url, "http://x").pathname
 

@@ -6,7 +6,7 @@ export interface Mail {
   readonly subject: string
   readonly text: string
   readonly html: string
-  readonly kind: "sign_in" | "recovery" | "alert"
+  readonly kind: "sign_in" | "recovery" | "alert" | "webhook_disabled" | "topup_disarmed"
 }
 
 interface MailLink {
@@ -106,4 +106,46 @@ export const alertMail = (input: {
       "You get this message once each time the credits cross below the threshold."
     ],
     [{ label: "Buy credits", url: input.upgradeUrl }]
+  )
+
+/** An endpoint whose deliveries failed for `days` days: disabled, and how to bring it back. */
+export const webhookDisabledMail = (input: {
+  readonly to: string
+  readonly accountId: string
+  readonly webhookId: string
+  readonly url: string
+  readonly days: number
+  readonly lastError: string
+  readonly dashboardUrl: string
+}): Mail =>
+  compose(
+    input.to,
+    "webhook_disabled",
+    `Webhook disabled on ${input.accountId}`,
+    [
+      `Every delivery to the webhook ${input.webhookId} (${input.url}) of account ${input.accountId} failed for ${input.days} days, so it is disabled: nothing more is sent to it.`,
+      `The last attempt: ${input.lastError}`,
+      "Once the receiver answers again, send it a test (POST /v1/webhooks/test, or the dashboard's Test button): that enables it again. Events of the disabled days are not sent."
+    ],
+    [{ label: "Webhooks", url: input.dashboardUrl }]
+  )
+
+/** Automatic top-up failed `failures` times in a row and is off until armed again. */
+export const topupDisarmedMail = (input: {
+  readonly to: string
+  readonly accountId: string
+  readonly failures: number
+  readonly lastError: string
+  readonly billingUrl: string
+}): Mail =>
+  compose(
+    input.to,
+    "topup_disarmed",
+    `Automatic top-up turned off on ${input.accountId}`,
+    [
+      `The last ${input.failures} automatic top-ups of account ${input.accountId} failed, so automatic top-up is off: no more top-ups will be charged.`,
+      `The last failure: ${input.lastError}`,
+      "Check the payment method (a new checkout saves a new one), then arm automatic top-up again (POST /v1/topup, or the dashboard's Billing page)."
+    ],
+    [{ label: "Billing", url: input.billingUrl }]
   )

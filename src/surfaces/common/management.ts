@@ -5,7 +5,9 @@ import { type CapPeriod, type KeyLimits, type LimitChanges, noLimits } from "../
 import type { Platform } from "../../domain/plans.ts"
 import { Checkout } from "../../payments/Checkout.ts"
 import { PaymentRails } from "../../payments/PaymentRail.ts"
+import { Topups } from "../../payments/Topups.ts"
 import { Keys } from "../../services/Keys.ts"
+import { Webhooks } from "../../webhooks/Webhooks.ts"
 import { selectAccount } from "./bearers.ts"
 
 /**
@@ -129,4 +131,78 @@ export const billingPortal = (governor: Governor, args: AccountArgs) =>
       if (url !== undefined) return { account_id: account.id, url }
     }
     return { account_id: account.id, url: yield* (yield* Checkout).portalLink(account.id) }
+  })
+
+export const listWebhooks = (governor: Governor, args: AccountArgs) =>
+  Effect.gen(function* () {
+    const account = yield* selectAccount(governor, args.account_id)
+    return { account_id: account.id, webhooks: yield* (yield* Webhooks).list(account.id) }
+  })
+
+export const createWebhook = (
+  governor: Governor,
+  args: AccountArgs & { readonly url: string; readonly events: ReadonlyArray<string> }
+) =>
+  Effect.gen(function* () {
+    const account = yield* changeable(governor, args.account_id)
+    return yield* (yield* Webhooks).create(account.id, { url: args.url, events: args.events })
+  })
+
+export const deleteWebhook = (governor: Governor, args: AccountArgs & { readonly webhook_id: string }) =>
+  Effect.gen(function* () {
+    const account = yield* changeable(governor, args.account_id)
+    return yield* (yield* Webhooks).remove(account.id, args.webhook_id)
+  })
+
+export const testWebhook = (governor: Governor, args: AccountArgs & { readonly webhook_id: string }) =>
+  Effect.gen(function* () {
+    const account = yield* changeable(governor, args.account_id)
+    return yield* (yield* Webhooks).test(account.id, args.webhook_id)
+  })
+
+export const webhookDeliveries = (
+  governor: Governor,
+  args: AccountArgs & { readonly webhook_id: string; readonly limit?: number | undefined }
+) =>
+  Effect.gen(function* () {
+    const account = yield* selectAccount(governor, args.account_id)
+    return yield* (yield* Webhooks).deliveries(account.id, args.webhook_id, args.limit ?? 50)
+  })
+
+export const showTopup = (governor: Governor, args: AccountArgs) =>
+  Effect.gen(function* () {
+    const account = yield* selectAccount(governor, args.account_id)
+    return yield* (yield* Topups).show(account.id)
+  })
+
+/** `{ enabled: false }` disarms; otherwise the line and the monthly maximum arm it (the pack: flex unless named). */
+export const setTopup = (
+  governor: Governor,
+  args: AccountArgs & {
+    readonly enabled?: boolean | undefined
+    readonly pack?: string | undefined
+    readonly below_credits?: number | undefined
+    readonly monthly_max_usd_cents?: number | undefined
+  }
+) =>
+  Effect.gen(function* () {
+    const account = yield* changeable(governor, args.account_id)
+    const topups = yield* Topups
+    if (args.enabled === false) return yield* topups.disarm(account.id)
+    if (args.below_credits === undefined)
+      return yield* new InvalidInput({
+        message:
+          'Send below_credits (a charge that leaves fewer spendable credits buys a pack) and monthly_max_usd_cents, or { "enabled": false } to disarm.',
+        param: "below_credits"
+      })
+    if (args.monthly_max_usd_cents === undefined)
+      return yield* new InvalidInput({
+        message: "Send monthly_max_usd_cents: the most automatic top-ups may cost in a UTC month.",
+        param: "monthly_max_usd_cents"
+      })
+    return yield* topups.arm(account.id, {
+      pack: args.pack ?? "flex",
+      below_credits: args.below_credits,
+      monthly_max_usd_cents: args.monthly_max_usd_cents
+    })
   })

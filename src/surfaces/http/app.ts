@@ -27,6 +27,7 @@ import { OAuthRoutes } from "./oauth/routes.ts"
 import { PageRoutes } from "./pages/routes.ts"
 import { methodsAt } from "./routeHints.ts"
 import { StripeWebhookRoutes } from "./stripeWebhook.ts"
+import { ExportRoutes, WebhooksRoutes } from "./webhookRoutes.ts"
 
 /** `/v1/openapi.json`: the whole contract, made at its first request. */
 const openApiRoute = (document: () => OpenApi.OpenAPISpec) =>
@@ -89,7 +90,9 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
       ManagementRoutes,
       ChildKeysRoutes,
       AppsRoutes,
-      BillingRoutes
+      BillingRoutes,
+      WebhooksRoutes,
+      ExportRoutes(operations)
     ]),
     Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer, ManagementAuthLayer])
   )

@@ -6,12 +6,22 @@ import type { Governor } from "../../../domain/accounts.ts"
 import type { Pack } from "../../../domain/plans.ts"
 import { Checkout } from "../../../payments/Checkout.ts"
 import type { PaymentRails } from "../../../payments/PaymentRail.ts"
+import { Topups, type TopupView } from "../../../payments/Topups.ts"
 import type { Keys } from "../../../services/Keys.ts"
-import { billingPortal, setBalanceAlert } from "../../common/management.ts"
+import { billingPortal, setBalanceAlert, setTopup } from "../../common/management.ts"
 import { count, dollars, railLabel } from "../checkout/format.ts"
 import { html } from "../pages/html.ts"
 import { dashboardGuard } from "./guard.ts"
-import { accountQuery, dashboardPage, type Frame, formFields, hidden, type Notes, notes } from "./layout.ts"
+import {
+  accountQuery,
+  dashboardPage,
+  dateOf,
+  type Frame,
+  formFields,
+  hidden,
+  type Notes,
+  notes
+} from "./layout.ts"
 import { usageReporter } from "./report.ts"
 
 type Config = Pick<AppConfigShape, "baseUrl" | "policy" | "checkoutRails">
@@ -33,8 +43,40 @@ const packForm = (config: Config, frame: Frame, pack: Pack) =>
       : `Buy ${pack.pack}: ${dollars(pack.price_usd_cents)} for ${count(pack.credits ?? 0)} credits`
   }</button></form>`
 
-/** Billing: the balance alert, the packs and the billing portal. */
-export const billingPage = (config: Config, frame: Frame, usage: typeof Usage.Type, options: Notes = {}) =>
+/** Automatic top-up: its state, this month's spend, the last top-up; the form that arms it and the one that stops it. */
+const topupSection = (config: Config, frame: Frame, topup: TopupView) => {
+  const pack = config.policy.packs.find((candidate) => candidate.mode === "one_time")
+  const last = topup.last_topup
+  return html`<section aria-labelledby="topup"><h2 id="topup">Automatic top-up</h2>
+<p>${
+    topup.enabled
+      ? `On: when a call leaves fewer than ${count(topup.below_credits ?? 0)} spendable credits, we buy one ${topup.pack} pack (${dollars(topup.price_usd_cents ?? 0)} for ${count(topup.credits ?? 0)} credits), at most ${dollars(topup.monthly_max_usd_cents ?? 0)} a month.`
+      : "Off."
+  } This month (${topup.month}): ${dollars(topup.month_spent_usd_cents)} of top-ups.${
+    topup.failures_in_a_row > 0 ? ` ${topup.failures_in_a_row} failed in a row (3 turn it off).` : ""
+  }</p>${
+    last === null
+      ? ""
+      : html`<p>Last top-up <code>${last.topup_id}</code>: ${last.state}${last.rail === null ? "" : ` on ${last.rail}`}, ${count(last.credits)} credits for ${dollars(last.price_usd_cents)}, ${dateOf(last.created_at)}${last.error === null ? "" : ` (${last.error})`}.</p>`
+  }
+<form method="post" action="${config.baseUrl}/dashboard/topup" class="row">${formFields(frame.csrf, frame.account)}${hidden("pack", pack?.pack ?? "flex")}
+<div><label for="below-credits">Top up below (credits)</label><input id="below-credits" name="below_credits" type="number" min="1" step="1" inputmode="numeric" required value="${topup.below_credits ?? 1000}"></div>
+<div><label for="monthly-max">At most a month (USD)</label><input id="monthly-max" name="monthly_max_usd" type="number" min="1" step="1" inputmode="numeric" required value="${Math.round((topup.monthly_max_usd_cents ?? (pack?.price_usd_cents ?? 2000) * 3) / 100)}"></div>
+<button type="submit">${topup.enabled ? "Update automatic top-up" : "Turn on automatic top-up"}</button></form>${
+    topup.enabled
+      ? html`<form method="post" action="${config.baseUrl}/dashboard/topup/off">${formFields(frame.csrf, frame.account)}<button type="submit">Turn off automatic top-up</button></form>`
+      : ""
+  }</section>`
+}
+
+/** Billing: the balance alert, automatic top-up, the packs and the billing portal. */
+export const billingPage = (
+  config: Config,
+  frame: Frame,
+  usage: typeof Usage.Type,
+  topup: TopupView,
+  options: Notes = {}
+) =>
   dashboardPage(
     frame,
     "billing",
@@ -48,6 +90,7 @@ ${frame.account.alertThreshold === 0 ? "The alert is off." : `The alert is set a
 <form method="post" action="${config.baseUrl}/dashboard/alert" class="row">${formFields(frame.csrf, frame.account)}
 <div><label for="threshold">Threshold (credits)</label><input id="threshold" name="threshold" type="number" min="0" step="1" inputmode="numeric" value="${frame.account.alertThreshold}" required></div>
 <button type="submit">Set alert</button></form></section>
+${topupSection(config, frame, topup)}
 <section aria-labelledby="packs"><h2 id="packs">Buy credits</h2>
 ${config.policy.packs.map((pack) => packForm(config, frame, pack))}
 <p>The credits land on this account; its keys keep working. <a href="${config.baseUrl}/upgrade?${accountQuery(frame.account)}">Compare the packs</a>.</p></section>
@@ -66,7 +109,8 @@ ${config.policy.packs.map((pack) => packForm(config, frame, pack))}
 export const BillingRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const checkout = yield* Checkout
-    const services = yield* Effect.context<Keys | PaymentRails | Checkout>()
+    const services = yield* Effect.context<Keys | PaymentRails | Checkout | Topups>()
+    const topups = yield* Topups
     const reportFor = yield* usageReporter
     const seeOther = (url: string) =>
       HttpServerResponse.redirect(url, { status: 303, headers: { "cache-control": "no-store" } })
@@ -75,8 +119,10 @@ export const BillingRoutes = HttpRouter.use((router) =>
     const guard = yield* dashboardGuard(paymentOrigins(config.checkoutRails))
 
     const showBilling = (frame: Frame, governor: Governor, options: Notes = {}, status = 200) =>
-      Effect.map(reportFor(governor, frame.account), (report) =>
-        guard.respond(billingPage(config, frame, report, options), status)
+      Effect.flatMap(reportFor(governor, frame.account), (report) =>
+        Effect.map(topups.show(frame.account.id), (topup) =>
+          guard.respond(billingPage(config, frame, report, topup, options), status)
+        )
       )
 
     yield* router.add(
@@ -110,6 +156,65 @@ export const BillingRoutes = HttpRouter.use((router) =>
                   ? "The balance alert is off."
                   : `Alert set: we email ${governor.email} when the spendable credits fall below ${set.threshold}.`
             })
+          })
+        )
+        .pipe(Effect.provideContext(services))
+    )
+
+    yield* router.add(
+      "POST",
+      "/dashboard/topup",
+      guard
+        .signedInForm((frame, governor, form) =>
+          Effect.gen(function* () {
+            const below = form.get("below_credits")
+            const max = form.get("monthly_max_usd")
+            if (!/^\d{1,12}$/.test(below) || Number(below) < 1 || !/^\d{1,7}$/.test(max))
+              return yield* showBilling(
+                frame,
+                governor,
+                {
+                  error:
+                    "Give the line as a whole number of credits (1 or more) and the monthly maximum in whole dollars."
+                },
+                400
+              )
+            const set = yield* setTopup(governor, {
+              account_id: frame.account.id,
+              pack: form.get("pack") || undefined,
+              below_credits: Number(below),
+              monthly_max_usd_cents: Number(max) * 100
+            }).pipe(Effect.result)
+            if (set._tag === "Failure")
+              return yield* showBilling(
+                frame,
+                governor,
+                { error: set.failure.message },
+                set.failure._tag === "InvalidInput" ? 400 : 403
+              )
+            return yield* showBilling(frame, governor, {
+              ok: `Automatic top-up is on: below ${count(set.success.below_credits ?? 0)} credits, at most ${dollars(set.success.monthly_max_usd_cents ?? 0)} a month.`
+            })
+          })
+        )
+        .pipe(Effect.provideContext(services))
+    )
+
+    yield* router.add(
+      "POST",
+      "/dashboard/topup/off",
+      guard
+        .signedInForm((frame, governor) =>
+          Effect.gen(function* () {
+            const off = yield* setTopup(governor, { account_id: frame.account.id, enabled: false }).pipe(
+              Effect.result
+            )
+            return yield* showBilling(
+              frame,
+              governor,
+              off._tag === "Success" ? { ok: "Automatic top-up is off." } : { error: off.failure.message },
+              off._tag === "Success" ? 200 : 403
+            )
           })
         )
         .pipe(Effect.provideContext(services))

@@ -6,13 +6,14 @@ import { type Html, head, html, productName, testModeBadge } from "../pages/html
 import { labelCells } from "../pages/stylesheet.ts"
 
 /** The dashboard's sections, in the order of its navigation. */
-export type Section = "overview" | "usage" | "keys" | "billing" | "tokens" | "apps"
+export type Section = "overview" | "usage" | "keys" | "billing" | "webhooks" | "tokens" | "apps"
 
 const sections: ReadonlyArray<{ readonly id: Section; readonly path: string; readonly label: string }> = [
   { id: "overview", path: "/dashboard", label: "Overview" },
   { id: "usage", path: "/dashboard/usage", label: "Usage" },
   { id: "keys", path: "/dashboard/keys", label: "Keys" },
   { id: "billing", path: "/dashboard/billing", label: "Billing" },
+  { id: "webhooks", path: "/dashboard/webhooks", label: "Webhooks" },
   { id: "tokens", path: "/dashboard/tokens", label: "Sign-ins" },
   { id: "apps", path: "/dashboard/apps", label: "Connected apps" }
 ]

@@ -6,6 +6,7 @@ import { KeysRoutes } from "./keys.ts"
 import { OverviewRoutes } from "./overview.ts"
 import { TokensRoutes } from "./tokens.ts"
 import { UsageRoutes } from "./usage.ts"
+import { WebhooksRoutes } from "./webhooks.ts"
 
 /**
  * `/dashboard`: a signed-in person's account, server-rendered, one file per section. The `/login`
@@ -20,5 +21,6 @@ export const DashboardRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
     KeysRoutes,
     BillingRoutes,
     TokensRoutes,
-    DashboardAppsRoutes
+    DashboardAppsRoutes,
+    WebhooksRoutes
   )

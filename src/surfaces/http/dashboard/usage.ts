@@ -3,13 +3,12 @@ import { HttpRouter, HttpServerResponse } from "effect/http"
 import { platforms } from "../../../domain/plans.ts"
 import type { Receipts } from "../../../metering/Receipts.ts"
 import type { AnyOperation } from "../../../operations/Operation.ts"
+import { csvHeader, csvRow } from "../../common/receiptCsv.ts"
 import { html } from "../pages/html.ts"
 import { type DayUsage, usageChart, usageTable } from "./chart.ts"
 import { dashboardGuard } from "./guard.ts"
 import { dashboardPage, dateOf, errorNote, type Frame, hidden } from "./layout.ts"
 import {
-  csvHeader,
-  csvRow,
   dayPattern,
   decodeCursor,
   type ListedReceipt,

@@ -1,0 +1,12 @@
+import { Context, Effect, Layer, Queue } from "effect"
+
+/**
+ * Wakes this instance's top-up worker when a charge here armed a top-up, so the local rail pays
+ * it at once; the worker also looks every second, for top-ups armed on other instances.
+ */
+export class TopupWake extends Context.Service<TopupWake, Queue.Queue<string>>()("payments/TopupWake") {
+  static readonly layer = Layer.effect(TopupWake, Queue.dropping<string>(64))
+  /** The top-up ids a charge reports (most charges arm none). */
+  static readonly armed = (wake: Queue.Queue<string>, topupId: string | null | undefined) =>
+    topupId === null || topupId === undefined ? Effect.void : Effect.asVoid(Queue.offer(wake, topupId))
+}

@@ -1,0 +1,79 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { type WebhookEventType, webhookPayload } from "../domain/webhooks.ts"
+import { Ids } from "./Ids.ts"
+
+/**
+ * Webhook events, queued like mail: `emit` writes the event and one delivery per active endpoint of
+ * the account subscribed to its type, in one statement, inside the caller's transaction; so the
+ * event commits or rolls back with the change that caused it, and the delivery worker
+ * (`Deliveries`) sends it later. An account without a subscribed endpoint stores nothing.
+ */
+export class WebhookEvents extends Context.Service<
+  WebhookEvents,
+  {
+    /** Queues `type` for the account's subscribed endpoints; the event's id, or undefined when none is. */
+    readonly emit: (
+      accountId: string,
+      type: WebhookEventType,
+      data: Record<string, unknown>
+    ) => Effect.Effect<string | undefined, SqlError>
+    /** Queues a `ping` for one endpoint of the account (subscribed or not); the event's id. */
+    readonly ping: (accountId: string, endpointId: string) => Effect.Effect<string, SqlError>
+  }
+>()("services/WebhookEvents") {
+  static readonly layer = Layer.effect(
+    WebhookEvents,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const ids = yield* Ids
+
+      const emit = Effect.fn("WebhookEvents.emit")(function* (
+        accountId: string,
+        type: WebhookEventType,
+        data: Record<string, unknown>
+      ) {
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("msg")
+        const payload = webhookPayload({ type, id, createdAt: now, accountId, data })
+        const queued = yield* sql`WITH subscribed AS (
+            SELECT e.id FROM webhook_endpoints e
+            WHERE e.account_id = ${accountId} AND e.state = 'active'
+              AND ${type} = ANY (string_to_array(e.events, ','))
+          ), event AS (
+            INSERT INTO webhook_events (id, account_id, type, payload, created_at)
+            SELECT ${id}, ${accountId}, ${type}, ${payload}, ${now} WHERE EXISTS (SELECT 1 FROM subscribed)
+            RETURNING id
+          )
+          INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
+          SELECT event.id, subscribed.id, 'pending', ${now}, ${now} FROM event, subscribed
+          RETURNING endpoint_id`
+        return queued.length === 0 ? undefined : id
+      })
+
+      const ping = Effect.fn("WebhookEvents.ping")(function* (accountId: string, endpointId: string) {
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("msg")
+        const payload = webhookPayload({
+          type: "ping",
+          id,
+          createdAt: now,
+          accountId,
+          data: { webhook_id: endpointId }
+        })
+        yield* sql.withTransaction(
+          Effect.andThen(
+            sql`INSERT INTO webhook_events (id, account_id, type, payload, created_at)
+              VALUES (${id}, ${accountId}, 'ping', ${payload}, ${now})`,
+            sql`INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
+              VALUES (${id}, ${endpointId}, 'pending', ${now}, ${now})`
+          )
+        )
+        return id
+      })
+
+      return WebhookEvents.of({ emit, ping })
+    })
+  )
+}
