@@ -87,7 +87,10 @@ export const webhooks = Command.make("webhooks").pipe(
           const { client, config } = yield* withManagement
           const found = yield* client.listWebhookDeliveries({
             params: { webhook_id: webhookId },
-            query: { ...accountQuery(account, config), ...(Option.isSome(limit) ? { limit: limit.value } : {}) }
+            query: {
+              ...accountQuery(account, config),
+              ...(Option.isSome(limit) ? { limit: limit.value } : {})
+            }
           })
           yield* show(asJson, found, () =>
             [
@@ -167,7 +170,10 @@ export const topup = Command.make("topup").pipe(
     Command.make("off", { json, account }, ({ json: asJson, account }) =>
       Effect.gen(function* () {
         const { client, config } = yield* withManagement
-        const view = yield* client.setTopup({ query: accountQuery(account, config), payload: { enabled: false } })
+        const view = yield* client.setTopup({
+          query: accountQuery(account, config),
+          payload: { enabled: false }
+        })
         yield* show(asJson, view, () => "Automatic top-up is off.")
       })
     ).pipe(Command.withDescription("Turn automatic top-up off."))
