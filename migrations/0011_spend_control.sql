@@ -1,6 +1,6 @@
 -- Spend control: a key's own limits (a spend cap per day, month or in total, an expiry, the
 -- platforms it may call) and child keys an agent makes for its sub-agents. A cap is held in the
--- same functions that charge (migrations/0014_money_rule.sql), under the account's lock, so no
+-- same functions that charge (migrations/0013_money_rule.sql), under the account's lock, so no
 -- read before a charge can race it.
 
 ALTER TABLE api_keys ADD COLUMN spend_cap_credits bigint CHECK (spend_cap_credits IS NULL OR spend_cap_credits >= 1);

@@ -236,13 +236,15 @@ $$;
 -- Ends a reserved call: `p_charged` (at most the quote) is charged in the funding order from what
 -- was reserved, the rest goes back where it came from (and off the key's cap). The call's state
 -- guards against ending it twice: no row when it was no longer reserved (its lease expired and it
--- was refunded). A charge of grant or balance that crosses the armed balance alert disarms it and
+-- was refunded). A charge of grant or balance arms the automatic top-up when it brings the
+-- spendable credits below its line (`svc_topup_arm`, migrations/0012_webhooks.sql, reported as
+-- `topup_id`). A charge of grant or balance that crosses the armed balance alert disarms it and
 -- reports the crossing (the caller queues its one email in the same transaction). Released, when
 -- nothing was charged and nothing refunded. Lock order: the account, then the call, then the
 -- free-tier rows. With `p_terms`, what is left is reported too (`svc_remaining`).
 CREATE FUNCTION svc_settle(p_call text, p_charged bigint, p_refunds text, p_now bigint, p_terms jsonb)
 RETURNS TABLE (call jsonb, alert_email text, alert_threshold bigint, alert_spendable bigint,
-  spendable bigint, cap_left bigint)
+  spendable bigint, cap_left bigint, topup_id text)
 LANGUAGE plpgsql AS $$
 DECLARE
   r record;
@@ -293,6 +295,7 @@ BEGIN
       alert_threshold := crossing.alert_threshold;
       alert_spendable := crossing.spendable;
     END IF;
+    topup_id := svc_topup_arm(r.account_id, p_call, p_now);
   END IF;
   IF p_terms IS NOT NULL THEN
     SELECT * INTO left_over FROM svc_remaining(r.account_id, r.key_id, r.ip, r.day, p_terms);
@@ -312,10 +315,11 @@ $$;
 -- such account, or suspended), 'busy' (a call in flight), 'key_cap' (above the key's cap),
 -- 'credits' (not funded), 'alert' (the charge would cross the armed balance alert, whose email the
 -- full path queues), 'key' (the Idempotency-Key is already used). Lock order: every account of the
--- batch first, in id order. A charged item reports what is left (spendable credits, and what the
+-- batch first, in id order. A charged item arms the automatic top-up as `svc_settle` does and
+-- reports what is left (spendable credits, and what the
 -- key's cap has).
 CREATE FUNCTION svc_charge_hits(batch jsonb)
-RETURNS TABLE (call_id text, outcome text, call jsonb, spendable bigint, cap_left bigint)
+RETURNS TABLE (call_id text, outcome text, call jsonb, spendable bigint, cap_left bigint, topup_id text)
 LANGUAGE plpgsql AS $$
 DECLARE
   item jsonb;
@@ -344,6 +348,7 @@ BEGIN
     call := NULL;
     spendable := NULL;
     cap_left := NULL;
+    topup_id := NULL;
     SELECT a.plan, a.state, a.grant_credits, a.balance_credits, a.alert_armed, a.alert_threshold
       INTO acct FROM accounts a WHERE a.id = v_account;
     IF NOT FOUND OR acct.state <> 'active' THEN
@@ -382,6 +387,9 @@ BEGIN
                 v_amount, f.from_free, f.from_grant, f.from_balance, item->>'refunds', item->>'idempotency_key',
                 v_now, v_now, v_now)
               RETURNING * INTO charged;
+            IF f.from_grant + f.from_balance > 0 THEN
+              topup_id := svc_topup_arm(v_account, v_call, v_now);
+            END IF;
             outcome := 'charged';
             call := to_jsonb(charged);
             spendable := f.spendable - v_amount;
