@@ -113,6 +113,29 @@ export const Housekeeping = Layer.effectDiscard(
 )
 
 /**
+ * The service's HTTP application: every route, answering a request in context with its response.
+ * The server below serves it on a socket; anything else may run it on requests of its own (a test
+ * or a simulation, in process).
+ */
+export const httpApp = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const problems = yield* Problems
+    const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config))
+    // hot path
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const refused = unroutable(request)
+      return refused !== undefined
+        ? Effect.succeed(problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close")))
+        : routes
+    }).pipe(
+      // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
+      Effect.catchCause(problems.fromUnknown),
+      withRequestLog
+    )
+  })
+
+/**
  * Builds every route (and so the database and its migrations) before the socket listens,
  * so no request can arrive at a half-built server.
  */
@@ -120,19 +143,7 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
   Layer.unwrap(
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const problems = yield* Problems
-      const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config))
-      // hot path
-      const app = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const refused = unroutable(request)
-        return refused !== undefined
-          ? Effect.succeed(problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close")))
-          : routes
-      }).pipe(
-        // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
-        Effect.catchCause(problems.fromUnknown),
-        withRequestLog
-      )
+      const app = yield* httpApp(operations)
       // Node's parser answers malformed requests itself; the server hands them to us instead. Every
       // HTML answer, ours or oidc-provider's, leaves with the security headers (`HardenedResponse`).
       const server = () => {
@@ -157,16 +168,21 @@ export const appLayer = <R>(
   ids: Layer.Layer<Ids> = Ids.layer
 ) => httpServerLayer(operations).pipe(Layer.provideMerge(supportLayer(database, ids)))
 
-/** Everything the HTTP surface stands on: housekeeping, services, the store, the configured hosts. */
+/**
+ * Everything the HTTP surface stands on: housekeeping, services, the store, the configured hosts.
+ * `pollEvery`: how often the top-up and webhook workers look for due work when nothing woke them
+ * (1 s; a simulation running hours of virtual time looks less often).
+ */
 export const supportLayer = (
   database: Layer.Layer<Database.Migrated, unknown, AppConfig>,
-  ids: Layer.Layer<Ids>
+  ids: Layer.Layer<Ids>,
+  workers: { readonly pollEvery?: Duration.Input } = {}
 ) =>
   AppConfig.hostsLayer.pipe(
     Layer.provideMerge(Housekeeping),
     Layer.provideMerge(OAuthHousekeeping),
-    Layer.provideMerge(Topups.worker()),
-    Layer.provideMerge(Deliveries.layer),
+    Layer.provideMerge(Topups.worker(workers)),
+    Layer.provideMerge(Deliveries.layerWith(workers)),
     Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(servicesLayer(ids)),
     Layer.provideMerge(database)

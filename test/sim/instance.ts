@@ -1,0 +1,190 @@
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Context, Deferred, Effect, Exit, Layer, Option, Scope } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { AppConfig, type AppConfigShape } from "../../src/config.ts"
+import { operations } from "../../src/operations/registry.ts"
+import { httpApp, supportLayer } from "../../src/service.ts"
+import { Ids } from "../../src/services/Ids.ts"
+import { layerWorld, Upstream, UpstreamFailure, UpstreamFaults } from "../../src/upstream/Upstream.ts"
+import { testSeed } from "../support/app.ts"
+import type { Rng } from "./random.ts"
+import { makePlug, type Plug, type Store } from "./store.ts"
+
+/** The upstream's state as the fault schedule sets it, shared by every instance (one world). */
+export interface UpstreamState {
+  latencyMs: number
+  errorRate: number
+  outage: boolean
+  paused: ReadonlyArray<"profnet" | "forum" | "microblog">
+  readonly rng: Rng
+  /** Calls the simulator holds at the upstream, by instance, in arrival order. */
+  readonly held: Array<{ readonly instance: number; readonly release: Deferred.Deferred<void> }>
+  /** Instances whose next upstream call is held. */
+  readonly holdNext: Set<number>
+  calls: number
+}
+
+export const makeUpstreamState = (rng: Rng): UpstreamState => ({
+  latencyMs: 0,
+  errorRate: 0,
+  outage: false,
+  paused: [],
+  rng,
+  held: [],
+  holdNext: new Set(),
+  calls: 0
+})
+
+/**
+ * The seeded world behind every instance, with the schedule's faults: a call the simulator holds
+ * waits until it is released (a slow upstream, or the instance frozen in it); latency is virtual
+ * time; errors are drawn from the run's own randomness.
+ */
+const simUpstream = (state: UpstreamState, instance: number) =>
+  Layer.effect(
+    Upstream,
+    Effect.gen(function* () {
+      const world = yield* Upstream
+      return Upstream.of({
+        call: (method, ...args) =>
+          Effect.suspend(() => {
+            state.calls += 1
+            const platform = method.startsWith("forum")
+              ? "forum"
+              : method.startsWith("microblog") || method.startsWith("tweet")
+                ? "microblog"
+                : "profnet"
+            if (state.outage)
+              return Effect.fail(new UpstreamFailure({ platform, reason: "outage", retryAfterSeconds: 30 }))
+            if (state.paused.includes(platform))
+              return Effect.fail(new UpstreamFailure({ platform, reason: "paused", retryAfterSeconds: 60 }))
+            const failing = state.errorRate > 0 && state.rng.next() < state.errorRate
+            const latency = state.latencyMs > 0 ? Math.floor(state.rng.next() * state.latencyMs) : 0
+            const hold = state.holdNext.delete(instance)
+            const run = failing
+              ? Effect.fail(new UpstreamFailure({ platform, reason: "error", retryAfterSeconds: 5 }))
+              : world.call(method, ...args)
+            const delayed = latency > 0 ? Effect.andThen(Effect.sleep(latency), run) : run
+            if (!hold) return delayed
+            return Effect.flatMap(Deferred.make<void>(), (release) => {
+              state.held.push({ instance, release })
+              return Effect.andThen(Deferred.await(release), delayed)
+            })
+          })
+      })
+    })
+  ).pipe(Layer.provide(layerWorld(testSeed)), Layer.provideMerge(UpstreamFaults.layer))
+
+/**
+ * Ids from the run's seed: ids counted per instance and life (`rcpt_i1g2x000007`), secrets from
+ * the run's random stream, so a replay hands out the same keys.
+ */
+const simIds = (instance: number, generation: number, rng: Rng) =>
+  Layer.sync(Ids, () => {
+    const counters = new Map<string, number>()
+    return Ids.of({
+      newId: (prefix) =>
+        Effect.sync(() => {
+          const n = (counters.get(prefix) ?? 0) + 1
+          counters.set(prefix, n)
+          return `${prefix}_i${instance}g${generation}x${String(n).padStart(6, "0")}`
+        }),
+      secretBytes: Effect.sync(() => rng.bytes(48))
+    })
+  })
+
+export interface SimRequest {
+  readonly method: string
+  readonly path: string
+  readonly ip: string
+  readonly headers?: Record<string, string>
+  readonly body?: string
+}
+
+export interface SimReply {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  readonly body: any
+}
+
+export interface Instance {
+  readonly index: number
+  readonly generation: number
+  readonly plug: Plug
+  readonly scope: Scope.Closeable
+  readonly handle: (request: SimRequest) => Effect.Effect<SimReply>
+}
+
+export const simConfig: Partial<AppConfigShape> = {
+  trustedProxies: ["127.0.0.1"],
+  logLevel: "None" as AppConfigShape["logLevel"]
+}
+
+/**
+ * One whole service instance over the shared store, as a process of its own would be: its own
+ * services, caches, housekeeping and workers (their fibers run on the run's TestClock), answering
+ * through the service's real HTTP application, in process: no socket.
+ */
+export const startInstance = (options: {
+  readonly store: Store
+  readonly index: number
+  readonly generation: number
+  readonly upstream: UpstreamState
+  readonly rng: Rng
+  readonly rewrite: ((sql: string) => string) | undefined
+  readonly config?: Partial<AppConfigShape>
+}) =>
+  Effect.gen(function* () {
+    const plug = makePlug(options.rewrite)
+    const database = yield* options.store.forInstance(plug)
+    const scope = yield* Scope.make()
+    const built = yield* Layer.buildWithScope(
+      supportLayer(Layer.succeedContext(database), simIds(options.index, options.generation, options.rng), {
+        pollEvery: "30 seconds"
+      }).pipe(
+        Layer.provideMerge(simUpstream(options.upstream, options.index)),
+        Layer.provideMerge(NodeHttpServer.layerHttpServices),
+        Layer.provideMerge(AppConfig.layerTest({ ...simConfig, ...options.config }))
+      ),
+      scope
+    ).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+    const app = yield* httpApp(operations).pipe(Effect.provide(built))
+    const handle = (request: SimRequest): Effect.Effect<SimReply> => {
+      const web = new Request(`http://svc.test${request.path}`, {
+        method: request.method,
+        headers: { ...request.headers, "x-forwarded-for": request.ip },
+        ...(request.body === undefined ? {} : { body: request.body })
+      })
+      const serverRequest = HttpServerRequest.fromWeb(web).modify({
+        remoteAddress: Option.some("127.0.0.1")
+      })
+      return app.pipe(
+        Effect.provideService(HttpServerRequest.HttpServerRequest, serverRequest),
+        Effect.scoped,
+        Effect.provide(built),
+        Effect.flatMap((response) =>
+          Effect.promise(async () => {
+            const answer = HttpServerResponse.toWeb(response)
+            const text = await answer.text()
+            let body: unknown = text
+            try {
+              body = JSON.parse(text)
+            } catch {}
+            return { status: answer.status, headers: answer.headers, text, body }
+          })
+        ),
+        Effect.orDie
+      )
+    }
+    return {
+      index: options.index,
+      generation: options.generation,
+      plug,
+      scope,
+      handle
+    } satisfies Instance
+  })
+
+/** The context an instance's services were built in (unused outside this module). */
+export type InstanceContext = Context.Context<never>

@@ -1,0 +1,108 @@
+import { readFileSync } from "node:fs"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+/**
+ * Bugs the simulator plants on purpose, to show its checks bite: each one is test-only, applied
+ * to the simulation's store (a function of the money rule replaced by a broken copy) or to the
+ * statements one instance sends (its connection's rewrite). Production code never sees them.
+ */
+export interface Mutation {
+  readonly name: string
+  readonly description: string
+  /** Run once on the migrated store before the instances start. */
+  readonly patch?: Effect.Effect<void, unknown, SqlClient.SqlClient>
+  /** Applied to every statement the instances send. */
+  readonly rewrite?: (sql: string) => string
+}
+
+const moneyRule = readFileSync(new URL("../../migrations/0013_money_rule.sql", import.meta.url), "utf8")
+const webhooks = readFileSync(new URL("../../migrations/0012_webhooks.sql", import.meta.url), "utf8")
+
+/** A function's definition from a migration, as `CREATE OR REPLACE`. */
+const functionOf = (source: string, name: string): string => {
+  const start = source.indexOf(`CREATE FUNCTION ${name}(`)
+  if (start === -1) throw new Error(`no function ${name}`)
+  const body = source.indexOf("$$", start)
+  const end = source.indexOf("$$;", body + 2)
+  return `CREATE OR REPLACE ${source.slice(start + "CREATE ".length, end + 3).replace(/^FUNCTION/, "FUNCTION")}`
+}
+
+/** Replaces `name` with its definition where `from` becomes `to` (which must occur). */
+const replaceFunction = (source: string, name: string, edits: ReadonlyArray<readonly [string, string]>) =>
+  Effect.gen(function* () {
+    let text = functionOf(source, name)
+    for (const [from, to] of edits) {
+      if (!text.includes(from)) return yield* Effect.die(new Error(`${name} has no "${from}"`))
+      text = text.split(from).join(to)
+    }
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.unsafe(text)
+  })
+
+const statements = (...texts: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    for (const text of texts) yield* sql.unsafe(text)
+  })
+
+export const mutations: ReadonlyArray<Mutation> = [
+  {
+    name: "skip-settle-fence",
+    description: "settle a call whatever its state: a call that outlived its lease settles after its refund",
+    patch: replaceFunction(moneyRule, "svc_settle", [
+      ["WHERE c.id = p_call AND c.state = 'reserved';", "WHERE c.id = p_call;"],
+      ["WHERE c.id = p_call AND c.state = 'reserved' RETURNING", "WHERE c.id = p_call RETURNING"]
+    ])
+  },
+  {
+    name: "free-budget-race",
+    description: "count the free budget as twice its size (what a read-then-write race lets through)",
+    patch: replaceFunction(moneyRule, "svc_free_left", [["free_left := p_free_per_ip - used", "free_left := 2 * p_free_per_ip - used"]])
+  },
+  {
+    name: "forget-one-in-flight",
+    description: "let an account reserve a second call while one is in flight",
+    patch: Effect.andThen(
+      statements("DROP INDEX calls_one_in_flight"),
+      replaceFunction(moneyRule, "svc_in_flight", [["c.state = 'reserved' LIMIT 1", "false LIMIT 1"]])
+    )
+  },
+  {
+    name: "apply-purchase-twice",
+    description: "credit a payment every time it is reported (no unique payment reference)",
+    patch: statements("ALTER TABLE purchases DROP CONSTRAINT purchases_payment_ref_key"),
+    rewrite: (sql) => sql.replace("ON CONFLICT (payment_ref) DO NOTHING RETURNING id", "RETURNING id")
+  },
+  {
+    name: "take-twice",
+    description: "take a reservation's grant and balance from the account twice",
+    patch: replaceFunction(moneyRule, "svc_take", [
+      [
+        "SET grant_credits = grant_credits - p_grant, balance_credits = balance_credits - p_balance",
+        "SET grant_credits = GREATEST(grant_credits - 2 * p_grant, 0), balance_credits = GREATEST(balance_credits - 2 * p_balance, 0)"
+      ]
+    ])
+  },
+  {
+    name: "topup-past-max",
+    description: "arm an automatic top-up whatever the month's maximum",
+    patch: replaceFunction(webhooks, "svc_topup_arm", [
+      ["IF v_spent + t.price_usd_cents > t.monthly_max_usd_cents THEN", "IF false THEN"]
+    ])
+  },
+  {
+    name: "release-without-owner-check",
+    description: "complete or release an Idempotency-Key claim whoever holds it now",
+    rewrite: (sql) =>
+      sql.includes("UPDATE idempotency_keys") || sql.includes("DELETE FROM idempotency_keys")
+        ? sql.replace(/ AND owner = (\$\d+)/g, " AND $1::text IS NOT NULL")
+        : sql
+  }
+]
+
+export const mutationNamed = (name: string): Mutation => {
+  const found = mutations.find((mutation) => mutation.name === name)
+  if (found === undefined) throw new Error(`no mutation ${name}; --list-mutations lists them`)
+  return found
+}

@@ -1,0 +1,580 @@
+import { createHash } from "node:crypto"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
+import { person } from "../mcp/samples.ts"
+import { type Instance, makeUpstreamState, type SimReply, type SimRequest, startInstance, type UpstreamState } from "./instance.ts"
+import { type Answer, alwaysChecks, ledgerChecks, type Model, type Violation } from "./invariants.ts"
+import { type Mutation, mutationNamed } from "./mutations.ts"
+import { makeRng, type Rng } from "./random.ts"
+import { showStep, type Step } from "./schedule.ts"
+import { openStore, type Store } from "./store.ts"
+
+export interface RunOptions {
+  readonly seed: string
+  readonly instances: number
+  readonly clients: number
+  readonly mutation: string | undefined
+  readonly pgUrl: string | undefined
+  /** Print each event as it happens. */
+  readonly verbose: boolean
+}
+
+export interface RunResult {
+  readonly ok: boolean
+  readonly steps: number
+  readonly ops: number
+  readonly trace: string
+  readonly failure: { readonly step: number; readonly violations: ReadonlyArray<Violation> } | undefined
+  readonly log: ReadonlyArray<string>
+  readonly counts: Record<string, number>
+}
+
+/**
+ * 2025-12-31T23:40:00Z: where every run's clock starts, so that a run of a few thousand steps
+ * crosses a UTC day and a month (the free budget's day, the top-ups' month) as time moves on.
+ */
+export const epoch = Date.UTC(2025, 11, 31, 23, 40)
+
+interface Client {
+  readonly ip: string
+  key: string | undefined
+  keyId: string | undefined
+  account: string | undefined
+  token: string | undefined
+  email: string | undefined
+  /** The client's previous data call, to retry with the same Idempotency-Key. */
+  last: { readonly op: number; readonly idem: string; readonly n: number } | undefined
+  calls: number
+}
+
+/** The data calls of the mix: a REST path and an MCP tool call each. */
+const companySlug = person.current_position?.company_slug ?? "acme"
+const dataOps: ReadonlyArray<{ readonly tool: string; readonly args: (n: number) => Record<string, string | number> }> = [
+  { tool: "getProfile", args: () => ({ identifier: person.public_identifier! }) },
+  { tool: "searchPeople", args: (n) => ({ keywords: `engineer ${n % 7}`, limit: 5 }) },
+  { tool: "getCompany", args: () => ({ identifier: companySlug }) },
+  { tool: "forumSearch", args: (n) => ({ query: `python ${n % 5}` }) },
+  { tool: "getCommunity", args: () => ({ community_name: "python" }) },
+  { tool: "getProfile", args: () => ({ identifier: person.public_identifier! }) },
+  { tool: "searchPeople", args: () => ({ keywords: "engineer", limit: 3 }) },
+  { tool: "forumSearch", args: () => ({ query: "python" }) }
+]
+const restPaths: Record<string, string> = {
+  getProfile: "/v1/profnet/profiles",
+  searchPeople: "/v1/profnet/search",
+  getCompany: "/v1/profnet/companies",
+  forumSearch: "/v1/forum/search",
+  getCommunity: "/v1/forum/communities"
+}
+
+const macrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/** Runs one schedule from a fresh store; the run's time, ids and randomness all come from the seed. */
+export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      yield* TestClock.setTime(epoch)
+      const rng = makeRng(options.seed)
+      const mutation: Mutation | undefined = options.mutation === undefined ? undefined : mutationNamed(options.mutation)
+      const store: Store = yield* openStore(options.pgUrl, `svc_sim_${Date.now().toString(36)}_${process.pid}`)
+      if (mutation?.patch !== undefined) yield* Effect.provide(mutation.patch, store.context)
+      const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
+      const generations: Array<number> = []
+      const instances: Array<Instance> = []
+      const start = (index: number) =>
+        Effect.gen(function* () {
+          generations[index] = (generations[index] ?? 0) + 1
+          instances[index] = yield* startInstance({
+            store,
+            index,
+            generation: generations[index]!,
+            upstream,
+            rng: rng.fork(`ids/${index}/${generations[index]}`),
+            rewrite: mutation?.rewrite
+          })
+        })
+      for (let i = 0; i < options.instances; i++) yield* start(i)
+      yield* Effect.addFinalizer(() =>
+        Effect.forEach(instances, (instance) => Scope.close(instance.scope, Exit.void), { discard: true })
+      )
+
+      const log: Array<string> = []
+      const hash = createHash("sha256")
+      const counts: Record<string, number> = {}
+      const count = (what: string) => {
+        counts[what] = (counts[what] ?? 0) + 1
+      }
+      let stepNo = 0
+      const event = (line: string) => {
+        const entry = `${stepNo} ${line}`
+        log.push(entry)
+        hash.update(entry).update("\n")
+        if (options.verbose) console.log(entry)
+      }
+      const ips = new Set<string>()
+      const model: Model = { answers: [], credited: new Map(), paid: new Map(), ips }
+      const clients: Array<Client> = Array.from({ length: options.clients }, (_, c) => ({
+        // Clients share IPs four to a /24 and two to an address, so trial keys contend for a free budget.
+        ip: `10.${c % 4}.0.${1 + (c % (Math.max(2, Math.ceil(options.clients / 2))))}`,
+        key: undefined,
+        keyId: undefined,
+        account: undefined,
+        token: undefined,
+        email: undefined,
+        last: undefined,
+        calls: 0
+      }))
+      for (const client of clients) ips.add(client.ip)
+      const idemRng: Rng = rng.fork("idempotency")
+      let ops = 0
+      const now = () => TestClock.testClockWith((clock) => Effect.sync(() => clock.currentTimeMillisUnsafe()))
+
+      /** Lets every fiber run until `done`, moving the clock when they wait on it. */
+      const until = (done: () => boolean, label: string) =>
+        Effect.gen(function* () {
+          for (let turn = 0; turn < 50_000; turn++) {
+            if (done()) return
+            yield* macrotask
+            if (turn % 16 === 15) yield* TestClock.adjust(50)
+          }
+          return yield* Effect.die(new Error(`stuck: ${label}`))
+        })
+
+      /**
+       * Moves the clock `ms` forward a few minutes at a time, letting what wakes do its work
+       * in between (a sweeper wakes once per stretch, not once per interval it slept through).
+       */
+      const advance = (ms: number, stretch = 300_000) =>
+        Effect.gen(function* () {
+          for (let left = ms; left > 0; left -= stretch) {
+            yield* TestClock.adjust(Math.min(left, stretch))
+            for (let turn = 0; turn < 8; turn++) yield* macrotask
+          }
+        })
+
+      const send = (instance: number, request: SimRequest) => {
+        ops += 1
+        return instances[instance]!.handle(request)
+      }
+      /** Forks a request; its reply (or its loss, when the instance crashed) lands in `out`. */
+      const fork = (instance: number, request: SimRequest) =>
+        Effect.gen(function* () {
+          const out: { reply: SimReply | undefined; done: boolean } = { reply: undefined, done: false }
+          const fiber = yield* Effect.forkDetach(
+            send(instance, request).pipe(
+              Effect.tap((reply) =>
+                Effect.sync(() => {
+                  out.reply = reply
+                })
+              ),
+              Effect.ensuring(
+                Effect.sync(() => {
+                  out.done = true
+                })
+              )
+            )
+          )
+          return { out, fiber }
+        })
+      const call = (instance: number, request: SimRequest) =>
+        Effect.gen(function* () {
+          const { out } = yield* fork(instance, request)
+          yield* until(() => out.done, `${request.method} ${request.path}`)
+          return out.reply!
+        })
+      const json = (client: Client, method: string, path: string, body?: unknown, bearer?: string) => ({
+        method,
+        path,
+        ip: client.ip,
+        headers: {
+          ...(bearer === undefined ? {} : { authorization: `Bearer ${bearer}` }),
+          ...(body === undefined ? {} : { "content-type": "application/json" })
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      })
+
+      const freshIdem = () => `idem-${idemRng.int(2 ** 30).toString(36)}-${idemRng.int(2 ** 30).toString(36)}`
+
+      /** The request of a data call, REST or MCP, with its Idempotency-Key. */
+      const dataRequest = (client: Client, op: number, surface: "rest" | "mcp", idem: string, n = client.calls): SimRequest => {
+        const spec = dataOps[op % dataOps.length]!
+        const args = spec.args(n)
+        if (surface === "rest") {
+          const query = new URLSearchParams(Object.entries(args).map(([k, v]): [string, string] => [k, String(v)])).toString()
+          return {
+            method: "GET",
+            path: `${restPaths[spec.tool]}?${query}`,
+            ip: client.ip,
+            headers: { authorization: `Bearer ${client.key}`, "idempotency-key": idem }
+          }
+        }
+        return {
+          method: "POST",
+          path: "/mcp",
+          ip: client.ip,
+          headers: {
+            authorization: `Bearer ${client.key}`,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-11-25",
+            host: "svc.test"
+          },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: { name: spec.tool, arguments: { ...args, idempotency_key: idem } }
+          })
+        }
+      }
+
+      /** Reads a data call's answer, records a 200's receipt for the checks, and logs it. */
+      const record = (client: Client, label: string, surface: "rest" | "mcp", idem: string, reply: SimReply | undefined) => {
+        if (reply === undefined) {
+          event(`${label} ${surface} ${idem} -> (no answer: the instance crashed)`)
+          count("lost")
+          return
+        }
+        let status = reply.status
+        let body = reply.body
+        if (surface === "mcp") {
+          if (options.verbose && reply.status !== 200) console.log(reply.status, reply.text.slice(0, 300))
+          const message =
+            typeof body === "string"
+              ? JSON.parse(
+                  body
+                    .split("\n")
+                    .find((line: string) => line.startsWith("data: "))
+                    ?.slice(6) ?? "{}"
+                )
+              : body
+          const result = message?.result
+          body = result?.structuredContent ?? result
+          status = result === undefined ? 500 : result.isError === true ? (body?.status ?? 500) : 200
+        }
+        const receipt = body?.receipt
+        if (status === 200 && receipt !== undefined && client.account !== undefined) {
+          const answer: Answer = {
+            account: client.account,
+            idem,
+            receipt: receipt.id,
+            charged: receipt.charged,
+            free: receipt.funding?.free_tier ?? 0,
+            spent: (receipt.funding?.grant ?? 0) + (receipt.funding?.balance ?? 0),
+            replayed: receipt.replayed === true
+          }
+          model.answers.push(answer)
+          count(answer.replayed ? "replays" : "charged")
+          event(`${label} ${surface} ${idem} -> 200 ${receipt.id} charged=${receipt.charged}${answer.replayed ? " replayed" : ""}`)
+        } else {
+          count(`status ${status}`)
+          event(`${label} ${surface} ${idem} -> ${status} ${body?.code ?? ""}`)
+        }
+      }
+
+      const dataCall = (client: Client, instance: number, op: number, surface: "rest" | "mcp", retry: boolean) =>
+        Effect.gen(function* () {
+          if (client.key === undefined) return event(`call c? i${instance}: no key yet`)
+          const again = retry ? client.last : undefined
+          const idem = again?.idem ?? freshIdem()
+          const useOp = again?.op ?? op
+          if (again === undefined) client.calls += 1
+          const n = again?.n ?? client.calls
+          client.last = { op: useOp, idem, n }
+          const reply = yield* call(instance, dataRequest(client, useOp, surface, idem, n))
+          record(client, `call i${instance}${retry ? " retry" : ""}`, surface, idem, reply)
+        })
+
+      /** The invariants that hold at every moment; the run stops at the first step that breaks one. */
+      let failure: RunResult["failure"]
+      const checkAlways = Effect.gen(function* () {
+        const found = yield* Effect.provide(alwaysChecks(yield* now()), store.context)
+        if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
+      })
+      const checkLedger = Effect.gen(function* () {
+        const found = yield* Effect.provide(ledgerChecks(model), store.context)
+        if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
+      })
+
+      /** Starts a call held in the upstream on `instance`; resolves once it is held (or answered). */
+      const holdCall = (client: Client, instance: number, op: number) =>
+        Effect.gen(function* () {
+          const idem = freshIdem()
+          client.calls += 1
+          client.last = { op, idem, n: client.calls }
+          const heldBefore = upstream.held.length
+          upstream.holdNext.add(instance)
+          const started = yield* fork(instance, dataRequest(client, op, "rest", idem))
+          yield* until(() => started.out.done || upstream.held.length > heldBefore, "a call to reach the upstream")
+          upstream.holdNext.delete(instance)
+          const held = upstream.held.length > heldBefore ? upstream.held[upstream.held.length - 1] : undefined
+          return { ...started, idem, held, n: client.calls }
+        })
+
+      const release = (held: UpstreamState["held"][number] | undefined) =>
+        Effect.suspend(() => {
+          if (held === undefined) return Effect.void
+          const index = upstream.held.indexOf(held)
+          if (index !== -1) upstream.held.splice(index, 1)
+          return Deferred.succeed(held.release, undefined)
+        })
+
+      const runStep = (step: Step): Effect.Effect<void, never, Scope.Scope> =>
+        Effect.gen(function* () {
+          const client = "client" in step ? clients[step.client % clients.length]! : undefined
+          switch (step.kind) {
+            case "mint": {
+              const c = client!
+              const reply = yield* call(step.instance, json(c, "POST", "/v1/keys/mint"))
+              if (reply.status === 200) {
+                c.key = reply.body.key
+                c.account = reply.body.account_id
+                c.keyId = undefined
+                c.token = undefined
+                c.email = undefined
+                c.last = undefined
+              }
+              event(`mint c${step.client} i${step.instance} -> ${reply.status} ${reply.body?.account_id ?? reply.body?.code ?? ""}`)
+              return
+            }
+            case "call":
+              return yield* dataCall(client!, step.instance, step.op, step.surface, step.retry && client!.last !== undefined)
+            case "race": {
+              const c = client!
+              if (c.key === undefined) return event(`race c${step.client}: no key yet`)
+              const idem = freshIdem()
+              c.calls += 1
+              c.last = { op: step.op, idem, n: c.calls }
+              const a = yield* fork(step.instances[0], dataRequest(c, step.op, "rest", idem))
+              const b = yield* fork(step.instances[1], dataRequest(c, step.op, "mcp", idem))
+              yield* until(() => a.out.done && b.out.done, "a race")
+              record(c, `race c${step.client} i${step.instances[0]}`, "rest", idem, a.out.reply)
+              record(c, `race c${step.client} i${step.instances[1]}`, "mcp", idem, b.out.reply)
+              return
+            }
+            case "held": {
+              const c = client!
+              if (c.key === undefined) return event(`held c${step.client}: no key yet`)
+              const first = yield* holdCall(c, step.instance, 1)
+              if (first.held === undefined) {
+                record(c, `held c${step.client} i${step.instance} (not held)`, "rest", first.idem, first.out.reply)
+                return
+              }
+              event(`held c${step.client} i${step.instance} ${first.idem} in the upstream`)
+              yield* checkAlways
+              // The same account calls again elsewhere while the first is in flight, then retries the held key there.
+              yield* dataCall(c, step.other, 0, "rest", false)
+              c.last = { op: 1, idem: first.idem, n: first.n }
+              yield* dataCall(c, step.other, 1, "rest", true)
+              yield* checkAlways
+              yield* TestClock.adjust(step.latencyMs)
+              yield* release(first.held)
+              yield* until(() => first.out.done, "a held call")
+              record(c, `held c${step.client} i${step.instance} released`, "rest", first.idem, first.out.reply)
+              return
+            }
+            case "freeze": {
+              const c = client!
+              if (c.key === undefined) return event(`freeze c${step.client}: no key yet`)
+              const first = yield* holdCall(c, step.instance, 3)
+              if (first.held === undefined) {
+                record(c, `freeze c${step.client} i${step.instance} (not held)`, "rest", first.idem, first.out.reply)
+                return
+              }
+              event(`freeze c${step.client} i${step.instance} ${first.idem} frozen past its lease`)
+              // Past the lease (60 s) and a sweep: another instance refunds it, and the retry runs there.
+              yield* advance(70_000, 5_000)
+              yield* checkAlways
+              c.last = { op: 3, idem: first.idem, n: first.n }
+              yield* dataCall(c, step.other, 3, "rest", true)
+              yield* release(first.held)
+              yield* until(() => first.out.done, "a frozen call")
+              record(c, `freeze c${step.client} i${step.instance} woke`, "rest", first.idem, first.out.reply)
+              return
+            }
+            case "crash": {
+              const c = client!
+              const victim = instances[step.instance]!
+              const lost = c.key === undefined ? undefined : yield* holdCall(c, step.instance, 1)
+              event(`crash i${step.instance}${lost?.held !== undefined ? ` with ${lost.idem} in flight` : ""}`)
+              victim.plug.dead = true
+              if (lost !== undefined) {
+                yield* Fiber.interrupt(lost.fiber)
+                const index = lost.held === undefined ? -1 : upstream.held.indexOf(lost.held)
+                if (index !== -1) upstream.held.splice(index, 1)
+              }
+              yield* Scope.close(victim.scope, Exit.void)
+              yield* Effect.orDie(start(step.instance))
+              // Past the lease: the sweepers (the restarted instance's too) refund what the crash left.
+              yield* advance(70_000, 5_000)
+              if (lost !== undefined && c.key !== undefined) {
+                c.last = { op: 1, idem: lost.idem, n: lost.n }
+                yield* dataCall(c, step.instance, 1, "rest", true)
+              }
+              count("crashes")
+              return
+            }
+            case "dbdrop": {
+              const c = client!
+              if (c.key === undefined) return event(`dbdrop c${step.client}: no key yet`)
+              const plug = instances[step.instance]!.plug
+              const before = plug.drops
+              plug.dropAt = step.at
+              yield* dataCall(c, step.instance, 2 + (c.calls % 3), "rest", false)
+              plug.dropAt = undefined
+              event(`dbdrop i${step.instance} at ${step.at}: ${plug.drops > before ? "dropped" : "no transaction"}`)
+              if (plug.drops > before) count("db drops")
+              // The client retries with the same key once the connection is back.
+              yield* dataCall(c, step.instance, 0, "rest", true)
+              return
+            }
+            case "fault": {
+              upstream.latencyMs = step.latencyMs
+              upstream.errorRate = step.errorRate
+              upstream.outage = step.outage
+              upstream.paused = step.paused
+              event(showStep(step))
+              return
+            }
+            case "tick": {
+              yield* advance(step.ms)
+              event(`tick ${step.ms}`)
+              return
+            }
+            case "signin": {
+              const c = client!
+              if (c.key === undefined) return event(`signin c${step.client}: no key yet`)
+              const email = c.email ?? `c${step.client}-${c.account}@example.com`
+              const started = yield* call(step.instance, json(c, "POST", "/v1/auth/email/start", { email }, c.key))
+              if (started.status !== 202) return event(`signin c${step.client} -> start ${started.status} ${started.body?.code ?? ""}`)
+              const mail = yield* Effect.provide(
+                Effect.gen(function* () {
+                  const sql = yield* SqlClient.SqlClient
+                  return yield* sql<{ body_text: string | null }>`SELECT body_text FROM outbox
+                    WHERE to_email = ${email.toLowerCase()} ORDER BY created_at DESC, id DESC LIMIT 1`
+                }),
+                store.context
+              ).pipe(Effect.orDie)
+              const code = /code is (\d{6})/.exec(mail[0]?.body_text ?? "")?.[1] ?? "000000"
+              const verified = yield* call(step.instance, json(c, "POST", "/v1/auth/email/verify", { email, code }, c.key))
+              if (verified.status === 200) {
+                c.email = email
+                c.token = verified.body.management_token
+                if (verified.body.claimed === c.account && verified.body.grant_credits > 0 && c.account !== undefined)
+                  model.credited.set(c.account, (model.credited.get(c.account) ?? 0) + verified.body.grant_credits)
+              }
+              event(`signin c${step.client} -> ${verified.status} claimed=${verified.body?.claimed ?? "-"} grant=${verified.body?.grant_credits ?? "-"}`)
+              return
+            }
+            case "checkout": {
+              const c = client!
+              if (c.key === undefined || c.account === undefined) return event(`checkout c${step.client}: no key yet`)
+              const started = yield* call(step.instances[0], json(c, "POST", "/v1/checkout", { pack: "flex" }, c.key))
+              if (started.status !== 200) return event(`checkout c${step.client} -> ${started.status} ${started.body?.code ?? ""}`)
+              const path = `${new URL(started.body.checkout_url).pathname}/pay`
+              const pay = (instance: number) =>
+                call(instance, {
+                  method: "POST",
+                  path,
+                  ip: c.ip,
+                  headers: { "content-type": "application/x-www-form-urlencoded" },
+                  body: ""
+                })
+              const a = yield* pay(step.instances[0])
+              const b = yield* pay(step.instances[1])
+              if (a.status === 303 || b.status === 303) {
+                model.paid.set(started.body.session_id, c.account)
+                model.credited.set(c.account, (model.credited.get(c.account) ?? 0) + (started.body.credits ?? 0))
+              }
+              event(`checkout c${step.client} ${started.body.session_id} paid twice -> ${a.status} ${b.status}`)
+              return
+            }
+            case "cap": {
+              const c = client!
+              if (c.token === undefined) return event(`cap c${step.client}: not signed in`)
+              const created = yield* call(
+                step.instance,
+                json(c, "POST", "/v1/keys", { label: `capped ${step.cap}`, spend_cap_credits: step.cap, cap_period: "total" }, c.token)
+              )
+              if (created.status === 201) {
+                c.key = created.body.key
+                c.keyId = created.body.key_id
+                c.last = undefined
+              }
+              event(`cap c${step.client} ${step.cap} -> ${created.status} ${created.body?.key_id ?? created.body?.code ?? ""}`)
+              return
+            }
+            case "topup": {
+              const c = client!
+              if (c.token === undefined) return event(`topup c${step.client}: not signed in`)
+              const armed = yield* call(
+                step.instance,
+                json(c, "POST", "/v1/topup", { pack: "flex", below_credits: 1_000_000, monthly_max_usd_cents: 4_000 }, c.token)
+              )
+              event(`topup c${step.client} -> ${armed.status} ${armed.body?.code ?? ""}`)
+              return
+            }
+            case "rotate":
+            case "revoke": {
+              const c = client!
+              if (c.token === undefined) return event(`${step.kind} c${step.client}: not signed in`)
+              const listed = yield* call(step.instance, json(c, "GET", "/v1/keys", undefined, c.token))
+              const keys: Array<{ key_id: string; revoked_at?: string | null }> = listed.body?.keys ?? []
+              const live = keys.filter((key) => key.revoked_at == null)
+              const target = live.find((key) => key.key_id === c.keyId) ?? live[0]
+              if (target === undefined) return event(`${step.kind} c${step.client}: no live key`)
+              const reply = yield* call(step.instance, json(c, "POST", `/v1/keys/${step.kind}`, { key_id: target.key_id }, c.token))
+              if (reply.status === 200 && step.kind === "rotate") {
+                c.key = reply.body.key
+                c.keyId = reply.body.key_id
+              }
+              if (reply.status === 200 && step.kind === "revoke") {
+                // The client makes itself a new key to go on with.
+                const created = yield* call(step.instance, json(c, "POST", "/v1/keys", { label: "after revoke" }, c.token))
+                if (created.status === 201) {
+                  c.key = created.body.key
+                  c.keyId = created.body.key_id
+                } else c.key = undefined
+              }
+              c.last = undefined
+              event(`${step.kind} c${step.client} ${target.key_id} -> ${reply.status} ${reply.body?.code ?? ""}`)
+              return
+            }
+          }
+        })
+
+      for (const step of schedule) {
+        stepNo += 1
+        count(step.kind)
+        if (options.verbose) console.log(`${stepNo} > ${showStep(step)}`)
+        yield* runStep(step)
+        // Time moves on between steps; the workers (top-ups, sweepers) get their turn.
+        yield* advance(250)
+        yield* checkAlways
+        // The ledger's checks read whole tables: after every step that can break them in its own
+        // way, and every tenth step otherwise.
+        const ledgerNow = stepNo % 10 === 0 || !(step.kind === "call" || step.kind === "tick" || step.kind === "fault" || step.kind === "mint")
+        if (failure === undefined && ledgerNow) yield* checkLedger
+        if (failure !== undefined) break
+      }
+      // Every held call let go, and the leases run out: nothing may stay stranded.
+      for (const held of [...upstream.held]) yield* release(held)
+      if (failure === undefined) {
+        yield* advance(100_000, 5_000)
+        stepNo += 1
+        yield* checkAlways
+        if (failure === undefined) yield* checkLedger
+      }
+      return {
+        ok: failure === undefined,
+        steps: stepNo,
+        ops,
+        trace: hash.digest("hex").slice(0, 16),
+        failure,
+        log,
+        counts
+      } satisfies RunResult
+    })
+  ).pipe(Effect.provide(TestClock.layer()))
+
