@@ -40,12 +40,11 @@ export const makeUpstreamState = (rng: Rng): UpstreamState => ({
  * waits until it is released (a slow upstream, or the instance frozen in it); latency is virtual
  * time; errors are drawn from the run's own randomness.
  */
-const simUpstream = (state: UpstreamState, instance: number) =>
+const simUpstream = (state: UpstreamState, instance: number, world: Upstream["Service"]) =>
   Layer.effect(
     Upstream,
-    Effect.gen(function* () {
-      const world = yield* Upstream
-      return Upstream.of({
+    Effect.sync(() =>
+      Upstream.of({
         call: (method, ...args) =>
           Effect.suspend(() => {
             state.calls += 1
@@ -72,8 +71,13 @@ const simUpstream = (state: UpstreamState, instance: number) =>
             })
           })
       })
-    })
-  ).pipe(Layer.provide(layerWorld(testSeed)), Layer.provideMerge(UpstreamFaults.layer))
+    )
+  ).pipe(Layer.provideMerge(UpstreamFaults.layer))
+
+/** The seeded world, built once per run and shared by every instance (one upstream). */
+export const buildWorld = Effect.map(Layer.build(layerWorld(testSeed).pipe(Layer.provide(UpstreamFaults.layer))), (context) =>
+  Context.get(context, Upstream)
+)
 
 /**
  * Ids from the run's seed: ids counted per instance and life (`rcpt_i1g2x000007`), secrets from
@@ -131,6 +135,7 @@ export const startInstance = (options: {
   readonly index: number
   readonly generation: number
   readonly upstream: UpstreamState
+  readonly world: Upstream["Service"]
   readonly rng: Rng
   readonly rewrite: ((sql: string) => string) | undefined
   readonly config?: Partial<AppConfigShape>
@@ -143,7 +148,7 @@ export const startInstance = (options: {
       supportLayer(Layer.succeedContext(database), simIds(options.index, options.generation, options.rng), {
         pollEvery: "30 seconds"
       }).pipe(
-        Layer.provideMerge(simUpstream(options.upstream, options.index)),
+        Layer.provideMerge(simUpstream(options.upstream, options.index, options.world)),
         Layer.provideMerge(NodeHttpServer.layerHttpServices),
         Layer.provideMerge(AppConfig.layerTest({ ...simConfig, ...options.config }))
       ),

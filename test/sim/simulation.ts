@@ -3,7 +3,7 @@ import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { person } from "../mcp/samples.ts"
-import { type Instance, makeUpstreamState, type SimReply, type SimRequest, startInstance, type UpstreamState } from "./instance.ts"
+import { buildWorld, type Instance, makeUpstreamState, type SimReply, type SimRequest, startInstance, type UpstreamState } from "./instance.ts"
 import { type Answer, alwaysChecks, ledgerChecks, type Model, type Violation } from "./invariants.ts"
 import { type Mutation, mutationNamed } from "./mutations.ts"
 import { makeRng, type Rng } from "./random.ts"
@@ -80,6 +80,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const store: Store = yield* openStore(options.pgUrl, `svc_sim_${Date.now().toString(36)}_${process.pid}`)
       if (mutation?.patch !== undefined) yield* Effect.provide(mutation.patch, store.context)
       const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
+      const world = yield* buildWorld
       const generations: Array<number> = []
       const instances: Array<Instance> = []
       const start = (index: number) =>
@@ -90,6 +91,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             index,
             generation: generations[index]!,
             upstream,
+            world,
             rng: rng.fork(`ids/${index}/${generations[index]}`),
             rewrite: mutation?.rewrite
           })
@@ -397,14 +399,18 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               const c = client!
               const victim = instances[step.instance]!
               const lost = c.key === undefined ? undefined : yield* holdCall(c, step.instance, 1)
+              if (lost !== undefined && lost.held === undefined)
+                record(c, `crash c${step.client} i${step.instance} (not held)`, "rest", lost.idem, lost.out.reply)
               event(`crash i${step.instance}${lost?.held !== undefined ? ` with ${lost.idem} in flight` : ""}`)
               victim.plug.dead = true
+              // Interrupted, not awaited: what its finalizers still try fails on the cut connection
+              // (and may wait for the clock, which moves on below).
               if (lost !== undefined) {
-                yield* Fiber.interrupt(lost.fiber)
+                yield* Effect.forkDetach(Fiber.interrupt(lost.fiber))
                 const index = lost.held === undefined ? -1 : upstream.held.indexOf(lost.held)
                 if (index !== -1) upstream.held.splice(index, 1)
               }
-              yield* Scope.close(victim.scope, Exit.void)
+              yield* Effect.forkDetach(Scope.close(victim.scope, Exit.void))
               yield* Effect.orDie(start(step.instance))
               // Past the lease: the sweepers (the restarted instance's too) refund what the crash left.
               yield* advance(70_000, 5_000)
