@@ -70,9 +70,16 @@ export const mutations: ReadonlyArray<Mutation> = [
   },
   {
     name: "apply-purchase-twice",
-    description: "credit a payment every time it is reported (no unique payment reference)",
+    description:
+      "credit a payment every time it is reported: no unique payment reference, and a paid checkout read as open",
     patch: statements("ALTER TABLE purchases DROP CONSTRAINT purchases_payment_ref_key"),
-    rewrite: (sql) => sql.replace("ON CONFLICT (payment_ref) DO NOTHING RETURNING id", "RETURNING id")
+    rewrite: (sql) =>
+      sql
+        .replace("ON CONFLICT (payment_ref) DO NOTHING RETURNING id", "RETURNING id")
+        .replace(
+          /^SELECT id, account_id, pack, rail, status, (keyless, origin, key_revealed_at, expires_at FROM checkout_sessions\s+WHERE id = \$1 FOR UPDATE)/,
+          "SELECT id, account_id, pack, rail, 'open'::text AS status, $1"
+        )
   },
   {
     name: "take-twice",
@@ -90,14 +97,6 @@ export const mutations: ReadonlyArray<Mutation> = [
     patch: replaceFunction(webhooks, "svc_topup_arm", [
       ["IF v_spent + t.price_usd_cents > t.monthly_max_usd_cents THEN", "IF false THEN"]
     ])
-  },
-  {
-    name: "release-without-owner-check",
-    description: "complete or release an Idempotency-Key claim whoever holds it now",
-    rewrite: (sql) =>
-      sql.includes("UPDATE idempotency_keys") || sql.includes("DELETE FROM idempotency_keys")
-        ? sql.replace(/ AND owner = (\$\d+)/g, " AND $1::text IS NOT NULL")
-        : sql
   }
 ]
 

@@ -117,8 +117,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const ips = new Set<string>()
       const model: Model = { answers: [], credited: new Map(), paid: new Map(), ips }
       const clients: Array<Client> = Array.from({ length: options.clients }, (_, c) => ({
-        // Clients share IPs four to a /24 and two to an address, so trial keys contend for a free budget.
-        ip: `10.${c % 4}.0.${1 + (c % (Math.max(2, Math.ceil(options.clients / 2))))}`,
+        // Clients share three IPs, so trial keys contend for each IP's free budget.
+        ip: `10.0.${c % 3}.1`,
         key: undefined,
         keyId: undefined,
         account: undefined,
@@ -364,9 +364,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 return
               }
               event(`held c${step.client} i${step.instance} ${first.idem} in the upstream`)
+              // The same account calls again elsewhere while the first is in flight (turned away, or
+              // held too if a bug let it through), then retries the held key there.
+              const second = yield* holdCall(c, step.other, 0)
               yield* checkAlways
-              // The same account calls again elsewhere while the first is in flight, then retries the held key there.
-              yield* dataCall(c, step.other, 0, "rest", false)
+              yield* release(second.held)
+              yield* until(() => second.out.done, "a second call")
+              record(c, `held c${step.client} i${step.other} second`, "rest", second.idem, second.out.reply)
               c.last = { op: 1, idem: first.idem, n: first.n }
               yield* dataCall(c, step.other, 1, "rest", true)
               yield* checkAlways

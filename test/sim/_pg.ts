@@ -1,0 +1,10 @@
+import { PGlite } from "@electric-sql/pglite"
+const db = await PGlite.create()
+await db.query("CREATE TABLE t (id int primary key, v int)")
+await db.query("INSERT INTO t SELECT g, 0 FROM generate_series(1, 1000) g")
+let t = performance.now()
+for (let i = 0; i < 2000; i++) await db.query("SELECT 1")
+console.log("select1", ((performance.now() - t) / 2000).toFixed(3), "ms")
+t = performance.now()
+for (let i = 0; i < 2000; i++) await db.query("UPDATE t SET v = v + 1 WHERE id = $1", [i % 1000 + 1])
+console.log("update", ((performance.now() - t) / 2000).toFixed(3), "ms")

@@ -1,0 +1,63 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { postgresUrl, storeName } from "../support/database.ts"
+import { defaults, type SimArgs, scheduleOf, simulate } from "./main.ts"
+import { mutations } from "./mutations.ts"
+import { runSchedule } from "./simulation.ts"
+
+const short: SimArgs = { ...defaults, ops: 240, shrink: false, pgUrl: postgresUrl }
+
+describe(`the deterministic simulation (${storeName})`, () => {
+  it.effect(
+    "a seed passes every invariant, and the same seed gives the same trace twice",
+    () =>
+      Effect.gen(function* () {
+        const first = yield* simulate({ ...short, seed: "101" })
+        assert.isTrue(first.ok, first.lines.join("\n"))
+        const again = yield* simulate({ ...short, seed: "101" })
+        assert.strictEqual(again.result.trace, first.result.trace)
+        assert.deepStrictEqual(again.result.log, first.result.log)
+        // The run did what the mix promises: data calls answered, replays, and faults that happened.
+        assert.isAbove(first.result.counts.charged ?? 0, 20)
+        assert.isAbove(first.result.counts.replays ?? 0, 0)
+        const other = yield* simulate({ ...short, seed: "102" })
+        assert.isTrue(other.ok, other.lines.join("\n"))
+        assert.notStrictEqual(other.result.trace, first.result.trace)
+      }),
+    240_000
+  )
+
+  for (const mutation of mutations) {
+    it.effect(
+      `the planted bug ${mutation.name} is caught`,
+      () =>
+        Effect.gen(function* () {
+          const run = yield* runSchedule(scheduleOf({ ...short, ops: 600, seed: "1" }), {
+            seed: "1",
+            instances: short.instances,
+            clients: short.clients,
+            mutation: mutation.name,
+            pgUrl: postgresUrl,
+            verbose: false
+          })
+          assert.isFalse(run.ok, `${mutation.name} went unnoticed`)
+        }),
+      240_000
+    )
+  }
+
+  it.effect(
+    "a failure shrinks to a short schedule that still fails",
+    () =>
+      Effect.gen(function* () {
+        const outcome = yield* simulate({ ...short, ops: 600, seed: "1", mutation: "forget-one-in-flight", shrink: true })
+        assert.isFalse(outcome.ok)
+        const report = outcome.lines.join("\n")
+        assert.include(report, "invariant broken: one call in flight per account")
+        const found = /shortest failing schedule found \((\d+) of (\d+) steps/.exec(report)
+        assert.isNotNull(found, report)
+        assert.isBelow(Number(found![1]), Number(found![2]))
+      }),
+    600_000
+  )
+})
