@@ -75,8 +75,9 @@ const simUpstream = (state: UpstreamState, instance: number, world: Upstream["Se
   ).pipe(Layer.provideMerge(UpstreamFaults.layer))
 
 /** The seeded world, built once per run and shared by every instance (one upstream). */
-export const buildWorld = Effect.map(Layer.build(layerWorld(testSeed).pipe(Layer.provide(UpstreamFaults.layer))), (context) =>
-  Context.get(context, Upstream)
+export const buildWorld = Effect.map(
+  Layer.build(layerWorld(testSeed).pipe(Layer.provide(UpstreamFaults.layer))),
+  (context) => Context.get(context, Upstream)
 )
 
 /**

@@ -32,7 +32,10 @@ export interface Violation {
 const n = (value: unknown) => Number(value ?? 0)
 
 /** Rows of `text`; each check is one statement over the shared store. */
-const rows = <A extends object = Record<string, unknown>>(text: string, params: ReadonlyArray<unknown> = []) =>
+const rows = <A extends object = Record<string, unknown>>(
+  text: string,
+  params: ReadonlyArray<unknown> = []
+) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     return yield* sql.unsafe<A>(text, params)
@@ -56,13 +59,16 @@ export const alwaysChecks = (now: number) =>
     }
     fail(
       "no balance or grant below zero",
-      yield* rows("SELECT id, grant_credits, balance_credits FROM accounts WHERE grant_credits < 0 OR balance_credits < 0")
+      yield* rows(
+        "SELECT id, grant_credits, balance_credits FROM accounts WHERE grant_credits < 0 OR balance_credits < 0"
+      )
     )
     fail(
       `the free budget of an IP and day never over ${defaultPolicy.freeCreditsPerIpDay}`,
-      yield* rows("SELECT ip, day, credits_used FROM free_tier_usage WHERE credits_used > $1 OR credits_used < 0", [
-        defaultPolicy.freeCreditsPerIpDay
-      ])
+      yield* rows(
+        "SELECT ip, day, credits_used FROM free_tier_usage WHERE credits_used > $1 OR credits_used < 0",
+        [defaultPolicy.freeCreditsPerIpDay]
+      )
     )
     fail(
       "one call in flight per account",
@@ -89,9 +95,10 @@ export const alwaysChecks = (now: number) =>
     )
     fail(
       "no reservation stranded past its lease once time moves on",
-      yield* rows("SELECT id, account_id, lease_expires_at FROM calls WHERE state = 'reserved' AND lease_expires_at < $1", [
-        now - 15_000
-      ])
+      yield* rows(
+        "SELECT id, account_id, lease_expires_at FROM calls WHERE state = 'reserved' AND lease_expires_at < $1",
+        [now - 15_000]
+      )
     )
     fail(
       "no claim stranded past its lease once time moves on",
@@ -218,12 +225,15 @@ export const ledgerChecks = (model: Model) =>
         wrong.push(`receipt ${row.id} charged ${row.charged}, the answer said ${answer.charged}`)
       const first = firstOfKey.get(key)
       if (first === undefined) firstOfKey.set(key, answer.receipt)
-      else if (first !== answer.receipt) wrong.push(`${key} answered with ${first} and then ${answer.receipt}`)
+      else if (first !== answer.receipt)
+        wrong.push(`${key} answered with ${first} and then ${answer.receipt}`)
     }
     fail("every 200 has its receipt, as charged, and one receipt per Idempotency-Key", wrong)
     fail(
       "no charge without a 200 (every charged receipt was answered to a client)",
-      settled.filter((row) => n(row.charged) > 0 && !seen.has(row.id)).map((row) => `${row.id} charged ${row.charged}`)
+      settled
+        .filter((row) => n(row.charged) > 0 && !seen.has(row.id))
+        .map((row) => `${row.id} charged ${row.charged}`)
     )
 
     // The reference model: what each account has left and each IP's free budget used, computed
@@ -233,7 +243,9 @@ export const ledgerChecks = (model: Model) =>
     const free = new Map<string, number>()
     // Each receipt counted once, when first answered (a replay may be the first a client hears of it).
     const counted = new Set<string>()
-    const once = model.answers.filter((answer) => !counted.has(answer.receipt) && counted.add(answer.receipt) !== undefined)
+    const once = model.answers.filter(
+      (answer) => !counted.has(answer.receipt) && counted.add(answer.receipt) !== undefined
+    )
     for (const answer of once) spent.set(answer.account, (spent.get(answer.account) ?? 0) + answer.spent)
     const ipOf = yield* rows<{ id: string; ip: string; charged_free: unknown }>(
       "SELECT id, ip, charged_free FROM calls WHERE state = 'settled' AND charged_free > 0"
@@ -253,7 +265,8 @@ export const ledgerChecks = (model: Model) =>
     )
     const drift: Array<string> = []
     for (const account of accounts) {
-      const expected = (model.credited.get(account.id) ?? 0) + (toppedUp.get(account.id) ?? 0) - (spent.get(account.id) ?? 0)
+      const expected =
+        (model.credited.get(account.id) ?? 0) + (toppedUp.get(account.id) ?? 0) - (spent.get(account.id) ?? 0)
       if (expected !== n(account.left_over))
         drift.push(`${account.id} has ${account.left_over}, the model says ${expected}`)
     }
@@ -275,7 +288,9 @@ export const ledgerChecks = (model: Model) =>
     const paidOnce: Array<string> = []
     for (const account of new Set([...bought.keys(), ...sessionsOf.keys()])) {
       if ((bought.get(account) ?? 0) !== (sessionsOf.get(account) ?? 0))
-        paidOnce.push(`${account}: ${sessionsOf.get(account) ?? 0} checkouts paid, ${bought.get(account) ?? 0} purchases applied`)
+        paidOnce.push(
+          `${account}: ${sessionsOf.get(account) ?? 0} checkouts paid, ${bought.get(account) ?? 0} purchases applied`
+        )
     }
     fail("every paid checkout applied exactly once, to its account", paidOnce)
     return found

@@ -63,15 +63,20 @@ export const simulate = (args: SimArgs) =>
     const seconds = (performance.now() - started) / 1000
     const lines: Array<string> = []
     if (!result.ok && result.failure !== undefined) {
-      lines.push(`FAILED at step ${result.failure.step} of seed ${args.seed}${args.mutation === undefined ? "" : ` (mutation ${args.mutation})`}:`)
-      for (const violation of result.failure.violations) lines.push(`  invariant broken: ${violation.invariant}: ${violation.detail}`)
+      lines.push(
+        `FAILED at step ${result.failure.step} of seed ${args.seed}${args.mutation === undefined ? "" : ` (mutation ${args.mutation})`}:`
+      )
+      for (const violation of result.failure.violations)
+        lines.push(`  invariant broken: ${violation.invariant}: ${violation.detail}`)
       lines.push("  the last events:")
       for (const line of result.log.slice(-8)) lines.push(`    ${line}`)
       if (args.shrink) {
         const shrunk = yield* shrink(schedule, result.failure.step, (steps) =>
           Effect.map(runSchedule(steps, runOptions(args)), (run) => !run.ok)
         )
-        lines.push(`  shortest failing schedule found (${shrunk.steps.length} of ${schedule.length} steps, ${shrunk.runs} runs to find it):`)
+        lines.push(
+          `  shortest failing schedule found (${shrunk.steps.length} of ${schedule.length} steps, ${shrunk.runs} runs to find it):`
+        )
         for (const step of shrunk.steps) lines.push(`    ${showStep(step)}`)
       }
     }
@@ -120,7 +125,8 @@ const parse = (argv: ReadonlyArray<string>): SimArgs | "list" => {
           .map((fault) => fault.trim())
           .filter((fault) => fault !== "" && fault !== "none")
         const unknown = list.filter((fault) => !(faultKinds as ReadonlyArray<string>).includes(fault))
-        if (unknown.length > 0) throw new Error(`unknown faults ${unknown.join(", ")}; known: ${faultKinds.join(", ")}`)
+        if (unknown.length > 0)
+          throw new Error(`unknown faults ${unknown.join(", ")}; known: ${faultKinds.join(", ")}`)
         args = { ...args, faults: new Set(list) }
         break
       }

@@ -58,7 +58,9 @@ export const mutations: ReadonlyArray<Mutation> = [
   {
     name: "free-budget-race",
     description: "count the free budget as twice its size (what a read-then-write race lets through)",
-    patch: replaceFunction(moneyRule, "svc_free_left", [["free_left := p_free_per_ip - used", "free_left := 2 * p_free_per_ip - used"]])
+    patch: replaceFunction(moneyRule, "svc_free_left", [
+      ["free_left := p_free_per_ip - used", "free_left := 2 * p_free_per_ip - used"]
+    ])
   },
   {
     name: "forget-one-in-flight",

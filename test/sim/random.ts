@@ -26,7 +26,12 @@ const sfc32 = (a: number, b: number, c: number, d: number) => () => {
 
 export const makeRng = (seed: string): Rng => {
   const digest = createHash("sha256").update(seed).digest()
-  const next = sfc32(digest.readUInt32LE(0), digest.readUInt32LE(4), digest.readUInt32LE(8), digest.readUInt32LE(12))
+  const next = sfc32(
+    digest.readUInt32LE(0),
+    digest.readUInt32LE(4),
+    digest.readUInt32LE(8),
+    digest.readUInt32LE(12)
+  )
   for (let i = 0; i < 12; i++) next()
   const int = (below: number) => Math.floor(next() * below)
   return {

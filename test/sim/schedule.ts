@@ -18,7 +18,12 @@ export type Step =
       readonly retry: boolean
     }
   /** The same call (same Idempotency-Key) sent to two instances at once. */
-  | { readonly kind: "race"; readonly client: number; readonly instances: readonly [number, number]; readonly op: number }
+  | {
+      readonly kind: "race"
+      readonly client: number
+      readonly instances: readonly [number, number]
+      readonly op: number
+    }
   /**
    * A call held in the upstream on `instance` while the account calls again on `other` (the one
    * call in flight) and the client retries the held call's key there; then `latencyMs` pass and it

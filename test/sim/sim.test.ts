@@ -50,7 +50,13 @@ describe(`the deterministic simulation (${storeName})`, () => {
     "a failure shrinks to a short schedule that still fails",
     () =>
       Effect.gen(function* () {
-        const outcome = yield* simulate({ ...short, ops: 600, seed: "1", mutation: "forget-one-in-flight", shrink: true })
+        const outcome = yield* simulate({
+          ...short,
+          ops: 600,
+          seed: "1",
+          mutation: "forget-one-in-flight",
+          shrink: true
+        })
         assert.isFalse(outcome.ok)
         const report = outcome.lines.join("\n")
         assert.include(report, "invariant broken: one call in flight per account")

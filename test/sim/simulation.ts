@@ -3,11 +3,19 @@ import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { person } from "../mcp/samples.ts"
-import { buildWorld, type Instance, makeUpstreamState, type SimReply, type SimRequest, startInstance, type UpstreamState } from "./instance.ts"
+import {
+  buildWorld,
+  type Instance,
+  makeUpstreamState,
+  type SimReply,
+  type SimRequest,
+  startInstance,
+  type UpstreamState
+} from "./instance.ts"
 import { type Answer, alwaysChecks, ledgerChecks, type Model, type Violation } from "./invariants.ts"
 import { type Mutation, mutationNamed } from "./mutations.ts"
 import { makeRng, type Rng } from "./random.ts"
-import { showStep, type Step } from "./schedule.ts"
+import { type Step, showStep } from "./schedule.ts"
 import { openStore, type Store } from "./store.ts"
 
 export interface RunOptions {
@@ -50,7 +58,10 @@ interface Client {
 
 /** The data calls of the mix: a REST path and an MCP tool call each. */
 const companySlug = person.current_position?.company_slug ?? "acme"
-const dataOps: ReadonlyArray<{ readonly tool: string; readonly args: (n: number) => Record<string, string | number> }> = [
+const dataOps: ReadonlyArray<{
+  readonly tool: string
+  readonly args: (n: number) => Record<string, string | number>
+}> = [
   { tool: "getProfile", args: () => ({ identifier: person.public_identifier! }) },
   { tool: "searchPeople", args: (n) => ({ keywords: `engineer ${n % 7}`, limit: 5 }) },
   { tool: "getCompany", args: () => ({ identifier: companySlug }) },
@@ -76,8 +87,12 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
     Effect.gen(function* () {
       yield* TestClock.setTime(epoch)
       const rng = makeRng(options.seed)
-      const mutation: Mutation | undefined = options.mutation === undefined ? undefined : mutationNamed(options.mutation)
-      const store: Store = yield* openStore(options.pgUrl, `svc_sim_${Date.now().toString(36)}_${process.pid}`)
+      const mutation: Mutation | undefined =
+        options.mutation === undefined ? undefined : mutationNamed(options.mutation)
+      const store: Store = yield* openStore(
+        options.pgUrl,
+        `svc_sim_${Date.now().toString(36)}_${process.pid}`
+      )
       if (mutation?.patch !== undefined) yield* Effect.provide(mutation.patch, store.context)
       const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
       const world = yield* buildWorld
@@ -199,11 +214,19 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const freshIdem = () => `idem-${idemRng.int(2 ** 30).toString(36)}-${idemRng.int(2 ** 30).toString(36)}`
 
       /** The request of a data call, REST or MCP, with its Idempotency-Key. */
-      const dataRequest = (client: Client, op: number, surface: "rest" | "mcp", idem: string, n = client.calls): SimRequest => {
+      const dataRequest = (
+        client: Client,
+        op: number,
+        surface: "rest" | "mcp",
+        idem: string,
+        n = client.calls
+      ): SimRequest => {
         const spec = dataOps[op % dataOps.length]!
         const args = spec.args(n)
         if (surface === "rest") {
-          const query = new URLSearchParams(Object.entries(args).map(([k, v]): [string, string] => [k, String(v)])).toString()
+          const query = new URLSearchParams(
+            Object.entries(args).map(([k, v]): [string, string] => [k, String(v)])
+          ).toString()
           return {
             method: "GET",
             path: `${restPaths[spec.tool]}?${query}`,
@@ -232,7 +255,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       }
 
       /** Reads a data call's answer, records a 200's receipt for the checks, and logs it. */
-      const record = (client: Client, label: string, surface: "rest" | "mcp", idem: string, reply: SimReply | undefined) => {
+      const record = (
+        client: Client,
+        label: string,
+        surface: "rest" | "mcp",
+        idem: string,
+        reply: SimReply | undefined
+      ) => {
         if (reply === undefined) {
           event(`${label} ${surface} ${idem} -> (no answer: the instance crashed)`)
           count("lost")
@@ -268,14 +297,22 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           }
           model.answers.push(answer)
           count(answer.replayed ? "replays" : "charged")
-          event(`${label} ${surface} ${idem} -> 200 ${receipt.id} charged=${receipt.charged}${answer.replayed ? " replayed" : ""}`)
+          event(
+            `${label} ${surface} ${idem} -> 200 ${receipt.id} charged=${receipt.charged}${answer.replayed ? " replayed" : ""}`
+          )
         } else {
           count(`status ${status}`)
           event(`${label} ${surface} ${idem} -> ${status} ${body?.code ?? ""}`)
         }
       }
 
-      const dataCall = (client: Client, instance: number, op: number, surface: "rest" | "mcp", retry: boolean) =>
+      const dataCall = (
+        client: Client,
+        instance: number,
+        op: number,
+        surface: "rest" | "mcp",
+        retry: boolean
+      ) =>
         Effect.gen(function* () {
           if (client.key === undefined) return event(`call c? i${instance}: no key yet`)
           const again = retry ? client.last : undefined
@@ -308,7 +345,10 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           const heldBefore = upstream.held.length
           upstream.holdNext.add(instance)
           const started = yield* fork(instance, dataRequest(client, op, "rest", idem))
-          yield* until(() => started.out.done || upstream.held.length > heldBefore, "a call to reach the upstream")
+          yield* until(
+            () => started.out.done || upstream.held.length > heldBefore,
+            "a call to reach the upstream"
+          )
           upstream.holdNext.delete(instance)
           const held = upstream.held.length > heldBefore ? upstream.held[upstream.held.length - 1] : undefined
           return { ...started, idem, held, n: client.calls }
@@ -337,11 +377,19 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 c.email = undefined
                 c.last = undefined
               }
-              event(`mint c${step.client} i${step.instance} -> ${reply.status} ${reply.body?.account_id ?? reply.body?.code ?? ""}`)
+              event(
+                `mint c${step.client} i${step.instance} -> ${reply.status} ${reply.body?.account_id ?? reply.body?.code ?? ""}`
+              )
               return
             }
             case "call":
-              return yield* dataCall(client!, step.instance, step.op, step.surface, step.retry && client!.last !== undefined)
+              return yield* dataCall(
+                client!,
+                step.instance,
+                step.op,
+                step.surface,
+                step.retry && client!.last !== undefined
+              )
             case "race": {
               const c = client!
               if (c.key === undefined) return event(`race c${step.client}: no key yet`)
@@ -360,7 +408,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               if (c.key === undefined) return event(`held c${step.client}: no key yet`)
               const first = yield* holdCall(c, step.instance, 1)
               if (first.held === undefined) {
-                record(c, `held c${step.client} i${step.instance} (not held)`, "rest", first.idem, first.out.reply)
+                record(
+                  c,
+                  `held c${step.client} i${step.instance} (not held)`,
+                  "rest",
+                  first.idem,
+                  first.out.reply
+                )
                 return
               }
               event(`held c${step.client} i${step.instance} ${first.idem} in the upstream`)
@@ -377,7 +431,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               yield* TestClock.adjust(step.latencyMs)
               yield* release(first.held)
               yield* until(() => first.out.done, "a held call")
-              record(c, `held c${step.client} i${step.instance} released`, "rest", first.idem, first.out.reply)
+              record(
+                c,
+                `held c${step.client} i${step.instance} released`,
+                "rest",
+                first.idem,
+                first.out.reply
+              )
               return
             }
             case "freeze": {
@@ -385,7 +445,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               if (c.key === undefined) return event(`freeze c${step.client}: no key yet`)
               const first = yield* holdCall(c, step.instance, 3)
               if (first.held === undefined) {
-                record(c, `freeze c${step.client} i${step.instance} (not held)`, "rest", first.idem, first.out.reply)
+                record(
+                  c,
+                  `freeze c${step.client} i${step.instance} (not held)`,
+                  "rest",
+                  first.idem,
+                  first.out.reply
+                )
                 return
               }
               event(`freeze c${step.client} i${step.instance} ${first.idem} frozen past its lease`)
@@ -404,8 +470,16 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               const victim = instances[step.instance]!
               const lost = c.key === undefined ? undefined : yield* holdCall(c, step.instance, 1)
               if (lost !== undefined && lost.held === undefined)
-                record(c, `crash c${step.client} i${step.instance} (not held)`, "rest", lost.idem, lost.out.reply)
-              event(`crash i${step.instance}${lost?.held !== undefined ? ` with ${lost.idem} in flight` : ""}`)
+                record(
+                  c,
+                  `crash c${step.client} i${step.instance} (not held)`,
+                  "rest",
+                  lost.idem,
+                  lost.out.reply
+                )
+              event(
+                `crash i${step.instance}${lost?.held !== undefined ? ` with ${lost.idem} in flight` : ""}`
+              )
               victim.plug.dead = true
               // Interrupted, not awaited: what its finalizers still try fails on the cut connection
               // (and may wait for the clock, which moves on below).
@@ -433,7 +507,9 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               plug.dropAt = step.at
               yield* dataCall(c, step.instance, 2 + (c.calls % 3), "rest", false)
               plug.dropAt = undefined
-              event(`dbdrop i${step.instance} at ${step.at}: ${plug.drops > before ? "dropped" : "no transaction"}`)
+              event(
+                `dbdrop i${step.instance} at ${step.at}: ${plug.drops > before ? "dropped" : "no transaction"}`
+              )
               if (plug.drops > before) count("db drops")
               // The client retries with the same key once the connection is back.
               yield* dataCall(c, step.instance, 0, "rest", true)
@@ -456,8 +532,12 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               const c = client!
               if (c.key === undefined) return event(`signin c${step.client}: no key yet`)
               const email = c.email ?? `c${step.client}-${c.account}@example.com`
-              const started = yield* call(step.instance, json(c, "POST", "/v1/auth/email/start", { email }, c.key))
-              if (started.status !== 202) return event(`signin c${step.client} -> start ${started.status} ${started.body?.code ?? ""}`)
+              const started = yield* call(
+                step.instance,
+                json(c, "POST", "/v1/auth/email/start", { email }, c.key)
+              )
+              if (started.status !== 202)
+                return event(`signin c${step.client} -> start ${started.status} ${started.body?.code ?? ""}`)
               const mail = yield* Effect.provide(
                 Effect.gen(function* () {
                   const sql = yield* SqlClient.SqlClient
@@ -467,21 +547,38 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 store.context
               ).pipe(Effect.orDie)
               const code = /code is (\d{6})/.exec(mail[0]?.body_text ?? "")?.[1] ?? "000000"
-              const verified = yield* call(step.instance, json(c, "POST", "/v1/auth/email/verify", { email, code }, c.key))
+              const verified = yield* call(
+                step.instance,
+                json(c, "POST", "/v1/auth/email/verify", { email, code }, c.key)
+              )
               if (verified.status === 200) {
                 c.email = email
                 c.token = verified.body.management_token
-                if (verified.body.claimed === c.account && verified.body.grant_credits > 0 && c.account !== undefined)
-                  model.credited.set(c.account, (model.credited.get(c.account) ?? 0) + verified.body.grant_credits)
+                if (
+                  verified.body.claimed === c.account &&
+                  verified.body.grant_credits > 0 &&
+                  c.account !== undefined
+                )
+                  model.credited.set(
+                    c.account,
+                    (model.credited.get(c.account) ?? 0) + verified.body.grant_credits
+                  )
               }
-              event(`signin c${step.client} -> ${verified.status} claimed=${verified.body?.claimed ?? "-"} grant=${verified.body?.grant_credits ?? "-"}`)
+              event(
+                `signin c${step.client} -> ${verified.status} claimed=${verified.body?.claimed ?? "-"} grant=${verified.body?.grant_credits ?? "-"}`
+              )
               return
             }
             case "checkout": {
               const c = client!
-              if (c.key === undefined || c.account === undefined) return event(`checkout c${step.client}: no key yet`)
-              const started = yield* call(step.instances[0], json(c, "POST", "/v1/checkout", { pack: "flex" }, c.key))
-              if (started.status !== 200) return event(`checkout c${step.client} -> ${started.status} ${started.body?.code ?? ""}`)
+              if (c.key === undefined || c.account === undefined)
+                return event(`checkout c${step.client}: no key yet`)
+              const started = yield* call(
+                step.instances[0],
+                json(c, "POST", "/v1/checkout", { pack: "flex" }, c.key)
+              )
+              if (started.status !== 200)
+                return event(`checkout c${step.client} -> ${started.status} ${started.body?.code ?? ""}`)
               const path = `${new URL(started.body.checkout_url).pathname}/pay`
               const pay = (instance: number) =>
                 call(instance, {
@@ -495,9 +592,14 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               const b = yield* pay(step.instances[1])
               if (a.status === 303 || b.status === 303) {
                 model.paid.set(started.body.session_id, c.account)
-                model.credited.set(c.account, (model.credited.get(c.account) ?? 0) + (started.body.credits ?? 0))
+                model.credited.set(
+                  c.account,
+                  (model.credited.get(c.account) ?? 0) + (started.body.credits ?? 0)
+                )
               }
-              event(`checkout c${step.client} ${started.body.session_id} paid twice -> ${a.status} ${b.status}`)
+              event(
+                `checkout c${step.client} ${started.body.session_id} paid twice -> ${a.status} ${b.status}`
+              )
               return
             }
             case "cap": {
@@ -505,14 +607,22 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               if (c.token === undefined) return event(`cap c${step.client}: not signed in`)
               const created = yield* call(
                 step.instance,
-                json(c, "POST", "/v1/keys", { label: `capped ${step.cap}`, spend_cap_credits: step.cap, cap_period: "total" }, c.token)
+                json(
+                  c,
+                  "POST",
+                  "/v1/keys",
+                  { label: `capped ${step.cap}`, spend_cap_credits: step.cap, cap_period: "total" },
+                  c.token
+                )
               )
               if (created.status === 201) {
                 c.key = created.body.key
                 c.keyId = created.body.key_id
                 c.last = undefined
               }
-              event(`cap c${step.client} ${step.cap} -> ${created.status} ${created.body?.key_id ?? created.body?.code ?? ""}`)
+              event(
+                `cap c${step.client} ${step.cap} -> ${created.status} ${created.body?.key_id ?? created.body?.code ?? ""}`
+              )
               return
             }
             case "topup": {
@@ -520,7 +630,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               if (c.token === undefined) return event(`topup c${step.client}: not signed in`)
               const armed = yield* call(
                 step.instance,
-                json(c, "POST", "/v1/topup", { pack: "flex", below_credits: 1_000_000, monthly_max_usd_cents: 4_000 }, c.token)
+                json(
+                  c,
+                  "POST",
+                  "/v1/topup",
+                  { pack: "flex", below_credits: 1_000_000, monthly_max_usd_cents: 4_000 },
+                  c.token
+                )
               )
               event(`topup c${step.client} -> ${armed.status} ${armed.body?.code ?? ""}`)
               return
@@ -534,21 +650,29 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               const live = keys.filter((key) => key.revoked_at == null)
               const target = live.find((key) => key.key_id === c.keyId) ?? live[0]
               if (target === undefined) return event(`${step.kind} c${step.client}: no live key`)
-              const reply = yield* call(step.instance, json(c, "POST", `/v1/keys/${step.kind}`, { key_id: target.key_id }, c.token))
+              const reply = yield* call(
+                step.instance,
+                json(c, "POST", `/v1/keys/${step.kind}`, { key_id: target.key_id }, c.token)
+              )
               if (reply.status === 200 && step.kind === "rotate") {
                 c.key = reply.body.key
                 c.keyId = reply.body.key_id
               }
               if (reply.status === 200 && step.kind === "revoke") {
                 // The client makes itself a new key to go on with.
-                const created = yield* call(step.instance, json(c, "POST", "/v1/keys", { label: "after revoke" }, c.token))
+                const created = yield* call(
+                  step.instance,
+                  json(c, "POST", "/v1/keys", { label: "after revoke" }, c.token)
+                )
                 if (created.status === 201) {
                   c.key = created.body.key
                   c.keyId = created.body.key_id
                 } else c.key = undefined
               }
               c.last = undefined
-              event(`${step.kind} c${step.client} ${target.key_id} -> ${reply.status} ${reply.body?.code ?? ""}`)
+              event(
+                `${step.kind} c${step.client} ${target.key_id} -> ${reply.status} ${reply.body?.code ?? ""}`
+              )
               return
             }
           }
@@ -564,7 +688,9 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         yield* checkAlways
         // The ledger's checks read whole tables: after every step that can break them in its own
         // way, and every tenth step otherwise.
-        const ledgerNow = stepNo % 10 === 0 || !(step.kind === "call" || step.kind === "tick" || step.kind === "fault" || step.kind === "mint")
+        const ledgerNow =
+          stepNo % 10 === 0 ||
+          !(step.kind === "call" || step.kind === "tick" || step.kind === "fault" || step.kind === "mint")
         if (failure === undefined && ledgerNow) yield* checkLedger
         if (failure !== undefined) break
       }
@@ -587,4 +713,3 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       } satisfies RunResult
     })
   ).pipe(Effect.provide(TestClock.layer()))
-

@@ -1,8 +1,8 @@
+import * as PgClientLib from "@effect/sql-pg/PgClient"
 import { Context, Effect, Layer, Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient, SqlError } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
-import * as PgClientLib from "@effect/sql-pg/PgClient"
 import * as Database from "../../src/store/Database.ts"
 import * as PgClient from "../../src/store/PgClient.ts"
 import { PgliteClient } from "../../src/store/PgliteClient.ts"
@@ -145,6 +145,7 @@ export const openStore = (pgUrl: string | undefined, name: string) =>
     const base = Context.get(context, SqlClient.SqlClient)
     return {
       context: Context.make(SqlClient.SqlClient, base),
-      forInstance: (plug) => Effect.map(pluggedClient(base, plug), (sql) => Context.make(SqlClient.SqlClient, sql))
+      forInstance: (plug) =>
+        Effect.map(pluggedClient(base, plug), (sql) => Context.make(SqlClient.SqlClient, sql))
     } satisfies Store
   })
