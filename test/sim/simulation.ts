@@ -89,11 +89,14 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const rng = makeRng(options.seed)
       const mutation: Mutation | undefined =
         options.mutation === undefined ? undefined : mutationNamed(options.mutation)
-      const store: Store = yield* openStore(
+      // On PostgreSQL, what talks to the server directly runs on the real clock (see store.ts).
+      const onStore = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        options.pgUrl === undefined ? effect : TestClock.withLive(effect)
+      const store: Store = yield* onStore(openStore(
         options.pgUrl,
         `svc_sim_${Date.now().toString(36)}_${process.pid}`
-      )
-      if (mutation?.patch !== undefined) yield* Effect.provide(mutation.patch, store.context)
+      ))
+      if (mutation?.patch !== undefined) yield* onStore(Effect.provide(mutation.patch, store.context))
       const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
       const world = yield* buildWorld
       const generations: Array<number> = []
@@ -328,11 +331,11 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       /** The invariants that hold at every moment; the run stops at the first step that breaks one. */
       let failure: RunResult["failure"]
       const checkAlways = Effect.gen(function* () {
-        const found = yield* Effect.provide(alwaysChecks(yield* now()), store.context)
+        const found = yield* onStore(Effect.provide(alwaysChecks(yield* now()), store.context))
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
       })
       const checkLedger = Effect.gen(function* () {
-        const found = yield* Effect.provide(ledgerChecks(model), store.context)
+        const found = yield* onStore(Effect.provide(ledgerChecks(model), store.context))
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
       })
 
@@ -538,13 +541,12 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               )
               if (started.status !== 202)
                 return event(`signin c${step.client} -> start ${started.status} ${started.body?.code ?? ""}`)
-              const mail = yield* Effect.provide(
+              const mail = yield* onStore(
                 Effect.gen(function* () {
                   const sql = yield* SqlClient.SqlClient
                   return yield* sql<{ body_text: string | null }>`SELECT body_text FROM outbox
                     WHERE to_email = ${email.toLowerCase()} ORDER BY created_at DESC, id DESC LIMIT 1`
-                }),
-                store.context
+                }).pipe(Effect.provide(store.context))
               ).pipe(Effect.orDie)
               const code = /code is (\d{6})/.exec(mail[0]?.body_text ?? "")?.[1] ?? "000000"
               const verified = yield* call(

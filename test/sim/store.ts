@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Scope } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient, SqlError } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
+import { TestClock } from "effect/testing"
 import * as Database from "../../src/store/Database.ts"
 import * as PgClient from "../../src/store/PgClient.ts"
 import { PgliteClient } from "../../src/store/PgliteClient.ts"
@@ -65,12 +66,20 @@ const pass = (plug: Plug, sql: string): SqlError.SqlError | undefined => {
   return undefined
 }
 
-const plugged = (plug: Plug, connection: Connection): Connection => {
+/**
+ * On PostgreSQL the driver's own timeouts (connecting, a statement) run on the real clock: the
+ * network does not wait for virtual time.
+ */
+const liveFor = (live: boolean) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  live ? TestClock.withLive(effect) : effect
+
+const plugged = (plug: Plug, connection: Connection, live: boolean): Connection => {
+  const onClock = liveFor(live)
   const guard = <A>(sql: string, run: (sql: string) => Effect.Effect<A, SqlError.SqlError>) =>
     Effect.suspend(() => {
       const failure = pass(plug, sql)
       if (failure !== undefined) return Effect.fail(failure)
-      return run(plug.rewrite === undefined ? sql : plug.rewrite(sql))
+      return onClock(run(plug.rewrite === undefined ? sql : plug.rewrite(sql)))
     })
   return {
     execute: (sql, params, transform) => guard(sql, (text) => connection.execute(text, params, transform)),
@@ -93,9 +102,9 @@ const plugged = (plug: Plug, connection: Connection): Connection => {
  * simulator uses to crash an instance's connection or drop it mid-transaction. Connections are the
  * store's own (`reserve`: PGlite's one connection under its lock, a pooled one on PostgreSQL).
  */
-export const pluggedClient = (base: SqlClient.SqlClient, plug: Plug) =>
+export const pluggedClient = (base: SqlClient.SqlClient, plug: Plug, live = false) =>
   Effect.gen(function* () {
-    const acquirer = Effect.map(base.reserve, (connection) => plugged(plug, connection))
+    const acquirer = Effect.map(liveFor(live)(base.reserve), (connection) => plugged(plug, connection, live))
     return yield* SqlClient.make({
       driver: base.driver ?? "pg",
       acquirer,
@@ -146,6 +155,6 @@ export const openStore = (pgUrl: string | undefined, name: string) =>
     return {
       context: Context.make(SqlClient.SqlClient, base),
       forInstance: (plug) =>
-        Effect.map(pluggedClient(base, plug), (sql) => Context.make(SqlClient.SqlClient, sql))
+        Effect.map(pluggedClient(base, plug, true), (sql) => Context.make(SqlClient.SqlClient, sql))
     } satisfies Store
   })
