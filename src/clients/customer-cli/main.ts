@@ -17,6 +17,7 @@ class Reported extends Data.TaggedError("Reported")<{ readonly exitCode: number 
 
 const paymentTags = new Set([
   "InsufficientCredits",
+  "KeyCapReached",
   "TrialCapExceeded",
   "BudgetExhausted",
   "QuoteExceedsMaxCredits"
