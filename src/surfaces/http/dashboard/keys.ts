@@ -44,7 +44,7 @@ const keyFacts = (key: KeyListing): ReadonlyArray<readonly [string, ReturnType<t
 const childList = (frame: Frame, parent: KeyListing, children: ReadonlyArray<KeyListing>) =>
   children.length === 0
     ? ""
-    : html`<h3 class="children">Child keys of ${parent.hint}</h3>${itemList(
+    : html`<p><strong>Child keys of ${parent.hint}</strong> (made with it by an agent):</p>${itemList(
         `Child keys of ${parent.hint}`,
         children.map((child) => ({
           title: html`Child key: ${child.label ?? "(no label)"}`,
