@@ -2,6 +2,7 @@ import { assert, describe, layer, it as plain } from "@effect/vitest"
 import { Effect } from "effect"
 import {
   createClient,
+  followingOffer,
   InsufficientCredits,
   KeyCapReached,
   SvcClient,
@@ -125,12 +126,22 @@ describe("the SDK's usage numbers and KeyCapReached against the running service"
           )
           assert.strictEqual(caught, 2)
 
-          // The cap raised, the key spends again; nothing was charged for the refused calls.
-          const raised = yield* sdk({ key: owner.key, managementToken: owner.token }, (client) =>
-            client.updateKey({ query: {}, payload: { key_id: capped.key_id, spend_cap_credits: 20 } })
+          // followingOffer hands KeyCapReached to `pay`, which raises the cap (buying credits would not
+          // help); the same call resumes with its Idempotency-Key. Nothing was charged for the refusals.
+          const seen: Array<string> = []
+          const third = yield* sdk({ key: capped.key, managementToken: owner.token }, (client) =>
+            followingOffer(client.getProfile({ query }), (offer, error) =>
+              Effect.gen(function* () {
+                seen.push(`${(error as { _tag: string })._tag} ${offer.resume.action}`)
+                const raised = yield* client.updateKey({
+                  query: {},
+                  payload: { key_id: capped.key_id, spend_cap_credits: 20 }
+                })
+                assert.strictEqual(raised.spent_in_period, 8)
+              }).pipe(Effect.orDie)
+            )
           )
-          assert.strictEqual(raised.spent_in_period, 8)
-          const third = yield* sdk({ key: capped.key }, (client) => client.getProfile({ query }))
+          assert.deepStrictEqual(seen, ["KeyCapReached retry_same_idempotency_key"])
           assert.strictEqual(third.usage.key_cap_remaining, 8)
           assert.strictEqual(third.usage.credits_remaining, first.usage.credits_remaining! - 8)
 
