@@ -54,7 +54,8 @@ export const limitFields = (account: Account, key?: KeyListing) => {
 /** The form's limits as the management steps take them (`null` clears), or why they cannot be read. */
 export const limitArgsOf = (
   form: Form,
-  account: Account
+  account: Account,
+  current?: KeyListing
 ): { readonly args: LimitArgs } | { readonly error: string } => {
   const capText = form.get("spend_cap_credits")
   const cap = capText === "" ? null : /^\d{1,12}$/.test(capText) ? Number(capText) : Number.NaN
@@ -71,8 +72,13 @@ export const limitArgsOf = (
       spend_cap_credits: cap,
       cap_period: (capPeriods as ReadonlyArray<string>).includes(period) ? (period as CapPeriod) : "total",
       platforms: chosen.length === 0 || chosen.length === account.entitlements.length ? null : chosen,
-      // The key works through the day it names.
-      expires_at: expires === "" ? null : `${expires}T23:59:59Z`
+      // The key works through the day it names; its own expiry's day keeps its exact time.
+      expires_at:
+        expires === ""
+          ? null
+          : current?.expires_at?.slice(0, 10) === expires
+            ? current.expires_at
+            : `${expires}T23:59:59Z`
     }
   }
 }

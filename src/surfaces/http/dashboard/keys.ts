@@ -220,7 +220,7 @@ export const KeysRoutes = HttpRouter.use((router) =>
           Effect.gen(function* () {
             const key = yield* editable(frame, form.get("key_id").slice(0, 64))
             if (key === undefined) return yield* notEditable(frame)
-            const read = limitArgsOf(form, frame.account)
+            const read = limitArgsOf(form, frame.account, key)
             if ("error" in read) return guard.respond(editKeyPage(frame, key, { error: read.error }), 400)
             return yield* updateKey(governor, {
               account_id: frame.account.id,
