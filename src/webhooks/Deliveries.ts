@@ -1,4 +1,4 @@
-import { Clock, Context, type Duration, Effect, Layer, Schedule, Schema } from "effect"
+import { Clock, Context, type Duration, Effect, Layer, Queue, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { Webhook } from "standardwebhooks"
@@ -8,6 +8,8 @@ import { pinnedRequest } from "../oauth/clientFetch.ts"
 import { Ids } from "../services/Ids.ts"
 import { webhookDisabledMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
+import { pollLoop } from "../services/polling.ts"
+import { WebhookWake } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { WebhookResolver } from "./resolver.ts"
 import { SecretBox } from "./SecretBox.ts"
@@ -77,6 +79,7 @@ export class Deliveries extends Context.Service<
     const outbox = yield* Outbox
     const config = yield* AppConfig
     const resolve = yield* WebhookResolver
+    const wake = yield* WebhookWake
     const limits = config.policy.webhooks
     const schedule = { firstMs: limits.retryFirstMs, maxMs: limits.retryMaxMs, forMs: limits.retryForMs }
     // Longer than an attempt may take (its timeout) plus its recording: no two holders overlap.
@@ -257,6 +260,8 @@ export class Deliveries extends Context.Service<
       const token = yield* ids.newId("lease")
       const endpoint = yield* claim(now, token)
       if (endpoint === undefined) return undefined
+      // Another endpoint may be due too: wake a worker for it while this one is delivered.
+      yield* Queue.offer(wake, undefined)
       return yield* deliverEndpoint(endpoint, token)
     })
 
@@ -293,10 +298,14 @@ export class Deliveries extends Context.Service<
 
   /**
    * The service and its workers: `concurrency` fibers (WEBHOOK_CONCURRENCY), each claiming one
-   * endpoint at a time and looking again every `pollEvery` (1 s) when nothing is due; a slow
-   * receiver holds one fiber for at most its timeout per attempt, never the others.
+   * endpoint at a time; a slow receiver holds one fiber for at most its timeout per attempt, never
+   * the others. When nothing is due, one of them looks again after `pollEvery` (1 s), doubling up to
+   * `idleMax` (5 s, the first retry's wait) while the instance stays idle, and the others wait: an
+   * event queued on this instance wakes one, and a worker that claims an endpoint wakes the next.
    */
-  static readonly layerWith = (options: { readonly pollEvery?: Duration.Input } = {}) =>
+  static readonly layerWith = (
+    options: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {}
+  ) =>
     Layer.effect(
       Deliveries,
       Effect.gen(function* () {
@@ -307,15 +316,22 @@ export class Deliveries extends Context.Service<
           yield* Effect.logWarning(
             "WEBHOOK_ALLOW_PRIVATE_URLS is on: webhooks may be http:// and reach loopback and private addresses (this machine, its network). Only for tests and a self-hosted network."
           )
-        const pollEvery = options.pollEvery ?? "1 second"
-        const worker = deliveries.deliverNext.pipe(
+        const wake = yield* WebhookWake
+        const step = deliveries.deliverNext.pipe(
           Effect.catchCause((cause) =>
             Effect.as(Effect.logWarning("webhooks: the deliveries could not be read", cause), false)
-          ),
-          Effect.flatMap((found) => (found ? Effect.void : Effect.sleep(pollEvery))),
-          Effect.forever
+          )
         )
-        for (let n = 0; n < concurrency; n++) yield* Effect.forkScoped(worker)
+        for (let n = 0; n < concurrency; n++) {
+          yield* Effect.forkScoped(
+            pollLoop({
+              step,
+              wake,
+              first: options.pollEvery ?? "1 second",
+              max: n === 0 ? (options.idleMax ?? "5 seconds") : undefined
+            })
+          )
+        }
         return deliveries
       })
     )
