@@ -176,13 +176,14 @@ export const appLayer = <R>(
 
 /**
  * Everything the HTTP surface stands on: housekeeping, services, the store, the configured hosts.
- * `pollEvery`: how often the top-up and webhook workers look for due work when nothing woke them
- * (1 s; a simulation running hours of virtual time looks less often).
+ * `workers`: how often the top-up and webhook workers look for due work when nothing woke them
+ * (`pollEvery`, doubling while idle up to `idleMax`; a simulation running hours of virtual time
+ * looks less often).
  */
 export const supportLayer = (
   database: Layer.Layer<Database.Migrated, unknown, AppConfig>,
   ids: Layer.Layer<Ids>,
-  workers: { readonly pollEvery?: Duration.Input } = {}
+  workers: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {}
 ) =>
   AppConfig.hostsLayer.pipe(
     Layer.provideMerge(Housekeeping),

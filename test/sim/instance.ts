@@ -147,7 +147,8 @@ export const startInstance = (options: {
     const scope = yield* Scope.make()
     const built = yield* Layer.buildWithScope(
       supportLayer(Layer.succeedContext(database), simIds(options.index, options.generation, options.rng), {
-        pollEvery: "30 seconds"
+        pollEvery: "30 seconds",
+        idleMax: "30 seconds"
       }).pipe(
         Layer.provideMerge(simUpstream(options.upstream, options.index, options.world)),
         Layer.provideMerge(NodeHttpServer.layerHttpServices),

@@ -79,7 +79,16 @@ const restPaths: Record<string, string> = {
   getCommunity: "/v1/forum/communities"
 }
 
-const macrotask = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+/**
+ * One turn of the event loop for everything else in the process. In process (PGlite) nothing
+ * waits on the outside, so a turn is exact; PostgreSQL answers over the network, so a turn there
+ * also gives its answers a moment of real time to arrive (runs on PostgreSQL are checked the same,
+ * but not bit for bit: the network's timing decides some interleavings).
+ */
+const turnOf = (pg: boolean) =>
+  pg
+    ? Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 2)))
+    : Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
 /** Runs one schedule from a fresh store; the run's time, ids and randomness all come from the seed. */
 export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) =>
@@ -92,11 +101,11 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       // On PostgreSQL, what talks to the server directly runs on the real clock (see store.ts).
       const onStore = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         options.pgUrl === undefined ? effect : TestClock.withLive(effect)
-      const store: Store = yield* onStore(openStore(
-        options.pgUrl,
-        `svc_sim_${Date.now().toString(36)}_${process.pid}`
-      ))
+      const store: Store = yield* onStore(
+        openStore(options.pgUrl, `svc_sim_${Date.now().toString(36)}_${process.pid}`)
+      )
       if (mutation?.patch !== undefined) yield* onStore(Effect.provide(mutation.patch, store.context))
+      const macrotask = turnOf(options.pgUrl !== undefined)
       const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
       const world = yield* buildWorld
       const generations: Array<number> = []

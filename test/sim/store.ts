@@ -70,8 +70,10 @@ const pass = (plug: Plug, sql: string): SqlError.SqlError | undefined => {
  * On PostgreSQL the driver's own timeouts (connecting, a statement) run on the real clock: the
  * network does not wait for virtual time.
  */
-const liveFor = (live: boolean) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  live ? TestClock.withLive(effect) : effect
+const liveFor =
+  (live: boolean) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    live ? TestClock.withLive(effect) : effect
 
 const plugged = (plug: Plug, connection: Connection, live: boolean): Connection => {
   const onClock = liveFor(live)
