@@ -34,12 +34,13 @@ export const defaults: SimArgs = {
 }
 
 /**
- * A run's schedule: enough steps for about `ops` requests (a step sends two on average). The
- * steps are drawn from the seed alone, so the same arguments give the same schedule.
+ * A run's schedule: enough steps for about `ops` requests (a step sends 1.1 on average: most one,
+ * the faults and the account steps several, the clock and fault settings none). The steps are
+ * drawn from the seed alone, so the same arguments give the same schedule.
  */
 export const scheduleOf = (args: SimArgs): Array<Step> =>
   makeSchedule(makeRng(`${args.seed}/schedule`), {
-    steps: Math.max(1, Math.round(args.ops / 2)),
+    steps: Math.max(1, Math.round(args.ops / 1.1)),
     instances: args.instances,
     clients: args.clients,
     faults: args.faults

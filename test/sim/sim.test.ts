@@ -5,7 +5,7 @@ import { defaults, type SimArgs, scheduleOf, simulate } from "./main.ts"
 import { mutations } from "./mutations.ts"
 import { runSchedule } from "./simulation.ts"
 
-const short: SimArgs = { ...defaults, ops: 240, shrink: false, pgUrl: postgresUrl }
+const short: SimArgs = { ...defaults, ops: 130, shrink: false, pgUrl: postgresUrl }
 
 describe(`the deterministic simulation (${storeName})`, () => {
   it.effect(
@@ -32,7 +32,7 @@ describe(`the deterministic simulation (${storeName})`, () => {
       `the planted bug ${mutation.name} is caught`,
       () =>
         Effect.gen(function* () {
-          const run = yield* runSchedule(scheduleOf({ ...short, ops: 600, seed: "1" }), {
+          const run = yield* runSchedule(scheduleOf({ ...short, ops: 330, seed: "1" }), {
             seed: "1",
             instances: short.instances,
             clients: short.clients,
@@ -52,7 +52,7 @@ describe(`the deterministic simulation (${storeName})`, () => {
       Effect.gen(function* () {
         const outcome = yield* simulate({
           ...short,
-          ops: 600,
+          ops: 330,
           seed: "1",
           mutation: "forget-one-in-flight",
           shrink: true
