@@ -9,14 +9,18 @@ const short: SimArgs = { ...defaults, ops: 130, shrink: false, pgUrl: postgresUr
 
 describe(`the deterministic simulation (${storeName})`, () => {
   it.effect(
-    "a seed passes every invariant, and the same seed gives the same trace twice",
+    `a seed passes every invariant, and ${postgresUrl === undefined ? "the same seed gives the same trace twice" : "passes again"}`,
     () =>
       Effect.gen(function* () {
         const first = yield* simulate({ ...short, seed: "101" })
         assert.isTrue(first.ok, first.lines.join("\n"))
         const again = yield* simulate({ ...short, seed: "101" })
-        assert.strictEqual(again.result.trace, first.result.trace)
-        assert.deepStrictEqual(again.result.log, first.result.log)
+        assert.isTrue(again.ok, again.lines.join("\n"))
+        // Bit for bit in process; on PostgreSQL the network's timing decides some interleavings.
+        if (postgresUrl === undefined) {
+          assert.strictEqual(again.result.trace, first.result.trace)
+          assert.deepStrictEqual(again.result.log, first.result.log)
+        }
         // The run did what the mix promises: data calls answered, replays, and faults that happened.
         assert.isAbove(first.result.counts.charged ?? 0, 20)
         assert.isAbove(first.result.counts.replays ?? 0, 0)
