@@ -61,6 +61,19 @@ export interface AppConfigShape {
    * encrypted with at rest; unset, one is generated into `DATA_DIR/webhook-secret-key`.
    */
   readonly webhookSecretKey: Option.Option<Redacted.Redacted<string>>
+  /** `METRICS_TOKEN`: the bearer of `GET /metrics`; unset, the admin token. */
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
+  /** `METRICS_PORT`: serve `/metrics` on this port of `HOST` without auth (and not on `PORT`). */
+  readonly metricsPort: Option.Option<number>
+  /** `SHUTDOWN_DRAIN_SECONDS`: after SIGTERM, how long `/readyz` answers 503 while the listener still serves. */
+  readonly shutdownDrainMs: number
+  /** `SHUTDOWN_GRACE_SECONDS`: then how long calls in flight may finish before they are stopped (charging nothing). */
+  readonly shutdownGraceMs: number
+  /**
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`): export spans over
+   * OTLP/HTTP there; unset, no tracer at all. The other `OTEL_*` settings are the exporter's own.
+   */
+  readonly otlpEndpoint: Option.Option<string>
 }
 
 export interface StripeConfig {
@@ -126,7 +139,16 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
       webhookAllowPrivateUrls: yield* Config.Boolean("WEBHOOK_ALLOW_PRIVATE_URLS").pipe(
         Config.withDefault(false)
       ),
-      webhookSecretKey: yield* Config.option(Config.Redacted("WEBHOOK_SECRET_KEY"))
+      webhookSecretKey: yield* Config.option(Config.Redacted("WEBHOOK_SECRET_KEY")),
+      metricsToken: yield* Config.option(Config.Redacted("METRICS_TOKEN")),
+      metricsPort: yield* Config.option(Config.Port("METRICS_PORT")),
+      shutdownDrainMs: (yield* seconds("SHUTDOWN_DRAIN_SECONDS", 5)) * 1000,
+      shutdownGraceMs: (yield* seconds("SHUTDOWN_GRACE_SECONDS", 30)) * 1000,
+      otlpEndpoint: yield* Config.option(
+        Config.NonEmptyString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").pipe(
+          Config.orElse(() => Config.NonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        )
+      )
     })
   })
 
@@ -165,6 +187,11 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         oauthAllowPrivateClientUrls: false,
         webhookAllowPrivateUrls: false,
         webhookSecretKey: Option.none(),
+        metricsToken: Option.none(),
+        metricsPort: Option.none(),
+        shutdownDrainMs: 0,
+        shutdownGraceMs: 30_000,
+        otlpEndpoint: Option.none(),
         ...overrides
       })
     )
@@ -173,6 +200,12 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 const positive = (name: string, fallback: number) =>
   Config.schema(PositiveInt, name).pipe(Config.withDefault(fallback))
+
+/** A duration in seconds, zero or more (fractions allowed). */
+const seconds = (name: string, fallback: number) =>
+  Config.schema(Schema.Number.check(Schema.isGreaterThanOrEqualTo(0)), name).pipe(
+    Config.withDefault(fallback)
+  )
 
 const HostName = Schema.String.check(
   Schema.makeFilter(

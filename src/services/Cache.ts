@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { UpstreamUnavailable } from "../contract/errors.ts"
 import type { Freshness, Served } from "../domain/freshness.ts"
+import { recordCacheLookup } from "../observability/metrics.ts"
 import * as Row from "../store/rows.ts"
 import type { UpstreamFailure } from "../upstream/Upstream.ts"
 import { Settings } from "./Settings.ts"
@@ -168,14 +169,20 @@ export class Cache extends Context.Service<
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.flatMap(read(key, now), (copy) =>
             freshness === "recent" && copy !== undefined && now - copy.fetchedAt < recentMs
-              ? Effect.succeed<Fetched<A>>({
-                  value: copy.value as A,
-                  served: "recent",
-                  fetchedAt: copy.fetchedAt
-                })
+              ? hit<A>(copy)
               : beyondCopy(key, freshness, live, now, copy)
           )
         )
+
+      // hot path
+      const hit = <A>(copy: Copy): Effect.Effect<Fetched<A>> => {
+        recordCacheLookup(true)
+        return Effect.succeed<Fetched<A>>({
+          value: copy.value as A,
+          served: "recent",
+          fetchedAt: copy.fetchedAt
+        })
+      }
 
       /** No young copy: a live fetch, or an older copy as the fallback of a realtime call. */
       const beyondCopy = <A>(
@@ -188,6 +195,7 @@ export class Cache extends Context.Service<
         Effect.gen(function* () {
           // A speculative run serves stored copies only.
           if ((yield* Speculating) !== undefined) return yield* Effect.die(new CacheMiss())
+          recordCacheLookup(false)
           const paused = (yield* Effect.orDie(settings.current)).livePaused
           const fetched = paused
             ? Exit.fail<UpstreamFailure | "paused">("paused")
