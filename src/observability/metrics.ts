@@ -13,6 +13,15 @@ const defaults = Context.empty()
 
 const seconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
+/** The map's entry for `key`, made and kept at first use. */
+export const entry = <K, V>(map: Map<K, V>, key: K, make: () => V): V => {
+  const found = map.get(key)
+  if (found !== undefined) return found
+  const made = make()
+  map.set(key, made)
+  return made
+}
+
 /** One series per distinct label values, made at first use. */
 const seriesBy = <A>(make: (labels: Record<string, string>) => A) => {
   const made = new Map<string, A>()
@@ -44,10 +53,11 @@ const requestIndex = new Map<string, Map<string, Map<number, ReturnType<typeof r
 
 // hot path
 export const recordRequest = (route: string, method: string, status: number, elapsedSeconds: number) => {
-  let byMethod = requestIndex.get(route)
-  if (byMethod === undefined) requestIndex.set(route, (byMethod = new Map()))
-  let byStatus = byMethod.get(method)
-  if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()))
+  const byStatus = entry(
+    entry(requestIndex, route, () => new Map()),
+    method,
+    () => new Map()
+  )
   let series = byStatus.get(status)
   if (series === undefined) {
     series = requestSeries(`${route} ${method} ${status}`, () => ({ route, method, status: String(status) }))
@@ -102,8 +112,7 @@ export const recordMeteredCall = (
   outcome: string,
   funding: Charged | undefined
 ) => {
-  let byOutcome = meteredIndex.get(operation)
-  if (byOutcome === undefined) meteredIndex.set(operation, (byOutcome = new Map()))
+  const byOutcome = entry(meteredIndex, operation, () => new Map())
   let counter = byOutcome.get(outcome)
   if (counter === undefined) {
     counter = meteredSeries(`${operation} ${outcome}`, () => ({ operation, outcome }))

@@ -5,7 +5,7 @@ import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import * as Row from "../store/rows.ts"
 import { Lifecycle } from "./Lifecycle.ts"
-import { callsHeld, gauge } from "./metrics.ts"
+import { callsHeld, entry, gauge } from "./metrics.ts"
 
 const Count = Schema.Struct({ n: Row.Int })
 const decodeCount = Row.decoder(Count, "metrics count")
@@ -63,13 +63,12 @@ export const makeScrape = Effect.gen(function* () {
     : sql`SELECT coalesce(state, 'unknown') AS state, count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() GROUP BY 1`.pipe(
         Effect.flatMap(decodeConnections),
-        Effect.map((rows) => {
+        Effect.flatMap((rows) => {
           for (const set of connectionGauges.values()) set(0)
           for (const row of rows) {
-            let set = connectionGauges.get(row.state)
-            if (set === undefined) connectionGauges.set(row.state, (set = connections(row.state)))
-            set(row.n)
+            entry(connectionGauges, row.state, () => connections(row.state))(row.n)
           }
+          return Effect.void
         }),
         Effect.catchCause((cause) => Effect.logDebug("metrics: pg_stat_activity could not be read", cause))
       )
