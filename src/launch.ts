@@ -1,5 +1,5 @@
 // The service as `node src/main.ts` runs it, imported by main.ts once Node's compile cache is on.
-import { Cause, Config, Context, Duration, Effect, Layer, Option, Runtime } from "effect"
+import { Cause, Config, Context, Deferred, Duration, Effect, Exit, Layer, Option, Runtime } from "effect"
 import { AppConfig, logFormatConfig, logLevelConfig } from "./config.ts"
 import { explainStartupFailure, logStarted } from "./launchReport.ts"
 import { describeStore, loggingLayer, logUpstreamFailures } from "./logging.ts"
@@ -33,28 +33,35 @@ const App = Layer.effectDiscard(logStarted).pipe(
  */
 const serveUntilSignalled = Effect.scoped(
   Effect.gen(function* () {
-    const context = yield* Layer.build(App)
-    const lifecycle = Context.get(context, Lifecycle)
-    const config = Context.get(context, AppConfig)
-    const signal = yield* Effect.callback<NodeJS.Signals>((resume) => {
-      const first = (signal: NodeJS.Signals) => {
-        process.off("SIGTERM", first)
-        process.off("SIGINT", first)
+    // Listening from the start, so that a signal during the start-up drains once it is up.
+    const signalled = yield* Deferred.make<NodeJS.Signals>()
+    yield* Effect.acquireRelease(
+      Effect.sync(() => {
         const again = (second: NodeJS.Signals) => {
           process.stderr.write(`${second} again: exiting at once\n`)
           process.exit(1)
         }
-        process.once("SIGTERM", again)
-        process.once("SIGINT", again)
-        resume(Effect.succeed(signal))
-      }
-      process.on("SIGTERM", first)
-      process.on("SIGINT", first)
-      return Effect.sync(() => {
-        process.off("SIGTERM", first)
-        process.off("SIGINT", first)
-      })
-    })
+        const first = (signal: NodeJS.Signals) => {
+          process.off("SIGTERM", first)
+          process.off("SIGINT", first)
+          process.once("SIGTERM", again)
+          process.once("SIGINT", again)
+          Deferred.doneUnsafe(signalled, Exit.succeed(signal))
+        }
+        process.on("SIGTERM", first)
+        process.on("SIGINT", first)
+        return first
+      }),
+      (first) =>
+        Effect.sync(() => {
+          process.off("SIGTERM", first)
+          process.off("SIGINT", first)
+        })
+    )
+    const context = yield* Layer.build(App)
+    const lifecycle = Context.get(context, Lifecycle)
+    const config = Context.get(context, AppConfig)
+    const signal = yield* Deferred.await(signalled)
     yield* lifecycle.beginDrain
     yield* Effect.logInfo(
       `${signal}: draining; /readyz answers 503, the listener closes in ${config.shutdownDrainMs / 1000}s`

@@ -145,22 +145,33 @@ export class Cache extends Context.Service<
         )
       }
 
-      /** One live fetch per key at a time on this instance; later callers await the first. */
+      /**
+       * One live fetch per key at a time on this instance; later callers await the first. The
+       * fetch stays interruptible (a shutdown past its grace stops it); when the first caller is
+       * interrupted, the others fetch again instead of inheriting its interruption.
+       */
       const singleFlight = <A>(
         key: string,
         live: Effect.Effect<A, UpstreamFailure>
       ): Effect.Effect<A, UpstreamFailure> =>
         Effect.suspend(() => {
           const pending = inFlight.get(key)
-          if (pending !== undefined) return Deferred.await(pending) as Effect.Effect<A, UpstreamFailure>
-          return Effect.gen(function* () {
-            const deferred = yield* Deferred.make<unknown, UpstreamFailure>()
-            inFlight.set(key, deferred)
-            const exit = yield* Effect.exit(live)
-            inFlight.delete(key)
-            yield* Deferred.done(deferred, exit)
-            return yield* exit
-          }).pipe(Effect.uninterruptible)
+          if (pending !== undefined)
+            return Effect.flatMap(Effect.exit(Deferred.await(pending)), (exit) =>
+              Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+                ? singleFlight(key, live)
+                : (exit as Exit.Exit<A, UpstreamFailure>)
+            )
+          return Effect.uninterruptibleMask((restore) =>
+            Effect.gen(function* () {
+              const deferred = yield* Deferred.make<unknown, UpstreamFailure>()
+              inFlight.set(key, deferred)
+              const exit = yield* Effect.exit(restore(live))
+              inFlight.delete(key)
+              yield* Deferred.done(deferred, exit)
+              return yield* exit
+            })
+          )
         })
 
       // A young copy is answered by a chain, not a generator: it is every cache hit's way (see the

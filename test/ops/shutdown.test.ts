@@ -1,0 +1,109 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterEach, assert, describe, it } from "vitest"
+import { mintKey, queryStore, type Service, setUpstream, startService } from "./service.ts"
+
+const store = process.env.TEST_DATABASE_URL === undefined ? "PGlite" : "PostgreSQL"
+const started: Array<Service> = []
+const start = async (...args: Parameters<typeof startService>) => {
+  const service = await startService(...args)
+  started.push(service)
+  return service
+}
+afterEach(() => {
+  for (const service of started.splice(0)) service.stop()
+})
+
+/** A data call that is not cached yet, so that it fetches from the (slowed) upstream. */
+const slowCall = (base: string, key: string, identifier: string, idempotencyKey: string) =>
+  fetch(`${base}/v1/profnet/profiles?identifier=${identifier}`, {
+    headers: { authorization: `Bearer ${key}`, "idempotency-key": idempotencyKey }
+  })
+
+const within = <A>(promise: Promise<A>, ms: number, what: string) =>
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} took over ${ms}ms`)), ms))
+  ])
+
+describe(`graceful shutdown of node src/main.ts (${store})`, { timeout: 120_000 }, () => {
+  it("on SIGTERM: readyz 503 and healthz 200 while draining, calls in flight finish and charge, exit 0", async () => {
+    const service = await start({ SHUTDOWN_DRAIN_SECONDS: "2" })
+    const [a, b] = await Promise.all([mintKey(service.base), mintKey(service.base)])
+    await setUpstream(service.base, { latencyMs: { min: 3500, max: 3500 } })
+    const calls = [
+      slowCall(service.base, a!.key, "richard-lewis-07kvcfn", `drain-a-${Date.now()}`),
+      slowCall(service.base, b!.key, "richard-lewis-07kvcfn", `drain-b-${Date.now()}`)
+    ]
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const signalled = Date.now()
+    service.child.kill("SIGTERM")
+    await service.waitFor(/SIGTERM: draining/)
+    const ready = await fetch(`${service.base}/readyz`)
+    assert.strictEqual(ready.status, 503)
+    assert.deepStrictEqual(await ready.json(), { status: "draining" })
+    assert.strictEqual(ready.headers.get("connection"), "close", "draining answers close their connection")
+    const health = await fetch(`${service.base}/healthz`)
+    assert.strictEqual(health.status, 200)
+    // The listener still serves new requests during the drain.
+    assert.strictEqual((await fetch(`${service.base}/v1/openapi.json`)).status, 200)
+
+    const answers = await Promise.all(calls)
+    for (const answer of answers) {
+      assert.strictEqual(answer.status, 200, await answer.clone().text())
+      assert.isNotNull(answer.headers.get("x-receipt-id"))
+      assert.strictEqual(Number(answer.headers.get("x-credits-charged")) > 0, true)
+    }
+    const exit = await within(service.exited, 15_000, "the exit")
+    assert.deepStrictEqual(exit, { code: 0, signal: null })
+    assert.isAtLeast(Date.now() - signalled, 2000, "the listener stayed open for the drain")
+    // After the drain the listener is closed.
+    await fetch(`${service.base}/healthz`).then(
+      () => assert.fail("the listener is closed after the drain"),
+      () => undefined
+    )
+    assert.match(service.output(), /closing the listener/)
+  })
+
+  it("a call still in flight after the grace is stopped: released, fenced, charged nothing; exit 0", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "svc-ops-grace-"))
+    try {
+      const service = await start({ SHUTDOWN_DRAIN_SECONDS: "0.5", SHUTDOWN_GRACE_SECONDS: "1" }, { dir })
+      const { key, account } = await mintKey(service.base)
+      await setUpstream(service.base, { latencyMs: { min: 20_000, max: 20_000 } })
+      const call = slowCall(service.base, key, "richard-lewis-07kvcfn", `grace-${Date.now()}`).then(
+        (answer) => answer.status,
+        () => "connection closed"
+      )
+      await new Promise((resolve) => setTimeout(resolve, 800))
+      service.child.kill("SIGTERM")
+      const exit = await within(service.exited, 15_000, "the exit")
+      assert.deepStrictEqual(exit, { code: 0, signal: null })
+      assert.notStrictEqual(await call, 200)
+      const calls = await queryStore(dir, `SELECT state, charged FROM calls WHERE account_id = '${account}'`)
+      assert.deepStrictEqual(
+        calls.map((row) => ({ state: row.state, charged: Number(row.charged) })),
+        [{ state: "released", charged: 0 }]
+      )
+      const claims = await queryStore(
+        dir,
+        `SELECT state FROM idempotency_keys WHERE account_id = '${account}' AND state = 'running'`
+      )
+      assert.deepStrictEqual(claims, [], "no claim is left running")
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("a second signal exits at once", async () => {
+    const service = await start({ SHUTDOWN_DRAIN_SECONDS: "30" })
+    service.child.kill("SIGTERM")
+    await service.waitFor(/SIGTERM: draining/)
+    const second = Date.now()
+    service.child.kill("SIGINT")
+    const exit = await within(service.exited, 3000, "the exit after a second signal")
+    assert.isBelow(Date.now() - second, 3000)
+    assert.strictEqual(exit.code, 1)
+  })
+})
