@@ -74,7 +74,21 @@ export interface AppConfigShape {
    * OTLP/HTTP there; unset, no tracer at all. The other `OTEL_*` settings are the exporter's own.
    */
   readonly otlpEndpoint: Option.Option<string>
+  /** `OTEL_EXPORTER_OTLP_HEADERS` (`name=value,name=value`): sent with every export (a collector's key, say). */
+  readonly otlpHeaders: Readonly<Record<string, Redacted.Redacted<string>>>
+  /** `OTEL_BSP_SCHEDULE_DELAY`: milliseconds between exports (5000). */
+  readonly otlpExportIntervalMs: number
 }
+
+/** `name=value,name=value` (values URL-encoded, as OpenTelemetry writes them). */
+const otlpHeaders = (text: string): Readonly<Record<string, Redacted.Redacted<string>>> =>
+  Object.fromEntries(
+    text
+      .split(",")
+      .map((pair) => pair.split("="))
+      .filter((parts) => parts.length >= 2 && parts[0]!.trim().length > 0)
+      .map((parts) => [parts[0]!.trim(), Redacted.make(decodeURIComponent(parts.slice(1).join("=").trim()))])
+  )
 
 export interface StripeConfig {
   readonly secretKey: Redacted.Redacted<string>
@@ -146,9 +160,18 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
       shutdownGraceMs: (yield* seconds("SHUTDOWN_GRACE_SECONDS", 30)) * 1000,
       otlpEndpoint: yield* Config.option(
         Config.NonEmptyString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").pipe(
-          Config.orElse(() => Config.NonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT"))
+          Config.orElse(() =>
+            Config.NonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
+              Config.map((base) => `${base.replace(/\/+$/, "")}/v1/traces`)
+            )
+          )
         )
-      )
+      ),
+      otlpHeaders: yield* Config.String("OTEL_EXPORTER_OTLP_HEADERS").pipe(
+        Config.withDefault(""),
+        Config.map(otlpHeaders)
+      ),
+      otlpExportIntervalMs: yield* positive("OTEL_BSP_SCHEDULE_DELAY", 5000)
     })
   })
 
@@ -192,6 +215,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         shutdownDrainMs: 0,
         shutdownGraceMs: 30_000,
         otlpEndpoint: Option.none(),
+        otlpHeaders: {},
+        otlpExportIntervalMs: 5000,
         ...overrides
       })
     )
