@@ -61,6 +61,8 @@ export interface AppConfigShape {
    * encrypted with at rest; unset, one is generated into `DATA_DIR/webhook-secret-key`.
    */
   readonly webhookSecretKey: Option.Option<Redacted.Redacted<string>>
+  /** `METRICS`: `on` (default) records and serves the metrics; `off` records nothing and serves no `/metrics`. */
+  readonly metrics: boolean
   /** `METRICS_TOKEN`: the bearer of `GET /metrics`; unset, the admin token. */
   readonly metricsToken: Option.Option<Redacted.Redacted<string>>
   /** `METRICS_PORT`: serve `/metrics` on this port of `HOST` without auth (and not on `PORT`). */
@@ -154,6 +156,10 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         Config.withDefault(false)
       ),
       webhookSecretKey: yield* Config.option(Config.Redacted("WEBHOOK_SECRET_KEY")),
+      metrics: yield* Config.Literals(["on", "off"], "METRICS").pipe(
+        Config.withDefault("on"),
+        Config.map((value) => value === "on")
+      ),
       metricsToken: yield* Config.option(Config.Redacted("METRICS_TOKEN")),
       metricsPort: yield* Config.option(Config.Port("METRICS_PORT")),
       shutdownDrainMs: (yield* seconds("SHUTDOWN_DRAIN_SECONDS", 5)) * 1000,
@@ -210,6 +216,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         oauthAllowPrivateClientUrls: false,
         webhookAllowPrivateUrls: false,
         webhookSecretKey: Option.none(),
+        metrics: true,
         metricsToken: Option.none(),
         metricsPort: Option.none(),
         shutdownDrainMs: 0,

@@ -140,7 +140,7 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
       )
       // hot path
       const app = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const started = performance.now()
+        const started = config.metrics ? performance.now() : 0
         const refused = unroutable(request)
         return (
           refused !== undefined
@@ -152,12 +152,13 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
           // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
           Effect.catchCause(problems.fromUnknown),
           Effect.map((response) => {
-            recordRequest(
-              routeOf(request.url),
-              request.method,
-              response.status,
-              (performance.now() - started) / 1000
-            )
+            if (config.metrics)
+              recordRequest(
+                routeOf(request.url),
+                request.method,
+                response.status,
+                (performance.now() - started) / 1000
+              )
             // Draining: each connection closes after its answer, so clients reconnect elsewhere.
             return lifecycle.draining()
               ? HttpServerResponse.setHeader(response, "connection", "close")

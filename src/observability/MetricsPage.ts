@@ -3,6 +3,7 @@ import { createServer } from "node:http"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
 import { AdminToken } from "../services/AdminToken.ts"
+import { setRecording } from "./metrics.ts"
 import { makeScrape } from "./scrape.ts"
 
 export const prometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -18,7 +19,7 @@ export class MetricsPage extends Context.Service<
   MetricsPage,
   {
     readonly render: Effect.Effect<string>
-    /** Whether `GET /metrics` is served on the main port. */
+    /** Whether `GET /metrics` is served on the main port (not with `METRICS_PORT` or `METRICS=off`). */
     readonly onMainPort: boolean
     /** Constant-time check of the bearer credential. */
     readonly allows: (credential: string) => boolean
@@ -29,6 +30,7 @@ export class MetricsPage extends Context.Service<
     Effect.gen(function* () {
       const config = yield* AppConfig
       const admin = yield* AdminToken
+      setRecording(config.metrics)
       const render = yield* makeScrape
       const allows = Option.match(config.metricsToken, {
         onNone: () => admin.check,
@@ -37,8 +39,13 @@ export class MetricsPage extends Context.Service<
           return (credential: string) => timingSafeEqual(digest(credential), expected)
         }
       })
-      if (Option.isSome(config.metricsPort)) yield* serveAlone(render, config.host, config.metricsPort.value)
-      return MetricsPage.of({ render, onMainPort: Option.isNone(config.metricsPort), allows })
+      if (config.metrics && Option.isSome(config.metricsPort))
+        yield* serveAlone(render, config.host, config.metricsPort.value)
+      return MetricsPage.of({
+        render,
+        onMainPort: config.metrics && Option.isNone(config.metricsPort),
+        allows
+      })
     })
   )
 }

@@ -11,6 +11,12 @@ import type { Platform } from "../domain/plans.ts"
 /** Metric updates need a context for the registry and the ambient attributes: the defaults. */
 const defaults = Context.empty()
 
+/** `METRICS=off` turns every record below into a no-op (set once, at start-up, by `MetricsPage`). */
+const recording = { on: true }
+export const setRecording = (on: boolean) => {
+  recording.on = on
+}
+
 const seconds = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
 /** The map's entry for `key`, made and kept at first use. */
@@ -53,6 +59,7 @@ const requestIndex = new Map<string, Map<string, Map<number, ReturnType<typeof r
 
 // hot path
 export const recordRequest = (route: string, method: string, status: number, elapsedSeconds: number) => {
+  if (!recording.on) return
   const byStatus = entry(
     entry(requestIndex, route, () => new Map()),
     method,
@@ -112,6 +119,7 @@ export const recordMeteredCall = (
   outcome: string,
   funding: Charged | undefined
 ) => {
+  if (!recording.on) return
   const byOutcome = entry(meteredIndex, operation, () => new Map())
   let counter = byOutcome.get(outcome)
   if (counter === undefined) {
@@ -147,7 +155,9 @@ const batchSizes = Metric.histogram("svc_hit_charge_batch_size", {
   boundaries: [1, 2, 4, 8, 16, 32, 64, 128]
 })
 
-export const recordHitChargeBatch = (size: number) => batchSizes.updateUnsafe(size, defaults)
+export const recordHitChargeBatch = (size: number) => {
+  if (recording.on) batchSizes.updateUnsafe(size, defaults)
+}
 
 const cacheHits = Metric.counter("svc_cache_lookups_total", {
   description:
@@ -163,7 +173,9 @@ const cacheMisses = Metric.counter("svc_cache_lookups_total", {
 })
 
 // hot path
-export const recordCacheLookup = (hit: boolean) => (hit ? cacheHits : cacheMisses).updateUnsafe(1, defaults)
+export const recordCacheLookup = (hit: boolean) => {
+  if (recording.on) (hit ? cacheHits : cacheMisses).updateUnsafe(1, defaults)
+}
 
 const upstreamSeries = seriesBy((attributes) =>
   Metric.counter("svc_upstream_requests_total", {
@@ -180,6 +192,7 @@ const circuitSeries = seriesBy((attributes) =>
 )
 
 export const recordUpstream = (platform: Platform, outcome: string) => {
+  if (!recording.on) return
   upstreamSeries(`${platform} ${outcome}`, () => ({ platform, outcome })).updateUnsafe(1, defaults)
   circuitSeries(platform, () => ({ platform })).updateUnsafe(outcome === "circuit_open" ? 1 : 0, defaults)
 }
