@@ -159,11 +159,20 @@ const codeOf = (failure: unknown): string =>
     ? failure.code
     : "INTERNAL"
 
+/** Which free budget a refusal says is used up: the shared one, or the IP's of the day (a trial cap naming no parameter). */
+const budgetOf = (code: string, failure: unknown): "ip" | "shared" | undefined =>
+  code === "BUDGET_EXHAUSTED"
+    ? "shared"
+    : code === "TRIAL_CAP_EXCEEDED" && failure instanceof TrialCapExceeded && failure.param === undefined
+      ? "ip"
+      : undefined
+
 /** The call's outcome in the metrics: ok, replayed or its error code, and the credits it charged by source. */
 // hot path
 const recordOutcome = <E>(operation: AnyOperation, result: Result.Result<CallOutcome, E>) => {
   if (Result.isFailure(result)) {
-    recordMeteredCall(operation.id, operation.platform, codeOf(result.failure), undefined)
+    const code = codeOf(result.failure)
+    recordMeteredCall(operation.id, operation.platform, code, undefined, budgetOf(code, result.failure))
     return
   }
   const { replayed, envelope } = result.success

@@ -91,10 +91,15 @@ const chargedSeries = seriesBy((attributes) =>
   })
 )
 
-const freeBudgetExhausted = Metric.counter("svc_free_budget_exhausted_total", {
-  description: "Calls refused because the free budget (per IP and day, or the trial's) was used up",
-  incremental: true
-})
+const freeBudgetExhausted = (budget: "ip" | "shared") =>
+  Metric.counter("svc_free_budget_exhausted_total", {
+    description:
+      "Trial calls refused because a free budget was used up: ip (the IP's credits of the day, TRIAL_CAP_EXCEEDED) or shared (the whole free tier's, BUDGET_EXHAUSTED)",
+    attributes: { budget },
+    incremental: true
+  })
+const ipBudgetExhausted = freeBudgetExhausted("ip")
+const sharedBudgetExhausted = freeBudgetExhausted("shared")
 
 const refusals = seriesBy((attributes) =>
   Metric.counter("svc_limit_refusals_total", {
@@ -117,7 +122,9 @@ export const recordMeteredCall = (
   operation: string,
   platform: Platform,
   outcome: string,
-  funding: Charged | undefined
+  funding: Charged | undefined,
+  /** The free budget the refusal names, when it is one. */
+  exhausted?: "ip" | "shared"
 ) => {
   if (!recording.on) return
   const byOutcome = entry(meteredIndex, operation, () => new Map())
@@ -133,7 +140,8 @@ export const recordMeteredCall = (
     if (funding.balance > 0) charged(platform, "balance").updateUnsafe(funding.balance, defaults)
     return
   }
-  if (outcome === "BUDGET_EXHAUSTED") freeBudgetExhausted.updateUnsafe(1, defaults)
+  if (exhausted !== undefined)
+    (exhausted === "ip" ? ipBudgetExhausted : sharedBudgetExhausted).updateUnsafe(1, defaults)
   else if (outcome === "RATE_LIMITED") refusals("rate", () => ({ limit: "rate" })).updateUnsafe(1, defaults)
   else if (outcome === "CONCURRENCY_LIMIT")
     refusals("concurrency", () => ({ limit: "concurrency" })).updateUnsafe(1, defaults)
