@@ -10,7 +10,7 @@ const freshIp = ipSequence("10.47")
 const admin = { authorization: "Bearer test-admin-token" }
 
 /** The value of one series on the metrics page (0 when absent). */
-const valueOf = (page: string, series: string): number => {
+const seriesValue = (page: string, series: string): number => {
   const line = page.split("\n").find((candidate) => candidate.startsWith(`${series} `))
   return line === undefined ? 0 : Number(line.slice(series.length + 1))
 }
@@ -83,7 +83,7 @@ describe(`metering metrics (${storeName})`, () => {
           assert.strictEqual(limited.body.code, "RATE_LIMITED")
 
           const after = yield* scrape
-          const delta = (series: string) => valueOf(after, series) - valueOf(before, series)
+          const delta = (series: string) => seriesValue(after, series) - seriesValue(before, series)
           assert.strictEqual(delta(ok), 1 + defaultPolicy.ratePerMinute.flex)
           assert.strictEqual(delta(replayed), 1)
           assert.strictEqual(
