@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, assert, describe, it } from "vitest"
-import { freePort, mintKey, type Service, startService } from "./service.ts"
+import { freePort, liveCall, paidKey, type Service, startService } from "./service.ts"
 
 const store = process.env.TEST_DATABASE_URL === undefined ? "PGlite" : "PostgreSQL"
 const metricsToken = "ops-test-metrics-token"
@@ -85,10 +85,8 @@ describe(`GET /metrics scraped by Prometheus (${store})`, { timeout: 120_000 }, 
   it("behind METRICS_TOKEN: refused without it, scraped by a real Prometheus with it, series queryable", async () => {
     const service = await startService({ METRICS_TOKEN: metricsToken })
     started.push(service)
-    const { key } = await mintKey(service.base)
-    const call = await fetch(`${service.base}/v1/profnet/profiles?identifier=richard-lewis-07kvcfn`, {
-      headers: { authorization: `Bearer ${key}`, "idempotency-key": `metrics-${Date.now()}` }
-    })
+    const { key } = await paidKey(service.base)
+    const call = await liveCall(service.base, key, `metrics-${Date.now()}`)
     assert.strictEqual(call.status, 200)
 
     assert.strictEqual((await fetch(`${service.base}/metrics`)).status, 401)
@@ -110,7 +108,7 @@ describe(`GET /metrics scraped by Prometheus (${store})`, { timeout: 120_000 }, 
       /svc_http_request_duration_seconds_bucket\{route="\/v1\/profnet\/profiles",method="GET",status="200",le="\+Inf"\} 1/,
       /svc_http_requests_total\{route="\/metrics",method="GET",status="401"\} [1-9]/,
       /svc_metered_calls_total\{operation="getProfile",outcome="ok"\} 1/,
-      /svc_credits_charged_total\{platform="profnet",source="free_tier"\} [1-9]/,
+      /svc_credits_charged_total\{platform="profnet",source="balance"\} [1-9]/,
       /svc_cache_lookups_total\{result="miss"\} 1/,
       /svc_upstream_requests_total\{platform="profnet",outcome="ok"\} 1/,
       /svc_upstream_circuit_open\{platform="profnet"\} 0/,
@@ -134,7 +132,7 @@ describe(`GET /metrics scraped by Prometheus (${store})`, { timeout: 120_000 }, 
     assert.strictEqual(result[0]!.value[1], "1")
     assert.strictEqual(result[0]!.metric.job, "svc")
     const charged = await prometheus.query('sum by (source) (svc_credits_charged_total{platform="profnet"})')
-    assert.strictEqual(charged[0]?.metric.source, "free_tier")
+    assert.strictEqual(charged[0]?.metric.source, "balance")
     assert.strictEqual((await prometheus.targetHealth())?.health, "up")
   })
 

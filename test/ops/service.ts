@@ -130,11 +130,34 @@ export const queryStore = async (
   }
 }
 
-/** Sets the simulated world's fault knobs through the operator RPC. */
-export const setUpstream = (base: string, patch: Partial<Faults>) =>
+const withAdmin = <A, E>(base: string, f: (admin: AdminClient["Service"]) => Effect.Effect<A, E>) =>
   Effect.runPromise(
     Effect.gen(function* () {
-      const admin = yield* AdminClient
-      return yield* admin.upstream(patch)
+      return yield* f(yield* AdminClient)
     }).pipe(Effect.provide(AdminClient.layerFor(base, adminToken)))
   )
+
+/** Sets the simulated world's fault knobs through the operator RPC. */
+export const setUpstream = (base: string, patch: Partial<Faults>) =>
+  withAdmin(base, (admin) => admin.upstream(patch))
+
+/**
+ * A fresh production key with credits on its balance: it may ask for `freshness=realtime`, which
+ * always fetches live, whatever copies a shared test database already holds.
+ */
+export const paidKey = async (base: string) => {
+  const minted = await mintKey(base)
+  await withAdmin(base, (admin) =>
+    Effect.andThen(
+      admin.plan({ accountId: minted.account, plan: "production" }),
+      admin.credit({ accountId: minted.account, credits: 10_000, kind: "balance", reason: "ops test" })
+    )
+  )
+  return minted
+}
+
+/** A live data call (realtime: never served from a copy) with an Idempotency-Key. */
+export const liveCall = (base: string, key: string, idempotencyKey: string) =>
+  fetch(`${base}/v1/profnet/profiles?identifier=richard-lewis-07kvcfn&freshness=realtime`, {
+    headers: { authorization: `Bearer ${key}`, "idempotency-key": idempotencyKey }
+  })

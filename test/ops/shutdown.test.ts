@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, assert, describe, it } from "vitest"
-import { mintKey, queryStore, type Service, setUpstream, startService } from "./service.ts"
+import { liveCall, paidKey, queryStore, type Service, setUpstream, startService } from "./service.ts"
 
 const store = process.env.TEST_DATABASE_URL === undefined ? "PGlite" : "PostgreSQL"
 const started: Array<Service> = []
@@ -15,12 +15,6 @@ afterEach(() => {
   for (const service of started.splice(0)) service.stop()
 })
 
-/** A data call that is not cached yet, so that it fetches from the (slowed) upstream. */
-const slowCall = (base: string, key: string, identifier: string, idempotencyKey: string) =>
-  fetch(`${base}/v1/profnet/profiles?identifier=${identifier}`, {
-    headers: { authorization: `Bearer ${key}`, "idempotency-key": idempotencyKey }
-  })
-
 const within = <A>(promise: Promise<A>, ms: number, what: string) =>
   Promise.race([
     promise,
@@ -30,11 +24,11 @@ const within = <A>(promise: Promise<A>, ms: number, what: string) =>
 describe(`graceful shutdown of node src/main.ts (${store})`, { timeout: 120_000 }, () => {
   it("on SIGTERM: readyz 503 and healthz 200 while draining, calls in flight finish and charge, exit 0", async () => {
     const service = await start({ SHUTDOWN_DRAIN_SECONDS: "2" })
-    const [a, b] = await Promise.all([mintKey(service.base), mintKey(service.base)])
+    const [a, b] = await Promise.all([paidKey(service.base), paidKey(service.base)])
     await setUpstream(service.base, { latencyMs: { min: 3500, max: 3500 } })
     const calls = [
-      slowCall(service.base, a!.key, "richard-lewis-07kvcfn", `drain-a-${Date.now()}`),
-      slowCall(service.base, b!.key, "richard-lewis-07kvcfn", `drain-b-${Date.now()}`)
+      liveCall(service.base, a!.key, `drain-a-${Date.now()}`),
+      liveCall(service.base, b!.key, `drain-b-${Date.now()}`)
     ]
     await new Promise((resolve) => setTimeout(resolve, 500))
     const signalled = Date.now()
@@ -70,9 +64,9 @@ describe(`graceful shutdown of node src/main.ts (${store})`, { timeout: 120_000 
     const dir = mkdtempSync(join(tmpdir(), "svc-ops-grace-"))
     try {
       const service = await start({ SHUTDOWN_DRAIN_SECONDS: "0.5", SHUTDOWN_GRACE_SECONDS: "1" }, { dir })
-      const { key, account } = await mintKey(service.base)
+      const { key, account } = await paidKey(service.base)
       await setUpstream(service.base, { latencyMs: { min: 20_000, max: 20_000 } })
-      const call = slowCall(service.base, key, "richard-lewis-07kvcfn", `grace-${Date.now()}`).then(
+      const call = liveCall(service.base, key, `grace-${Date.now()}`).then(
         (answer) => answer.status,
         () => "connection closed"
       )
