@@ -33,7 +33,7 @@ const App = Layer.effectDiscard(logStarted).pipe(
  */
 const serveUntilSignalled = Effect.scoped(
   Effect.gen(function* () {
-    // Listening from the start, so that a signal during the start-up drains once it is up.
+    // Listening for signals from the start.
     const signalled = yield* Deferred.make<NodeJS.Signals>()
     yield* Effect.acquireRelease(
       Effect.sync(() => {
@@ -58,7 +58,13 @@ const serveUntilSignalled = Effect.scoped(
           process.off("SIGINT", first)
         })
     )
-    const context = yield* Layer.build(App)
+    // A signal during the start-up stops it: nothing is served yet, so there is nothing to drain.
+    const built = yield* Effect.raceFirst(
+      Effect.map(Layer.build(App), Option.some),
+      Effect.as(Deferred.await(signalled), Option.none())
+    )
+    if (Option.isNone(built)) return
+    const context = built.value
     const lifecycle = Context.get(context, Lifecycle)
     const config = Context.get(context, AppConfig)
     const signal = yield* Deferred.await(signalled)

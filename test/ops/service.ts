@@ -39,7 +39,7 @@ export const freePort = () =>
  */
 export const startService = async (
   env: Record<string, string> = {},
-  options: { readonly dir?: string } = {}
+  options: { readonly dir?: string; readonly waitForListening?: boolean } = {}
 ): Promise<Service> => {
   const port = await freePort()
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "svc-ops-"))
@@ -94,7 +94,7 @@ export const startService = async (
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
     }
   }
-  await waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/)
+  if (options.waitForListening !== false) await waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/)
   return service
 }
 

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs"
+import { createServer, type Server } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, assert, describe, it } from "vitest"
@@ -6,6 +7,22 @@ import { liveCall, paidKey, queryStore, type Service, setUpstream, startService 
 
 const store = process.env.TEST_DATABASE_URL === undefined ? "PGlite" : "PostgreSQL"
 const started: Array<Service> = []
+const servers: Array<Server> = []
+
+/** A TCP server that accepts connections and never answers; resolves with its port and the first connection. */
+const silentServer = () =>
+  new Promise<{ readonly port: number; readonly connected: Promise<void> }>((resolve) => {
+    let connection: () => void = () => undefined
+    const connected = new Promise<void>((done) => {
+      connection = done
+    })
+    const server = createServer(() => connection())
+    servers.push(server)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      resolve({ port: typeof address === "object" && address !== null ? address.port : 0, connected })
+    })
+  })
 const start = async (...args: Parameters<typeof startService>) => {
   const service = await startService(...args)
   started.push(service)
@@ -13,6 +30,7 @@ const start = async (...args: Parameters<typeof startService>) => {
 }
 afterEach(() => {
   for (const service of started.splice(0)) service.stop()
+  for (const server of servers.splice(0)) server.close()
 })
 
 const within = <A>(promise: Promise<A>, ms: number, what: string) =>
@@ -88,6 +106,20 @@ describe(`graceful shutdown of node src/main.ts (${store})`, { timeout: 120_000 
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it("a signal during the start-up stops it at once, exit 0", async () => {
+    // A database that accepts the connection and never answers holds the start-up where it is.
+    const { port, connected } = await silentServer()
+    const service = await start(
+      { DATABASE_URL: `postgres://svc@127.0.0.1:${port}/svc`, SHUTDOWN_DRAIN_SECONDS: "30" },
+      { waitForListening: false }
+    )
+    await connected
+    service.child.kill("SIGTERM")
+    const exit = await within(service.exited, 5000, "the exit after a signal during the start-up")
+    assert.deepStrictEqual(exit, { code: 0, signal: null })
+    assert.notMatch(service.output(), /listening on|draining/)
   })
 
   it("a second signal exits at once", async () => {
