@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs"
 import { type Case, prepareCases } from "./cases.ts"
 import { type LoadResult, runLoad } from "./load.ts"
 import type { Options } from "./options.ts"
@@ -9,6 +10,8 @@ export interface MetricsRound {
   readonly p50Ms: number
   readonly p99Ms: number
   readonly errors: number
+  /** The service's CPU time (user and system) per request answered, in microseconds. */
+  readonly cpuUsPerRequest: number
 }
 
 export interface MetricsComparison {
@@ -18,6 +21,15 @@ export interface MetricsComparison {
   readonly ratio: number
   /** The median of each on round over the off round beside it (less moved by the machine's load). */
   readonly pairedMedianRatio: number
+  /** Mean CPU per request with metrics on over with them off: what the metrics cost the service itself. */
+  readonly cpuRatio: number
+}
+
+/** utime + stime of a process in microseconds (/proc/<pid>/stat, fields 14 and 15, in clock ticks of 10 ms). */
+const cpuUs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10_000
 }
 
 const median = (values: ReadonlyArray<number>) => {
@@ -58,10 +70,11 @@ export const compareMetrics = async (
     on: (await prepareCases(services.on, options.accounts))[0]!
   }
   const measured: Array<MetricsRound> = []
-  const one = async (metrics: "on" | "off"): Promise<LoadResult> => {
+  const one = async (metrics: "on" | "off"): Promise<{ load: LoadResult; cpuUs: number }> => {
     const entries = cases[metrics].entries
     if ("unavailable" in entries) throw new Error("no cache-hit case")
-    return runLoad({
+    const before = cpuUs(services[metrics].pid)
+    const load = await runLoad({
       label: `${store}-metrics-${metrics}`,
       baseUrl: services[metrics].url,
       method: "GET",
@@ -71,18 +84,22 @@ export const compareMetrics = async (
       tool,
       countStatuses: true
     })
+    return { load, cpuUs: cpuUs(services[metrics].pid) - before }
   }
   // A short unmeasured load on each first: JIT and caches warm alike.
   log(`${store}: metrics on/off warm-up`)
   for (const metrics of ["off", "on"] as const) await one(metrics)
   for (let round = 1; round <= rounds; round++) {
     for (const metrics of round % 2 === 1 ? (["off", "on"] as const) : (["on", "off"] as const)) {
-      const load = await one(metrics)
+      const { load, cpuUs: spent } = await one(metrics)
       const errors = Object.entries(load.statuses)
         .filter(([status]) => status !== "200")
         .reduce((sum, [, count]) => sum + count, load.socketErrors)
-      measured.push({ metrics, rps: load.rps, p50Ms: load.p50Ms, p99Ms: load.p99Ms, errors })
-      log(`${store}: round ${round}, metrics ${metrics}: ${load.rps.toFixed(0)} req/s, p99 ${load.p99Ms} ms`)
+      const cpuUsPerRequest = spent / Math.max(1, load.requests)
+      measured.push({ metrics, rps: load.rps, p50Ms: load.p50Ms, p99Ms: load.p99Ms, errors, cpuUsPerRequest })
+      log(
+        `${store}: round ${round}, metrics ${metrics}: ${load.rps.toFixed(0)} req/s, p99 ${load.p99Ms} ms, ${cpuUsPerRequest.toFixed(0)} µs CPU per request`
+      )
     }
   }
   const on = measured.filter((row) => row.metrics === "on")
@@ -91,7 +108,8 @@ export const compareMetrics = async (
     store,
     rounds: measured,
     ratio: mean(on.map((row) => row.rps)) / mean(off.map((row) => row.rps)),
-    pairedMedianRatio: median(on.map((row, i) => row.rps / off[i]!.rps))
+    pairedMedianRatio: median(on.map((row, i) => row.rps / off[i]!.rps)),
+    cpuRatio: mean(on.map((row) => row.cpuUsPerRequest)) / mean(off.map((row) => row.cpuUsPerRequest))
   }
 }
 
@@ -100,7 +118,8 @@ export const comparisonReport = (comparison: MetricsComparison): string =>
     `metered cache hit, ${comparison.store}, metrics on vs METRICS=off (alternating rounds)`,
     ...comparison.rounds.map(
       (row, i) =>
-        `  ${String(Math.floor(i / 2) + 1).padStart(2)} ${row.metrics.padEnd(3)} ${row.rps.toFixed(0).padStart(7)} req/s  p50 ${row.p50Ms} ms  p99 ${row.p99Ms} ms${row.errors > 0 ? `  ${row.errors} errors` : ""}`
+        `  ${String(Math.floor(i / 2) + 1).padStart(2)} ${row.metrics.padEnd(3)} ${row.rps.toFixed(0).padStart(7)} req/s  ${row.cpuUsPerRequest.toFixed(0).padStart(5)} µs CPU/request  p50 ${row.p50Ms} ms  p99 ${row.p99Ms} ms${row.errors > 0 ? `  ${row.errors} non-200` : ""}`
     ),
-    `  on/off: ${comparison.ratio.toFixed(3)} (means), ${comparison.pairedMedianRatio.toFixed(3)} (median of pairs); the goal is 0.95 or more`
+    `  req/s on/off: ${comparison.ratio.toFixed(3)} (means), ${comparison.pairedMedianRatio.toFixed(3)} (median of pairs); the goal is 0.95 or more`,
+    `  the service's CPU per request on/off: ${comparison.cpuRatio.toFixed(3)} (means; the goal is 1.05 or less, and it moves less with the machine's load than req/s)`
   ].join("\n")
