@@ -147,16 +147,13 @@ export const recordMeteredCall = (
     refusals("concurrency", () => ({ limit: "concurrency" })).updateUnsafe(1, defaults)
 }
 
-const chargedIndex = new Map<string, Metric.Counter<number>>()
-const charged = (platform: Platform, source: keyof Charged) => {
-  const key = `${platform} ${source}`
-  let counter = chargedIndex.get(key)
-  if (counter === undefined) {
-    counter = chargedSeries(key, () => ({ platform, source }))
-    chargedIndex.set(key, counter)
-  }
-  return counter
-}
+const chargedIndex = new Map<Platform, Map<keyof Charged, Metric.Counter<number>>>()
+const charged = (platform: Platform, source: keyof Charged) =>
+  entry(
+    entry(chargedIndex, platform, () => new Map()),
+    source,
+    () => chargedSeries(`${platform} ${source}`, () => ({ platform, source }))
+  )
 
 const batchSizes = Metric.histogram("svc_hit_charge_batch_size", {
   description: "Cache-hit charges committed together by one group-commit statement",
