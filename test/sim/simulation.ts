@@ -726,5 +726,5 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
   ).pipe(
     Effect.provide(TestClock.layer()),
     // The instances' own logs (a crashed connection, a fenced call) are expected; --verbose shows them.
-    Effect.provideService(References.MinimumLogLevel, options.verbose ? "Info" : "Error")
+    Effect.provideService(References.MinimumLogLevel, options.verbose ? "Info" : "None")
   )
