@@ -192,6 +192,3 @@ export const startInstance = (options: {
       handle
     } satisfies Instance
   })
-
-/** The context an instance's services were built in (unused outside this module). */
-export type InstanceContext = Context.Context<never>

@@ -20,8 +20,6 @@ export interface Model {
   readonly credited: Map<string, number>
   /** Checkout sessions the simulator paid, by session id, with the account they pay. */
   readonly paid: Map<string, string>
-  /** The client IPs, to read each one's free budget. */
-  readonly ips: ReadonlySet<string>
 }
 
 export interface Violation {

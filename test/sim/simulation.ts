@@ -141,8 +141,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         hash.update(entry).update("\n")
         if (options.verbose) console.log(entry)
       }
-      const ips = new Set<string>()
-      const model: Model = { answers: [], credited: new Map(), paid: new Map(), ips }
+      const model: Model = { answers: [], credited: new Map(), paid: new Map() }
       const clients: Array<Client> = Array.from({ length: options.clients }, (_, c) => ({
         // Clients share three IPs, so trial keys contend for each IP's free budget.
         ip: `10.0.${c % 3}.1`,
@@ -154,7 +153,6 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         last: undefined,
         calls: 0
       }))
-      for (const client of clients) ips.add(client.ip)
       const idemRng: Rng = rng.fork("idempotency")
       let ops = 0
       const now = () => TestClock.testClockWith((clock) => Effect.sync(() => clock.currentTimeMillisUnsafe()))

@@ -1,5 +1,5 @@
 import * as PgClientLib from "@effect/sql-pg/PgClient"
-import { Context, Effect, Layer, Scope } from "effect"
+import { Context, Effect, Layer, Scope, Stream } from "effect"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import { SqlClient, SqlError } from "effect/sql"
 import type { Connection } from "effect/sql/SqlConnection"
@@ -93,7 +93,7 @@ const plugged = (plug: Plug, connection: Connection, live: boolean): Connection 
       guard(sql, (text) => connection.executeUnprepared(text, params, transform)),
     executeStream: (sql, params, transform) => {
       const failure = pass(plug, sql)
-      if (failure !== undefined) return connection.executeStream("SELECT 1 WHERE false", [], transform)
+      if (failure !== undefined) return Stream.fail(failure)
       return connection.executeStream(plug.rewrite === undefined ? sql : plug.rewrite(sql), params, transform)
     }
   }
