@@ -33,6 +33,7 @@ import { Recovery } from "./services/Recovery.ts"
 import { Settings } from "./services/Settings.ts"
 import { SignIn } from "./services/SignIn.ts"
 import { Usage } from "./services/Usage.ts"
+import { Audit } from "./services/Audit.ts"
 import { WebhookEvents } from "./services/WebhookEvents.ts"
 import * as Database from "./store/Database.ts"
 import { Notifications } from "./store/Notifications.ts"
@@ -71,7 +72,7 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(ManagementTokens.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Credits.layer),
-    Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, SecretBox.layer, TopupWake.layer)),
+    Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, Audit.layer, SecretBox.layer, TopupWake.layer)),
     Layer.provideMerge(Outbox.layer),
     Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),

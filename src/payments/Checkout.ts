@@ -11,6 +11,7 @@ import { Ids } from "../services/Ids.ts"
 import { KeyMemory } from "../services/KeyMemory.ts"
 import { Keys } from "../services/Keys.ts"
 import { RateLimits } from "../services/RateLimits.ts"
+import { Audit } from "../services/Audit.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { PaymentRails } from "./PaymentRail.ts"
@@ -218,6 +219,7 @@ export class Checkout extends Context.Service<
       const rails = yield* PaymentRails
       const limits = yield* RateLimits
       const events = yield* WebhookEvents
+      const audit = yield* Audit
       const config = yield* AppConfig
       const { packs, checkoutsPerIpHour, checkoutsPerAccountHour, checkoutKeepMs, stripeCheckoutKeepMs } =
         config.policy
@@ -470,6 +472,7 @@ export class Checkout extends Context.Service<
       ) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
+          yield* audit.record(accountId, "subscription.ended", subscription.pack)
           yield* events.emit(accountId, "subscription.ended", {
             pack: subscription.pack,
             rail,
@@ -531,6 +534,7 @@ export class Checkout extends Context.Service<
             })
             yield* sql`UPDATE subscriptions SET current_period_end = ${periodEnd}, periods = ${period}
               WHERE id = ${subscription.id}`
+            yield* audit.record(accountId, "subscription.renewed", subscription.pack)
             yield* events.emit(accountId, "subscription.renewed", {
               pack: subscription.pack,
               rail: "local",

@@ -8,6 +8,7 @@ import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { topupDisarmedMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
+import { Audit } from "../services/Audit.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { PaymentRails, type SavedChargeOutcome } from "./PaymentRail.ts"
@@ -113,6 +114,7 @@ export class Topups extends Context.Service<
     const rails = yield* PaymentRails
     const outbox = yield* Outbox
     const events = yield* WebhookEvents
+    const audit = yield* Audit
     const config = yield* AppConfig
     const limits = config.policy.topup
     const oneTimePacks = config.policy.packs.filter((pack) => pack.mode === "one_time")
@@ -251,6 +253,7 @@ export class Topups extends Context.Service<
           WHERE id = ${row.id}`
         yield* credits.applyPurchase({ accountId: row.account_id, pack: packOf(row), rail, paymentRef })
         yield* sql`UPDATE topup_settings SET failures = 0 WHERE account_id = ${row.account_id}`
+        yield* audit.record(row.account_id, "topup.succeeded", row.id)
         yield* events.emit(row.account_id, "topup.succeeded", {
           topup_id: row.id,
           pack: row.pack,

@@ -16,6 +16,7 @@ import { DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
+  AuditAddressLayer,
   ClientLayer,
   InputProblemsLayer,
   ManagementAuthLayer,
@@ -109,6 +110,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     OAuthRoutes,
     CheckoutPageRoutes,
     StripeWebhookRoutes,
+    AuditAddressLayer,
     opsRoutes(methodsAt(() => OpenApi.fromApi(api)))
   )
 }

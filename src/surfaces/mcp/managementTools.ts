@@ -15,6 +15,7 @@ import { ChildKeysGroup, ManagementGroup } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
+import { type Audit, asOrigin } from "../../services/Audit.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Keys } from "../../services/Keys.ts"
 import * as childKeys from "../common/childKeys.ts"
@@ -63,7 +64,8 @@ const notSignedIn = new AuthRequired({
     "Management tools need a management token (svcm_...): sign in with your email (POST /v1/auth/email/start) and connect with that token as bearer."
 })
 
-type ManagementServices = McpBearer | Keys | Checkout | PaymentRails | AppConfig | Ids
+type ManagementStepServices = Keys | Checkout | PaymentRails | Audit
+type ManagementServices = McpBearer | ManagementStepServices | AppConfig | Ids
 type StepError = AuthRequired | InvalidInput | NotFound | Unauthorized | UpstreamUnavailable | SqlError
 
 /**
@@ -79,7 +81,7 @@ const routeTool = <E extends Endpoint>(
   run: (
     bearer: Bearer,
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>
 ): McpTool<ManagementServices> => {
   const decode = Schema.decodeUnknownEffect(bodyOf(endpoint))
   const encode = Schema.encodeEffect(successOf(endpoint))
@@ -113,10 +115,12 @@ const managementTool = <E extends Endpoint>(
   run: (
     governor: Governor,
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>
 ) =>
-  routeTool(name, endpoint, annotations, accountHelp, ({ governor }, args) =>
-    governor === undefined ? Effect.fail(notSignedIn) : run(governor, args)
+  routeTool(name, endpoint, annotations, accountHelp, ({ governor, ip }, args) =>
+    governor === undefined
+      ? Effect.fail(notSignedIn)
+      : asOrigin({ actor: { kind: "email", id: governor.email }, ip })(run(governor, args))
   )
 
 /** A child-key route as a tool of a spend key's connection: the key is the parent. */
@@ -127,7 +131,7 @@ const childKeyTool = <E extends Endpoint>(
   run: (
     caller: Caller["Service"],
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>
 ) =>
   routeTool(name, endpoint, annotations, "", ({ caller }, args) =>
     Result.isFailure(caller) ? Effect.fail(caller.failure) : run(caller.success, args)
