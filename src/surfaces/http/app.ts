@@ -9,6 +9,7 @@ import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
+import { AuditRoutes } from "./auditRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
@@ -93,7 +94,8 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
       AppsRoutes,
       BillingRoutes,
       WebhooksRoutes,
-      ExportRoutes(operations)
+      ExportRoutes(operations),
+      AuditRoutes
     ]),
     Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer, ManagementAuthLayer])
   )

@@ -11,6 +11,7 @@ import {
   type Unauthorized,
   type UpstreamUnavailable
 } from "../../contract/errors.ts"
+import { AuditGroup, AuditQuery } from "../../contract/audit.ts"
 import { ChildKeysGroup, ManagementGroup } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
@@ -81,16 +82,18 @@ const routeTool = <E extends Endpoint>(
   run: (
     bearer: Bearer,
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>,
+  /** The arguments' schema when a query's text form is not what a tool takes (integers as text). */
+  argumentsSchema: Schema.Codec<Body<E>, unknown> = bodyOf(endpoint)
 ): McpTool<ManagementServices> => {
-  const decode = Schema.decodeUnknownEffect(bodyOf(endpoint))
+  const decode = Schema.decodeUnknownEffect(argumentsSchema)
   const encode = Schema.encodeEffect(successOf(endpoint))
   const description = Option.getOrElse(Context.getOption(endpoint.annotations, OpenApi.Description), () => "")
   return {
     name,
     platform: undefined,
     description: `${description}${moreHelp}`,
-    inputSchema: inputSchema(argumentsJsonSchema(bodyOf(endpoint))),
+    inputSchema: inputSchema(argumentsJsonSchema(argumentsSchema)),
     outputSchema: outputSchema(jsonSchemaOf(successOf(endpoint))),
     annotations: { openWorldHint: false, ...annotations },
     call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
@@ -115,12 +118,19 @@ const managementTool = <E extends Endpoint>(
   run: (
     governor: Governor,
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>,
+  argumentsSchema?: Schema.Codec<Body<E>, unknown>
 ) =>
-  routeTool(name, endpoint, annotations, accountHelp, ({ governor, ip }, args) =>
-    governor === undefined
-      ? Effect.fail(notSignedIn)
-      : asOrigin({ actor: { kind: "email", id: governor.email }, ip })(run(governor, args))
+  routeTool(
+    name,
+    endpoint,
+    annotations,
+    accountHelp,
+    ({ governor, ip }, args) =>
+      governor === undefined
+        ? Effect.fail(notSignedIn)
+        : asOrigin({ actor: { kind: "email", id: governor.email }, ip })(run(governor, args)),
+    argumentsSchema
   )
 
 /** A child-key route as a tool of a spend key's connection: the key is the parent. */
@@ -144,7 +154,7 @@ const changes = { readOnlyHint: false, destructiveHint: false, idempotentHint: f
 
 /** What a management token's connection tells its client beyond the data tools. */
 export const managementInstructions =
-  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, expiry and platforms), rotate_key, revoke_key, set_balance_alert and billing_portal (a new key's secret is shown once; pass `account_id` when the sign-in governs several accounts)."
+  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, expiry and platforms), rotate_key, revoke_key, set_balance_alert, billing_portal and list_audit_events (who changed what, newest first). A new key's secret is shown once; pass `account_id` when the sign-in governs several accounts."
 
 /** The management tools, built once: a management token's connection on every mount adds them. */
 export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
@@ -181,6 +191,13 @@ export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
     endpoints.billingPortal,
     { readOnlyHint: true, openWorldHint: true },
     management.billingPortal
+  ),
+  managementTool(
+    "list_audit_events",
+    AuditGroup.endpoints.listAuditEvents,
+    { readOnlyHint: true },
+    management.listAuditEvents,
+    AuditQuery
   )
 ]
 
