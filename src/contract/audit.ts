@@ -14,14 +14,16 @@ const described = <E extends { readonly annotateMerge: (annotations: Context.Con
 ): E => endpoint.annotateMerge(OpenApi.annotations({ summary, description }))
 
 const AccountId = Schema.String.annotate({
-  description:
-    "The account to read, when the signed-in email governs several (AUTH_REQUIRED lists them).",
+  description: "The account to read, when the signed-in email governs several (AUTH_REQUIRED lists them).",
   examples: ["acct_7Yq2mW9xK3pL5nR8tV1c"]
 })
 
 export const AuditEventSchema = Schema.Struct({
   event_id: Schema.String.annotate({ examples: ["aud_8pW3mK7xQ2nL5rT9vB4c"] }),
-  at: Schema.String.annotate({ description: "When the change was made (RFC 3339, UTC).", examples: ["2026-11-25T19:40:12.345Z"] }),
+  at: Schema.String.annotate({
+    description: "When the change was made (RFC 3339, UTC).",
+    examples: ["2026-11-25T19:40:12.345Z"]
+  }),
   action: Schema.String.annotate({
     description: `What changed: ${auditActions.join(", ")}. More may be added; show an unknown one as it is.`,
     examples: ["key.created"]

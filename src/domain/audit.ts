@@ -37,4 +37,3 @@ export interface AuditActor {
   readonly kind: (typeof actorKinds)[number]
   readonly id: string
 }
-

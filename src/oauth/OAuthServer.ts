@@ -290,7 +290,10 @@ export class OAuthServer extends Context.Service<
               const all = [...new Set([...existing.mounts.split(" "), ...mounts])].filter((m) => m.length > 0)
               yield* sql`UPDATE oauth_apps SET grant_id = ${grantId}, mounts = ${all.join(" ")}
                 WHERE id = ${existing.id}`
-              yield* audit.record(input.accountId, "app.connected", existing.id, { kind: "email", id: input.email })
+              yield* audit.record(input.accountId, "app.connected", existing.id, {
+                kind: "email",
+                id: input.email
+              })
               return
             }
             const appId = yield* ids.newId("app")

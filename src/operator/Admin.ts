@@ -1,12 +1,12 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import type { AuditAction } from "../domain/audit.ts"
 import type { Plan, Platform } from "../domain/plans.ts"
 import { dayOf } from "../domain/time.ts"
 import { Billing } from "../payments/Billing.ts"
 import { Checkout } from "../payments/Checkout.ts"
 import { type Account, Accounts } from "../services/Accounts.ts"
-import type { AuditAction } from "../domain/audit.ts"
 import { Audit } from "../services/Audit.ts"
 import { Credits } from "../services/Credits.ts"
 import { KeyMemory } from "../services/KeyMemory.ts"
@@ -155,7 +155,9 @@ export class Admin extends Context.Service<
         target: string
       ) =>
         sql.withTransaction(
-          Effect.flatMap(change, (rows) => (rows.length > 0 ? byOperator(accountId, action, target) : Effect.void))
+          Effect.flatMap(change, (rows) =>
+            rows.length > 0 ? byOperator(accountId, action, target) : Effect.void
+          )
         )
 
       const account = Effect.fn("Admin.account")(function* (accountId: string) {

@@ -22,10 +22,10 @@ import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import { identityPolicy } from "../domain/signIn.ts"
 import { dayOf } from "../domain/time.ts"
 import * as Row from "../store/rows.ts"
+import { Audit } from "./Audit.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
-import { Audit } from "./Audit.ts"
 import { WebhookEvents } from "./WebhookEvents.ts"
 
 /** A key's limits as the API shows them. */

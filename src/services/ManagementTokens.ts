@@ -6,8 +6,8 @@ import type { Governor } from "../domain/accounts.ts"
 import { encodeBase62, hashSecret, hintOf, managementTokenPattern } from "../domain/secrets.ts"
 import { identityPolicy } from "../domain/signIn.ts"
 import * as Row from "../store/rows.ts"
-import { Audit } from "./Audit.ts"
 import { Accounts, toAccount } from "./Accounts.ts"
+import { Audit } from "./Audit.ts"
 import { Ids } from "./Ids.ts"
 
 export type { Governor }
@@ -137,7 +137,8 @@ export class ManagementTokens extends Context.Service<
             sql`UPDATE management_tokens SET revoked_at = ${now} WHERE id = ${tokenId} AND revoked_at IS NULL`,
             Effect.forEach(
               governor.accounts,
-              (account) => audit.record(account.id, "token.revoked", tokenId, { kind: "email", id: governor.email }),
+              (account) =>
+                audit.record(account.id, "token.revoked", tokenId, { kind: "email", id: governor.email }),
               { discard: true }
             )
           )

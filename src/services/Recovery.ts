@@ -12,8 +12,8 @@ import {
   startWindows
 } from "../domain/signIn.ts"
 import * as Row from "../store/rows.ts"
-import { Audit } from "./Audit.ts"
 import { Accounts } from "./Accounts.ts"
+import { Audit } from "./Audit.ts"
 import { Ids } from "./Ids.ts"
 import { type IssuedKey, Keys } from "./Keys.ts"
 import { recoveryMail } from "./mail/messages.ts"

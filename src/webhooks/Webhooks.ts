@@ -10,9 +10,9 @@ import {
   webhookUrlRefusal
 } from "../domain/webhooks.ts"
 import { checkedAddresses } from "../oauth/clientFetch.ts"
+import { Audit } from "../services/Audit.ts"
 import { Ids } from "../services/Ids.ts"
 import { RateLimits } from "../services/RateLimits.ts"
-import { Audit } from "../services/Audit.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { WebhookResolver } from "./resolver.ts"

@@ -11,7 +11,10 @@ import { type LimitArgs, limitsOf } from "./management.ts"
 
 /** A child key's changes are the parent key's (or connected app's) own, in the audit log. */
 const asParent = (caller: Caller["Service"]) =>
-  asOrigin({ actor: { kind: caller.key.id.startsWith("app_") ? "app" : "key", id: caller.key.id }, ip: caller.ip })
+  asOrigin({
+    actor: { kind: caller.key.id.startsWith("app_") ? "app" : "key", id: caller.key.id },
+    ip: caller.ip
+  })
 
 export const createChildKey = (
   caller: Caller["Service"],

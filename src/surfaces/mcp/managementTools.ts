@@ -4,6 +4,7 @@ import { type HttpApiEndpoint, HttpApiError, OpenApi } from "effect/http-api"
 import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
+import { AuditGroup, AuditQuery } from "../../contract/audit.ts"
 import {
   AuthRequired,
   type InvalidInput,
@@ -11,7 +12,6 @@ import {
   type Unauthorized,
   type UpstreamUnavailable
 } from "../../contract/errors.ts"
-import { AuditGroup, AuditQuery } from "../../contract/audit.ts"
 import { ChildKeysGroup, ManagementGroup } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import type { Checkout } from "../../payments/Checkout.ts"

@@ -96,7 +96,14 @@ const childKeyInstructions =
   " This connection's spend key can also hand a sub-agent a bounded key: create_child_key (a spend cap, platforms and an expiry within this key's), list_child_keys and revoke_child_key."
 
 /** What every tool of a mount needs: the operations' services, the data and management tools'. */
-type McpToolServices<R> = R | Exclude<ToolServices, Caller> | McpBearer | Keys | Checkout | PaymentRails | Audit
+type McpToolServices<R> =
+  | R
+  | Exclude<ToolServices, Caller>
+  | McpBearer
+  | Keys
+  | Checkout
+  | PaymentRails
+  | Audit
 
 /**
  * The MCP surface, a Layer of routes beside REST: one stateless Streamable HTTP endpoint per mount
