@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { AdminClient } from "../../src/clients/operator-cli/AdminClient.ts"
 import { Admin } from "../../src/operator/Admin.ts"
 import { Checkout } from "../../src/payments/Checkout.ts"
 import { Audit } from "../../src/services/Audit.ts"
@@ -211,6 +212,11 @@ describe(`the audit log (${storeName})`, () => {
         yield* Effect.orDie(admin.setState(who.account_id, "active"))
         // An unknown account changes nothing and records nothing.
         yield* Effect.orDie(admin.setPlan("acct_nobody", "flex"))
+        // Through the operator's RPC (as `svc admin` calls it): the operator, from where it called.
+        const app = yield* TestApp
+        yield* Effect.gen(function* () {
+          yield* (yield* AdminClient).credit({ accountId: who.account_id, credits: 7, kind: "balance" })
+        }).pipe(Effect.provide(AdminClient.layerFor(app.url, "test-admin-token")), Effect.orDie)
         const operator = ["operator", "operator"] as const
         const events = yield* auditOf(who.token, who.ip)
         assert.deepStrictEqual(lines(events).slice(1), [
@@ -218,7 +224,8 @@ describe(`the audit log (${storeName})`, () => {
           ["operator.plan", ...operator, "flex", null],
           ["operator.entitle", ...operator, "forum,profnet", null],
           ["operator.suspend", ...operator, "suspended", null],
-          ["operator.reinstate", ...operator, "active", null]
+          ["operator.reinstate", ...operator, "active", null],
+          ["operator.credit", ...operator, "7 balance", "127.0.0.1"]
         ])
       })
     )
