@@ -72,13 +72,14 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(ManagementTokens.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Credits.layer),
-    Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, Audit.layer, SecretBox.layer, TopupWake.layer)),
+    Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, SecretBox.layer, TopupWake.layer)),
     Layer.provideMerge(Outbox.layer),
     Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
     Layer.provideMerge(Settings.layer),
     Layer.provideMerge(KeyMemory.layer),
     Layer.provideMerge(Notifications.layer),
+    Layer.provideMerge(Audit.layer),
     Layer.provideMerge(ids)
   )
 

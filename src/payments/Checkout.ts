@@ -366,6 +366,7 @@ export class Checkout extends Context.Service<
               WHERE id = ${row.id} AND key_revealed_at IS NULL RETURNING id`
             if (marked.length === 0) return undefined
             const issued = yield* keys.issue({ accountId, plan: row.pack, label: "checkout" })
+            yield* audit.record(accountId, "key.created", issued.key_id)
             return issued.key
           })
         )

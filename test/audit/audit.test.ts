@@ -122,7 +122,11 @@ describe(`the audit log (${storeName})`, () => {
 
         const events = yield* auditOf(token, ip)
         const byEmail = ["email", email] as const
-        assert.deepStrictEqual(lines(events), [
+        const [minting, ...changes] = lines(events)
+        // The mint made the account's first key: nobody yet, from the minting client's address.
+        assert.deepStrictEqual(minting, ["key.created", "service", "svc", minting![3], ip])
+        assert.match(String(minting![3]), /^key_/)
+        assert.deepStrictEqual(changes, [
           ["signed_in", ...byEmail, who.tokenId, ip],
           ["key.created", ...byEmail, created.key_id, ip],
           ["key.updated", ...byEmail, created.key_id, ip],
@@ -196,6 +200,13 @@ describe(`the audit log (${storeName})`, () => {
           const ended = events.find((event) => event.action === "subscription.ended")!
           assert.deepInclude(renewed, { target: "production", actor: { kind: "service", id: "svc" } })
           assert.deepInclude(ended, { target: "production", actor: { kind: "service", id: "svc" } })
+          // A keyless checkout: the account, its purchase and its key (made when first read), nobody's.
+          const keyless = yield* buy(app, "flex", { ip })
+          assert.isString(keyless.read.api_key)
+          assert.deepStrictEqual(yield* auditRows(keyless.read.account_id), [
+            "credits.purchased",
+            "key.created"
+          ])
           // The checkouts were paid from a browser: the payer's address, no identity.
           assert.deepInclude(purchases.at(-1)!, { actor: { kind: "service", id: "svc" } })
         })
@@ -219,7 +230,7 @@ describe(`the audit log (${storeName})`, () => {
         }).pipe(Effect.provide(AdminClient.layerFor(app.url, "test-admin-token")), Effect.orDie)
         const operator = ["operator", "operator"] as const
         const events = yield* auditOf(who.token, who.ip)
-        assert.deepStrictEqual(lines(events).slice(1), [
+        assert.deepStrictEqual(lines(events).slice(2), [
           ["operator.credit", ...operator, "500 grant", null],
           ["operator.plan", ...operator, "flex", null],
           ["operator.entitle", ...operator, "forum,profnet", null],
@@ -257,7 +268,7 @@ describe(`the audit log (${storeName})`, () => {
         for (let n = 0; n < 6; n++)
           ok(yield* post(app, "/v1/alert", { threshold: 100 + n }, { key: token, ip }))
         const all = yield* auditOf(token, ip)
-        assert.strictEqual(all.length, 7)
+        assert.strictEqual(all.length, 8)
         assert.deepStrictEqual(
           all.slice(0, 6).map((event) => event.target),
           ["105", "104", "103", "102", "101", "100"],

@@ -20,7 +20,7 @@ describe(`/dashboard/activity in Chromium (${storeName})`, () => {
           const email = "dash-activity@example.com"
           const minted = yield* app.mint(ip)
           const { management_token: token } = yield* signIn(app, email, { key: minted.key, ip: "10.93.0.2" })
-          // With the two sign-ins, 57 changes: two pages.
+          // With the mint's key and the two sign-ins, 58 changes: two pages.
           for (let n = 1; n <= 55; n++) {
             const set = yield* post(app, "/v1/alert", { threshold: n }, { key: token, ip: "10.93.0.2" })
             assert.strictEqual(set.status, 200)
@@ -46,8 +46,12 @@ describe(`/dashboard/activity in Chromium (${storeName})`, () => {
             await checkPage(page, "activity")
 
             await page.getByRole("link", { name: "Older changes" }).click()
-            assert.strictEqual(await rows.count(), 7)
-            assert.match((await rows.last().textContent()) ?? "", /Signed in.*10\.93\.0\.2/)
+            assert.strictEqual(await rows.count(), 8)
+            assert.match((await rows.nth(6).textContent()) ?? "", /Signed in.*10\.93\.0\.2/)
+            assert.match(
+              (await rows.last().textContent()) ?? "",
+              /Key created.*the service.*key_\w+.*10\.93\.0\.1/
+            )
             assert.strictEqual(await page.getByRole("link", { name: "Older changes" }).count(), 0)
             await page.getByRole("link", { name: "Newest" }).click()
             assert.strictEqual(await rows.count(), 50)

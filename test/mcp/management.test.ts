@@ -152,12 +152,16 @@ describe(`MCP management tools (${storeName})`, () => {
             event.actor.id,
             event.ip
           ]),
-          ["alert.set", "key.revoked", "key.rotated", "key.created", "signed_in"].map((action) => [
-            action,
-            "email",
-            "keys-owner@example.com",
-            ip
-          ])
+          [
+            ...["alert.set", "key.revoked", "key.rotated", "key.created", "signed_in"].map((action) => [
+              action,
+              "email",
+              "keys-owner@example.com",
+              ip
+            ]),
+            // The mint's key, made before anyone signed in.
+            ["key.created", "service", "svc", ip]
+          ]
         )
         const paged = yield* callTool(client, "list_audit_events", { limit: 2 })
         assert.strictEqual(paged.structured.events.length, 2)

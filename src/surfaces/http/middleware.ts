@@ -6,7 +6,7 @@ import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } fro
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { Governing, ManagementAuth } from "../../contract/governance.ts"
-import { asOrigin, serviceOrigin } from "../../services/Audit.ts"
+import { type AuditOrigin, asOrigin, serviceOrigin } from "../../services/Audit.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
@@ -36,9 +36,18 @@ export const AuditAddressLayer = HttpRouter.middleware(
   Effect.gen(function* () {
     const bearers = yield* Bearers
     return (httpEffect) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        asOrigin({ actor: serviceOrigin.actor, ip: bearers.clientIp(request) })(httpEffect)
-      )
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        // Computed only when a change is recorded: most requests change nothing.
+        let ip: string | undefined
+        const origin: AuditOrigin = {
+          actor: serviceOrigin.actor,
+          get ip() {
+            ip ??= bearers.clientIp(request)
+            return ip
+          }
+        }
+        return asOrigin(origin)(httpEffect)
+      })
   }),
   { global: true }
 )
