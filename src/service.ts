@@ -34,7 +34,7 @@ import { Recovery } from "./services/Recovery.ts"
 import { Settings } from "./services/Settings.ts"
 import { SignIn } from "./services/SignIn.ts"
 import { Usage } from "./services/Usage.ts"
-import { WebhookEvents } from "./services/WebhookEvents.ts"
+import { WebhookEvents, WebhookWake } from "./services/WebhookEvents.ts"
 import * as Database from "./store/Database.ts"
 import { Notifications } from "./store/Notifications.ts"
 import { Bearers } from "./surfaces/common/bearers.ts"
@@ -72,7 +72,13 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(ManagementTokens.layer),
     Layer.provideMerge(Keys.layer),
     Layer.provideMerge(Credits.layer),
-    Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, SecretBox.layer, TopupWake.layer)),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        WebhookEvents.layer.pipe(Layer.provideMerge(WebhookWake.layer)),
+        SecretBox.layer,
+        TopupWake.layer
+      )
+    ),
     Layer.provideMerge(Outbox.layer),
     Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),

@@ -280,6 +280,42 @@ export const stormChecks = async (
     ]
   )
 
+  // 9. Key caps: what a capped key and its child keys spent in each period of its cap, never above it
+  const capped = await db.query<{
+    key_id: string
+    cap: number
+    period: string
+    spent: number
+    counted: number | null
+  }>(
+    `SELECT s.key_id, s.cap, s.period, s.spent, ks.spent AS counted FROM (
+       SELECT k.id AS key_id, k.spend_cap_credits AS cap, svc_period(k.cap_period, c.day) AS period,
+              SUM(c.charged) AS spent
+       FROM api_keys k
+       JOIN api_keys spender ON spender.id = k.id OR spender.parent_key_id = k.id
+       JOIN calls c ON c.key_id = spender.id AND c.state = 'settled'
+       WHERE k.spend_cap_credits IS NOT NULL
+       GROUP BY k.id, k.spend_cap_credits, svc_period(k.cap_period, c.day)) s
+     LEFT JOIN key_spend ks ON ks.key_id = s.key_id AND ks.period = s.period
+     ORDER BY s.key_id, s.period`
+  )
+  const overCap = capped.filter((row) => Number(row.spent) > Number(row.cap))
+  // The counter the charging statements read must be what the ledger says it counts.
+  const miscounted = capped.filter((row) => row.counted !== null && Number(row.counted) !== Number(row.spent))
+  const cappedKeys = await db.query<{ n: number; children: number }>(
+    `SELECT count(*) FILTER (WHERE spend_cap_credits IS NOT NULL) AS n,
+            count(*) FILTER (WHERE parent_key_id IS NOT NULL) AS children FROM api_keys`
+  )
+  add(
+    "no key over its cap (a capped key's and its child keys' settled charges per period <= the cap, = its counter)",
+    overCap.length + miscounted.length,
+    `${plural(Number(cappedKeys[0]?.n ?? 0), "capped key")} (${plural(Number(cappedKeys[0]?.children ?? 0), "child key")}), ${plural(capped.length, "key and period")} with charges, most used ${Math.max(0, ...capped.map((row) => Math.round((100 * Number(row.spent)) / Number(row.cap))))}% of a cap, ${overCap.length} over, ${miscounted.length} counters that differ`,
+    [
+      ...overCap.map((row) => `${row.key_id} ${row.period}: spent ${row.spent} of a cap of ${row.cap}`),
+      ...miscounted.map((row) => `${row.key_id} ${row.period}: counter ${row.counted}, charges ${row.spent}`)
+    ]
+  )
+
   // Liveness: once the chaos is over and the leases have lapsed, every call gets a final answer.
   const open = calls.filter((call) => call.final === undefined)
   add(

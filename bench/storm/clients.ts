@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises"
 import type { BenchAccount } from "../accounts.ts"
+import type { PgSession } from "../pg.ts"
 import { soakOperations } from "../soak.ts"
 import { query, type Sample } from "../world.ts"
 import type { Instance } from "./cluster.ts"
@@ -30,6 +31,8 @@ export interface LogicalCall {
   readonly n: number
   readonly kind: "paid" | "trial"
   readonly accountId: string
+  /** The spend key it is sent with: the account's own, or a child key of it. */
+  readonly key: string
   readonly ip: string
   readonly idem: string
   readonly path: string
@@ -55,6 +58,48 @@ export const describe = (attempt: Attempt): string =>
     ? `${attempt.status}${attempt.code === undefined ? "" : ` ${attempt.code}`}`
     : attempt.status
 
+/** A key's cap in the storm: small enough that capped keys reach it within the load. */
+export const stormCap = { parent: 60, child: 25 } as const
+
+/**
+ * Spend caps on a quarter of the paid accounts' keys (a day cap on half of them, a total cap on the
+ * rest), each with a child key made through the API with the capped key, its own cap inside the
+ * parent's. The caps are written to the database, as the top-up settings are (the storm's accounts
+ * are unclaimed: no management token could set them through the API). Returns the child keys, under
+ * their account, for the clients to spend with beside their parents.
+ */
+export const capSomeKeys = async (
+  db: PgSession,
+  baseUrl: string,
+  paid: ReadonlyArray<BenchAccount>
+): Promise<Array<BenchAccount>> => {
+  const chosen = paid.filter((_, i) => i % 4 === 1)
+  const children: Array<BenchAccount> = []
+  for (const [i, account] of chosen.entries()) {
+    await db.query(
+      `UPDATE api_keys SET spend_cap_credits = $1, cap_period = $2
+       WHERE account_id = $3 AND revoked_at IS NULL AND parent_key_id IS NULL`,
+      [stormCap.parent, i % 2 === 0 ? "day" : "total", account.accountId]
+    )
+    const response = await fetch(`${baseUrl}/v1/keys/child`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${account.key}`,
+        "content-type": "application/json",
+        "x-forwarded-for": account.ip
+      },
+      body: JSON.stringify({ label: "storm child", spend_cap_credits: stormCap.child })
+    })
+    const body = (await response.json()) as { key?: string }
+    if (response.status !== 201 || body.key === undefined)
+      throw new Error(
+        `a child key of ${account.accountId} failed: ${response.status} ${JSON.stringify(body)}`
+      )
+    children.push({ accountId: account.accountId, key: body.key, ip: account.ip })
+  }
+  return children
+}
+
 /**
  * Clients of the storm: `concurrency` workers, each sending logical calls (paid accounts and, one
  * in seven, trial keys on a few shared IPs) to a random instance and retrying every one with the
@@ -64,6 +109,8 @@ export const makeClients = (options: {
   readonly instances: ReadonlyArray<Instance>
   readonly paid: ReadonlyArray<BenchAccount>
   readonly trial: ReadonlyArray<BenchAccount>
+  /** Child keys of some paid accounts: half of those accounts' calls are sent with them. */
+  readonly children?: ReadonlyArray<BenchAccount>
   readonly sample: Sample
   readonly leaseSeconds: number
   readonly begun: number
@@ -72,8 +119,7 @@ export const makeClients = (options: {
   const { instances } = options
   const { supported } = soakOperations(options.sample)
   const calls: Array<LogicalCall> = []
-  const keyOf = new Map<string, string>()
-  for (const account of [...options.paid, ...options.trial]) keyOf.set(account.accountId, account.key)
+  const childOf = new Map((options.children ?? []).map((child) => [child.accountId, child.key]))
   // A client waits a little longer than the lease before it takes an attempt for lost, so its retry
   // finds the stalled holder's claim expired and takes the key over.
   const attemptTimeoutMs = (options.leaseSeconds + 2) * 1000
@@ -91,7 +137,7 @@ export const makeClients = (options: {
     try {
       const response = await fetch(`${instance.url}${call.path}`, {
         headers: {
-          authorization: `Bearer ${keyOf.get(call.accountId)}`,
+          authorization: `Bearer ${call.key}`,
           "idempotency-key": call.idem,
           "x-forwarded-for": call.ip
         },
@@ -169,10 +215,12 @@ export const makeClients = (options: {
     const account = trialAccount ?? ready(options.paid) ?? random.pick(options.paid)
     const op = random.pick(supported)
     const realtime = !trial && op.common && random.next() < 0.5
+    const child = childOf.get(account.accountId)
     const call: LogicalCall = {
       n,
       kind: trial ? "trial" : "paid",
       accountId: account.accountId,
+      key: child !== undefined && random.next() < 0.5 ? child : account.key,
       ip: account.ip,
       idem: `storm-${options.runTag}-${n}`,
       path: `${op.path}${query({ ...op.params(n), ...(realtime ? { freshness: "realtime" } : {}) })}`,

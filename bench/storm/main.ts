@@ -11,7 +11,7 @@ import { benchDir, killAll } from "../proc.ts"
 import { sampleWorld } from "../world.ts"
 import { runChaos } from "./chaos.ts"
 import { stormChecks } from "./checks.ts"
-import { makeClients } from "./clients.ts"
+import { capSomeKeys, makeClients, stormCap } from "./clients.ts"
 import { type Cluster, pingRedis, snapshotApp, startCluster } from "./cluster.ts"
 import { parseStormOptions, type StormOptions, seeded, usage } from "./options.ts"
 import { instanceLogs, stormReport } from "./report.ts"
@@ -119,8 +119,9 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
   )
   const { paid, trial } = await accounts(cluster, options)
   const armed = await armTopups(db, paid)
+  const children = await capSomeKeys(db, cluster.instances[0]!.url, paid)
   log(
-    `${paid.length} production accounts (${armed} with automatic top-up), ${trial.length} trial keys on 4 IPs`
+    `${paid.length} production accounts (${armed} with automatic top-up, ${children.length} with a capped key of ${stormCap.parent} credits and a child key of ${stormCap.child}), ${trial.length} trial keys on 4 IPs`
   )
 
   const loadBegun = performance.now()
@@ -128,6 +129,7 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
     instances: cluster.instances,
     paid,
     trial,
+    children,
     sample: sampleWorld(),
     leaseSeconds: options.leaseSeconds,
     begun: loadBegun,

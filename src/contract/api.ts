@@ -13,6 +13,7 @@ import { AuthGroup, ChildKeysGroup, ManagementGroup, SessionsGroup } from "./gov
 import { Client, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
+import { withUsageHeaders } from "./usageHeaders.ts"
 import { ExportGroup, WebhooksGroup } from "./webhooks.ts"
 
 export { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
@@ -221,8 +222,9 @@ export const dataEndpoint = <D extends AnyDeclaration>(operation: D): DataEndpoi
   ) as unknown as DataEndpoint<D>
 
 /**
- * The operation's OpenAPI object: parameters documented by their decoded types, its price, and
- * as its 200 example the service's real answer to its request sample (`responseExamples`).
+ * The operation's OpenAPI object: parameters documented by their decoded types, its price, as its
+ * 200 example the service's real answer to its request sample (`responseExamples`), and the usage
+ * headers of its answers.
  */
 const documentOperation = (operation: AnyDeclaration) => {
   const withQueryTypes = documentQueryTypes(operation)
@@ -242,7 +244,7 @@ const documentOperation = (operation: AnyDeclaration) => {
   }
   return (spec: Record<string, unknown>) => ({
     ...withQueryTypes(spec),
-    responses: withExample((spec.responses ?? {}) as Responses),
+    responses: withUsageHeaders(withExample((spec.responses ?? {}) as Responses)),
     "x-price": operation.price.summary
   })
 }

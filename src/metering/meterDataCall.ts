@@ -445,7 +445,8 @@ const speculate = <R>(
           const envelope = envelopeOf(result, outcome.receipt)
           return Effect.as(Effect.andThen(writes, rememberResult(call, envelope, stored.length)), {
             envelope,
-            replayed: false
+            replayed: false,
+            remaining: outcome.remaining
           } satisfies CallOutcome)
         })
       })

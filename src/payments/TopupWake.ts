@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Queue } from "effect"
 
 /**
  * Wakes this instance's top-up worker when a charge here armed a top-up, so the local rail pays
- * it at once; the worker also looks every second, for top-ups armed on other instances.
+ * it at once; the worker also looks on its own, for top-ups armed on other instances.
  */
 export class TopupWake extends Context.Service<TopupWake, Queue.Queue<string>>()("payments/TopupWake") {
   static readonly layer = Layer.effect(TopupWake, Queue.dropping<string>(64))

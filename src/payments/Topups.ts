@@ -1,4 +1,4 @@
-import { Clock, Context, type Duration, Effect, Layer, Queue, Schema } from "effect"
+import { Clock, Context, type Duration, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
@@ -9,6 +9,7 @@ import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { topupDisarmedMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
+import { pollLoop } from "../services/polling.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { PaymentRails, type SavedChargeOutcome } from "./PaymentRail.ts"
@@ -418,21 +419,30 @@ export class Topups extends Context.Service<
 
   static readonly layer = Layer.effect(Topups, Topups.make)
 
-  /** The top-up worker: pays what is due when a charge here wakes it, and every `pollEvery` (1 s). */
-  static readonly worker = (options: { readonly pollEvery?: Duration.Input } = {}) =>
+  /**
+   * The top-up worker: pays what is due at once when a charge here wakes it; otherwise it looks
+   * after `pollEvery` (1 s), doubling up to `idleMax` (10 s) while there is nothing to pay, for
+   * top-ups armed on other instances and retries (due minutes later).
+   */
+  static readonly worker = (
+    options: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {}
+  ) =>
     Layer.effectDiscard(
       Effect.gen(function* () {
         const topups = yield* Topups
         const wake = yield* TopupWake
         yield* Effect.forkScoped(
-          Queue.take(wake).pipe(
-            Effect.timeoutOption(options.pollEvery ?? "1 second"),
-            Effect.andThen(topups.processDue),
-            Effect.catchCause((cause) =>
-              Effect.logWarning("topups: the due top-ups could not be read", cause)
+          pollLoop({
+            step: topups.processDue.pipe(
+              Effect.map((handled) => handled > 0),
+              Effect.catchCause((cause) =>
+                Effect.as(Effect.logWarning("topups: the due top-ups could not be read", cause), false)
+              )
             ),
-            Effect.forever
-          )
+            wake,
+            first: options.pollEvery ?? "1 second",
+            max: options.idleMax ?? "10 seconds"
+          })
         )
       })
     )

@@ -1,8 +1,16 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type WebhookEventType, webhookPayload } from "../domain/webhooks.ts"
 import { Ids } from "./Ids.ts"
+
+/**
+ * Wakes this instance's delivery workers when an event is queued here; they look again at once, and
+ * a moment later (once the event's transaction has committed) if it was not there yet.
+ */
+export class WebhookWake extends Context.Service<WebhookWake, Queue.Queue<void>>()("services/WebhookWake") {
+  static readonly layer = Layer.effect(WebhookWake, Queue.sliding<void>(1))
+}
 
 /**
  * Webhook events, queued like mail: `emit` writes the event and one delivery per active endpoint of
@@ -28,6 +36,7 @@ export class WebhookEvents extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
+      const wake = yield* WebhookWake
 
       const emit = Effect.fn("WebhookEvents.emit")(function* (
         accountId: string,
@@ -49,7 +58,9 @@ export class WebhookEvents extends Context.Service<
           INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_attempt_at, created_at)
           SELECT event.id, subscribed.id, 'pending', ${now}, ${now} FROM event, subscribed
           RETURNING endpoint_id`
-        return queued.length === 0 ? undefined : id
+        if (queued.length === 0) return undefined
+        yield* Queue.offer(wake, undefined)
+        return id
       })
 
       const ping = Effect.fn("WebhookEvents.ping")(function* (accountId: string, endpointId: string) {
@@ -70,6 +81,7 @@ export class WebhookEvents extends Context.Service<
               VALUES (${id}, ${endpointId}, 'pending', ${now}, ${now})`
           )
         )
+        yield* Queue.offer(wake, undefined)
         return id
       })
 

@@ -1,4 +1,4 @@
-import { Clock, Context, type Duration, Effect, Layer, Schedule, Schema } from "effect"
+import { Clock, Context, type Duration, Effect, Layer, Queue, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { Webhook } from "standardwebhooks"
@@ -8,6 +8,8 @@ import { pinnedRequest } from "../oauth/clientFetch.ts"
 import { Ids } from "../services/Ids.ts"
 import { webhookDisabledMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
+import { pollLoop } from "../services/polling.ts"
+import { WebhookWake } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { WebhookResolver } from "./resolver.ts"
 import { SecretBox } from "./SecretBox.ts"
@@ -293,10 +295,14 @@ export class Deliveries extends Context.Service<
 
   /**
    * The service and its workers: `concurrency` fibers (WEBHOOK_CONCURRENCY), each claiming one
-   * endpoint at a time and looking again every `pollEvery` (1 s) when nothing is due; a slow
-   * receiver holds one fiber for at most its timeout per attempt, never the others.
+   * endpoint at a time; a slow receiver holds one fiber for at most its timeout per attempt, never
+   * the others. When nothing is due, one of them looks again after `pollEvery` (1 s), doubling up to
+   * `idleMax` (5 s, the first retry's wait) while the instance stays idle, and the others wait: an
+   * event queued on this instance wakes one, and a worker that found work wakes the next.
    */
-  static readonly layerWith = (options: { readonly pollEvery?: Duration.Input } = {}) =>
+  static readonly layerWith = (
+    options: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {}
+  ) =>
     Layer.effect(
       Deliveries,
       Effect.gen(function* () {
@@ -307,15 +313,23 @@ export class Deliveries extends Context.Service<
           yield* Effect.logWarning(
             "WEBHOOK_ALLOW_PRIVATE_URLS is on: webhooks may be http:// and reach loopback and private addresses (this machine, its network). Only for tests and a self-hosted network."
           )
-        const pollEvery = options.pollEvery ?? "1 second"
-        const worker = deliveries.deliverNext.pipe(
+        const wake = yield* WebhookWake
+        const step = deliveries.deliverNext.pipe(
           Effect.catchCause((cause) =>
             Effect.as(Effect.logWarning("webhooks: the deliveries could not be read", cause), false)
           ),
-          Effect.flatMap((found) => (found ? Effect.void : Effect.sleep(pollEvery))),
-          Effect.forever
+          Effect.tap((found) => (found ? Queue.offer(wake, undefined) : Effect.void))
         )
-        for (let n = 0; n < concurrency; n++) yield* Effect.forkScoped(worker)
+        for (let n = 0; n < concurrency; n++) {
+          yield* Effect.forkScoped(
+            pollLoop({
+              step,
+              wake,
+              first: options.pollEvery ?? "1 second",
+              max: n === 0 ? (options.idleMax ?? "5 seconds") : undefined
+            })
+          )
+        }
         return deliveries
       })
     )

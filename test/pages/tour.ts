@@ -7,7 +7,7 @@ import type { TestApp } from "../support/app.ts"
  * Every page a person sees, each reachable by a plain GET: what the screenshots, the sideways-scroll
  * check and Lighthouse walk through. The service runs with its BASE_URL on its own loopback address
  * (OAuth's consent needs a loopback or https issuer), and the tour makes the state the pages show: a
- * claimed trial account with receipts and keys (one rotated), an open checkout, a paid one, a
+ * claimed trial account with receipts and keys (one rotated, one capped with a child key), an open checkout, a paid one, a
  * billing-portal session and an OAuth consent waiting for its answer.
  */
 export interface TourPage {
@@ -56,6 +56,28 @@ export const makeTour = (app: TestApp["Service"], baseUrl: string, ip: string) =
       { key_id: made.body.key_id, account_id: accountId },
       { key: token, ip }
     )
+    // A capped key with a child key under it, and its limits page.
+    const capped = yield* post(
+      app,
+      "/v1/keys",
+      {
+        account_id: accountId,
+        label: "agent",
+        spend_cap_credits: 500,
+        cap_period: "day",
+        platforms: ["profnet"],
+        expires_at: `${new Date().getUTCFullYear() + 1}-12-31T23:59:59Z`
+      },
+      { key: token, ip }
+    )
+    if (capped.status !== 201) throw new Error(`capped key: ${capped.status} ${JSON.stringify(capped.body)}`)
+    const child = yield* post(
+      app,
+      "/v1/keys/child",
+      { label: "sub-agent", spend_cap_credits: 50 },
+      { key: capped.body.key, ip }
+    )
+    if (child.status !== 201) throw new Error(`child key: ${child.status} ${JSON.stringify(child.body)}`)
 
     // An open checkout, and a paid one (the local rail's pay button).
     const open = yield* post(app, "/v1/checkout", { pack: "flex" }, { ip })
@@ -109,6 +131,11 @@ export const makeTour = (app: TestApp["Service"], baseUrl: string, ip: string) =
       { name: "dashboard", path: `/dashboard?${account}`, cookie: session_ },
       { name: "dashboard-usage", path: `/dashboard/usage?${account}`, cookie: session_ },
       { name: "dashboard-keys", path: `/dashboard/keys?${account}`, cookie: session_ },
+      {
+        name: "dashboard-keys-edit",
+        path: `/dashboard/keys/edit?${account}&key=${capped.body.key_id}`,
+        cookie: session_
+      },
       { name: "dashboard-billing", path: `/dashboard/billing?${account}`, cookie: session_ },
       { name: "dashboard-tokens", path: `/dashboard/tokens?${account}`, cookie: session_ },
       { name: "dashboard-apps", path: `/dashboard/apps?${account}`, cookie: session_ },

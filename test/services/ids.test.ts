@@ -9,7 +9,7 @@ import { Ids } from "../../src/services/Ids.ts"
 import { KeyMemory } from "../../src/services/KeyMemory.ts"
 import { Outbox } from "../../src/services/mail/Outbox.ts"
 import { Settings } from "../../src/services/Settings.ts"
-import { WebhookEvents } from "../../src/services/WebhookEvents.ts"
+import { WebhookEvents, WebhookWake } from "../../src/services/WebhookEvents.ts"
 import { Notifications } from "../../src/store/Notifications.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
@@ -34,7 +34,7 @@ describe("Ids.layerTest", () => {
 })
 
 const services = Layer.mergeAll(Accounts.layer, Credits.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer, Audit.layer)),
+  Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer.pipe(Layer.provideMerge(WebhookWake.layer)), Audit.layer)),
   Layer.provideMerge(Outbox.layer),
   Layer.provideMerge(Settings.layer),
   Layer.provideMerge(KeyMemory.layer),

@@ -101,7 +101,9 @@ export const appInstance = (
   config: Partial<AppConfigShape> = {}
 ) =>
   Effect.gen(function* () {
-    const database = yield* Effect.context<SqlClient.SqlClient>()
+    // The caller's context may hold an AppConfig of its own (the store's); the one made here from
+    // `config` is the instance's.
+    const database = Context.omit(AppConfig)(yield* Effect.context<SqlClient.SqlClient>())
     const built = yield* Layer.build(
       appLayer(operations, Layer.succeedContext(database), Ids.layer).pipe(
         Layer.provideMerge(worldUpstream),

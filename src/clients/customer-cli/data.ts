@@ -4,6 +4,7 @@ import { restQuerySchema } from "../../contract/api.ts"
 import type { AnyDeclaration } from "../../contract/declaration.ts"
 import { declarations } from "../../contract/operations/index.ts"
 import { platforms } from "../../domain/plans.ts"
+import type { Usage } from "../sdk/usage.ts"
 import { dim, human, printJson, withSpinner } from "./output.ts"
 import { UsageError, withKey } from "./session.ts"
 
@@ -115,10 +116,10 @@ const dataCommand = (operation: AnyDeclaration) => {
       const method = (
         client as unknown as Record<string, (request: unknown) => Effect.Effect<Envelope, unknown>>
       )[operation.id]!
-      const envelope = yield* withSpinner(operation.summary, method({ query: decoded }))
+      const { usage, ...envelope } = yield* withSpinner(operation.summary, method({ query: decoded }))
       if (input.json) yield* printJson(envelope)
       else yield* Console.log(human(envelope.data))
-      yield* reportCost(envelope)
+      yield* reportCost(envelope, usage)
     })
   ).pipe(
     Command.withDescription(`${operation.summary}. ${operation.price.summary}`),
@@ -127,20 +128,23 @@ const dataCommand = (operation: AnyDeclaration) => {
 }
 
 interface Envelope {
+  readonly usage?: Usage
   readonly data: unknown
   readonly cost: { readonly quoted: number; readonly charged: number; readonly refunded: number }
   readonly receipt: { readonly id: string; readonly replayed?: boolean }
   readonly freshness?: { readonly served?: string }
 }
 
-/** Cost and receipt on stderr, so stdout stays the data alone. */
-export const reportCost = (envelope: Envelope) =>
+/** Cost, receipt and what is left (credits, the key's cap) on stderr, so stdout stays the data alone. */
+export const reportCost = (envelope: Envelope, usage: Usage = {}) =>
   Console.error(
     dim(
       `cost ${envelope.cost.charged} credits (quoted ${envelope.cost.quoted}${
         envelope.cost.refunded > 0 ? `, refunded ${envelope.cost.refunded}` : ""
       }) · receipt ${envelope.receipt.id}${envelope.receipt.replayed ? " (replayed)" : ""}${
         envelope.freshness?.served ? ` · ${envelope.freshness.served}` : ""
+      }${usage.credits_remaining === undefined ? "" : ` · ${usage.credits_remaining} credits left`}${
+        usage.key_cap_remaining === undefined ? "" : ` · key cap ${usage.key_cap_remaining} left`
       }`,
       process.stderr
     )

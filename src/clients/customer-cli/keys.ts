@@ -2,10 +2,81 @@ import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { updateConfig } from "./config.ts"
 import { account, accountQuery, json, show } from "./flags.ts"
-import { dim, table } from "./output.ts"
-import { UsageError, withManagement } from "./session.ts"
+import { keyTree, limitFieldsOf, limitFlags, limitsText, newKeyFields } from "./keyLimits.ts"
+import { dim } from "./output.ts"
+import { NotSignedIn, session, UsageError, withManagement } from "./session.ts"
 
 const keyId = Argument.String("key-id").pipe(Argument.withDescription("A key id from `svc keys list`."))
+
+/** The CLI's spend key (SVC_KEY or the config's): a child key is made by its parent key, not by a sign-in. */
+const withSpendKey = Effect.flatMap(session, (s) =>
+  s.config.key === undefined
+    ? Effect.fail(
+        new NotSignedIn({
+          message:
+            "Child keys are made with a spend key: set SVC_KEY, or run `svc init` or `svc keys create --use`."
+        })
+      )
+    : Effect.succeed(s)
+)
+
+/** `svc keys child ...`: bounded keys this CLI's key hands to sub-agents. */
+const childKeys = Command.make("child").pipe(
+  Command.withDescription(
+    "Child keys of this CLI's spend key (SVC_KEY or the config's): a sub-agent's key inside its limits."
+  ),
+  Command.withSubcommands([
+    Command.make(
+      "create",
+      { json, label: Flag.String("label").pipe(Flag.optional), ...limitFlags },
+      ({ json: asJson, label, ...limits }) =>
+        Effect.gen(function* () {
+          const fields = newKeyFields(yield* limitFieldsOf(limits))
+          const cap = fields.spend_cap_credits
+          if (cap === undefined || cap === null)
+            return yield* new UsageError({
+              message: "A child key needs --cap N (credits, 1 or more), within what this key's cap has left."
+            })
+          const { client } = yield* withSpendKey
+          const created = yield* client.createChildKey({
+            payload: {
+              ...(Option.isSome(label) ? { label: label.value } : {}),
+              ...fields,
+              spend_cap_credits: cap
+            }
+          })
+          yield* show(
+            asJson,
+            created,
+            () =>
+              `${created.key}\n${dim(`${created.key_id} (child of ${created.parent_key_id}): shown once; hand it to the sub-agent.`)}`
+          )
+        })
+    ).pipe(
+      Command.withDescription(
+        "Make a child key (--cap required; --period, --platforms, --expires within this key's); its secret is printed once."
+      )
+    ),
+    Command.make("list", { json }, ({ json: asJson }) =>
+      Effect.gen(function* () {
+        const { client } = yield* withSpendKey
+        const listed = yield* client.listChildKeys()
+        yield* show(asJson, listed, () =>
+          listed.keys.length === 0
+            ? dim(`(no child keys of ${listed.parent_key_id})`)
+            : keyTree(listed.keys.map((key) => ({ ...key, parent_key_id: null })))
+        )
+      })
+    ).pipe(Command.withDescription("List this key's child keys (never their secrets).")),
+    Command.make("revoke", { json, keyId }, ({ json: asJson, keyId }) =>
+      Effect.gen(function* () {
+        const { client } = yield* withSpendKey
+        const revoked = yield* client.revokeChildKey({ payload: { key_id: keyId } })
+        yield* show(asJson, revoked, () => `Revoked child key ${revoked.key_id} at ${revoked.revoked_at}.`)
+      })
+    ).pipe(Command.withDescription("Revoke one of this key's child keys at once."))
+  ])
+)
 
 export const keys = Command.make("keys").pipe(
   Command.withDescription("The account's spend keys (needs `svc login`)."),
@@ -14,9 +85,13 @@ export const keys = Command.make("keys").pipe(
       Effect.gen(function* () {
         const { client, config } = yield* withManagement
         const listed = yield* client.listKeys({ query: accountQuery(account, config) })
-        yield* show(asJson, listed, () => table(listed.keys as unknown as Array<Record<string, unknown>>))
+        yield* show(asJson, listed, () => keyTree(listed.keys))
       })
-    ).pipe(Command.withDescription("List the keys (never their secrets).")),
+    ).pipe(
+      Command.withDescription(
+        "List the keys (never their secrets): each one's cap, what it spent and when that resets, platforms and expiry; child keys under their parent."
+      )
+    ),
     Command.make(
       "create",
       {
@@ -27,15 +102,17 @@ export const keys = Command.make("keys").pipe(
           Flag.withDescription("Also make it this CLI's key."),
           Flag.withoutNegation,
           Flag.withDefault(false)
-        )
+        ),
+        ...limitFlags
       },
-      ({ json: asJson, account, label, use }) =>
+      ({ json: asJson, account, label, use, ...limits }) =>
         Effect.gen(function* () {
+          const fields = newKeyFields(yield* limitFieldsOf(limits))
           const { client, config } = yield* withManagement
           const query = accountQuery(account, config)
           const created = yield* client.createKey({
             query,
-            payload: Option.isSome(label) ? { label: label.value } : {}
+            payload: { ...(Option.isSome(label) ? { label: label.value } : {}), ...fields }
           })
           // The CLI's key and account change together: `usage` and `keys` keep speaking of one account.
           if (use) {
@@ -50,10 +127,37 @@ export const keys = Command.make("keys").pipe(
           yield* show(
             asJson,
             created,
-            () => `${created.key}\n${dim(`${created.key_id}: shown once; keep it safe.`)}`
+            () =>
+              `${created.key}\n${dim(`${created.key_id}: shown once; keep it safe. ${limitsText({ ...created, revoked_at: null, parent_key_id: null, spent_in_period: created.spend_cap_credits === null ? null : 0, cap_resets_at: null, last_used_at: null })}`)}`
           )
         })
-    ).pipe(Command.withDescription("Create a key; its secret is printed once.")),
+    ).pipe(
+      Command.withDescription(
+        "Create a key; its secret is printed once. `--cap 500 --period day --platforms forum --expires 2026-12-31` limits it."
+      )
+    ),
+    Command.make(
+      "update",
+      { json, account, keyId, ...limitFlags },
+      ({ json: asJson, account, keyId, ...limits }) =>
+        Effect.gen(function* () {
+          const fields = yield* limitFieldsOf(limits)
+          if (Object.keys(fields).length === 0)
+            return yield* new UsageError({
+              message: "Nothing to change: give --cap, --period, --platforms or --expires."
+            })
+          const { client, config } = yield* withManagement
+          const updated = yield* client.updateKey({
+            query: accountQuery(account, config),
+            payload: { key_id: keyId, ...fields }
+          })
+          yield* show(asJson, updated, () => `${updated.key_id}: ${limitsText(updated)}`)
+        })
+    ).pipe(
+      Command.withDescription(
+        "Change a key's limits: --cap N|none, --period day|month|total, --platforms LIST|all, --expires DATE|never; other limits stay."
+      )
+    ),
     Command.make("rotate", { json, account, keyId }, ({ json: asJson, account, keyId }) =>
       Effect.gen(function* () {
         const { client, config } = yield* withManagement
@@ -82,7 +186,8 @@ export const keys = Command.make("keys").pipe(
         })
         yield* show(asJson, revoked, () => `Revoked ${revoked.key_id} at ${revoked.revoked_at}.`)
       })
-    ).pipe(Command.withDescription("Revoke a key at once."))
+    ).pipe(Command.withDescription("Revoke a key at once (and the child keys it made).")),
+    childKeys
   ])
 )
 

@@ -17,6 +17,7 @@ class Reported extends Data.TaggedError("Reported")<{ readonly exitCode: number 
 
 const paymentTags = new Set([
   "InsufficientCredits",
+  "KeyCapReached",
   "TrialCapExceeded",
   "BudgetExhausted",
   "QuoteExceedsMaxCredits"
@@ -67,11 +68,20 @@ const describe = (error: unknown): string => {
     readonly upgrade_url?: string
     readonly offer?: { readonly checkout_url: string; readonly resume: { readonly detail: string } }
     readonly retry_after_seconds?: number
+    readonly credits_available?: number
+    readonly cap_resets_at?: string
   }
   const lines = [
     `${problem.code ?? (error as { _tag?: string })._tag ?? "Error"}: ${problem.message ?? String(error)}`
   ]
-  if (problem.offer)
+  // The key's own cap, not the account's credits: buying does not lift it, raising it does.
+  if ((error as { readonly _tag?: string })._tag === "KeyCapReached")
+    lines.push(
+      `The key's spend cap has ${problem.credits_available ?? 0} credits left${
+        problem.cap_resets_at === undefined ? "" : ` until it starts afresh at ${problem.cap_resets_at}`
+      }. Raise it with \`svc keys update <key_id> --cap N\` (after \`svc login\`), then run the command again.`
+    )
+  else if (problem.offer)
     lines.push(`Buy credits: svc buy flex (or ${problem.offer.checkout_url}). ${problem.offer.resume.detail}`)
   else if (problem.upgrade_url) lines.push(`Upgrade: ${problem.upgrade_url}`)
   if (problem.retry_after_seconds !== undefined) lines.push(`Retry after ${problem.retry_after_seconds} s.`)

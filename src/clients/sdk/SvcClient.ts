@@ -1,5 +1,11 @@
 import { Config, Context, Effect, Layer, Option, Random, Redacted, type Schema, type Types } from "effect"
-import { FetchHttpClient, HttpClient, type HttpClientError, HttpClientRequest } from "effect/http"
+import {
+  FetchHttpClient,
+  HttpClient,
+  type HttpClientError,
+  HttpClientRequest,
+  type HttpClientResponse
+} from "effect/http"
 import {
   type HttpApi,
   HttpApiClient,
@@ -10,6 +16,7 @@ import {
 import { makeApi } from "../../contract/api.ts"
 import { declarations } from "../../contract/operations/index.ts"
 import { defaultRetryPolicy, isRetriable, type RetryPolicy, retryAfterOf, retryDelayMs } from "./retry.ts"
+import { distinguishKeyCap, type KeyCapReached, usageOf, type WithUsage } from "./usage.ts"
 
 /** The `/v1` contract the server serves, built from the same declarations. */
 export const svcApi = makeApi(declarations)
@@ -30,15 +37,30 @@ export type RequestOf<E extends Endpoint, M extends Mode = "decoded-only"> = Typ
   OptionalHeaders<HttpApiEndpoint.ClientRequest<E["~Params"], E["~Query"], E["~Payload"], E["~Headers"], M>>
 >
 
+/** The ids of the data operations: their answers carry the usage headers' numbers. */
+type DataId = (typeof declarations)[number]["id"]
+
+/** What a method of `E` answers: a data call's envelope with its `usage`, other routes' bodies as they are. */
+export type SuccessOf<E extends Endpoint> = E["identifier"] extends DataId
+  ? WithUsage<HttpApiClient.SuccessType<E["~Success"]>>
+  : HttpApiClient.SuccessType<E["~Success"]>
+
+/** The contract's errors of `E`, plus `KeyCapReached` on data calls (a key cap's INSUFFICIENT_CREDITS). */
+export type ErrorOf<E extends Endpoint> =
+  | E["~Error"]["Type"]
+  | (E["identifier"] extends DataId ? KeyCapReached : never)
+
 /** The contract client's method for `E` (`HttpApiClient.Client.Method`), with `headers` optional. */
 type Method<E extends Endpoint> = <M extends Mode = "decoded-only">(
   ...request: {} extends RequestOf<E, M> ? [request?: RequestOf<E, M>] : [request: RequestOf<E, M>]
 ) => Effect.Effect<
-  HttpApiClient.Client.Response<HttpApiClient.SuccessType<E["~Success"]>, M>,
+  [M] extends ["decoded-only"]
+    ? SuccessOf<E>
+    : HttpApiClient.Client.Response<HttpApiClient.SuccessType<E["~Success"]>, M>,
   | HttpApiMiddleware.Error<E["~Middleware"]>
   | HttpApiMiddleware.ClientError<E["~Middleware"]>
   | HttpClientError.HttpClientError
-  | ([M] extends ["response-only"] ? never : E["~Error"]["Type"] | Schema.SchemaError)
+  | ([M] extends ["response-only"] ? never : ErrorOf<E> | Schema.SchemaError)
 >
 
 /** Every route of the contract as a typed method: data operations by their id, the rest by name. */
@@ -60,10 +82,11 @@ export interface ClientOptions {
   readonly retry?: Partial<RetryPolicy> | undefined
 }
 
-/** One logical call: its Idempotency-Key (reused by every retry) and the last request it sent. */
+/** One logical call: its Idempotency-Key (reused by every retry), the last request it sent and the last answer's headers. */
 interface CallState {
   readonly idempotencyKey: string
   request: HttpClientRequest.HttpClientRequest | undefined
+  headers: Readonly<Record<string, string>> | undefined
 }
 
 const CurrentCall = Context.Reference<CallState | undefined>("svc/client/CurrentCall", {
@@ -87,7 +110,7 @@ const dataPath = new RegExp(`^/v1/(${[...new Set(declarations.map((d) => d.platf
 
 /** The routes that take a management token rather than a spend key (README, "Management tokens"). */
 const managementPath =
-  /^\/v1\/(keys(\/rotate|\/revoke)?|alert|portal|auth\/tokens(\/revoke)?|auth\/logout|webhooks(\/delete|\/test|\/[^/]+\/deliveries)?|topup|audit)$/
+  /^\/v1\/(keys(\/rotate|\/revoke|\/update)?|alert|portal|auth\/tokens(\/revoke)?|auth\/logout|webhooks(\/delete|\/test|\/[^/]+\/deliveries)?|topup|audit)$/
 
 const pathOf = (request: HttpClientRequest.HttpClientRequest) => new URL(request.url, "http://x").pathname
 
@@ -111,13 +134,33 @@ const prepare = (options: ClientOptions) => (request: HttpClientRequest.HttpClie
     return prepared
   })
 
+/** Keeps the answer's headers on the logical call, for a data call's `usage`. */
+const recordHeaders = (response: HttpClientResponse.HttpClientResponse) =>
+  Effect.map(CurrentCall, (call) => {
+    if (call !== undefined) call.headers = response.headers
+  })
+
+/** A data call's envelope with the usage its headers reported; any other answer as it is. */
+const withUsage = (call: CallState, value: unknown) =>
+  call.request !== undefined &&
+  dataPath.test(pathOf(call.request)) &&
+  typeof value === "object" &&
+  value !== null &&
+  !Array.isArray(value)
+    ? { ...value, usage: usageOf(call.headers ?? {}) }
+    : value
+
 /** One logical call: a fresh (or chosen) Idempotency-Key, then attempts until success or a final error. */
 const asLogicalCall =
   (policy: RetryPolicy) =>
   (effect: Effect.Effect<unknown, unknown, unknown>): Effect.Effect<unknown, unknown, unknown> =>
     Effect.gen(function* () {
       const chosen = yield* ChosenIdempotencyKey
-      const call: CallState = { idempotencyKey: chosen ?? crypto.randomUUID(), request: undefined }
+      const call: CallState = {
+        idempotencyKey: chosen ?? crypto.randomUUID(),
+        request: undefined,
+        headers: undefined
+      }
       const attempt = (n: number): Effect.Effect<unknown, unknown, unknown> =>
         Effect.catch(effect, (error) =>
           Effect.gen(function* () {
@@ -128,7 +171,10 @@ const asLogicalCall =
             return yield* attempt(n + 1)
           })
         )
-      return yield* Effect.provideService(attempt(0), CurrentCall, call)
+      return yield* Effect.provideService(attempt(0), CurrentCall, call).pipe(
+        Effect.mapError(distinguishKeyCap),
+        Effect.map((value) => withUsage(call, value))
+      )
     })
 
 /** The typed client over an `HttpClient`: bearer per route, Idempotency-Key per call, retries. */
@@ -138,7 +184,8 @@ export const makeSvcClient = (
   Effect.map(
     HttpApiClient.make(svcApi, {
       baseUrl: options.baseUrl.replace(/\/+$/, ""),
-      transformClient: HttpClient.mapRequestEffect(prepare(options))
+      transformClient: (client) =>
+        client.pipe(HttpClient.mapRequestEffect(prepare(options)), HttpClient.tap(recordHeaders))
     }),
     (client) => {
       // `transformResponse` wraps only the decoding; a logical call spans the request too, so each

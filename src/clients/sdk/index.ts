@@ -9,9 +9,12 @@ export { followingOffer, offerOf } from "./resume.ts"
 export { defaultRetryPolicy, type RetryPolicy } from "./retry.ts"
 export {
   type ClientOptions,
+  type ErrorOf,
   makeSvcClient,
+  type SuccessOf,
   SvcClient,
   type SvcClientShape,
   svcApi,
   withIdempotencyKey
 } from "./SvcClient.ts"
+export { KeyCapReached, type Usage, usageOf, type WithUsage } from "./usage.ts"

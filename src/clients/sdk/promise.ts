@@ -1,6 +1,5 @@
 import { Cause, Effect, Exit } from "effect"
 import { FetchHttpClient } from "effect/http"
-import type { HttpApiClient } from "effect/http-api"
 import type { Offer } from "../../contract/offer.ts"
 import { offerOf } from "./resume.ts"
 import {
@@ -8,14 +7,18 @@ import {
   type Endpoint,
   makeSvcClient,
   type RequestOf,
+  type SuccessOf,
   withIdempotencyKey
 } from "./SvcClient.ts"
 
-/** Each route of the contract as an async method, rejecting with the same typed errors as `SvcClient`. */
+/**
+ * Each route of the contract as an async method, rejecting with the same typed errors as `SvcClient`
+ * (`KeyCapReached` for a key cap's INSUFFICIENT_CREDITS); a data call's answer has its `usage`.
+ */
 export type PromiseClient = {
   readonly [E in Endpoint as E["identifier"]]: (
     ...request: {} extends RequestOf<E> ? [request?: RequestOf<E>] : [request: RequestOf<E>]
-  ) => Promise<HttpApiClient.SuccessType<E["~Success"]>>
+  ) => Promise<SuccessOf<E>>
 } & {
   /** Runs one call with the given Idempotency-Key (to follow `offer.resume` after paying). */
   readonly withIdempotencyKey: <A>(

@@ -14,11 +14,10 @@ interface Elsewhere {
 }
 
 const elsewhere = (baseUrl: string): ReadonlyArray<Elsewhere> => [
-  // The dashboard has no form for a key's limits yet: a page points to the API reference for it.
   {
     route: "POST /v1/keys/update",
     mcp: "the update_key tool",
-    page: `POST /v1/keys/update (${baseUrl}/docs)`
+    page: "the dashboard's Keys page (Edit limits)"
   },
   { route: "POST /v1/keys/revoke", mcp: "the revoke_key tool", page: "the dashboard's Keys page" },
   { route: "POST /v1/keys/rotate", mcp: "the rotate_key tool", page: "the dashboard's Keys page" },
