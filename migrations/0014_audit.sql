@@ -7,7 +7,11 @@
 CREATE TABLE audit_events (
   seq bigserial PRIMARY KEY,
   id text NOT NULL UNIQUE,
-  account_id text NOT NULL REFERENCES accounts (id),
+  -- No foreign key: checking one would take a KEY SHARE lock on the account's row, which waits for
+  -- any transaction holding it FOR UPDATE; a change that locks a key but not its account (a
+  -- revocation) would then deadlock against one that locks the account, then the key (a rotation).
+  -- Accounts are never deleted, and every row is written by the change to the account it names.
+  account_id text NOT NULL,
   at bigint NOT NULL,
   action text NOT NULL,
   actor_kind text NOT NULL CHECK (actor_kind IN ('email', 'key', 'app', 'operator', 'service')),

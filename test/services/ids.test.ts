@@ -34,7 +34,9 @@ describe("Ids.layerTest", () => {
 })
 
 const services = Layer.mergeAll(Accounts.layer, Credits.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(WebhookEvents.layer.pipe(Layer.provideMerge(WebhookWake.layer)), Audit.layer)),
+  Layer.provideMerge(
+    Layer.mergeAll(WebhookEvents.layer.pipe(Layer.provideMerge(WebhookWake.layer)), Audit.layer)
+  ),
   Layer.provideMerge(Outbox.layer),
   Layer.provideMerge(Settings.layer),
   Layer.provideMerge(KeyMemory.layer),
