@@ -57,7 +57,7 @@ export const errorsOf = (load: LoadResult, expected: number): number => {
   return unexpected + load.socketErrors
 }
 
-interface Case {
+export interface Case {
   readonly name: string
   readonly method: "GET" | "POST"
   readonly expected: number

@@ -17,6 +17,8 @@ export interface Options {
   /** Time the service's start-up (spawn to the first 200 from /readyz) before the load. */
   readonly startup: boolean
   readonly tool: "wrk" | "autocannon" | undefined
+  /** Rounds of the metrics on/off comparison of the cache hit (instead of the load table). */
+  readonly compareMetrics: number | undefined
 }
 
 export const usage = `npm run bench -- [options]
@@ -33,6 +35,8 @@ export const usage = `npm run bench -- [options]
                     keys) were added to each store's ledger, to see whether the rate falls as it grows
   --no-startup      skip timing the service's start-up (spawn to the first 200 from /readyz)
   --tool wrk|autocannon   force the load generator (default: wrk when installed)
+  --compare-metrics N     only the metered cache hit, N rounds each with metrics on and METRICS=off,
+                    alternating (on PostgreSQL with --pg); prints the on/off ratio
 `
 
 const positiveInt = (name: string, text: string | undefined, fallback: number): number => {
@@ -55,6 +59,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
       "ledger-rows": { type: "string" },
       "no-startup": { type: "boolean" },
       tool: { type: "string" },
+      "compare-metrics": { type: "string" },
       help: { type: "boolean", short: "h" }
     },
     strict: true
@@ -75,6 +80,10 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
     ledgerRows:
       values["ledger-rows"] === undefined ? undefined : positiveInt("ledger-rows", values["ledger-rows"], 0),
     startup: values["no-startup"] !== true,
-    tool
+    tool,
+    compareMetrics:
+      values["compare-metrics"] === undefined
+        ? undefined
+        : positiveInt("compare-metrics", values["compare-metrics"], 3)
   }
 }

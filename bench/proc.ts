@@ -59,6 +59,8 @@ export interface Started {
   readonly signal: (signal: NodeJS.Signals) => void
   /** Resolves when the process has exited. */
   readonly exited: Promise<void>
+  /** Its exit code once it exited of itself (null while it runs, or when a signal ended it). */
+  readonly exitCode: () => number | null
 }
 
 const statusKb = (pid: number, field: string): number | undefined => {
@@ -170,7 +172,8 @@ export const startNode = async (options: {
     signal: (signal) => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal)
     },
-    exited
+    exited,
+    exitCode: () => child.exitCode
   }
 }
 

@@ -11,6 +11,7 @@ import {
   profileStore,
   type StoreResult
 } from "./cases.ts"
+import { compareMetrics, comparisonReport } from "./compareMetrics.ts"
 import { type LoadResult, runLoad } from "./load.ts"
 import { type Options, parseOptions, usage } from "./options.ts"
 import { createBenchDatabase, pgSession } from "./pg.ts"
@@ -156,6 +157,29 @@ const runSoak = async (options: Options, seconds: number, stamp: string) => {
   return result.pass
 }
 
+const runMetricsComparison = async (
+  options: Options,
+  rounds: number,
+  tool: "wrk" | "autocannon",
+  stamp: string
+) => {
+  const startMachine = machine()
+  const database = await benchDatabase(options, stamp)
+  const comparison = await compareMetrics(rounds, database?.url, options, tool, log, (cleanup) =>
+    cleanups.push(cleanup)
+  )
+  const file = write(stamp, {
+    kind: "metrics-comparison",
+    machine: { ...startMachine, loadavgAtEnd: machine().loadavg },
+    options,
+    tool,
+    comparison
+  })
+  process.stdout.write(
+    `\n${comparisonReport(comparison)}\nmachine: load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end\n\nwritten to ${file}\n`
+  )
+}
+
 /** The service's busy CPU time over the requests served while the profile was sampled. */
 const cpuPerRequest = (profile: ProfileResult) =>
   profile.summary.busyMs / Math.max(1, profile.load.rps * (profile.summary.totalMs / 1000))
@@ -275,6 +299,10 @@ const main = async (): Promise<number> => {
     .toLowerCase()
   try {
     if (options.soak !== undefined) return (await runSoak(options, options.soak, stamp)) ? 0 : 1
+    if (options.compareMetrics !== undefined) {
+      await runMetricsComparison(options, options.compareMetrics, tool, stamp)
+      return 0
+    }
     await runLoadTable(options, tool, stamp)
     return 0
   } finally {

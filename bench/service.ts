@@ -53,6 +53,8 @@ export const startService = async (options: {
       ADMIN_TOKEN: adminToken,
       TRUSTED_PROXIES: "127.0.0.1,::1",
       WORLD_SEED: serviceSeed,
+      // No load balancer watches a bench's instances: a stop need not wait for one to notice.
+      SHUTDOWN_DRAIN_SECONDS: "0",
       ...(options.store === "postgres" ? { DATABASE_URL: options.databaseUrl } : {}),
       ...options.env
     })

@@ -61,7 +61,36 @@ export interface AppConfigShape {
    * encrypted with at rest; unset, one is generated into `DATA_DIR/webhook-secret-key`.
    */
   readonly webhookSecretKey: Option.Option<Redacted.Redacted<string>>
+  /** `METRICS`: `on` (default) records and serves the metrics; `off` records nothing and serves no `/metrics`. */
+  readonly metrics: boolean
+  /** `METRICS_TOKEN`: the bearer of `GET /metrics`; unset, the admin token. */
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
+  /** `METRICS_PORT`: serve `/metrics` on this port of `HOST` without auth (and not on `PORT`). */
+  readonly metricsPort: Option.Option<number>
+  /** `SHUTDOWN_DRAIN_SECONDS`: after SIGTERM, how long `/readyz` answers 503 while the listener still serves. */
+  readonly shutdownDrainMs: number
+  /** `SHUTDOWN_GRACE_SECONDS`: then how long calls in flight may finish before they are stopped (charging nothing). */
+  readonly shutdownGraceMs: number
+  /**
+   * `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`): export spans over
+   * OTLP/HTTP there; unset, no tracer at all. The other `OTEL_*` settings are the exporter's own.
+   */
+  readonly otlpEndpoint: Option.Option<string>
+  /** `OTEL_EXPORTER_OTLP_HEADERS` (`name=value,name=value`): sent with every export (a collector's key, say). */
+  readonly otlpHeaders: Readonly<Record<string, Redacted.Redacted<string>>>
+  /** `OTEL_BSP_SCHEDULE_DELAY`: milliseconds between exports (5000). */
+  readonly otlpExportIntervalMs: number
 }
+
+/** `name=value,name=value` (values URL-encoded, as OpenTelemetry writes them). */
+const otlpHeaders = (text: string): Readonly<Record<string, Redacted.Redacted<string>>> =>
+  Object.fromEntries(
+    text
+      .split(",")
+      .map((pair) => pair.split("="))
+      .filter((parts) => parts.length >= 2 && parts[0]!.trim().length > 0)
+      .map((parts) => [parts[0]!.trim(), Redacted.make(decodeURIComponent(parts.slice(1).join("=").trim()))])
+  )
 
 export interface StripeConfig {
   readonly secretKey: Redacted.Redacted<string>
@@ -126,7 +155,29 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
       webhookAllowPrivateUrls: yield* Config.Boolean("WEBHOOK_ALLOW_PRIVATE_URLS").pipe(
         Config.withDefault(false)
       ),
-      webhookSecretKey: yield* Config.option(Config.Redacted("WEBHOOK_SECRET_KEY"))
+      webhookSecretKey: yield* Config.option(Config.Redacted("WEBHOOK_SECRET_KEY")),
+      metrics: yield* Config.Literals(["on", "off"], "METRICS").pipe(
+        Config.withDefault("on"),
+        Config.map((value) => value === "on")
+      ),
+      metricsToken: yield* Config.option(Config.Redacted("METRICS_TOKEN")),
+      metricsPort: yield* Config.option(Config.Port("METRICS_PORT")),
+      shutdownDrainMs: (yield* seconds("SHUTDOWN_DRAIN_SECONDS", 5)) * 1000,
+      shutdownGraceMs: (yield* seconds("SHUTDOWN_GRACE_SECONDS", 30)) * 1000,
+      otlpEndpoint: yield* Config.option(
+        Config.NonEmptyString("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").pipe(
+          Config.orElse(() =>
+            Config.NonEmptyString("OTEL_EXPORTER_OTLP_ENDPOINT").pipe(
+              Config.map((base) => `${base.replace(/\/+$/, "")}/v1/traces`)
+            )
+          )
+        )
+      ),
+      otlpHeaders: yield* Config.String("OTEL_EXPORTER_OTLP_HEADERS").pipe(
+        Config.withDefault(""),
+        Config.map(otlpHeaders)
+      ),
+      otlpExportIntervalMs: yield* positive("OTEL_BSP_SCHEDULE_DELAY", 5000)
     })
   })
 
@@ -165,6 +216,14 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         oauthAllowPrivateClientUrls: false,
         webhookAllowPrivateUrls: false,
         webhookSecretKey: Option.none(),
+        metrics: true,
+        metricsToken: Option.none(),
+        metricsPort: Option.none(),
+        shutdownDrainMs: 0,
+        shutdownGraceMs: 30_000,
+        otlpEndpoint: Option.none(),
+        otlpHeaders: {},
+        otlpExportIntervalMs: 5000,
         ...overrides
       })
     )
@@ -173,6 +232,12 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
 const PositiveInt = Schema.Int.check(Schema.isGreaterThan(0))
 const positive = (name: string, fallback: number) =>
   Config.schema(PositiveInt, name).pipe(Config.withDefault(fallback))
+
+/** A duration in seconds, zero or more (fractions allowed). */
+const seconds = (name: string, fallback: number) =>
+  Config.schema(Schema.Number.check(Schema.isGreaterThanOrEqualTo(0)), name).pipe(
+    Config.withDefault(fallback)
+  )
 
 const HostName = Schema.String.check(
   Schema.makeFilter(

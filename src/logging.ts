@@ -1,7 +1,8 @@
 import { Context, Effect, Layer, Logger, type LogLevel, Option, References } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import type { LogFormat } from "./config.ts"
-import { Upstream } from "./upstream/Upstream.ts"
+import { recordUpstream } from "./observability/metrics.ts"
+import { methodPlatform, Upstream } from "./upstream/Upstream.ts"
 
 /** The minimum level and the logger (Effect's JSON logger for `json`) of the whole process. */
 export const loggingLayer = (level: LogLevel.LogLevel, format: LogFormat) =>
@@ -54,22 +55,30 @@ const logged = <E, R>(
     return response
   })
 
-/** The upstream, with a `Debug` line for each failed call (its method, platform and reason). */
+/**
+ * The upstream, observed: each request counted by platform and outcome (and the circuit's state
+ * with it), a span per request, and a `Debug` line for each failed one (its method, platform and
+ * reason).
+ */
 export const logUpstreamFailures = Layer.effect(
   Upstream,
   Effect.gen(function* () {
     const upstream = yield* Upstream
     return Upstream.of({
       call: (method, ...args) =>
-        upstream
-          .call(method, ...args)
-          .pipe(
-            Effect.tapError((failure) =>
-              Effect.logDebug(
-                `upstream ${method} failed: ${failure.reason} (${failure.platform}, retry after ${failure.retryAfterSeconds}s)`
-              )
+        upstream.call(method, ...args).pipe(
+          Effect.tap(() => Effect.sync(() => recordUpstream(methodPlatform[method], "ok"))),
+          Effect.tapError((failure) => {
+            recordUpstream(failure.platform, failure.reason)
+            return Effect.logDebug(
+              `upstream ${method} failed: ${failure.reason} (${failure.platform}, retry after ${failure.retryAfterSeconds}s)`
             )
-          )
+          }),
+          Effect.withSpan("upstream.call", {
+            kind: "client",
+            attributes: { method, platform: methodPlatform[method] }
+          })
+        )
     })
   })
 )

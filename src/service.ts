@@ -1,8 +1,11 @@
 import { createServer } from "node:http"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { type Duration, Effect, Layer, Schedule } from "effect"
+import { Duration, Effect, Layer, Schedule } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { OpenApi } from "effect/http-api"
 import { AppConfig } from "./config.ts"
+import { makeApi } from "./contract/api.ts"
+import { publishedApi } from "./contract/openapi.ts"
 import { problemContext } from "./contract/problem.ts"
 import { withRequestLog } from "./logging.ts"
 import { HitCharges } from "./metering/HitCharges.ts"
@@ -10,6 +13,9 @@ import { IdempotencyStore } from "./metering/IdempotencyStore.ts"
 import { Receipts } from "./metering/Receipts.ts"
 import { Reservations } from "./metering/Reservations.ts"
 import { OAuthHousekeeping, OAuthServer } from "./oauth/OAuthServer.ts"
+import { Lifecycle } from "./observability/Lifecycle.ts"
+import { MetricsPage } from "./observability/MetricsPage.ts"
+import { recordRequest } from "./observability/metrics.ts"
 import type { AnyOperation } from "./operations/Operation.ts"
 import { Admin } from "./operator/Admin.ts"
 import { Billing } from "./payments/Billing.ts"
@@ -41,6 +47,7 @@ import { Bearers } from "./surfaces/common/bearers.ts"
 import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
+import { routeLabeller } from "./surfaces/http/routeHints.ts"
 import { HardenedResponse } from "./surfaces/http/securityHeaders.ts"
 import { Deliveries } from "./webhooks/Deliveries.ts"
 import { SecretBox } from "./webhooks/SecretBox.ts"
@@ -86,6 +93,7 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(KeyMemory.layer),
     Layer.provideMerge(Notifications.layer),
     Layer.provideMerge(Audit.layer),
+    Layer.provideMerge(Lifecycle.layer),
     Layer.provideMerge(ids)
   )
 
@@ -120,6 +128,9 @@ export const Housekeeping = Layer.effectDiscard(
   })
 )
 
+/** Paths counted under their own name in the metrics besides the data operations' and the API's templates. */
+const opsPaths = ["/", "/healthz", "/readyz", "/metrics", "/docs", "/login", "/v1/openapi.json", "/admin/rpc"]
+
 /**
  * Builds every route (and so the database and its migrations) before the socket listens,
  * so no request can arrive at a half-built server.
@@ -129,18 +140,40 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
     Effect.gen(function* () {
       const config = yield* AppConfig
       const problems = yield* Problems
+      const lifecycle = yield* Lifecycle
       const routes = yield* HttpRouter.toHttpEffect(httpRoutes(operations, config))
+      const routeOf = routeLabeller(
+        [...operations.map((operation) => `/v1${operation.path}`), ...opsPaths],
+        () => OpenApi.fromApi(publishedApi(makeApi(operations), config))
+      )
       // hot path
       const app = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const started = config.metrics ? performance.now() : 0
         const refused = unroutable(request)
-        return refused !== undefined
-          ? Effect.succeed(problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close")))
-          : routes
-      }).pipe(
-        // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
-        Effect.catchCause(problems.fromUnknown),
-        withRequestLog
-      )
+        return (
+          refused !== undefined
+            ? Effect.succeed(
+                problems.render(refused).pipe(HttpServerResponse.setHeader("connection", "close"))
+              )
+            : routes
+        ).pipe(
+          // Whatever escapes a route (a defect, say) still leaves as a problem: INTERNAL with a trace id.
+          Effect.catchCause(problems.fromUnknown),
+          Effect.map((response) => {
+            if (config.metrics)
+              recordRequest(
+                routeOf(request.url),
+                request.method,
+                response.status,
+                (performance.now() - started) / 1000
+              )
+            // Draining: each connection closes after its answer, so clients reconnect elsewhere.
+            return lifecycle.draining()
+              ? HttpServerResponse.setHeader(response, "connection", "close")
+              : response
+          })
+        )
+      }).pipe(withRequestLog)
       // Node's parser answers malformed requests itself; the server hands them to us instead. Every
       // HTML answer, ours or oidc-provider's, leaves with the security headers (`HardenedResponse`).
       const server = () => {
@@ -150,7 +183,14 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
       }
       // The start line (address, store, upstream, MCP mounts) is main.ts's.
       return HttpServer.serve(app).pipe(
-        Layer.provideMerge(NodeHttpServer.layer(server, { port: config.port, host: config.host }))
+        Layer.provideMerge(
+          // Closing waits for the answers in flight (idle connections close at once), up to the grace.
+          NodeHttpServer.layer(server, {
+            port: config.port,
+            host: config.host,
+            gracefulShutdownTimeout: Duration.millis(config.shutdownGraceMs)
+          })
+        )
       )
     })
   ).pipe(Layer.provide(NodeHttpServer.layerHttpServices))
@@ -176,6 +216,7 @@ export const supportLayer = (
     Layer.provideMerge(Topups.worker()),
     Layer.provideMerge(Deliveries.layer),
     Layer.provideMerge(Mailer.layer),
+    Layer.provideMerge(MetricsPage.layer),
     Layer.provideMerge(servicesLayer(ids)),
     Layer.provideMerge(database)
   )

@@ -38,6 +38,8 @@ export const startCluster = async (options: {
   readonly redisUrl: string
   readonly leaseSeconds: number
   readonly log: (line: string) => void
+  /** More settings of every instance (and every restart). */
+  readonly env?: Record<string, string>
 }) => {
   const upstreamPort = await freePort()
   const upstream: Started = await startNode({
@@ -67,7 +69,8 @@ export const startCluster = async (options: {
         REDIS_URL: options.redisUrl,
         UPSTREAM_URL: upstream.url,
         LEASE_SECONDS: String(options.leaseSeconds),
-        LOG_LEVEL: "Warn"
+        LOG_LEVEL: "Warn",
+        ...options.env
       }
     })
   // The first instance migrates the fresh database alone; the others find it migrated.

@@ -4,6 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
+import { recordHitChargeBatch } from "../observability/metrics.ts"
 import { TopupWake } from "../payments/TopupWake.ts"
 import { Settings } from "../services/Settings.ts"
 import * as Row from "../store/rows.ts"
@@ -79,6 +80,7 @@ export class HitCharges extends Context.Service<
       // hot path
       const chargeBatch = (batch: ReadonlyArray<Waiting>) =>
         Effect.flatMap(freeTierTerms(settings, policy.freeCreditsPerIpDay), (terms) => {
+          recordHitChargeBatch(batch.length)
           const items = batch.map(({ input }) => ({
             call_id: input.callId,
             account_id: input.accountId,

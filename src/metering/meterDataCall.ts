@@ -1,4 +1,4 @@
-import { Clock, Effect, Exit, type Result } from "effect"
+import { Clock, Effect, Exit, Result, Tracer } from "effect"
 import { AppConfig } from "../config.ts"
 import { type Caller, idempotencyKeyLength } from "../contract/api.ts"
 import type { Envelope } from "../contract/envelope.ts"
@@ -23,6 +23,7 @@ import { platformsOf } from "../domain/keyLimits.ts"
 import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Plan, type Platform } from "../domain/plans.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
+import { callsHeld, recordMeteredCall } from "../observability/metrics.ts"
 import type { AnyOperation, Freshness, RunError, RunResult } from "../operations/Operation.ts"
 import { Speculating, type Speculation } from "../services/Cache.ts"
 import { Ids } from "../services/Ids.ts"
@@ -129,10 +130,57 @@ export const meterDataCall = <R, E>(
             )
           )
         )
-  return Effect.flatMap(Effect.result(call), (result) =>
-    meter.rate !== undefined
+  const answered = Effect.flatMap(Effect.result(call), (result) => {
+    recordOutcome(operation, result)
+    return meter.rate !== undefined
       ? Effect.succeed({ result, rate: meter.rate })
       : Effect.map(peekRate(caller.account), (rate) => ({ result, rate }))
+  })
+  // A span only when a tracer exports them (OTEL_EXPORTER_OTLP_ENDPOINT): untraced calls pay one check.
+  return Effect.withFiber((fiber) =>
+    fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer
+      ? answered
+      : answered.pipe(
+          Effect.tap(({ result }) =>
+            Result.isSuccess(result)
+              ? Effect.annotateCurrentSpan("receipt", result.success.envelope.receipt.id)
+              : Effect.annotateCurrentSpan("error.code", codeOf(result.failure))
+          ),
+          Effect.withSpan("meterDataCall", {
+            kind: "internal",
+            attributes: { operation: operation.id, account: caller.account.id, key: caller.key.id }
+          })
+        )
+  )
+}
+
+const codeOf = (failure: unknown): string =>
+  typeof failure === "object" && failure !== null && "code" in failure && typeof failure.code === "string"
+    ? failure.code
+    : "INTERNAL"
+
+/** Which free budget a refusal says is used up: the shared one, or the IP's of the day (a trial cap naming no parameter). */
+const budgetOf = (code: string, failure: unknown): "ip" | "shared" | undefined =>
+  code === "BUDGET_EXHAUSTED"
+    ? "shared"
+    : code === "TRIAL_CAP_EXCEEDED" && failure instanceof TrialCapExceeded && failure.param === undefined
+      ? "ip"
+      : undefined
+
+/** The call's outcome in the metrics: ok, replayed or its error code, and the credits it charged by source. */
+// hot path
+const recordOutcome = <E>(operation: AnyOperation, result: Result.Result<CallOutcome, E>) => {
+  if (Result.isFailure(result)) {
+    const code = codeOf(result.failure)
+    recordMeteredCall(operation.id, operation.platform, code, undefined, budgetOf(code, result.failure))
+    return
+  }
+  const { replayed, envelope } = result.success
+  recordMeteredCall(
+    operation.id,
+    operation.platform,
+    replayed ? "replayed" : "ok",
+    replayed ? undefined : envelope.receipt.funding
   )
 }
 
@@ -505,6 +553,10 @@ const peekRate = (account: Account): Effect.Effect<RateState, never, AppConfig |
  * released, fenced by `callId`, if the call then fails: in reverse order, reservation first.
  */
 const hold = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) {
+  yield* Effect.acquireRelease(
+    Effect.sync(() => callsHeld.count++),
+    () => Effect.sync(() => callsHeld.count--)
+  )
   const claim = yield* claimKey(call, callId)
   if (claim._tag === "Replay") return claim
   const { input, caller } = call

@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { UpstreamUnavailable } from "../contract/errors.ts"
 import type { Freshness, Served } from "../domain/freshness.ts"
+import { recordCacheLookup } from "../observability/metrics.ts"
 import * as Row from "../store/rows.ts"
 import type { UpstreamFailure } from "../upstream/Upstream.ts"
 import { Settings } from "./Settings.ts"
@@ -144,22 +145,33 @@ export class Cache extends Context.Service<
         )
       }
 
-      /** One live fetch per key at a time on this instance; later callers await the first. */
+      /**
+       * One live fetch per key at a time on this instance; later callers await the first. The
+       * fetch stays interruptible (a shutdown past its grace stops it); when the first caller is
+       * interrupted, the others fetch again instead of inheriting its interruption.
+       */
       const singleFlight = <A>(
         key: string,
         live: Effect.Effect<A, UpstreamFailure>
       ): Effect.Effect<A, UpstreamFailure> =>
         Effect.suspend(() => {
           const pending = inFlight.get(key)
-          if (pending !== undefined) return Deferred.await(pending) as Effect.Effect<A, UpstreamFailure>
-          return Effect.gen(function* () {
-            const deferred = yield* Deferred.make<unknown, UpstreamFailure>()
-            inFlight.set(key, deferred)
-            const exit = yield* Effect.exit(live)
-            inFlight.delete(key)
-            yield* Deferred.done(deferred, exit)
-            return yield* exit
-          }).pipe(Effect.uninterruptible)
+          if (pending !== undefined)
+            return Effect.flatMap(Effect.exit(Deferred.await(pending)), (exit) =>
+              Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+                ? singleFlight(key, live)
+                : (exit as Exit.Exit<A, UpstreamFailure>)
+            )
+          return Effect.uninterruptibleMask((restore) =>
+            Effect.gen(function* () {
+              const deferred = yield* Deferred.make<unknown, UpstreamFailure>()
+              inFlight.set(key, deferred)
+              const exit = yield* Effect.exit(restore(live))
+              inFlight.delete(key)
+              yield* Deferred.done(deferred, exit)
+              return yield* exit
+            })
+          )
         })
 
       // A young copy is answered by a chain, not a generator: it is every cache hit's way (see the
@@ -168,14 +180,20 @@ export class Cache extends Context.Service<
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           Effect.flatMap(read(key, now), (copy) =>
             freshness === "recent" && copy !== undefined && now - copy.fetchedAt < recentMs
-              ? Effect.succeed<Fetched<A>>({
-                  value: copy.value as A,
-                  served: "recent",
-                  fetchedAt: copy.fetchedAt
-                })
+              ? hit<A>(copy)
               : beyondCopy(key, freshness, live, now, copy)
           )
         )
+
+      // hot path
+      const hit = <A>(copy: Copy): Effect.Effect<Fetched<A>> => {
+        recordCacheLookup(true)
+        return Effect.succeed<Fetched<A>>({
+          value: copy.value as A,
+          served: "recent",
+          fetchedAt: copy.fetchedAt
+        })
+      }
 
       /** No young copy: a live fetch, or an older copy as the fallback of a realtime call. */
       const beyondCopy = <A>(
@@ -188,6 +206,7 @@ export class Cache extends Context.Service<
         Effect.gen(function* () {
           // A speculative run serves stored copies only.
           if ((yield* Speculating) !== undefined) return yield* Effect.die(new CacheMiss())
+          recordCacheLookup(false)
           const paused = (yield* Effect.orDie(settings.current)).livePaused
           const fetched = paused
             ? Exit.fail<UpstreamFailure | "paused">("paused")

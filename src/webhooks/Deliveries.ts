@@ -79,6 +79,7 @@ export class Deliveries extends Context.Service<
     const outbox = yield* Outbox
     const config = yield* AppConfig
     const resolve = yield* WebhookResolver
+    const wake = yield* WebhookWake
     const limits = config.policy.webhooks
     const schedule = { firstMs: limits.retryFirstMs, maxMs: limits.retryMaxMs, forMs: limits.retryForMs }
     // Longer than an attempt may take (its timeout) plus its recording: no two holders overlap.
@@ -259,6 +260,8 @@ export class Deliveries extends Context.Service<
       const token = yield* ids.newId("lease")
       const endpoint = yield* claim(now, token)
       if (endpoint === undefined) return undefined
+      // Another endpoint may be due too: wake a worker for it while this one is delivered.
+      yield* Queue.offer(wake, undefined)
       return yield* deliverEndpoint(endpoint, token)
     })
 
@@ -298,7 +301,7 @@ export class Deliveries extends Context.Service<
    * endpoint at a time; a slow receiver holds one fiber for at most its timeout per attempt, never
    * the others. When nothing is due, one of them looks again after `pollEvery` (1 s), doubling up to
    * `idleMax` (5 s, the first retry's wait) while the instance stays idle, and the others wait: an
-   * event queued on this instance wakes one, and a worker that found work wakes the next.
+   * event queued on this instance wakes one, and a worker that claims an endpoint wakes the next.
    */
   static readonly layerWith = (
     options: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {}
@@ -317,8 +320,7 @@ export class Deliveries extends Context.Service<
         const step = deliveries.deliverNext.pipe(
           Effect.catchCause((cause) =>
             Effect.as(Effect.logWarning("webhooks: the deliveries could not be read", cause), false)
-          ),
-          Effect.tap((found) => (found ? Queue.offer(wake, undefined) : Effect.void))
+          )
         )
         for (let n = 0; n < concurrency; n++) {
           yield* Effect.forkScoped(

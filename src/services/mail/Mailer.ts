@@ -186,7 +186,16 @@ export class Mailer extends Context.Service<
         const lockedUntil = now + leaseMs
         const row = yield* claimNext(now, lockedUntil)
         if (row === undefined) break
-        if (yield* deliverOne(row, lockedUntil)) sent++
+        // Stopped mid-send (the process shutting down): the row is free again for another instance.
+        const delivered = yield* deliverOne(row, lockedUntil).pipe(
+          Effect.onInterrupt(() =>
+            Effect.ignore(
+              sql`UPDATE outbox SET locked_until = NULL
+                WHERE id = ${row.id} AND sent_at IS NULL AND locked_until = ${lockedUntil}`
+            )
+          )
+        )
+        if (delivered) sent++
       }
       return sent
     }).pipe(Effect.withSpan("Mailer.deliverDue"))

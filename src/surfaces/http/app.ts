@@ -2,8 +2,10 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
 import { BaseApi, makeApi } from "../../contract/api.ts"
-import { NotFound } from "../../contract/errors.ts"
+import { NotFound, Unauthorized } from "../../contract/errors.ts"
 import { type Publication, publishedApi } from "../../contract/openapi.ts"
+import { Lifecycle } from "../../observability/Lifecycle.ts"
+import { MetricsPage, prometheusContentType } from "../../observability/MetricsPage.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
@@ -13,7 +15,7 @@ import { AuditRoutes } from "./auditRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
-import { DataRoutes } from "./dataRoutes.ts"
+import { bearerCredential, DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
@@ -42,14 +44,41 @@ const openApiRoute = (document: () => OpenApi.OpenAPISpec) =>
     )
   })
 
-/** Health, readiness, and the answer to every request no route takes. */
+/**
+ * Health, readiness, metrics, and the answer to every request no route takes. Health stays 200
+ * while the process lives; readiness turns 503 as soon as it drains (SIGTERM).
+ */
 const opsRoutes = (methodsAt: (path: string) => ReadonlyArray<string>) =>
   HttpRouter.use((router) =>
     Effect.gen(function* () {
       const problems = yield* Problems
+      const lifecycle = yield* Lifecycle
+      const metrics = yield* MetricsPage
       yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
       // Routes are attached only after the database is migrated, so any answer here means ready.
-      yield* router.add("GET", "/readyz", HttpServerResponse.jsonUnsafe({ status: "ready" }))
+      const ready = HttpServerResponse.jsonUnsafe({ status: "ready" })
+      const draining = HttpServerResponse.jsonUnsafe({ status: "draining" }, { status: 503 })
+      yield* router.add(
+        "GET",
+        "/readyz",
+        Effect.sync(() => (lifecycle.draining() ? draining : ready))
+      )
+      if (metrics.onMainPort)
+        yield* router.add(
+          "GET",
+          "/metrics",
+          Effect.gen(function* () {
+            const request = yield* HttpServerRequest.HttpServerRequest
+            if (!metrics.allows(bearerCredential(request.headers.authorization)))
+              return problems.render(
+                new Unauthorized({
+                  message:
+                    "Send the metrics token as `Authorization: Bearer <token>` (METRICS_TOKEN, or the admin token when unset)."
+                })
+              )
+            return HttpServerResponse.text(yield* metrics.render, { contentType: prometheusContentType })
+          })
+        )
       yield* router.add(
         "*",
         "/*",

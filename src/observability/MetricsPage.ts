@@ -1,0 +1,83 @@
+import { createHash, timingSafeEqual } from "node:crypto"
+import { createServer } from "node:http"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { AppConfig } from "../config.ts"
+import { AdminToken } from "../services/AdminToken.ts"
+import { setRecording } from "./metrics.ts"
+import { makeScrape } from "./scrape.ts"
+
+export const prometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+const digest = (value: string) => createHash("sha256").update(value).digest()
+
+/**
+ * The Prometheus page and who may read it: on `PORT` behind `Authorization: Bearer` of
+ * `METRICS_TOKEN` (the admin token when unset), or, with `METRICS_PORT`, on that port without
+ * auth and not on `PORT` at all.
+ */
+export class MetricsPage extends Context.Service<
+  MetricsPage,
+  {
+    readonly render: Effect.Effect<string>
+    /** Whether `GET /metrics` is served on the main port (not with `METRICS_PORT` or `METRICS=off`). */
+    readonly onMainPort: boolean
+    /** Constant-time check of the bearer credential. */
+    readonly allows: (credential: string) => boolean
+  }
+>()("observability/MetricsPage") {
+  static readonly layer = Layer.effect(
+    MetricsPage,
+    Effect.gen(function* () {
+      const config = yield* AppConfig
+      const admin = yield* AdminToken
+      setRecording(config.metrics)
+      const render = yield* makeScrape
+      const allows = Option.match(config.metricsToken, {
+        onNone: () => admin.check,
+        onSome: (token) => {
+          const expected = digest(Redacted.value(token))
+          return (credential: string) => timingSafeEqual(digest(credential), expected)
+        }
+      })
+      if (config.metrics && Option.isSome(config.metricsPort))
+        yield* serveAlone(render, config.host, config.metricsPort.value)
+      return MetricsPage.of({
+        render,
+        onMainPort: config.metrics && Option.isNone(config.metricsPort),
+        allows
+      })
+    })
+  )
+}
+
+/** `METRICS_PORT`: a listener of its own answering `GET /metrics` and nothing else. */
+const serveAlone = (render: Effect.Effect<string>, host: string, port: number) =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<never>()
+    const run = Effect.runPromiseWith(context)
+    const server = yield* Effect.acquireRelease(
+      Effect.callback<ReturnType<typeof createServer>, Error>((resume) => {
+        const server = createServer((request, response) => {
+          if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
+            response
+              .writeHead(404, { "content-type": "text/plain" })
+              .end("Only GET /metrics is served here.\n")
+            return
+          }
+          run(render).then(
+            (text) => response.writeHead(200, { "content-type": prometheusContentType }).end(text),
+            () => response.writeHead(500).end()
+          )
+        })
+        server.once("error", (error) => resume(Effect.fail(error)))
+        server.listen(port, host, () => resume(Effect.succeed(server)))
+      }),
+      (server) =>
+        Effect.callback<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeAllConnections()
+        })
+    ).pipe(Effect.orDie)
+    yield* Effect.logInfo(`metrics: GET /metrics on http://${host}:${port} (no auth)`)
+    return server
+  })
