@@ -25,6 +25,7 @@ import { Topups } from "./payments/Topups.ts"
 import { TopupWake } from "./payments/TopupWake.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { AdminToken } from "./services/AdminToken.ts"
+import { Audit } from "./services/Audit.ts"
 import { Cache } from "./services/Cache.ts"
 import { Credits } from "./services/Credits.ts"
 import { Domains } from "./services/Domains.ts"
@@ -91,6 +92,7 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(Settings.layer),
     Layer.provideMerge(KeyMemory.layer),
     Layer.provideMerge(Notifications.layer),
+    Layer.provideMerge(Audit.layer),
     Layer.provideMerge(Lifecycle.layer),
     Layer.provideMerge(ids)
   )

@@ -3,6 +3,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api
 import { defaultHosts } from "../domain/identifiers/index.ts"
 import { type Platform, platforms } from "../domain/plans.ts"
 import { AppsGroup } from "./apps.ts"
+import { AuditGroup } from "./audit.ts"
 import { BillingGroup } from "./billing.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { envelopeOf, ReceiptSchema } from "./envelope.ts"
@@ -97,6 +98,7 @@ export class BaseApi extends HttpApi.make("svc")
   .add(BillingGroup)
   .add(WebhooksGroup)
   .add(ExportGroup)
+  .add(AuditGroup)
   .middleware(InputProblems)
   .middleware(Client)
   .prefix("/v1")

@@ -11,6 +11,7 @@ import type { Account } from "../domain/accounts.ts"
 import { escapeHtml } from "../domain/html.ts"
 import { unrecognizedBearer } from "../domain/secrets.ts"
 import { Accounts } from "../services/Accounts.ts"
+import { Audit } from "../services/Audit.ts"
 import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { RateLimits } from "../services/RateLimits.ts"
@@ -121,6 +122,7 @@ export class OAuthServer extends Context.Service<
       const accounts = yield* Accounts
       const credits = yield* Credits
       const ids = yield* Ids
+      const audit = yield* Audit
       const limits = yield* RateLimits
       const services = yield* Effect.context<SqlClient.SqlClient>()
       const run = <A>(effect: Effect.Effect<A, SqlError, SqlClient.SqlClient>) =>
@@ -288,6 +290,10 @@ export class OAuthServer extends Context.Service<
               const all = [...new Set([...existing.mounts.split(" "), ...mounts])].filter((m) => m.length > 0)
               yield* sql`UPDATE oauth_apps SET grant_id = ${grantId}, mounts = ${all.join(" ")}
                 WHERE id = ${existing.id}`
+              yield* audit.record(input.accountId, "app.connected", existing.id, {
+                kind: "email",
+                id: input.email
+              })
               return
             }
             const appId = yield* ids.newId("app")
@@ -297,6 +303,7 @@ export class OAuthServer extends Context.Service<
                 ${URL.canParse(redirectUri) ? new URL(redirectUri).host : ""}, ${mounts.join(" ")}, ${grantId}, ${now})`
             // An app is the account's way in, like a first key: the one-time grant (once per email).
             yield* credits.grantOnce({ accountId: input.accountId, email: input.email, keyId: appId })
+            yield* audit.record(input.accountId, "app.connected", appId, { kind: "email", id: input.email })
           })
         )
         const { req, res } = node
@@ -370,8 +377,10 @@ export class OAuthServer extends Context.Service<
               Effect.flatMap(decodeApps)
             )
             const app = rows[0]
-            if (app !== undefined)
+            if (app !== undefined) {
               yield* Effect.provideService(revokeApp(app.account_id, app.client_id), SqlClient.SqlClient, sql)
+              yield* audit.record(app.account_id, "app.revoked", app.id)
+            }
             return app
           })
         )

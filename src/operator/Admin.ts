@@ -1,11 +1,13 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import type { AuditAction } from "../domain/audit.ts"
 import type { Plan, Platform } from "../domain/plans.ts"
 import { dayOf } from "../domain/time.ts"
 import { Billing } from "../payments/Billing.ts"
 import { Checkout } from "../payments/Checkout.ts"
 import { type Account, Accounts } from "../services/Accounts.ts"
+import { Audit } from "../services/Audit.ts"
 import { Credits } from "../services/Credits.ts"
 import { KeyMemory } from "../services/KeyMemory.ts"
 import { type OperatorSettings, Settings } from "../services/Settings.ts"
@@ -141,6 +143,22 @@ export class Admin extends Context.Service<
       const settings = yield* Settings
       const checkout = yield* Checkout
       const billing = yield* Billing
+      const audit = yield* Audit
+
+      /** The operator's changes, each recorded in its own transaction as the operator's. */
+      const byOperator = (accountId: string, action: AuditAction, target: string) =>
+        audit.record(accountId, action, target, { kind: "operator", id: "operator" })
+      const changeAccount = (
+        accountId: string,
+        change: Effect.Effect<ReadonlyArray<unknown>, SqlError>,
+        action: AuditAction,
+        target: string
+      ) =>
+        sql.withTransaction(
+          Effect.flatMap(change, (rows) =>
+            rows.length > 0 ? byOperator(accountId, action, target) : Effect.void
+          )
+        )
 
       const account = Effect.fn("Admin.account")(function* (accountId: string) {
         const found = yield* accounts.get(accountId)
@@ -172,13 +190,22 @@ export class Admin extends Context.Service<
         kind: "balance" | "grant",
         reason: string
       ) {
-        const updated = yield* incoming.credit({ accountId, credits, kind, reason })
+        const updated = yield* sql.withTransaction(
+          Effect.tap(incoming.credit({ accountId, credits, kind, reason }), (credited) =>
+            credited ? byOperator(accountId, "operator.credit", `${credits} ${kind}`) : Effect.void
+          )
+        )
         return updated ? yield* accounts.get(accountId) : undefined
       })
 
       const setPlan = Effect.fn("Admin.setPlan")(function* (accountId: string, plan: Plan) {
         yield* keyMemory.changing(accountId)
-        yield* sql`UPDATE accounts SET plan = ${plan} WHERE id = ${accountId}`
+        yield* changeAccount(
+          accountId,
+          sql`UPDATE accounts SET plan = ${plan} WHERE id = ${accountId} RETURNING id`,
+          "operator.plan",
+          plan
+        )
         return yield* accounts.get(accountId)
       })
 
@@ -187,7 +214,12 @@ export class Admin extends Context.Service<
         platforms: ReadonlyArray<Platform>
       ) {
         yield* keyMemory.changing(accountId)
-        yield* sql`UPDATE accounts SET entitlements = ${platforms.join(",")} WHERE id = ${accountId}`
+        yield* changeAccount(
+          accountId,
+          sql`UPDATE accounts SET entitlements = ${platforms.join(",")} WHERE id = ${accountId} RETURNING id`,
+          "operator.entitle",
+          platforms.join(",")
+        )
         return yield* accounts.get(accountId)
       })
 
@@ -196,7 +228,12 @@ export class Admin extends Context.Service<
         state: "active" | "suspended"
       ) {
         yield* keyMemory.changing(accountId)
-        yield* sql`UPDATE accounts SET state = ${state} WHERE id = ${accountId}`
+        yield* changeAccount(
+          accountId,
+          sql`UPDATE accounts SET state = ${state} WHERE id = ${accountId} RETURNING id`,
+          state === "suspended" ? "operator.suspend" : "operator.reinstate",
+          state
+        )
         return yield* accounts.get(accountId)
       })
 

@@ -6,6 +6,7 @@ import { InvalidInput, NotFound, RateLimited, UpstreamUnavailable } from "../con
 import type { Pack } from "../domain/plans.ts"
 import { hashSecret } from "../domain/secrets.ts"
 import { linkTokenPattern, makeLinkToken } from "../domain/signIn.ts"
+import { Audit } from "../services/Audit.ts"
 import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { KeyMemory } from "../services/KeyMemory.ts"
@@ -218,6 +219,7 @@ export class Checkout extends Context.Service<
       const rails = yield* PaymentRails
       const limits = yield* RateLimits
       const events = yield* WebhookEvents
+      const audit = yield* Audit
       const config = yield* AppConfig
       const { packs, checkoutsPerIpHour, checkoutsPerAccountHour, checkoutKeepMs, stripeCheckoutKeepMs } =
         config.policy
@@ -364,6 +366,7 @@ export class Checkout extends Context.Service<
               WHERE id = ${row.id} AND key_revealed_at IS NULL RETURNING id`
             if (marked.length === 0) return undefined
             const issued = yield* keys.issue({ accountId, plan: row.pack, label: "checkout" })
+            yield* audit.record(accountId, "key.created", issued.key_id)
             return issued.key
           })
         )
@@ -470,6 +473,7 @@ export class Checkout extends Context.Service<
       ) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
+          yield* audit.record(accountId, "subscription.ended", subscription.pack)
           yield* events.emit(accountId, "subscription.ended", {
             pack: subscription.pack,
             rail,
@@ -531,6 +535,7 @@ export class Checkout extends Context.Service<
             })
             yield* sql`UPDATE subscriptions SET current_period_end = ${periodEnd}, periods = ${period}
               WHERE id = ${subscription.id}`
+            yield* audit.record(accountId, "subscription.renewed", subscription.pack)
             yield* events.emit(accountId, "subscription.renewed", {
               pack: subscription.pack,
               rail: "local",

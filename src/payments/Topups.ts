@@ -4,6 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import { InvalidInput } from "../contract/errors.ts"
 import type { Pack } from "../domain/plans.ts"
+import { Audit } from "../services/Audit.ts"
 import { Credits } from "../services/Credits.ts"
 import { Ids } from "../services/Ids.ts"
 import { topupDisarmedMail } from "../services/mail/messages.ts"
@@ -114,6 +115,7 @@ export class Topups extends Context.Service<
     const rails = yield* PaymentRails
     const outbox = yield* Outbox
     const events = yield* WebhookEvents
+    const audit = yield* Audit
     const config = yield* AppConfig
     const limits = config.policy.topup
     const oneTimePacks = config.policy.packs.filter((pack) => pack.mode === "one_time")
@@ -252,6 +254,7 @@ export class Topups extends Context.Service<
           WHERE id = ${row.id}`
         yield* credits.applyPurchase({ accountId: row.account_id, pack: packOf(row), rail, paymentRef })
         yield* sql`UPDATE topup_settings SET failures = 0 WHERE account_id = ${row.account_id}`
+        yield* audit.record(row.account_id, "topup.succeeded", row.id)
         yield* events.emit(row.account_id, "topup.succeeded", {
           topup_id: row.id,
           pack: row.pack,

@@ -1,6 +1,7 @@
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
+import { Audit } from "../services/Audit.ts"
 import { Credits } from "../services/Credits.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
 import { Checkout } from "./Checkout.ts"
@@ -52,6 +53,7 @@ export const stripeEvents = Effect.gen(function* () {
   const credits = yield* Credits
   const topups = yield* Topups
   const webhookEvents = yield* WebhookEvents
+  const audit = yield* Audit
   return makeStripeEvents({
     sql: yield* SqlClient.SqlClient,
     complete: checkout.complete,
@@ -59,14 +61,15 @@ export const stripeEvents = Effect.gen(function* () {
     applyPurchase: credits.applyPurchase,
     packs: config.policy.packs,
     renewed: (renewal) =>
-      Effect.asVoid(
+      Effect.andThen(
+        audit.record(renewal.accountId, "subscription.renewed", renewal.pack.pack),
         webhookEvents.emit(renewal.accountId, "subscription.renewed", {
           pack: renewal.pack.pack,
           rail: renewal.rail,
           periods: renewal.periods,
           current_period_end: new Date(renewal.periodEnd).toISOString()
         })
-      ),
+      ).pipe(Effect.asVoid),
     topupPaid: topups.paid,
     topupFailed: topups.failed
   })

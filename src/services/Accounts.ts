@@ -4,6 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { Account, KeyRecord } from "../domain/accounts.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import * as Row from "../store/rows.ts"
+import { Audit } from "./Audit.ts"
 import { Ids } from "./Ids.ts"
 
 export const AccountState = Schema.Literals(["active", "suspended"])
@@ -81,6 +82,7 @@ export class Accounts extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
+      const audit = yield* Audit
 
       const get = Effect.fn("Accounts.get")(function* (accountId: string) {
         const rows = yield* sql`SELECT * FROM accounts WHERE id = ${accountId}`.pipe(
@@ -111,6 +113,7 @@ export class Accounts extends Context.Service<
             yield* sql`INSERT INTO accounts (id, plan, created_ip, created_at) VALUES (${accountId}, 'trial', ${ip}, ${now})`
             yield* sql`INSERT INTO api_keys (id, account_id, secret_hash, hint, created_at)
               VALUES (${keyId}, ${accountId}, ${hashSecret(secret)}, ${hint}, ${now})`
+            yield* audit.record(accountId, "key.created", keyId)
           })
         )
         const account = yield* get(accountId)

@@ -4,6 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import type { Pack } from "../domain/plans.ts"
 import { mailboxOf } from "../domain/signIn.ts"
+import { Audit } from "./Audit.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
 import { WebhookEvents } from "./WebhookEvents.ts"
@@ -61,6 +62,7 @@ export class Credits extends Context.Service<
       const ids = yield* Ids
       const keyMemory = yield* KeyMemory
       const events = yield* WebhookEvents
+      const audit = yield* Audit
       const { policy } = yield* AppConfig
 
       /** The statements of a credit, inside the caller's transaction. */
@@ -133,6 +135,7 @@ export class Credits extends Context.Service<
             yield* input.pack.pack === "production"
               ? sql`UPDATE accounts SET plan = 'production' WHERE id = ${input.accountId}`
               : sql`UPDATE accounts SET plan = 'flex' WHERE id = ${input.accountId} AND plan = 'trial'`
+            yield* audit.record(input.accountId, "credits.purchased", id)
             yield* events.emit(input.accountId, "credits.purchased", {
               purchase_id: id,
               pack: input.pack.pack,

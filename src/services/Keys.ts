@@ -22,6 +22,7 @@ import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import { identityPolicy } from "../domain/signIn.ts"
 import { dayOf } from "../domain/time.ts"
 import * as Row from "../store/rows.ts"
+import { Audit } from "./Audit.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
@@ -220,6 +221,7 @@ export class Keys extends Context.Service<
       const ids = yield* Ids
       const credits = yield* Credits
       const events = yield* WebhookEvents
+      const audit = yield* Audit
       const { maxActiveKeysPerAccount, maxChildKeysPerKey } = (yield* AppConfig).policy
 
       /** `key.created`, in the transaction that made the key (never its secret). */
@@ -346,6 +348,7 @@ export class Keys extends Context.Service<
               label: input.label,
               limits: input.limits
             })
+            yield* audit.record(input.account.id, "key.created", issued.key_id)
             const grant =
               before.length === 0 && plan === "trial"
                 ? yield* credits.grantOnce({
@@ -386,6 +389,7 @@ export class Keys extends Context.Service<
                 platforms = ${limits.platforms === null ? null : limits.platforms.join(",")}
               WHERE id = ${keyId}`
             yield* countFromCalls(keyId, now)
+            yield* audit.record(account.id, "key.updated", keyId)
             const updated = yield* keyOf(account.id, keyId, now)
             return listing(updated!, now)
           })
@@ -432,6 +436,7 @@ export class Keys extends Context.Service<
               ...(old.parent_key_id === null ? {} : { parentKeyId: old.parent_key_id })
             })
             yield* countFromCalls(issued.key_id, now)
+            yield* audit.record(accountId, "key.rotated", keyId)
             return { ...issued, replaces: keyId }
           })
         )
@@ -452,6 +457,11 @@ export class Keys extends Context.Service<
               yield* sql`UPDATE api_keys SET revoked_at = ${now} WHERE id = ${keyId}`
               yield* revoked(accountId, [keyId], now, "revoked")
               yield* revokeChildrenOf(accountId, keyId, now)
+              yield* audit.record(
+                accountId,
+                parentKeyId === undefined ? "key.revoked" : "child_key.revoked",
+                keyId
+              )
               return { key_id: keyId, revoked_at: new Date(now).toISOString() }
             })
           )
@@ -517,6 +527,7 @@ export class Keys extends Context.Service<
               limits,
               parentKeyId: parent.key.id
             })
+            yield* audit.record(parent.account.id, "child_key.created", issued.key_id)
             return { ...issued, parent_key_id: parent.key.id } satisfies IssuedChildKey
           })
         )
@@ -537,10 +548,15 @@ export class Keys extends Context.Service<
 
       const setAlert = Effect.fn("Keys.setAlert")(function* (accountId: string, threshold: number) {
         yield* keyMemory.changing(accountId)
-        const rows = yield* sql`UPDATE accounts SET alert_threshold = ${threshold},
-            alert_armed = svc_alert_armed(${threshold}, grant_credits + balance_credits)
-          WHERE id = ${accountId} RETURNING alert_threshold, balance_credits, grant_credits`.pipe(
-          Effect.flatMap(decodeAlert)
+        const rows = yield* sql.withTransaction(
+          Effect.tap(
+            sql`UPDATE accounts SET alert_threshold = ${threshold},
+                alert_armed = svc_alert_armed(${threshold}, grant_credits + balance_credits)
+              WHERE id = ${accountId} RETURNING alert_threshold, balance_credits, grant_credits`.pipe(
+              Effect.flatMap(decodeAlert)
+            ),
+            () => audit.record(accountId, "alert.set", String(threshold))
+          )
         )
         const row = rows[0]!
         return {

@@ -7,6 +7,7 @@ import { encodeBase62, hashSecret, hintOf, managementTokenPattern } from "../dom
 import { identityPolicy } from "../domain/signIn.ts"
 import * as Row from "../store/rows.ts"
 import { Accounts, toAccount } from "./Accounts.ts"
+import { Audit } from "./Audit.ts"
 import { Ids } from "./Ids.ts"
 
 export type { Governor }
@@ -65,6 +66,7 @@ export class ManagementTokens extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
       const accounts = yield* Accounts
+      const audit = yield* Audit
 
       const issue = (email: string, label: TokenLabel, now: number) =>
         Effect.gen(function* () {
@@ -130,7 +132,17 @@ export class ManagementTokens extends Context.Service<
             param: "token_id"
           })
         if (token.revoked_at !== null) return { token_id: tokenId, revoked_at: iso(token.revoked_at) }
-        yield* sql`UPDATE management_tokens SET revoked_at = ${now} WHERE id = ${tokenId} AND revoked_at IS NULL`
+        yield* sql.withTransaction(
+          Effect.andThen(
+            sql`UPDATE management_tokens SET revoked_at = ${now} WHERE id = ${tokenId} AND revoked_at IS NULL`,
+            Effect.forEach(
+              governor.accounts,
+              (account) =>
+                audit.record(account.id, "token.revoked", tokenId, { kind: "email", id: governor.email }),
+              { discard: true }
+            )
+          )
+        )
         return { token_id: tokenId, revoked_at: iso(now) }
       })
 

@@ -13,6 +13,7 @@ import {
 } from "../domain/signIn.ts"
 import * as Row from "../store/rows.ts"
 import { Accounts } from "./Accounts.ts"
+import { Audit } from "./Audit.ts"
 import { Ids } from "./Ids.ts"
 import { type IssuedKey, Keys } from "./Keys.ts"
 import { recoveryMail } from "./mail/messages.ts"
@@ -54,6 +55,7 @@ export class Recovery extends Context.Service<
       const ids = yield* Ids
       const keys = yield* Keys
       const accounts = yield* Accounts
+      const audit = yield* Audit
       const outbox = yield* Outbox
       const limits = yield* RateLimits
       const { baseUrl, policy } = yield* AppConfig
@@ -133,6 +135,11 @@ export class Recovery extends Context.Service<
             if (account === undefined || account.state !== "active") return yield* unusable
             const revoked = yield* keys.revokeAll(accountId)
             const issued = yield* keys.issue({ accountId, plan: account.plan, label: "recovered" })
+            // The link went to the account's email: whoever follows it acts as that owner.
+            yield* audit.record(accountId, "account.rekeyed", issued.key_id, {
+              kind: "email",
+              id: account.email ?? accountId
+            })
             return { account_id: accountId, ...issued, revoked }
           })
         )

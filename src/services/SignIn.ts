@@ -21,6 +21,7 @@ import {
 } from "../domain/signIn.ts"
 import * as Row from "../store/rows.ts"
 import { Accounts, toAccount } from "./Accounts.ts"
+import { Audit } from "./Audit.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
@@ -193,6 +194,7 @@ export class SignIn extends Context.Service<
       const managementTokens = yield* ManagementTokens
       const outbox = yield* Outbox
       const limits = yield* RateLimits
+      const audit = yield* Audit
       const { baseUrl, policy } = yield* AppConfig
       const signInLimits = policy.signIn
 
@@ -241,6 +243,11 @@ export class SignIn extends Context.Service<
             owned = yield* accounts.ofEmail(email)
           }
           const token = yield* managementTokens.issue(email, label, now)
+          yield* Effect.forEach(
+            owned,
+            (row) => audit.record(row.id, "signed_in", token.tokenId, { kind: "email", id: email }),
+            { discard: true }
+          )
           return {
             management_token: token.secret,
             token_id: token.tokenId,

@@ -10,6 +10,7 @@ import {
   webhookUrlRefusal
 } from "../domain/webhooks.ts"
 import { checkedAddresses } from "../oauth/clientFetch.ts"
+import { Audit } from "../services/Audit.ts"
 import { Ids } from "../services/Ids.ts"
 import { RateLimits } from "../services/RateLimits.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
@@ -180,6 +181,7 @@ export class Webhooks extends Context.Service<
       const ids = yield* Ids
       const box = yield* SecretBox
       const events = yield* WebhookEvents
+      const audit = yield* Audit
       const config = yield* AppConfig
       const resolve = yield* WebhookResolver
       const limits = yield* RateLimits
@@ -219,6 +221,7 @@ export class Webhooks extends Context.Service<
               })
             yield* sql`INSERT INTO webhook_endpoints (id, account_id, url, events, secret_sealed, state, created_at)
                 VALUES (${id}, ${accountId}, ${url}, ${subscribed.join(",")}, ${box.seal(secret, id)}, 'active', ${now})`
+            yield* audit.record(accountId, "webhook.created", id)
             return {
               webhook_id: id,
               url,
@@ -251,6 +254,7 @@ export class Webhooks extends Context.Service<
             if (removed.length === 0) return yield* unknownWebhook(webhookId)
             yield* sql`UPDATE webhook_deliveries SET state = 'canceled'
                 WHERE endpoint_id = ${webhookId} AND state = 'pending'`
+            yield* audit.record(accountId, "webhook.deleted", webhookId)
             return { webhook_id: webhookId, deleted_at: new Date(now).toISOString() }
           })
         )

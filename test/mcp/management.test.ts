@@ -17,7 +17,8 @@ const managementToolNames = [
   "rotate_key",
   "revoke_key",
   "set_balance_alert",
-  "billing_portal"
+  "billing_portal",
+  "list_audit_events"
 ]
 /** A spend key's catalogue: the data tools, get_usage and the child-key tools (issue 26). */
 const dataToolNames = [
@@ -138,6 +139,40 @@ describe(`MCP management tools (${storeName})`, () => {
             [rotated.structured.key_id]: false
           }
         )
+
+        // The audit log: the same page as REST's, the changes above made by the token's email.
+        const audit = yield* callTool(client, "list_audit_events", { limit: 100 })
+        assert.isFalse(audit.isError, audit.text)
+        const restAudit = yield* app.call("/v1/audit?limit=100", { key: token, ip })
+        assert.deepStrictEqual(audit.structured, restAudit.body)
+        assert.deepStrictEqual(
+          audit.structured.events.map((event: any) => [
+            event.action,
+            event.actor.kind,
+            event.actor.id,
+            event.ip
+          ]),
+          [
+            ...["alert.set", "key.revoked", "key.rotated", "key.created", "signed_in"].map((action) => [
+              action,
+              "email",
+              "keys-owner@example.com",
+              ip
+            ]),
+            // The mint's key, made before anyone signed in.
+            ["key.created", "service", "svc", ip]
+          ]
+        )
+        const paged = yield* callTool(client, "list_audit_events", { limit: 2 })
+        assert.strictEqual(paged.structured.events.length, 2)
+        const next = yield* callTool(client, "list_audit_events", {
+          limit: 2,
+          cursor: paged.structured.next_cursor
+        })
+        assert.deepStrictEqual(next.structured.events, audit.structured.events.slice(2, 4))
+        const badLimit = yield* callTool(client, "list_audit_events", { limit: "2" })
+        assert.strictEqual(badLimit.problem.code, "INVALID_INPUT")
+        assert.strictEqual(badLimit.problem.param, "limit")
 
         // The token governs one account: it spends directly, as on REST.
         const usage = yield* callTool(client, "get_usage", {})

@@ -139,6 +139,7 @@ export const makeTour = (app: TestApp["Service"], baseUrl: string, ip: string) =
       { name: "dashboard-billing", path: `/dashboard/billing?${account}`, cookie: session_ },
       { name: "dashboard-tokens", path: `/dashboard/tokens?${account}`, cookie: session_ },
       { name: "dashboard-apps", path: `/dashboard/apps?${account}`, cookie: session_ },
+      { name: "dashboard-activity", path: `/dashboard/activity?${account}`, cookie: session_ },
       { name: "oauth-consent", path: consent.path, cookie: consent.cookie },
       { name: "docs-errors", path: "/docs/errors", cookie: "" }
     ]

@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
+import { Audit } from "../../src/services/Audit.ts"
 import { Credits } from "../../src/services/Credits.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { KeyMemory } from "../../src/services/KeyMemory.ts"
@@ -33,7 +34,9 @@ describe("Ids.layerTest", () => {
 })
 
 const services = Layer.mergeAll(Accounts.layer, Credits.layer).pipe(
-  Layer.provideMerge(WebhookEvents.layer.pipe(Layer.provideMerge(WebhookWake.layer))),
+  Layer.provideMerge(
+    Layer.mergeAll(WebhookEvents.layer.pipe(Layer.provideMerge(WebhookWake.layer)), Audit.layer)
+  ),
   Layer.provideMerge(Outbox.layer),
   Layer.provideMerge(Settings.layer),
   Layer.provideMerge(KeyMemory.layer),

@@ -1,5 +1,6 @@
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { audit } from "./audit.ts"
 import { buy, portal } from "./billing.ts"
 import { baseUrlOf, configPath, readConfig, updateConfig } from "./config.ts"
 import { json, show } from "./flags.ts"
@@ -182,6 +183,7 @@ export const accountCommands = [
   alert,
   webhooks,
   topup,
+  audit,
   buy,
   portal,
   recover,

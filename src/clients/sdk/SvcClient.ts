@@ -110,7 +110,7 @@ const dataPath = new RegExp(`^/v1/(${[...new Set(declarations.map((d) => d.platf
 
 /** The routes that take a management token rather than a spend key (README, "Management tokens"). */
 const managementPath =
-  /^\/v1\/(keys(\/rotate|\/revoke|\/update)?|alert|portal|auth\/tokens(\/revoke)?|auth\/logout|webhooks(\/delete|\/test|\/[^/]+\/deliveries)?|topup)$/
+  /^\/v1\/(keys(\/rotate|\/revoke|\/update)?|alert|portal|auth\/tokens(\/revoke)?|auth\/logout|webhooks(\/delete|\/test|\/[^/]+\/deliveries)?|topup|audit)$/
 
 const pathOf = (request: HttpClientRequest.HttpClientRequest) => new URL(request.url, "http://x").pathname
 

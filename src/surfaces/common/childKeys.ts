@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import type { Caller } from "../../contract/api.ts"
+import { asOrigin } from "../../services/Audit.ts"
 import { Keys } from "../../services/Keys.ts"
 import { type LimitArgs, limitsOf } from "./management.ts"
 
@@ -8,6 +9,13 @@ import { type LimitArgs, limitsOf } from "./management.ts"
  * parent spend key; the rules are `Keys.createChild`'s.
  */
 
+/** A child key's changes are the parent key's (or connected app's) own, in the audit log. */
+const asParent = (caller: Caller["Service"]) =>
+  asOrigin({
+    actor: { kind: caller.key.id.startsWith("app_") ? "app" : "key", id: caller.key.id },
+    ip: caller.ip
+  })
+
 export const createChildKey = (
   caller: Caller["Service"],
   args: LimitArgs & { readonly label?: string | undefined; readonly spend_cap_credits: number }
@@ -15,7 +23,7 @@ export const createChildKey = (
   Effect.gen(function* () {
     const limits = yield* limitsOf(args)
     return yield* (yield* Keys).createChild(caller, { label: args.label ?? null, limits })
-  })
+  }).pipe(asParent(caller))
 
 export const listChildKeys = (caller: Caller["Service"]) =>
   Effect.map(
@@ -24,4 +32,4 @@ export const listChildKeys = (caller: Caller["Service"]) =>
   )
 
 export const revokeChildKey = (caller: Caller["Service"], args: { readonly key_id: string }) =>
-  Effect.flatMap(Keys, (keys) => keys.revokeChild(caller.key, args.key_id))
+  asParent(caller)(Effect.flatMap(Keys, (keys) => keys.revokeChild(caller.key, args.key_id)))

@@ -6,6 +6,7 @@ import type { Platform } from "../../domain/plans.ts"
 import { Checkout } from "../../payments/Checkout.ts"
 import { PaymentRails } from "../../payments/PaymentRail.ts"
 import { Topups } from "../../payments/Topups.ts"
+import { Audit } from "../../services/Audit.ts"
 import { Keys } from "../../services/Keys.ts"
 import { Webhooks } from "../../webhooks/Webhooks.ts"
 import { selectAccount } from "./bearers.ts"
@@ -205,4 +206,15 @@ export const setTopup = (
       below_credits: args.below_credits,
       monthly_max_usd_cents: args.monthly_max_usd_cents
     })
+  })
+
+/** The account's audit log, newest first, a page at a time (50 events unless `limit` says). */
+export const listAuditEvents = (
+  governor: Governor,
+  args: AccountArgs & { readonly limit?: number | undefined; readonly cursor?: string | undefined }
+) =>
+  Effect.gen(function* () {
+    const account = yield* selectAccount(governor, args.account_id)
+    const page = yield* (yield* Audit).list(account.id, { limit: args.limit ?? 50, cursor: args.cursor })
+    return { account_id: account.id, ...page }
   })

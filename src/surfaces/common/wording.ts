@@ -32,6 +32,7 @@ const elsewhere = (baseUrl: string): ReadonlyArray<Elsewhere> => [
     page: "the dashboard's Connected apps page"
   },
   { route: "GET /v1/apps", mcp: `${baseUrl}/dashboard/apps`, page: "the dashboard's Connected apps page" },
+  { route: "GET /v1/audit", mcp: "the list_audit_events tool", page: "the dashboard's Activity page" },
   { route: "GET /v1/auth/tokens", mcp: `${baseUrl}/dashboard/tokens`, page: "the dashboard's Sign-ins page" },
   {
     route: "POST /v1/auth/email/start",

@@ -11,6 +11,7 @@ import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
 import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
+import { AuditRoutes } from "./auditRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
@@ -18,6 +19,7 @@ import { bearerCredential, DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
+  AuditAddressLayer,
   ClientLayer,
   InputProblemsLayer,
   ManagementAuthLayer,
@@ -121,7 +123,8 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
       AppsRoutes,
       BillingRoutes,
       WebhooksRoutes,
-      ExportRoutes(operations)
+      ExportRoutes(operations),
+      AuditRoutes
     ]),
     Layer.provide([ClientLayer, InputProblemsLayer, PlainInputLayer, SpendKeyAuthLayer, ManagementAuthLayer])
   )
@@ -138,6 +141,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     OAuthRoutes,
     CheckoutPageRoutes,
     StripeWebhookRoutes,
+    AuditAddressLayer,
     opsRoutes(methodsAt(() => OpenApi.fromApi(api)))
   )
 }

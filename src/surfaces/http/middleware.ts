@@ -6,6 +6,7 @@ import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } fro
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { Governing, ManagementAuth } from "../../contract/governance.ts"
+import { type AuditOrigin, asOrigin, serviceOrigin } from "../../services/Audit.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
@@ -25,6 +26,30 @@ export const ClientLayer = Layer.effect(
         return Effect.map(Effect.provideService(httpEffect, ClientIp, bearers.clientIp(request)), noStore)
       })
   })
+)
+
+/**
+ * Every HTTP request's client address, for the audit log: a change made by a request records where
+ * it came from, whoever the route then says acted (a management token's email, a key, a sign-in).
+ */
+export const AuditAddressLayer = HttpRouter.middleware(
+  Effect.gen(function* () {
+    const bearers = yield* Bearers
+    return (httpEffect) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        // Computed only when a change is recorded: most requests change nothing.
+        let ip: string | undefined
+        const origin: AuditOrigin = {
+          actor: serviceOrigin.actor,
+          get ip() {
+            ip ??= bearers.clientIp(request)
+            return ip
+          }
+        }
+        return asOrigin(origin)(httpEffect)
+      })
+  }),
+  { global: true }
 )
 
 /**
@@ -97,7 +122,12 @@ export const ManagementAuthLayer = Layer.effect(
         Effect.flatMap(Effect.result(bearers.governor(Redacted.value(credential))), (found) =>
           found._tag === "Failure"
             ? Effect.succeed(problems.render(found.failure))
-            : Effect.provideService(httpEffect, Governing, found.success)
+            : Effect.flatMap(ClientIp, (ip) =>
+                httpEffect.pipe(
+                  Effect.provideService(Governing, found.success),
+                  asOrigin({ actor: { kind: "email", id: found.success.email }, ip })
+                )
+              )
         )
     })
   })

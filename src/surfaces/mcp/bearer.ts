@@ -12,6 +12,8 @@ export interface Bearer {
   /** Whom data tools run as; the failure (several accounts, a suspended one) is their answer. */
   readonly caller: Result.Result<typeof Caller.Service, AuthRequired | Unauthorized>
   readonly governor: Governor | undefined
+  /** The client's address, as every per-IP rule counts it. */
+  readonly ip: string
 }
 
 export class McpBearer extends Context.Service<McpBearer, Bearer>()("surfaces/mcp/McpBearer") {}
@@ -29,5 +31,6 @@ export const resolveBearer = (
 ): Effect.Effect<Bearer, KeyRequired | Unauthorized | AuthRequired> =>
   Effect.map(bearers.resolve(secret, { resource }), (found) => ({
     governor: found.governor,
+    ip,
     caller: Result.map(found.principal, (principal) => ({ ...principal, ip }))
   }))

@@ -4,6 +4,7 @@ import { type HttpApiEndpoint, HttpApiError, OpenApi } from "effect/http-api"
 import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
+import { AuditGroup, AuditQuery } from "../../contract/audit.ts"
 import {
   AuthRequired,
   type InvalidInput,
@@ -15,6 +16,7 @@ import { ChildKeysGroup, ManagementGroup } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
+import { type Audit, asOrigin } from "../../services/Audit.ts"
 import type { Ids } from "../../services/Ids.ts"
 import type { Keys } from "../../services/Keys.ts"
 import * as childKeys from "../common/childKeys.ts"
@@ -63,7 +65,8 @@ const notSignedIn = new AuthRequired({
     "Management tools need a management token (svcm_...): sign in with your email (POST /v1/auth/email/start) and connect with that token as bearer."
 })
 
-type ManagementServices = McpBearer | Keys | Checkout | PaymentRails | AppConfig | Ids
+type ManagementStepServices = Keys | Checkout | PaymentRails | Audit
+type ManagementServices = McpBearer | ManagementStepServices | AppConfig | Ids
 type StepError = AuthRequired | InvalidInput | NotFound | Unauthorized | UpstreamUnavailable | SqlError
 
 /**
@@ -79,16 +82,18 @@ const routeTool = <E extends Endpoint>(
   run: (
     bearer: Bearer,
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>,
+  /** The arguments' schema when a query's text form is not what a tool takes (integers as text). */
+  argumentsSchema: Schema.Codec<Body<E>, unknown> = bodyOf(endpoint)
 ): McpTool<ManagementServices> => {
-  const decode = Schema.decodeUnknownEffect(bodyOf(endpoint))
+  const decode = Schema.decodeUnknownEffect(argumentsSchema)
   const encode = Schema.encodeEffect(successOf(endpoint))
   const description = Option.getOrElse(Context.getOption(endpoint.annotations, OpenApi.Description), () => "")
   return {
     name,
     platform: undefined,
     description: `${description}${moreHelp}`,
-    inputSchema: inputSchema(argumentsJsonSchema(bodyOf(endpoint))),
+    inputSchema: inputSchema(argumentsJsonSchema(argumentsSchema)),
     outputSchema: outputSchema(jsonSchemaOf(successOf(endpoint))),
     annotations: { openWorldHint: false, ...annotations },
     call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
@@ -113,10 +118,19 @@ const managementTool = <E extends Endpoint>(
   run: (
     governor: Governor,
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>,
+  argumentsSchema?: Schema.Codec<Body<E>, unknown>
 ) =>
-  routeTool(name, endpoint, annotations, accountHelp, ({ governor }, args) =>
-    governor === undefined ? Effect.fail(notSignedIn) : run(governor, args)
+  routeTool(
+    name,
+    endpoint,
+    annotations,
+    accountHelp,
+    ({ governor, ip }, args) =>
+      governor === undefined
+        ? Effect.fail(notSignedIn)
+        : asOrigin({ actor: { kind: "email", id: governor.email }, ip })(run(governor, args)),
+    argumentsSchema
   )
 
 /** A child-key route as a tool of a spend key's connection: the key is the parent. */
@@ -127,7 +141,7 @@ const childKeyTool = <E extends Endpoint>(
   run: (
     caller: Caller["Service"],
     args: Body<E>
-  ) => Effect.Effect<E["~Success"]["Type"], StepError, Keys | Checkout | PaymentRails>
+  ) => Effect.Effect<E["~Success"]["Type"], StepError, ManagementStepServices>
 ) =>
   routeTool(name, endpoint, annotations, "", ({ caller }, args) =>
     Result.isFailure(caller) ? Effect.fail(caller.failure) : run(caller.success, args)
@@ -140,7 +154,7 @@ const changes = { readOnlyHint: false, destructiveHint: false, idempotentHint: f
 
 /** What a management token's connection tells its client beyond the data tools. */
 export const managementInstructions =
-  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, expiry and platforms), rotate_key, revoke_key, set_balance_alert and billing_portal (a new key's secret is shown once; pass `account_id` when the sign-in governs several accounts)."
+  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, expiry and platforms), rotate_key, revoke_key, set_balance_alert, billing_portal and list_audit_events (who changed what, newest first). A new key's secret is shown once; pass `account_id` when the sign-in governs several accounts."
 
 /** The management tools, built once: a management token's connection on every mount adds them. */
 export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
@@ -177,6 +191,13 @@ export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
     endpoints.billingPortal,
     { readOnlyHint: true, openWorldHint: true },
     management.billingPortal
+  ),
+  managementTool(
+    "list_audit_events",
+    AuditGroup.endpoints.listAuditEvents,
+    { readOnlyHint: true },
+    management.listAuditEvents,
+    AuditQuery
   )
 ]
 

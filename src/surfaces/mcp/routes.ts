@@ -14,6 +14,7 @@ import { type McpMount, mcpMounts, mountUrl } from "../../contract/mcpMounts.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
+import type { Audit } from "../../services/Audit.ts"
 import type { Keys } from "../../services/Keys.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
@@ -95,7 +96,14 @@ const childKeyInstructions =
   " This connection's spend key can also hand a sub-agent a bounded key: create_child_key (a spend cap, platforms and an expiry within this key's), list_child_keys and revoke_child_key."
 
 /** What every tool of a mount needs: the operations' services, the data and management tools'. */
-type McpToolServices<R> = R | Exclude<ToolServices, Caller> | McpBearer | Keys | Checkout | PaymentRails
+type McpToolServices<R> =
+  | R
+  | Exclude<ToolServices, Caller>
+  | McpBearer
+  | Keys
+  | Checkout
+  | PaymentRails
+  | Audit
 
 /**
  * The MCP surface, a Layer of routes beside REST: one stateless Streamable HTTP endpoint per mount

@@ -4,6 +4,7 @@ import { RpcSerialization, RpcServer } from "effect/rpc"
 import { AppConfig } from "../../config.ts"
 import { Unauthorized } from "../../contract/errors.ts"
 import { AdminToken } from "../../services/AdminToken.ts"
+import { asActor } from "../../services/Audit.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { AdminAuth, AdminRpcs, AdminUnauthorized, adminRpcPath } from "./AdminRpc.ts"
@@ -31,7 +32,8 @@ export const AdminAuthLayer = Layer.effect(
     const token = yield* AdminToken
     return AdminAuth.of((effect, { headers, rpc }) => {
       const message = refusal(token, headers.authorization)
-      if (message === undefined) return effect
+      // Whatever an operator procedure changes is the operator's in the audit log.
+      if (message === undefined) return asActor({ kind: "operator", id: "operator" })(effect)
       return Effect.logWarning(`admin RPC: refused ${rpc._tag}: ${message}`).pipe(
         Effect.andThen(Effect.fail(new AdminUnauthorized({ message })))
       )

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Account, Governor } from "../../../domain/accounts.ts"
+import { asActor } from "../../../services/Audit.ts"
 import { selectAccount } from "../../common/bearers.ts"
 import { head, html, productName } from "../pages/html.ts"
 import { csrfToken, type Form, htmlPage, queryParams } from "../pages/respond.ts"
@@ -115,7 +116,9 @@ check its page first to see whether the change took effect. Or <a href="${config
         Effect.gen(function* () {
           const chosen = yield* selectAccount(governor, form.get("account")).pipe(Effect.option)
           if (chosen._tag === "None") return notGoverned(governor, token, form.get("account"))
-          return yield* handle(frameOf(governor, token, chosen.value), governor, form)
+          return yield* handle(frameOf(governor, token, chosen.value), governor, form).pipe(
+            asActor({ kind: "email", id: governor.email })
+          )
         })
       ).pipe(Effect.orDie, troubled)
 

@@ -6,7 +6,7 @@ import { type Html, head, html, productName, testModeBadge } from "../pages/html
 import { labelCells } from "../pages/stylesheet.ts"
 
 /** The dashboard's sections, in the order of its navigation. */
-export type Section = "overview" | "usage" | "keys" | "billing" | "webhooks" | "tokens" | "apps"
+export type Section = "overview" | "usage" | "keys" | "billing" | "webhooks" | "tokens" | "apps" | "activity"
 
 const sections: ReadonlyArray<{ readonly id: Section; readonly path: string; readonly label: string }> = [
   { id: "overview", path: "/dashboard", label: "Overview" },
@@ -15,7 +15,8 @@ const sections: ReadonlyArray<{ readonly id: Section; readonly path: string; rea
   { id: "billing", path: "/dashboard/billing", label: "Billing" },
   { id: "webhooks", path: "/dashboard/webhooks", label: "Webhooks" },
   { id: "tokens", path: "/dashboard/tokens", label: "Sign-ins" },
-  { id: "apps", path: "/dashboard/apps", label: "Connected apps" }
+  { id: "apps", path: "/dashboard/apps", label: "Connected apps" },
+  { id: "activity", path: "/dashboard/activity", label: "Activity" }
 ]
 
 /**

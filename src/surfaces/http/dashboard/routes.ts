@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import type { AnyOperation } from "../../../operations/Operation.ts"
+import { ActivityRoutes } from "./activity.ts"
 import { DashboardAppsRoutes } from "./apps.ts"
 import { BillingRoutes } from "./billing.ts"
 import { KeysRoutes } from "./keys.ts"
@@ -22,5 +23,6 @@ export const DashboardRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
     BillingRoutes,
     TokensRoutes,
     DashboardAppsRoutes,
-    WebhooksRoutes
+    WebhooksRoutes,
+    ActivityRoutes
   )

@@ -1,0 +1,145 @@
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { InvalidInput } from "../contract/errors.ts"
+import { type AuditAction, type AuditActor, actorKinds } from "../domain/audit.ts"
+import * as Row from "../store/rows.ts"
+import { Ids } from "./Ids.ts"
+
+/** The actor and client address of the request being served; each surface sets it once per request. */
+export interface AuditOrigin {
+  readonly actor: AuditActor
+  readonly ip: string | null
+}
+
+/** Work no request asked for (a renewal, a top-up paid by the worker) is the service's own. */
+export const serviceOrigin: AuditOrigin = { actor: { kind: "service", id: "svc" }, ip: null }
+
+export const CurrentAuditOrigin = Context.Reference<AuditOrigin>("services/Audit/CurrentAuditOrigin", {
+  defaultValue: () => serviceOrigin
+})
+
+/** Runs `effect` as `origin`: every change it makes is recorded with that actor and address. */
+export const asOrigin =
+  (origin: AuditOrigin) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.provideService(effect, CurrentAuditOrigin, origin)
+
+/** Runs `effect` as `actor`, from the current request's address. */
+export const asActor =
+  (actor: AuditActor) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(CurrentAuditOrigin, (origin) => asOrigin({ actor, ip: origin.ip })(effect))
+
+export interface AuditEvent {
+  readonly event_id: string
+  readonly at: string
+  readonly action: string
+  readonly actor: AuditActor
+  readonly target: string | null
+  readonly ip: string | null
+}
+
+export interface AuditPage {
+  readonly events: ReadonlyArray<AuditEvent>
+  readonly next_cursor: string | null
+}
+
+const decodeEvents = Row.decoder(
+  Schema.Struct({
+    seq: Row.Int,
+    id: Schema.String,
+    at: Row.Int,
+    action: Schema.String,
+    actor_kind: Schema.Literals(actorKinds),
+    actor_id: Schema.String,
+    target: Schema.NullOr(Schema.String),
+    ip: Schema.NullOr(Schema.String)
+  }),
+  "audit_events"
+)
+
+/** A page's cursor: the position of its last event, opaque to clients. */
+const cursorOf = (seq: number) => `aud_${seq.toString(36)}`
+const seqOf = (cursor: string): number | undefined => {
+  const match = /^aud_([0-9a-z]{1,12})$/.exec(cursor)
+  const seq = match === null ? Number.NaN : Number.parseInt(match[1]!, 36)
+  return Number.isSafeInteger(seq) && seq > 0 ? seq : undefined
+}
+
+/**
+ * The audit log. `record` joins the caller's transaction (like `WebhookEvents.emit`), so the row
+ * commits or rolls back with the change; the actor and address are the current request's
+ * (`CurrentAuditOrigin`). `list` pages an account's events newest first.
+ */
+export class Audit extends Context.Service<
+  Audit,
+  {
+    /** Records a change to the account, by `actor` when given, else by the current request's actor. */
+    readonly record: (
+      accountId: string,
+      action: AuditAction,
+      target: string | null,
+      actor?: AuditActor
+    ) => Effect.Effect<void, SqlError>
+    readonly list: (
+      accountId: string,
+      page: { readonly limit: number; readonly cursor?: string | undefined }
+    ) => Effect.Effect<AuditPage, InvalidInput | SqlError>
+  }
+>()("services/Audit") {
+  static readonly layer = Layer.effect(
+    Audit,
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const ids = yield* Ids
+
+      const record = Effect.fn("Audit.record")(function* (
+        accountId: string,
+        action: AuditAction,
+        target: string | null,
+        actor?: AuditActor
+      ) {
+        const origin = yield* CurrentAuditOrigin
+        const who = actor ?? origin.actor
+        const now = yield* Clock.currentTimeMillis
+        const id = yield* ids.newId("aud")
+        yield* sql`INSERT INTO audit_events (id, account_id, at, action, actor_kind, actor_id, target, ip)
+          VALUES (${id}, ${accountId}, ${now}, ${action}, ${who.kind}, ${who.id},
+            ${target}, ${origin.ip})`
+      })
+
+      const list = Effect.fn("Audit.list")(function* (
+        accountId: string,
+        page: { readonly limit: number; readonly cursor?: string | undefined }
+      ) {
+        const before = page.cursor === undefined ? undefined : seqOf(page.cursor)
+        if (page.cursor !== undefined && before === undefined)
+          return yield* new InvalidInput({
+            message: "This cursor is not one GET /v1/audit gave. Start again without it.",
+            param: "cursor"
+          })
+        const rows = yield* sql`SELECT seq, id, at, action, actor_kind, actor_id, target, ip FROM audit_events
+          WHERE account_id = ${accountId} AND seq < ${before ?? Number.MAX_SAFE_INTEGER}
+          ORDER BY seq DESC LIMIT ${page.limit + 1}`.pipe(Effect.flatMap(decodeEvents))
+        const shown = rows.slice(0, page.limit)
+        const last = shown[shown.length - 1]
+        return {
+          events: shown.map(
+            (row): AuditEvent => ({
+              event_id: row.id,
+              at: new Date(row.at).toISOString(),
+              action: row.action,
+              actor: { kind: row.actor_kind, id: row.actor_id },
+              target: row.target,
+              ip: row.ip
+            })
+          ),
+          next_cursor: rows.length > page.limit && last !== undefined ? cursorOf(last.seq) : null
+        }
+      })
+
+      return Audit.of({ record, list })
+    })
+  )
+}
