@@ -50,66 +50,84 @@ describe(`automatic top-up across instances (${storeName})`, () => {
         Effect.gen(function* () {
           const a = yield* instance({}, undefined, operations)
           const b = yield* instance({}, undefined, operations)
-          const ip = "10.92.0.1"
-          const minted = yield* a.mint(ip)
-          const token = (yield* signIn(a, "topup-instances@example.com", { key: minted.key, ip }))
-            .management_token
-          yield* buy(a, "flex", { key: minted.key, ip })
-          // The line above everything: every charge of grant or balance wants a top-up; three fit the month.
-          const armed = yield* post(
-            b,
-            "/v1/topup",
-            { below_credits: 1_000_000_000, monthly_max_usd_cents: 6_000 },
-            {
-              key: token,
-              ip
-            }
-          )
-          assert.strictEqual(armed.status, 200, JSON.stringify(armed.body))
+          yield* Effect.ensuring(
+            Effect.gen(function* () {
+              const ip = "10.92.0.1"
+              const minted = yield* a.mint(ip)
+              const token = (yield* signIn(a, "topup-instances@example.com", { key: minted.key, ip }))
+                .management_token
+              yield* buy(a, "flex", { key: minted.key, ip })
+              // The line above everything: every charge of grant or balance wants a top-up; three fit the month.
+              const armed = yield* post(
+                b,
+                "/v1/topup",
+                { below_credits: 1_000_000_000, monthly_max_usd_cents: 6_000 },
+                {
+                  key: token,
+                  ip
+                }
+              )
+              assert.strictEqual(armed.status, 200, JSON.stringify(armed.body))
 
-          // The same profiles warmed by another account: this account's calls are cache hits
-          // (`svc_charge_hits` arms top-ups too) as well as full calls.
-          const other = yield* a.mint("10.92.0.2")
-          yield* buy(a, "flex", { key: other.key, ip: "10.92.0.2" })
-          for (const slug of slugs.slice(0, 6))
-            yield* a.call(`/v1/profnet/profiles?identifier=${slug}`, {
-              key: other.key,
-              ip: "10.92.0.2",
-              idempotencyKey: crypto.randomUUID()
-            })
-          const statuses = yield* Effect.forEach(
-            Array.from({ length: 48 }, (_, n) => n),
-            (n) =>
-              Effect.map(
-                (n % 2 === 0 ? a : b).call(
-                  n % 3 === 0
-                    ? `/v1/profnet/profiles?identifier=${slugs[n % 6]}`
-                    : `/v1/profnet/profiles?identifier=${slugs[6 + (n % 20)]}&freshness=realtime`,
-                  { key: minted.key, ip, idempotencyKey: crypto.randomUUID() }
-                ),
-                (reply) => reply.status
-              ),
-            { concurrency: 8 }
+              // The same profiles warmed by another account: this account's calls are cache hits
+              // (`svc_charge_hits` arms top-ups too) as well as full calls.
+              const other = yield* a.mint("10.92.0.2")
+              yield* buy(a, "flex", { key: other.key, ip: "10.92.0.2" })
+              for (const slug of slugs.slice(0, 6))
+                yield* a.call(`/v1/profnet/profiles?identifier=${slug}`, {
+                  key: other.key,
+                  ip: "10.92.0.2",
+                  idempotencyKey: crypto.randomUUID()
+                })
+              // Eight at once on one account: each call meets the one-call-in-flight rule and, as a
+              // careful client does, retries with its Idempotency-Key until it runs (on its instance).
+              const statuses = yield* Effect.forEach(
+                Array.from({ length: 48 }, (_, n) => n),
+                (n) => {
+                  const idempotencyKey = crypto.randomUUID()
+                  const once = Effect.map(
+                    (n % 2 === 0 ? a : b).call(
+                      n % 3 === 0
+                        ? `/v1/profnet/profiles?identifier=${slugs[n % 6]}`
+                        : `/v1/profnet/profiles?identifier=${slugs[6 + (n % 20)]}&freshness=realtime`,
+                      { key: minted.key, ip, idempotencyKey }
+                    ),
+                    (reply) => reply.status
+                  )
+                  const attempt = (left: number): Effect.Effect<number> =>
+                    Effect.flatMap(once, (status) =>
+                      status === 429 && left > 0
+                        ? Effect.andThen(Effect.sleep("20 millis"), attempt(left - 1))
+                        : Effect.succeed(status)
+                    )
+                  return attempt(100)
+                },
+                { concurrency: 8 }
+              )
+              assert.isAtLeast(
+                statuses.filter((status) => status === 200).length,
+                10,
+                JSON.stringify(statuses)
+              )
+              // Every top-up settles (both instances' workers race for each).
+              const settled = yield* eventually(
+                ledger(minted.account_id),
+                (found) => found.topups.length > 0 && found.topups.every((row) => row.state === "succeeded"),
+                "the top-ups settled"
+              )
+              const spent = settled.topups.reduce((sum, row) => sum + row.price_usd_cents, 0)
+              assert.isAtMost(spent, 6_000, "never past the monthly maximum")
+              assert.isAtMost(settled.topups.length, 3)
+              assert.deepStrictEqual(
+                [...settled.purchases].sort(),
+                settled.topups.map((row) => `topup:${row.id}`).sort(),
+                "each top-up credited by exactly one purchase"
+              )
+              const view = yield* a.call("/v1/topup", { key: token, ip })
+              assert.strictEqual(view.body.month_spent_usd_cents, spent)
+            }),
+            Effect.andThen(a.stop, b.stop)
           )
-          assert.isAtLeast(statuses.filter((status) => status === 200).length, 10, JSON.stringify(statuses))
-          // Every top-up settles (both instances' workers race for each).
-          const settled = yield* eventually(
-            ledger(minted.account_id),
-            (found) => found.topups.length > 0 && found.topups.every((row) => row.state === "succeeded"),
-            "the top-ups settled"
-          )
-          const spent = settled.topups.reduce((sum, row) => sum + row.price_usd_cents, 0)
-          assert.isAtMost(spent, 6_000, "never past the monthly maximum")
-          assert.isAtMost(settled.topups.length, 3)
-          assert.deepStrictEqual(
-            [...settled.purchases].sort(),
-            settled.topups.map((row) => `topup:${row.id}`).sort(),
-            "each top-up credited by exactly one purchase"
-          )
-          const view = yield* a.call("/v1/topup", { key: token, ip })
-          assert.strictEqual(view.body.month_spent_usd_cents, spent)
-          yield* a.stop
-          yield* b.stop
         })
     )
 
