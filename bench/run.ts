@@ -12,11 +12,12 @@ import {
   type StoreResult
 } from "./cases.ts"
 import { compareMetrics, comparisonReport } from "./compareMetrics.ts"
+import { harness, runStamp } from "./harness.ts"
 import { type LoadResult, runLoad } from "./load.ts"
 import { type Options, parseOptions, usage } from "./options.ts"
 import { createBenchDatabase, pgSession } from "./pg.ts"
 import { type PgbenchResult, runPgbench, serviceConnections } from "./pgbench.ts"
-import { benchDir, freePort, has, killAll, serviceEnv, startNode } from "./proc.ts"
+import { benchDir, freePort, has, serviceEnv, startNode } from "./proc.ts"
 import {
   ledgerLines,
   linesTable,
@@ -31,27 +32,7 @@ import { type Store, startService } from "./service.ts"
 import { soak } from "./soak.ts"
 import { measureStartup, type StartupResult } from "./startup.ts"
 
-const begun = performance.now()
-const log = (line: string) =>
-  process.stderr.write(`[bench ${((performance.now() - begun) / 1000).toFixed(0).padStart(4)} s] ${line}\n`)
-
-const cleanups: Array<() => Promise<void>> = []
-const cleanUp = async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) {
-    try {
-      await cleanup()
-    } catch (error) {
-      log(`clean-up failed: ${String(error)}`)
-    }
-  }
-}
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping what the bench started`)
-    killAll()
-    void cleanUp().finally(() => process.exit(130))
-  })
-}
+const { log, cleanups, cleanUp } = harness("bench", "bench")
 
 const machine = () => ({
   cores: cpus().length,
@@ -291,12 +272,7 @@ const main = async (): Promise<number> => {
     throw new Error("wrk is not installed (apt-get install -y wrk); or --tool autocannon")
   if (tool === "autocannon")
     log("wrk not found: autocannon instead (it saturates sooner: fast cases read low)")
-  const stamp = new Date()
-    .toISOString()
-    .replace(/[-:]/g, "")
-    .replace(/\.\d+Z$/, "")
-    .replace("T", "_")
-    .toLowerCase()
+  const stamp = runStamp()
   try {
     if (options.soak !== undefined) return (await runSoak(options, options.soak, stamp)) ? 0 : 1
     if (options.compareMetrics !== undefined) {

@@ -6,8 +6,9 @@ import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { parseArgs } from "node:util"
 import { mint, pool } from "../accounts.ts"
+import { harness, runStamp } from "../harness.ts"
 import { createBenchDatabase, pgSession } from "../pg.ts"
-import { benchDir, killAll } from "../proc.ts"
+import { benchDir } from "../proc.ts"
 import { stormChecks } from "../storm/checks.ts"
 import { describe, type LogicalCall, makeClients } from "../storm/clients.ts"
 import { type Instance, pingRedis, snapshotApp, startCluster } from "../storm/cluster.ts"
@@ -34,27 +35,7 @@ exits 1 unless there were no failed calls and no drift.
   --redis URL       Redis (default redis://127.0.0.1:6379, or ROLLING_REDIS_URL)
 `
 
-const begun = performance.now()
-const log = (line: string) =>
-  process.stderr.write(`[rolling ${((performance.now() - begun) / 1000).toFixed(0).padStart(4)} s] ${line}\n`)
-
-const cleanups: Array<() => Promise<void>> = []
-const cleanUp = async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) {
-    try {
-      await cleanup()
-    } catch (error) {
-      log(`clean-up failed: ${String(error)}`)
-    }
-  }
-}
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping what the run started`)
-    killAll()
-    void cleanUp().finally(() => process.exit(130))
-  })
-}
+const { log, cleanups, cleanUp } = harness("rolling", "run")
 
 const parse = (argv: ReadonlyArray<string>) => {
   const { values } = parseArgs({
@@ -273,12 +254,7 @@ const main = async (): Promise<number> => {
     process.stdout.write(usage)
     return 0
   }
-  const stamp = new Date()
-    .toISOString()
-    .replace(/[-:]/g, "")
-    .replace(/\.\d+Z$/, "")
-    .replace("T", "_")
-    .toLowerCase()
+  const stamp = runStamp()
   try {
     return (await rolling(options, stamp)) ? 0 : 1
   } finally {

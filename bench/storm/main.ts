@@ -6,8 +6,9 @@ import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { defaultPolicy } from "../../src/domain/policy.ts"
 import { type BenchAccount, mint, pool } from "../accounts.ts"
+import { harness, runStamp } from "../harness.ts"
 import { createBenchDatabase, pgSession } from "../pg.ts"
-import { benchDir, killAll } from "../proc.ts"
+import { benchDir } from "../proc.ts"
 import { sampleWorld } from "../world.ts"
 import { runChaos } from "./chaos.ts"
 import { stormChecks } from "./checks.ts"
@@ -16,27 +17,7 @@ import { type Cluster, pingRedis, snapshotApp, startCluster } from "./cluster.ts
 import { parseStormOptions, type StormOptions, seeded, usage } from "./options.ts"
 import { instanceLogs, stormReport } from "./report.ts"
 
-const begun = performance.now()
-const log = (line: string) =>
-  process.stderr.write(`[storm ${((performance.now() - begun) / 1000).toFixed(0).padStart(4)} s] ${line}\n`)
-
-const cleanups: Array<() => Promise<void>> = []
-const cleanUp = async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) {
-    try {
-      await cleanup()
-    } catch (error) {
-      log(`clean-up failed: ${String(error)}`)
-    }
-  }
-}
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping what the storm started`)
-    killAll()
-    void cleanUp().finally(() => process.exit(130))
-  })
-}
+const { log, cleanups, cleanUp } = harness("storm", "storm")
 
 /** Distinct client addresses for this run: the mint limit (5 per IP per hour) lives in the shared Redis. */
 const addresses = (random: () => number) => {
@@ -203,12 +184,7 @@ const main = async (): Promise<number> => {
     process.stdout.write(usage)
     return 0
   }
-  const stamp = new Date()
-    .toISOString()
-    .replace(/[-:]/g, "")
-    .replace(/\.\d+Z$/, "")
-    .replace("T", "_")
-    .toLowerCase()
+  const stamp = runStamp()
   try {
     return (await storm(options, stamp)) ? 0 : 1
   } finally {
