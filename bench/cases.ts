@@ -298,11 +298,12 @@ export const measureStore = async (
 
 export interface ProfileResult {
   readonly store: Store
+  readonly caseName: string
   readonly load: LoadResult
   readonly summary: ProfileSummary
 }
 
-/** The cache-hit case once more, with the service under `--cpu-prof`. */
+/** One case once more (the cache hit unless `--profile-case` names another), with the service under `--cpu-prof`. */
 export const profileStore = async (
   store: Store,
   databaseUrl: string | undefined,
@@ -319,16 +320,21 @@ export const profileStore = async (
     nodeFlags: ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-name", name]
   })
   let load: LoadResult
+  let caseName: string
   let window: { fromMs: number; toMs: number }
   try {
-    const [cacheHit] = await prepareCases(service, options.accounts)
-    if (cacheHit === undefined || "unavailable" in cacheHit.entries) throw new Error("no cache-hit case")
+    const profiled = (await prepareCases(service, options.accounts)).find((c) =>
+      c.name.startsWith(`(${options.profileCase})`)
+    )
+    if (profiled === undefined || "unavailable" in profiled.entries)
+      throw new Error(`no case (${options.profileCase}) to profile`)
+    caseName = profiled.name
     const started = performance.now()
     load = await runLoad({
       label: `${store}-profile`,
       baseUrl: service.url,
-      method: "GET",
-      entries: cacheHit.entries,
+      method: profiled.method,
+      entries: profiled.entries,
       duration: options.duration,
       connections: options.connections,
       tool,
@@ -340,5 +346,5 @@ export const profileStore = async (
     await service.stop()
   }
   if (!readdirSync(dir).includes(name)) throw new Error(`the service wrote no ${name} into ${dir}`)
-  return { store, load, summary: summariseProfile(join(dir, name), window) }
+  return { store, caseName, load, summary: summariseProfile(join(dir, name), window) }
 }

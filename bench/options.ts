@@ -12,6 +12,8 @@ export interface Options {
   /** Soak mode: a steady mixed load for this many seconds, then the ledger invariants. */
   readonly soak: number | undefined
   readonly profile: boolean
+  /** The case the CPU profile loads: its letter, a to e (default a, the cache hit). */
+  readonly profileCase: string
   /** Settled receipts to add to the ledger before measuring the cache-hit case a second time. */
   readonly ledgerRows: number | undefined
   /** Time the service's start-up (spawn to the first 200 from /readyz) before the load. */
@@ -31,6 +33,7 @@ export const usage = `npm run bench -- [options]
                     BENCH_DATABASE_URL does the same
   --soak N          soak mode: N seconds of mixed load, then ledger invariants and memory growth
   --no-profile      skip the CPU profile of the cache-hit case
+  --profile-case X  profile case X (a to e) instead of the cache hit
   --ledger-rows N   run the cache-hit case again after N settled receipts (and their idempotency
                     keys) were added to each store's ledger, to see whether the rate falls as it grows
   --no-startup      skip timing the service's start-up (spawn to the first 200 from /readyz)
@@ -56,6 +59,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
       pg: { type: "string" },
       soak: { type: "string" },
       "no-profile": { type: "boolean" },
+      "profile-case": { type: "string" },
       "ledger-rows": { type: "string" },
       "no-startup": { type: "boolean" },
       tool: { type: "string" },
@@ -69,6 +73,8 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
   if (tool !== undefined && tool !== "wrk" && tool !== "autocannon") {
     throw new Error(`--tool must be wrk or autocannon, got ${tool}`)
   }
+  const profileCase = values["profile-case"] ?? "a"
+  if (!/^[a-e]$/.test(profileCase)) throw new Error(`--profile-case must be a letter a to e, got ${profileCase}`)
   const pg = values.pg ?? process.env.BENCH_DATABASE_URL
   return {
     duration: positiveInt("duration", values.duration, 10),
@@ -77,6 +83,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
     pg: pg === undefined || pg.length === 0 ? undefined : pg,
     soak: values.soak === undefined ? undefined : positiveInt("soak", values.soak, 60),
     profile: values["no-profile"] !== true,
+    profileCase,
     ledgerRows:
       values["ledger-rows"] === undefined ? undefined : positiveInt("ledger-rows", values["ledger-rows"], 0),
     startup: values["no-startup"] !== true,

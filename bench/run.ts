@@ -190,7 +190,7 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     const targets: Array<readonly [Store, string | undefined]> = [["pglite", undefined]]
     if (database !== undefined) targets.push(["postgres", database.url])
     for (const [store, url] of targets) {
-      log(`${store}: cache-hit case again under --cpu-prof`)
+      log(`${store}: case (${options.profileCase}) again under --cpu-prof`)
       profiles.push(await profileStore(store, url, options, tool, join(benchDir, `profiles-${stamp}`)))
     }
   }
@@ -224,7 +224,7 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   for (const profile of profiles) {
     out.push(
       "",
-      `CPU profile, ${profile.store}, cache hit: ${profile.load.rps.toFixed(0)} req/s under the profiler, ${profile.summary.totalMs} ms sampled during the load, ${profile.summary.busyMs} ms busy: about ${cpuPerRequest(profile).toFixed(2)} ms of the service's CPU per request${profile.store === "postgres" ? " (PostgreSQL's own CPU not included)" : " (PGlite's included)"}`,
+      `CPU profile, ${profile.store}, ${profile.caseName}: ${profile.load.rps.toFixed(0)} req/s under the profiler, ${profile.summary.totalMs} ms sampled during the load, ${profile.summary.busyMs} ms busy: about ${cpuPerRequest(profile).toFixed(2)} ms of the service's CPU per request${profile.store === "postgres" ? " (PostgreSQL's own CPU not included)" : " (PGlite's included)"}`,
       linesTable("by area (self time)", profile.summary.byArea.slice(0, 12)),
       linesTable("functions by self time", profile.summary.topSelf.slice(0, 15)),
       linesTable(
