@@ -74,7 +74,8 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
     throw new Error(`--tool must be wrk or autocannon, got ${tool}`)
   }
   const profileCase = values["profile-case"] ?? "a"
-  if (!/^[a-e]$/.test(profileCase)) throw new Error(`--profile-case must be a letter a to e, got ${profileCase}`)
+  if (!/^[a-e]$/.test(profileCase))
+    throw new Error(`--profile-case must be a letter a to e, got ${profileCase}`)
   const pg = values.pg ?? process.env.BENCH_DATABASE_URL
   return {
     duration: positiveInt("duration", values.duration, 10),

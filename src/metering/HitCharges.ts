@@ -51,8 +51,13 @@ const decodeHits = Row.decoder(
   "svc_charge_hits"
 )
 
-/** Hits charged by one statement at most; and statements of hits in flight at once. */
-const hitBatch = 64
+/**
+ * Hits charged by one statement at most; and statements of hits in flight at once. Small batches
+ * keep the database and this process busy at the same time: with 64, 50 connections moved in
+ * convoys (one statement of ~35 hits, then ~35 answers while the database idled) and the cache hit
+ * on PostgreSQL made 3,641 req/s; with 16, 4,537 (8 with 8 workers: 3,793; 12 with 6: 4,276).
+ */
+const hitBatch = 16
 const hitWorkers = 4
 
 /**
