@@ -72,7 +72,8 @@ export class RateLimits extends Context.Service<
         Effect.map(
           (result): LimitResult => ({
             allowed: true,
-            giveBack: Effect.ignore(consume(-1)),
+            // Built only when given back: most calls keep their token.
+            giveBack: Effect.suspend(() => Effect.ignore(consume(-1))),
             remaining: result.remaining,
             resetSeconds: Math.max(0, Math.ceil(Duration.toSeconds(result.resetAfter)))
           })

@@ -158,6 +158,9 @@ export const selectAccount = (
     : Effect.succeed(chosen)
 }
 
+/** Address pairs whose per-IP key is kept in memory (see `clientIp`). */
+const ipKeysKept = 10_000
+
 /**
  * Who is calling, resolved the same way for every surface (REST, MCP): the principal behind the
  * bearer credential, and the client's address (the socket peer, or behind trusted proxies the
@@ -259,12 +262,27 @@ export class Bearers extends Context.Service<
           trustedProxies
         )
 
+      // hot path: a connection sends many requests from one address (and one proxy chain), so the
+      // per-IP key of each pair is kept, up to `ipKeysKept` pairs (then forgotten all at once).
+      const ipKeys = new Map<string, string>()
+      const ipKeyOf = (request: HttpServerRequest.HttpServerRequest) => {
+        const remote = Option.getOrElse(request.remoteAddress, () => "0.0.0.0")
+        const forwarded = request.headers["x-forwarded-for"]
+        const pair = forwarded === undefined ? remote : `${remote} ${forwarded}`
+        const known = ipKeys.get(pair)
+        if (known !== undefined) return known
+        const key = perIpKey(clientIp(remote, forwarded, trustedProxies), ipv6PrefixBits)
+        if (ipKeys.size >= ipKeysKept) ipKeys.clear()
+        ipKeys.set(pair, key)
+        return key
+      }
+
       return Bearers.of({
         resolve,
         authenticate,
         governor,
         clientAddress,
-        clientIp: (request) => perIpKey(clientAddress(request), ipv6PrefixBits)
+        clientIp: ipKeyOf
       })
     })
   )
