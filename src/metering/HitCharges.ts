@@ -147,10 +147,11 @@ export class HitCharges extends Context.Service<
         if (accountsUnderWay.has(input.accountId))
           return Effect.succeed({ _tag: "Declined", reason: "pending" })
         accountsUnderWay.add(input.accountId)
+        // The queue is unbounded: offering never waits.
+        const done = Deferred.makeUnsafe<HitOutcome, SqlError>()
+        Queue.offerUnsafe(waiting, { input, done })
         return Effect.ensuring(
-          Effect.flatMap(Deferred.make<HitOutcome, SqlError>(), (done) =>
-            Effect.andThen(Queue.offer(waiting, { input, done }), Deferred.await(done))
-          ),
+          Deferred.await(done),
           Effect.sync(() => accountsUnderWay.delete(input.accountId))
         )
       }

@@ -119,9 +119,7 @@ export const meterDataCall = <R, E>(
                 // The call's id names its receipt, and fences its claim and its reservation: a call
                 // that outlives its lease can neither complete, release nor settle what a newer call
                 // holds. From the claim to the settlement nothing may be interrupted but the run.
-                Effect.uninterruptibleMask((restore) =>
-                  Effect.scoped(metered(admitted, callId, restore, meter))
-                ).pipe(
+                Effect.uninterruptibleMask((restore) => metered(admitted, callId, restore, meter)).pipe(
                   Effect.catchTags({
                     ReservationLost: (lost) => outlivedLease(lost, callId),
                     ClaimLost: (lost) => outlivedLease(lost, callId)
@@ -211,8 +209,8 @@ export type MeteringServices = AppConfig | Ids | RateLimits | IdempotencyStore |
 type Restore = <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>
 
 /**
- * Inside the call's scope: a rate token, then a cache hit, or the full way (claim, reserve, run,
- * settle). The token goes back when the call is turned away before it runs.
+ * A rate token, then a cache hit, or the full way (claim, reserve, run, settle) in a scope of its
+ * own that releases what it holds. The token goes back when the call is turned away before it runs.
  */
 // hot path
 const metered = <R>(call: Admitted<R>, callId: string, restore: Restore, meter: Meter) =>
@@ -226,18 +224,21 @@ const metered = <R>(call: Admitted<R>, callId: string, restore: Restore, meter: 
           })
         )
       )
+    // A cache hit holds nothing; the full way's scope holds its claim and its reservation.
     return Effect.flatMap(turnedAway(chargeIfHit(call, callId)), (hit) =>
       hit !== undefined
         ? Effect.succeed(hit)
-        : Effect.flatMap(turnedAway(hold(call, callId)), (held) =>
-            held._tag === "Replay"
-              ? Effect.succeed(held.outcome)
-              : Effect.tap(
-                  runAndSettle(call, callId, held.reservation, restore).pipe(
-                    Effect.catchDefect((defect) => failedWhileHeld(callId, defect))
-                  ),
-                  (outcome) => rememberResult(call, outcome.envelope)
-                )
+        : Effect.scoped(
+            Effect.flatMap(turnedAway(hold(call, callId)), (held) =>
+              held._tag === "Replay"
+                ? Effect.succeed(held.outcome)
+                : Effect.tap(
+                    runAndSettle(call, callId, held.reservation, restore).pipe(
+                      Effect.catchDefect((defect) => failedWhileHeld(callId, defect))
+                    ),
+                    (outcome) => rememberResult(call, outcome.envelope)
+                  )
+            )
           )
     )
   })
