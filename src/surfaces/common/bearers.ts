@@ -266,12 +266,12 @@ export class Bearers extends Context.Service<
       // per-IP key of each pair is kept, up to `ipKeysKept` pairs (then forgotten all at once).
       const ipKeys = new Map<string, string>()
       const ipKeyOf = (request: HttpServerRequest.HttpServerRequest) => {
-        const remote = Option.getOrElse(request.remoteAddress, () => "0.0.0.0")
+        const remote = Option.getOrElse(request.remoteAddress, () => "")
         const forwarded = request.headers["x-forwarded-for"]
         const pair = forwarded === undefined ? remote : `${remote} ${forwarded}`
         const known = ipKeys.get(pair)
         if (known !== undefined) return known
-        const key = perIpKey(clientIp(remote, forwarded, trustedProxies), ipv6PrefixBits)
+        const key = perIpKey(clientAddress(request), ipv6PrefixBits)
         if (ipKeys.size >= ipKeysKept) ipKeys.clear()
         ipKeys.set(pair, key)
         return key
