@@ -247,58 +247,116 @@ const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
 /** PGlite's wire protocol and result parsing, loaded with PGlite (a service on PostgreSQL never loads it). */
 type Wire = Pick<typeof import("@electric-sql/pglite"), "protocol" | "parse">
 
+/** Statements kept prepared on a connection: `@effect/sql-pg`'s default on PostgreSQL's. */
+const preparedLimit = 100
+
+/** Names of prepared statements, unique in the process (several clients may share one PGlite). */
+let named = 0
+
+/** SQLSTATE of "cached plan must not change result type": a prepared statement outlived its table's shape. */
+const planChanged = "0A000"
+
 /**
- * One statement of the extended protocol (Parse, Bind, Describe, Execute, Sync) handed to PGlite in
- * one buffer. `pglite.query` sends the same messages one at a time (six calls into PostgreSQL, one of
- * them a Describe of the statement to learn the parameters' types); the types are known here (the
- * server's own inference where the oid is 0, text then), so the values are encoded with PGlite's own
- * serializers and the statement runs in one call: about 2.5x less time per statement.
+ * Runs statements the way the extended protocol runs them on PostgreSQL, each in one call into
+ * PGlite: [Close], [Parse], Bind, Describe, Execute, Sync in one buffer. `pglite.query` sends the
+ * same messages one at a time (six calls, one of them a Describe of the statement to learn its
+ * parameters' types) and parses and plans the text every time; here the types are known (oid 0:
+ * the server infers it, and the value goes as text, as PGlite would send it), the values are encoded
+ * with PGlite's own serializers, and a prepared statement's text is parsed once and its plan kept
+ * (PostgreSQL's plan cache: custom plans first, a generic one once it is no worse), the last
+ * `preparedLimit` statements by their text and parameter types. A statement that fails is closed
+ * (closing one that does not exist is no error), so no name is ever parsed twice; one whose table
+ * changed shape under it is forgotten and run again unprepared.
  */
-const statementOf = ({ protocol, parse }: Wire) => {
+const statementsOf = (pglite: PGlite, { protocol, parse }: Wire) => {
   const describePortal = protocol.serialize.describe({ type: "P" })
   const executePortal = protocol.serialize.execute({})
   const syncMessage = protocol.serialize.sync()
-  return (pglite: PGlite, sql: string, bound: Bound, rowMode: "object" | "array") =>
+  const prepared = new Map<string, string>()
+  const toClose: Array<string> = []
+
+  const encode = (bound: Bound) =>
+    bound.values.map((value, i) => {
+      if (value === null || value === undefined) return null
+      const serialize = pglite.serializers[bound.paramTypes[i]!]
+      return serialize === undefined ? String(value) : serialize(value)
+    })
+
+  const send = async (sql: string, bound: Bound, rowMode: "object" | "array", prepare: boolean) => {
+    const parts: Array<Uint8Array> = []
+    for (const name of toClose.splice(0)) parts.push(protocol.serialize.close({ type: "S", name }))
+    const key = prepare ? `${bound.paramTypes.join(",")} ${sql}` : ""
+    let name = prepare ? prepared.get(key) : ""
+    const fresh = name === undefined
+    if (name === undefined) name = `svc_${++named}`
+    else if (prepare) {
+      // The most recently used last: the first in the map is the one to close when it is full.
+      prepared.delete(key)
+      prepared.set(key, name)
+    }
+    if (fresh || name === "")
+      parts.push(protocol.serialize.parse({ text: sql, types: bound.paramTypes, name }))
+    parts.push(
+      protocol.serialize.bind({ statement: name, values: encode(bound) }),
+      describePortal,
+      executePortal,
+      syncMessage
+    )
+    try {
+      const { messages } = await pglite.execProtocol(concat(parts))
+      if (fresh) {
+        prepared.set(key, name)
+        if (prepared.size > preparedLimit) {
+          const [oldest, oldestName] = prepared.entries().next().value!
+          prepared.delete(oldest)
+          toClose.push(oldestName)
+        }
+      }
+      return parse.parseResults(messages, pglite.parsers, { rowMode })[0]! as Results<any>
+    } catch (cause) {
+      if (fresh) toClose.push(name)
+      else if (name !== "" && isPgError(cause) && cause.code === planChanged) {
+        prepared.delete(key)
+        toClose.push(name)
+        return send(sql, bound, rowMode, false)
+      }
+      throw cause
+    }
+  }
+
+  return (sql: string, bound: Bound, rowMode: "object" | "array", prepare: boolean) =>
     Effect.tryPromise({
-      try: async () => {
-        const values = bound.values.map((value, i) => {
-          if (value === null || value === undefined) return null
-          const serialize = pglite.serializers[bound.paramTypes[i]!]
-          return serialize === undefined ? String(value) : serialize(value)
-        })
-        const { messages } = await pglite.execProtocol(
-          concat([
-            protocol.serialize.parse({ text: sql, types: bound.paramTypes }),
-            protocol.serialize.bind({ values }),
-            describePortal,
-            executePortal,
-            syncMessage
-          ])
-        )
-        return parse.parseResults(messages, pglite.parsers, { rowMode })[0]! as Results<any>
-      },
+      try: () => send(sql, bound, rowMode, prepare),
       catch: (cause) => toSqlError(cause, "query", pglite)
     })
 }
 
 const makeConnection = (pglite: PGlite, wire: Wire): Connection => {
-  const runStatement = statementOf(wire)
-  const run = (sql: string, params: ReadonlyArray<unknown>, rowMode: "object" | "array") =>
-    Effect.flatMap(bind(params), (bound) => runStatement(pglite, sql, bound, rowMode))
-  const execute = (sql: string, params: ReadonlyArray<unknown>, transformRows: TransformRows) =>
+  const statement = statementsOf(pglite, wire)
+  const run = (sql: string, params: ReadonlyArray<unknown>, rowMode: "object" | "array", prepare = true) =>
+    Effect.flatMap(bind(params), (bound) => statement(sql, bound, rowMode, prepare))
+  const execute = (
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    transformRows: TransformRows,
+    prepare = true
+  ) =>
     Effect.map(
-      run(sql, params, "object"),
+      run(sql, params, "object", prepare),
       (result): ReadonlyArray<any> => (transformRows ? transformRows(result.rows) : result.rows)
     )
-  const executeValues = (sql: string, params: ReadonlyArray<unknown>) =>
-    Effect.map(run(sql, params, "array"), (result): ReadonlyArray<ReadonlyArray<unknown>> => result.rows)
+  const executeValues = (sql: string, params: ReadonlyArray<unknown>, prepare = true) =>
+    Effect.map(
+      run(sql, params, "array", prepare),
+      (result): ReadonlyArray<ReadonlyArray<unknown>> => result.rows
+    )
+  // Prepared and unprepared as `@effect/sql-pg` has them.
   return {
-    execute,
-    // PGlite keeps no prepared statements, so "unprepared" runs the same way (one statement per call).
-    executeUnprepared: execute,
+    execute: (sql, params, transformRows) => execute(sql, params, transformRows),
+    executeUnprepared: (sql, params, transformRows) => execute(sql, params, transformRows, false),
     executeRaw: (sql, params) => run(sql, params, "object"),
-    executeValues,
-    executeValuesUnprepared: executeValues,
+    executeValues: (sql, params) => executeValues(sql, params),
+    executeValuesUnprepared: (sql, params) => executeValues(sql, params, false),
     executeStream: (sql, params, transformRows) =>
       Stream.unwrap(Effect.map(execute(sql, params, transformRows), Stream.fromIterable))
   }

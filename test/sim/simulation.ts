@@ -12,7 +12,14 @@ import {
   startInstance,
   type UpstreamState
 } from "./instance.ts"
-import { type Answer, alwaysChecks, ledgerChecks, type Model, type Violation } from "./invariants.ts"
+import {
+  type Answer,
+  alwaysChecks,
+  ledgerChecks,
+  type Model,
+  prepareChecks,
+  type Violation
+} from "./invariants.ts"
 import { type Mutation, mutationNamed } from "./mutations.ts"
 import { makeRng, type Rng } from "./random.ts"
 import { type Step, showStep } from "./schedule.ts"
@@ -105,6 +112,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         openStore(options.pgUrl, `svc_sim_${Date.now().toString(36)}_${process.pid}`)
       )
       if (mutation?.patch !== undefined) yield* onStore(Effect.provide(mutation.patch, store.context))
+      yield* onStore(Effect.provide(prepareChecks, store.context))
       const macrotask = turnOf(options.pgUrl !== undefined)
       const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
       const world = yield* buildWorld
@@ -141,7 +149,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         hash.update(entry).update("\n")
         if (options.verbose) console.log(entry)
       }
-      const model: Model = { answers: [], credited: new Map(), paid: new Map() }
+      const model: Model = {
+        answers: [],
+        answersStored: 0,
+        analyzeAt: 64,
+        credited: new Map(),
+        paid: new Map()
+      }
       const clients: Array<Client> = Array.from({ length: options.clients }, (_, c) => ({
         // Clients share three IPs, so trial keys contend for each IP's free budget.
         ip: `10.0.${c % 3}.1`,
