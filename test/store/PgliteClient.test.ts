@@ -307,6 +307,55 @@ describe("PgliteClient", () => {
         })
       )
 
+      it.effect(
+        "prepared statements: one that failed runs again, one whose table changed shape is planned again, and past the limit the oldest are closed",
+        () =>
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            const { pglite } = yield* PgliteClient.PgliteClient
+            const t = sql(`${schema}.prepared`)
+            yield* sql`CREATE TABLE ${t} (id int4 PRIMARY KEY, n int4 NOT NULL)`
+            const insert = (id: number, n: number) => sql`INSERT INTO ${t} (id, n) VALUES (${id}, ${n})`
+            yield* insert(1, 1)
+            // The same text fails at execution (its first run and a later one), then succeeds.
+            assert.strictEqual((yield* Effect.flip(insert(1, 2))).reason._tag, "UniqueViolation")
+            assert.strictEqual((yield* Effect.flip(insert(1, 3))).reason._tag, "UniqueViolation")
+            yield* insert(2, 2)
+            // A failure inside a transaction, and the same statements after its rollback.
+            const inTransaction = yield* Effect.flip(
+              sql.withTransaction(Effect.andThen(insert(3, 3), insert(1, 1)))
+            )
+            assert.strictEqual(inTransaction.reason._tag, "UniqueViolation")
+            yield* insert(3, 3)
+            const all = () => sql<Record<string, number>>`SELECT * FROM ${t} ORDER BY id`
+            assert.deepStrictEqual(yield* all(), [
+              { id: 1, n: 1 },
+              { id: 2, n: 2 },
+              { id: 3, n: 3 }
+            ])
+            // `SELECT *` prepared, then the table gains a column: the statement is planned again.
+            yield* sql`ALTER TABLE ${t} ADD COLUMN m int4 NOT NULL DEFAULT 7`
+            assert.deepStrictEqual((yield* all())[0], { id: 1, n: 1, m: 7 })
+            // Statements that fail on their first run are closed, not left prepared.
+            for (let i = 0; i < 5; i++) {
+              const failed = yield* Effect.flip(
+                sql.unsafe(`INSERT INTO ${schema}.prepared (id, n) VALUES ($1, ${i})`, [1])
+              )
+              assert.strictEqual(failed.reason._tag, "UniqueViolation")
+            }
+            // More distinct statements than are kept: each still answers, and the server holds at most the limit.
+            for (let i = 0; i < 130; i++) {
+              const [row] = yield* sql.unsafe<{ k: number }>(`SELECT $1::int4 + ${i} AS k`, [1])
+              assert.strictEqual(row?.k, i + 1)
+            }
+            const held = yield* Effect.promise(() =>
+              pglite.query<{ n: number }>("SELECT count(*)::int4 AS n FROM pg_prepared_statements")
+            )
+            assert.isAtMost(held.rows[0]!.n, 101)
+            assert.isAtLeast(held.rows[0]!.n, 90)
+          })
+      )
+
       it.effect("serialises concurrent transactions (read-modify-write)", () =>
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
