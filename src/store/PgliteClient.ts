@@ -286,16 +286,17 @@ const statementsOf = (pglite: PGlite, { protocol, parse }: Wire) => {
     const parts: Array<Uint8Array> = []
     for (const name of toClose.splice(0)) parts.push(protocol.serialize.close({ type: "S", name }))
     const key = prepare ? `${bound.paramTypes.join(",")} ${sql}` : ""
-    let name = prepare ? prepared.get(key) : ""
-    const fresh = name === undefined
-    if (name === undefined) name = `svc_${++named}`
-    else if (prepare) {
+    const known = prepare ? prepared.get(key) : undefined
+    // A statement prepared now: parsed under a new name, kept once it has run.
+    const fresh = prepare && known === undefined
+    const name = !prepare ? "" : (known ?? `svc_${++named}`)
+    if (known === undefined)
+      parts.push(protocol.serialize.parse({ text: sql, types: bound.paramTypes, name }))
+    else {
       // The most recently used last: the first in the map is the one to close when it is full.
       prepared.delete(key)
-      prepared.set(key, name)
+      prepared.set(key, known)
     }
-    if (fresh || name === "")
-      parts.push(protocol.serialize.parse({ text: sql, types: bound.paramTypes, name }))
     parts.push(
       protocol.serialize.bind({ statement: name, values: encode(bound) }),
       describePortal,
@@ -315,7 +316,7 @@ const statementsOf = (pglite: PGlite, { protocol, parse }: Wire) => {
       return parse.parseResults(messages, pglite.parsers, { rowMode })[0]! as Results<any>
     } catch (cause) {
       if (fresh) toClose.push(name)
-      else if (name !== "" && isPgError(cause) && cause.code === planChanged) {
+      else if (known !== undefined && isPgError(cause) && cause.code === planChanged) {
         prepared.delete(key)
         toClose.push(name)
         return send(sql, bound, rowMode, false)

@@ -26,6 +26,15 @@ export interface Model {
   readonly paid: Map<string, string>
 }
 
+/** An empty model: nothing answered, credited or paid yet. */
+export const emptyModel = (): Model => ({
+  answers: [],
+  answersStored: 0,
+  analyzeAt: 64,
+  credited: new Map(),
+  paid: new Map()
+})
+
 export interface Violation {
   readonly invariant: string
   readonly detail: string
@@ -45,8 +54,7 @@ const checkAll = (
     const sql = yield* SqlClient.SqlClient
     const text = checks
       .map(([, query], i) => `SELECT ${i} AS n, (SELECT json_agg(bad)::text FROM (${query}) bad) AS detail`)
-      .map((part, i) => (i === 0 ? part : `UNION ALL ${part}`))
-      .join("\n")
+      .join("\nUNION ALL ")
     const rows = yield* sql.unsafe<{ n: number; detail: string | null }>(
       `SELECT * FROM (${text}) checked WHERE detail IS NOT NULL ORDER BY 1`,
       params
@@ -250,15 +258,10 @@ const storeAnswers = (model: Model) =>
   Effect.gen(function* () {
     if (model.answersStored === model.answers.length) return
     const sql = yield* SqlClient.SqlClient
-    const fresh = model.answers.slice(model.answersStored).map((answer, i) => ({
-      seq: model.answersStored + i,
-      account: answer.account,
-      idem: answer.idem,
-      receipt: answer.receipt,
-      charged: answer.charged,
-      free: answer.free,
-      spent: answer.spent
-    }))
+    // `json_to_recordset` reads the columns it names and ignores the rest (`replayed`).
+    const fresh = model.answers
+      .slice(model.answersStored)
+      .map((answer, i) => ({ ...answer, seq: model.answersStored + i }))
     yield* sql.unsafe(
       `INSERT INTO sim_answers (seq, account, idem, receipt, charged, free, spent)
        SELECT seq, account, idem, receipt, charged, free, spent FROM json_to_recordset($1::json)

@@ -15,6 +15,7 @@ import {
 import {
   type Answer,
   alwaysChecks,
+  emptyModel,
   ledgerChecks,
   type Model,
   prepareChecks,
@@ -149,13 +150,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         hash.update(entry).update("\n")
         if (options.verbose) console.log(entry)
       }
-      const model: Model = {
-        answers: [],
-        answersStored: 0,
-        analyzeAt: 64,
-        credited: new Map(),
-        paid: new Map()
-      }
+      const model: Model = emptyModel()
       const clients: Array<Client> = Array.from({ length: options.clients }, (_, c) => ({
         // Clients share three IPs, so trial keys contend for each IP's free budget.
         ip: `10.0.${c % 3}.1`,
