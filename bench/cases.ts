@@ -21,6 +21,8 @@ export interface CaseResult {
   readonly errors?: number | undefined
   readonly unavailable?: string | undefined
   readonly note?: string | undefined
+  /** The service's CPU time (user and system) over the requests answered, in microseconds. */
+  readonly cpuUsPerRequest?: number | undefined
 }
 
 export interface StoreResult {
@@ -142,7 +144,7 @@ export const prepareCases = async (service: Service, accountCount: number): Prom
   ]
 }
 
-const runCase = async (
+export const runCase = async (
   store: Store,
   service: Service,
   testCase: Case,
@@ -157,6 +159,7 @@ const runCase = async (
       unavailable: testCase.entries.unavailable
     }
   }
+  const cpuBefore = service.cpuUs()
   const load = await runLoad({
     label: `${store}-${testCase.name.slice(1, 2)}`,
     baseUrl: service.url,
@@ -167,13 +170,18 @@ const runCase = async (
     tool,
     countStatuses: true
   })
+  const cpuAfter = service.cpuUs()
   return {
     store,
     name: testCase.name,
     expected: testCase.expected,
     load,
     errors: errorsOf(load, testCase.expected),
-    note: testCase.note
+    note: testCase.note,
+    cpuUsPerRequest:
+      cpuBefore === undefined || cpuAfter === undefined || load.requests === 0
+        ? undefined
+        : (cpuAfter - cpuBefore) / load.requests
   }
 }
 
@@ -309,7 +317,9 @@ export const profileStore = async (
   databaseUrl: string | undefined,
   options: Options,
   tool: "wrk" | "autocannon",
-  dir: string
+  dir: string,
+  /** Another checkout's service instead of this one's. */
+  cwd?: string
 ): Promise<ProfileResult> => {
   mkdirSync(dir, { recursive: true })
   const name = `${store}.cpuprofile`
@@ -317,6 +327,7 @@ export const profileStore = async (
     label: `profile-${store}`,
     store,
     databaseUrl,
+    ...(cwd === undefined ? {} : { cwd }),
     nodeFlags: ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-name", name]
   })
   let load: LoadResult

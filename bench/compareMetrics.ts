@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs"
 import {
   recordCacheLookup,
   recordHitChargeBatch,
@@ -64,13 +63,6 @@ const isolatedMetricsWork = (): number => {
   return median(rounds)
 }
 
-/** utime + stime of a process in microseconds (/proc/<pid>/stat, fields 14 and 15, in clock ticks of 10 ms). */
-const cpuUs = (pid: number): number => {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
-
 const median = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
@@ -112,7 +104,7 @@ export const compareMetrics = async (
   const one = async (metrics: "on" | "off"): Promise<{ load: LoadResult; cpuUs: number }> => {
     const entries = cases[metrics].entries
     if ("unavailable" in entries) throw new Error("no cache-hit case")
-    const before = cpuUs(services[metrics].pid)
+    const before = services[metrics].cpuUs() ?? 0
     const load = await runLoad({
       label: `${store}-metrics-${metrics}`,
       baseUrl: services[metrics].url,
@@ -123,7 +115,7 @@ export const compareMetrics = async (
       tool,
       countStatuses: true
     })
-    return { load, cpuUs: cpuUs(services[metrics].pid) - before }
+    return { load, cpuUs: (services[metrics].cpuUs() ?? 0) - before }
   }
   // A short unmeasured load on each first: JIT and caches warm alike.
   log(`${store}: metrics on/off warm-up`)

@@ -21,6 +21,10 @@ export interface Options {
   readonly tool: "wrk" | "autocannon" | undefined
   /** Rounds of the metrics on/off comparison of the cache hit (instead of the load table). */
   readonly compareMetrics: number | undefined
+  /** Another checkout of the service to run every case against, side by side (instead of the load table). */
+  readonly against: string | undefined
+  /** Rounds of each case per checkout with --against. */
+  readonly rounds: number
 }
 
 export const usage = `npm run bench -- [options]
@@ -40,6 +44,10 @@ export const usage = `npm run bench -- [options]
   --tool wrk|autocannon   force the load generator (default: wrk when installed)
   --compare-metrics N     only the metered cache hit, N rounds each with metrics on and METRICS=off,
                     alternating (on PostgreSQL with --pg); prints the on/off ratio
+  --against DIR     every case on this checkout and on the one at DIR (a git worktree of an older
+                    commit, say), side by side, in alternating rounds (on PostgreSQL too with --pg):
+                    req/s and the service's CPU per request of each, and their ratios
+  --rounds N        rounds per checkout with --against (default 3)
 `
 
 const positiveInt = (name: string, text: string | undefined, fallback: number): number => {
@@ -64,6 +72,8 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
       "no-startup": { type: "boolean" },
       tool: { type: "string" },
       "compare-metrics": { type: "string" },
+      against: { type: "string" },
+      rounds: { type: "string" },
       help: { type: "boolean", short: "h" }
     },
     strict: true
@@ -92,6 +102,8 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
     compareMetrics:
       values["compare-metrics"] === undefined
         ? undefined
-        : positiveInt("compare-metrics", values["compare-metrics"], 3)
+        : positiveInt("compare-metrics", values["compare-metrics"], 3),
+    against: values.against === undefined || values.against.length === 0 ? undefined : values.against,
+    rounds: positiveInt("rounds", values.rounds, 3)
   }
 }

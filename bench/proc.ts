@@ -54,6 +54,8 @@ export interface Started {
   readonly logFile: string
   /** Peak and current resident set size of the process, in MiB. */
   readonly memory: () => { readonly peakMb: number; readonly rssMb: number } | undefined
+  /** The CPU time (user and system) the process has used so far, in microseconds. */
+  readonly cpuUs: () => number | undefined
   readonly stop: () => Promise<void>
   /** Sends a signal (SIGKILL, SIGSTOP, SIGCONT, ...) to the process. */
   readonly signal: (signal: NodeJS.Signals) => void
@@ -67,6 +69,17 @@ const statusKb = (pid: number, field: string): number | undefined => {
   try {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))
     return match === null ? undefined : Number(match[1])
+  } catch {
+    return undefined
+  }
+}
+
+/** utime + stime of a process in microseconds (/proc/<pid>/stat, fields 14 and 15, in clock ticks of 10 ms). */
+const cpuUsOf = (pid: number): number | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10_000
   } catch {
     return undefined
   }
@@ -168,6 +181,7 @@ export const startNode = async (options: {
       const rss = statusKb(pid, "VmRSS")
       return peak === undefined || rss === undefined ? undefined : { peakMb: peak / 1024, rssMb: rss / 1024 }
     },
+    cpuUs: () => cpuUsOf(pid),
     stop,
     signal: (signal) => {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal)

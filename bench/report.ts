@@ -35,10 +35,10 @@ const others = (row: CaseResult): string => {
 
 export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number): string =>
   table(
-    ["store", "case", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "x baseline", "notes"],
+    ["store", "case", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "x baseline", "CPU µs/req", "notes"],
     rows.map((row) =>
       row.load === undefined
-        ? [row.store, row.name, "-", "-", "-", "-", "-", "-", `not available: ${row.unavailable ?? ""}`]
+        ? [row.store, row.name, "-", "-", "-", "-", "-", "-", "-", `not available: ${row.unavailable ?? ""}`]
         : [
             row.store,
             row.name,
@@ -48,10 +48,11 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
             fixed(row.load.maxMs, 1),
             String(row.errors ?? 0),
             fixed(row.load.rps / baselineRps, 3),
+            row.cpuUsPerRequest === undefined ? "-" : fixed(row.cpuUsPerRequest, 0),
             [`expect ${row.expected}`, others(row), row.note ?? ""].filter((s) => s.length > 0).join("; ")
           ]
     ),
-    [false, false, true, true, true, true, true, true, false]
+    [false, false, true, true, true, true, true, true, true, false]
   )
 
 export const pgbenchLine = (pgbench: PgbenchResult, cacheHitRps: number | undefined): string =>

@@ -3,6 +3,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
 import { join } from "node:path"
+import { checkoutReport, compareCheckouts } from "./against.ts"
 import {
   type CaseResult,
   errorsOf,
@@ -42,7 +43,10 @@ const machine = () => ({
   pinned: has.taskset ? "server on core 0, load generator on core 1 (taskset)" : "not pinned (no taskset)"
 })
 
-const baseline = async (options: Options, tool: "wrk" | "autocannon"): Promise<LoadResult> => {
+const baseline = async (
+  options: Options,
+  tool: "wrk" | "autocannon"
+): Promise<{ readonly load: LoadResult; readonly cpuUsPerRequest: number | undefined }> => {
   const port = await freePort()
   const server = await startNode({
     label: "baseline",
@@ -52,7 +56,8 @@ const baseline = async (options: Options, tool: "wrk" | "autocannon"): Promise<L
     env: serviceEnv({})
   })
   try {
-    return await runLoad({
+    const cpuBefore = server.cpuUs()
+    const load = await runLoad({
       label: "baseline",
       baseUrl: server.url,
       method: "GET",
@@ -62,6 +67,12 @@ const baseline = async (options: Options, tool: "wrk" | "autocannon"): Promise<L
       tool,
       countStatuses: false
     })
+    const cpuAfter = server.cpuUs()
+    const cpuUsPerRequest =
+      cpuBefore === undefined || cpuAfter === undefined || load.requests === 0
+        ? undefined
+        : (cpuAfter - cpuBefore) / load.requests
+    return { load, cpuUsPerRequest }
   } finally {
     await server.stop()
   }
@@ -161,6 +172,37 @@ const runMetricsComparison = async (
   )
 }
 
+const runCheckoutComparison = async (
+  options: Options,
+  other: string,
+  tool: "wrk" | "autocannon",
+  stamp: string
+) => {
+  const startMachine = machine()
+  const thisDb = await benchDatabase(options, stamp, "svc_bench_this")
+  const otherDb = await benchDatabase(options, stamp, "svc_bench_other")
+  const comparison = await compareCheckouts({
+    other,
+    rounds: options.rounds,
+    databases:
+      thisDb === undefined || otherDb === undefined ? undefined : { this: thisDb.url, other: otherDb.url },
+    options,
+    tool,
+    log,
+    defer: (cleanup) => cleanups.push(cleanup)
+  })
+  const file = write(stamp, {
+    kind: "checkout-comparison",
+    machine: { ...startMachine, loadavgAtEnd: machine().loadavg },
+    options,
+    tool,
+    comparison
+  })
+  process.stdout.write(
+    `\n${checkoutReport(comparison)}\nmachine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end\n\nwritten to ${file}\n`
+  )
+}
+
 /** The service's busy CPU time over the requests served while the profile was sampled. */
 const cpuPerRequest = (profile: ProfileResult) =>
   profile.summary.busyMs / Math.max(1, profile.load.rps * (profile.summary.totalMs / 1000))
@@ -196,13 +238,14 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   }
   log("baseline again, to see how much the machine's load moved")
   const after = await baseline(options, tool)
-  const baselineRps = (before.rps + after.rps) / 2
-  const baselineRows: Array<CaseResult> = [before, after].map((load, i) => ({
+  const baselineRps = (before.load.rps + after.load.rps) / 2
+  const baselineRows: Array<CaseResult> = [before, after].map(({ load, cpuUsPerRequest }, i) => ({
     store: "node:http",
     name: i === 0 ? "baseline (before)" : "baseline (after)",
     expected: 200,
     load,
-    errors: errorsOf(load, 200)
+    errors: errorsOf(load, 200),
+    cpuUsPerRequest
   }))
   const rows = [...baselineRows, ...stores.flatMap((store) => store.rows)]
 
@@ -277,6 +320,10 @@ const main = async (): Promise<number> => {
     if (options.soak !== undefined) return (await runSoak(options, options.soak, stamp)) ? 0 : 1
     if (options.compareMetrics !== undefined) {
       await runMetricsComparison(options, options.compareMetrics, tool, stamp)
+      return 0
+    }
+    if (options.against !== undefined) {
+      await runCheckoutComparison(options, options.against, tool, stamp)
       return 0
     }
     await runLoadTable(options, tool, stamp)

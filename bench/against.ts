@@ -1,0 +1,142 @@
+import { resolve } from "node:path"
+import { type Case, type CaseResult, prepareCases, runCase } from "./cases.ts"
+import type { Options } from "./options.ts"
+import { table } from "./report.ts"
+import { type Service, type Store, startService } from "./service.ts"
+
+/** The checkout the bench runs from, or another one (a `git worktree` of an older commit, say). */
+export type Checkout = "this" | "other"
+
+export interface CheckoutRound {
+  readonly store: Store
+  readonly checkout: Checkout
+  readonly round: number
+  readonly result: CaseResult
+}
+
+export interface CheckoutComparison {
+  /** The other checkout's directory. */
+  readonly other: string
+  readonly rounds: ReadonlyArray<CheckoutRound>
+}
+
+/**
+ * `--against DIR`: every case on this checkout's service and on the service of the checkout at
+ * DIR, side by side on the same machine, in `rounds` rounds that alternate which goes first, so
+ * that the machine's changing load falls on both. Each store gets both services at once (on
+ * PostgreSQL each in its own database: the two may not share migrations), each with its own
+ * accounts. Besides req/s, each run reports the service's own CPU time per request, which moves
+ * less with the load of the rest of the machine.
+ */
+export const compareCheckouts = async (input: {
+  readonly other: string
+  readonly rounds: number
+  /** PostgreSQL too: one database for each checkout. */
+  readonly databases: { readonly this: string; readonly other: string } | undefined
+  readonly options: Options
+  readonly tool: "wrk" | "autocannon"
+  readonly log: (line: string) => void
+  readonly defer: (cleanup: () => Promise<void>) => void
+}): Promise<CheckoutComparison> => {
+  const { options, tool, log } = input
+  const other = resolve(input.other)
+  const measured: Array<CheckoutRound> = []
+  const stores: ReadonlyArray<Store> = input.databases === undefined ? ["pglite"] : ["pglite", "postgres"]
+  for (const store of stores) {
+    const start = async (checkout: Checkout): Promise<Service> => {
+      const service = await startService({
+        label: `${store}-${checkout}`,
+        store,
+        databaseUrl: input.databases?.[checkout],
+        ...(checkout === "other" ? { cwd: other } : {})
+      })
+      input.defer(service.stop)
+      return service
+    }
+    const services: Record<Checkout, Service> = { this: await start("this"), other: await start("other") }
+    try {
+      log(`${store}: both services up; preparing ${options.accounts} accounts on each`)
+      const cases: Record<Checkout, ReadonlyArray<Case>> = {
+        this: await prepareCases(services.this, options.accounts),
+        other: await prepareCases(services.other, options.accounts)
+      }
+      for (let round = 1; round <= input.rounds; round++) {
+        const order: ReadonlyArray<Checkout> = round % 2 === 1 ? ["this", "other"] : ["other", "this"]
+        for (const [i, testCase] of cases.this.entries()) {
+          for (const checkout of order) {
+            const result = await runCase(
+              store,
+              services[checkout],
+              cases[checkout][i] ?? testCase,
+              options,
+              tool
+            )
+            measured.push({ store, checkout, round, result })
+            log(
+              `${store}: round ${round}, ${testCase.name}, ${checkout}: ${result.load?.rps.toFixed(0) ?? "-"} req/s, ${result.cpuUsPerRequest?.toFixed(0) ?? "-"} µs CPU/request`
+            )
+          }
+        }
+      }
+    } finally {
+      await services.this.stop()
+      await services.other.stop()
+    }
+  }
+  return { other, rounds: measured }
+}
+
+const mean = (values: ReadonlyArray<number>) =>
+  values.length === 0 ? Number.NaN : values.reduce((sum, value) => sum + value, 0) / values.length
+
+const spread = (values: ReadonlyArray<number>, digits: number) =>
+  values.length === 0
+    ? "-"
+    : `${mean(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)})`
+
+export const checkoutReport = (comparison: CheckoutComparison): string => {
+  const groups = new Map<string, { store: Store; name: string; rows: Array<CheckoutRound> }>()
+  for (const row of comparison.rounds) {
+    const id = `${row.store}\u0000${row.result.name}`
+    const group = groups.get(id) ?? { store: row.store, name: row.result.name, rows: [] }
+    group.rows.push(row)
+    groups.set(id, group)
+  }
+  const of = (
+    rows: ReadonlyArray<CheckoutRound>,
+    checkout: Checkout,
+    pick: (result: CaseResult) => number | undefined
+  ) =>
+    rows
+      .filter((row) => row.checkout === checkout)
+      .map((row) => pick(row.result))
+      .filter((value): value is number => value !== undefined)
+  const rps = (result: CaseResult) => result.load?.rps
+  const cpu = (result: CaseResult) => result.cpuUsPerRequest
+  return [
+    `this checkout against ${comparison.other}, ${Math.max(...comparison.rounds.map((row) => row.round))} alternating rounds (mean, min-max)`,
+    table(
+      [
+        "store",
+        "case",
+        "this req/s",
+        "other req/s",
+        "req/s this/other",
+        "this CPU µs/req",
+        "other CPU µs/req",
+        "CPU this/other"
+      ],
+      [...groups.values()].map(({ store, name, rows }) => [
+        store,
+        name,
+        spread(of(rows, "this", rps), 0),
+        spread(of(rows, "other", rps), 0),
+        (mean(of(rows, "this", rps)) / mean(of(rows, "other", rps))).toFixed(3),
+        spread(of(rows, "this", cpu), 0),
+        spread(of(rows, "other", cpu), 0),
+        (mean(of(rows, "this", cpu)) / mean(of(rows, "other", cpu))).toFixed(3)
+      ]),
+      [false, false, true, true, true, true, true, true]
+    )
+  ].join("\n")
+}
