@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 
 /** Spend keys (`svc_`, trial `svc_trial_`) and management tokens (`svcm_`): formats and hashing. */
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -23,7 +23,7 @@ export const makeSpendKey = (random: Uint8Array, trial: boolean): string =>
   `${trial ? "svc_trial_" : "svc_"}${encodeBase62(random).slice(0, 32)}`
 
 /** Secrets are 190 bits of randomness, so a fast unsalted hash is enough to make storage useless to a thief. */
-export const hashSecret = (secret: string): string => createHash("sha256").update(secret).digest("hex")
+export const hashSecret = (secret: string): string => hash("sha256", secret, "hex")
 
 export const hintOf = (secret: string): string =>
   `${secret.slice(0, secret.lastIndexOf("_") + 1)}...${secret.slice(-4)}`

@@ -137,7 +137,10 @@ export const unroutable = (request: HttpServerRequest.HttpServerRequest): Invali
       param: "Host"
     })
   }
-  if (!decodes(request.url.split("?")[0]!)) {
+  const query = request.url.indexOf("?")
+  const path = query === -1 ? request.url : request.url.slice(0, query)
+  // Only a percent-escape can fail to decode.
+  if (path.includes("%") && !decodes(path)) {
     return new InvalidInput({
       message:
         "The URL path has a malformed percent-escape. Encode each reserved or non-ASCII byte of UTF-8 as %XX."
