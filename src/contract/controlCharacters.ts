@@ -8,8 +8,9 @@ import { InvalidInput } from "./errors.ts"
 export const controlCharacterInput = (
   params: Readonly<Record<string, unknown>>
 ): InvalidInput | undefined => {
-  for (const [name, value] of Object.entries(params)) {
-    const found = firstControlCharacter(name) ?? controlCharacterIn(value)
+  for (const name in params) {
+    if (!Object.hasOwn(params, name)) continue
+    const found = firstControlCharacter(name) ?? controlCharacterIn(params[name])
     if (found === undefined) continue
     // A name with a control character is echoed escaped, so the problem body stays printable.
     const param = JSON.stringify(name).slice(1, -1)

@@ -14,12 +14,28 @@ export const canonicalJson = (value: unknown): string => {
   }
   const record = value as Record<string, unknown>
   let out = "{"
-  for (const key of Object.keys(record).sort()) {
+  for (const key of sortedKeys(record)) {
     const field = record[key]
     if (field === undefined) continue
     out += `${out.length === 1 ? "" : ","}${JSON.stringify(key)}:${canonicalJson(field)}`
   }
   return `${out}}`
+}
+
+/** An object's keys in order: a few (every parameter object) by insertion in place, which allocates nothing more. */
+const sortedKeys = (record: Record<string, unknown>): Array<string> => {
+  const keys = Object.keys(record)
+  if (keys.length > 16) return keys.sort()
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!
+    let j = i - 1
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!
+      j--
+    }
+    keys[j + 1] = key
+  }
+  return keys
 }
 
 // One-shot `hash` rather than `createHash(...).update().digest()`: no Hash object per call (half the time).
