@@ -46,6 +46,7 @@ import { Notifications } from "./store/Notifications.ts"
 import { Bearers } from "./surfaces/common/bearers.ts"
 import { Problems } from "./surfaces/common/problems.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
+import { AuditAddressLayer } from "./surfaces/http/middleware.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
 import { routeLabeller } from "./surfaces/http/routeHints.ts"
 import { HardenedResponse } from "./surfaces/http/securityHeaders.ts"
@@ -233,6 +234,7 @@ export const supportLayer = (
     Layer.provideMerge(Deliveries.layerWith(workers)),
     Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(MetricsPage.layer),
+    Layer.provideMerge(AuditAddressLayer),
     Layer.provideMerge(servicesLayer(ids)),
     Layer.provideMerge(database)
   )

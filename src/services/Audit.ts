@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { InvalidInput } from "../contract/errors.ts"
@@ -6,7 +7,11 @@ import { type AuditAction, type AuditActor, actorKinds } from "../domain/audit.t
 import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
 
-/** The actor and client address of the request being served; each surface sets it once per request. */
+/**
+ * Who is acting, and from where, in the work being done: a surface sets it where a request acts as
+ * someone (a management token's email, a key); otherwise it is the service's own, from the address
+ * of the request being served, if any (`RequestAddress`).
+ */
 export interface AuditOrigin {
   readonly actor: AuditActor
   readonly ip: string | null
@@ -18,6 +23,26 @@ export const serviceOrigin: AuditOrigin = { actor: { kind: "service", id: "svc" 
 export const CurrentAuditOrigin = Context.Reference<AuditOrigin>("services/Audit/CurrentAuditOrigin", {
   defaultValue: () => serviceOrigin
 })
+
+/**
+ * The client address of an HTTP request as the per-IP rules count it. The HTTP surface provides it
+ * once for the server; a change recorded while a request is served, by an origin that names no
+ * address (the default, or `asActor`), is recorded from that request's address. Looked up only
+ * when a change is recorded: most requests change nothing, and none pays for it up front.
+ */
+export const RequestAddress = Context.Reference<
+  (request: HttpServerRequest.HttpServerRequest) => string | null
+>("services/Audit/RequestAddress", { defaultValue: () => () => null })
+
+/** The address a change is recorded from: the origin's, else the request's being served, else none. */
+const addressOf = (origin: AuditOrigin): Effect.Effect<string | null> =>
+  origin.ip !== null
+    ? Effect.succeed(origin.ip)
+    : Effect.flatMap(Effect.serviceOption(HttpServerRequest.HttpServerRequest), (request) =>
+        request._tag === "None"
+          ? Effect.succeed(null)
+          : Effect.map(RequestAddress, (address) => address(request.value))
+      )
 
 /** Runs `effect` as `origin`: every change it makes is recorded with that actor and address. */
 export const asOrigin =
@@ -102,11 +127,12 @@ export class Audit extends Context.Service<
       ) {
         const origin = yield* CurrentAuditOrigin
         const who = actor ?? origin.actor
+        const ip = yield* addressOf(origin)
         const now = yield* Clock.currentTimeMillis
         const id = yield* ids.newId("aud")
         yield* sql`INSERT INTO audit_events (id, account_id, at, action, actor_kind, actor_id, target, ip)
           VALUES (${id}, ${accountId}, ${now}, ${action}, ${who.kind}, ${who.id},
-            ${target}, ${origin.ip})`
+            ${target}, ${ip})`
       })
 
       const list = Effect.fn("Audit.list")(function* (

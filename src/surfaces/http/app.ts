@@ -19,7 +19,6 @@ import { bearerCredential, DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
-  AuditAddressLayer,
   ClientLayer,
   InputProblemsLayer,
   ManagementAuthLayer,
@@ -141,7 +140,6 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     OAuthRoutes,
     CheckoutPageRoutes,
     StripeWebhookRoutes,
-    AuditAddressLayer,
     opsRoutes(methodsAt(() => OpenApi.fromApi(api)))
   )
 }

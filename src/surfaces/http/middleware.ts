@@ -6,7 +6,7 @@ import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } fro
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { Governing, ManagementAuth } from "../../contract/governance.ts"
-import { type AuditOrigin, asOrigin, serviceOrigin } from "../../services/Audit.ts"
+import { asOrigin, RequestAddress } from "../../services/Audit.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
@@ -29,27 +29,17 @@ export const ClientLayer = Layer.effect(
 )
 
 /**
- * Every HTTP request's client address, for the audit log: a change made by a request records where
- * it came from, whoever the route then says acted (a management token's email, a key, a sign-in).
+ * Every HTTP request's client address, for the audit log: a change made while a request is served
+ * records where it came from, whoever the route then says acted (a management token's email, a
+ * key, a sign-in). Provided once for the server; the address is worked out only when a change is
+ * recorded (`RequestAddress`), not on every request.
  */
-export const AuditAddressLayer = HttpRouter.middleware(
-  Effect.gen(function* () {
-    const bearers = yield* Bearers
-    return (httpEffect) =>
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        // Computed only when a change is recorded: most requests change nothing.
-        let ip: string | undefined
-        const origin: AuditOrigin = {
-          actor: serviceOrigin.actor,
-          get ip() {
-            ip ??= bearers.clientIp(request)
-            return ip
-          }
-        }
-        return asOrigin(origin)(httpEffect)
-      })
-  }),
-  { global: true }
+export const AuditAddressLayer = Layer.effect(
+  RequestAddress,
+  Effect.map(
+    Bearers,
+    (bearers) => (request: HttpServerRequest.HttpServerRequest) => bearers.clientIp(request)
+  )
 )
 
 /**
