@@ -149,6 +149,28 @@ const runSoak = async (options: Options, seconds: number, stamp: string) => {
   return result.pass
 }
 
+/** A comparison's results written to .bench/, and its report printed with the machine's load over the run. */
+const comparisonDone = (
+  stamp: string,
+  kind: string,
+  startMachine: ReturnType<typeof machine>,
+  options: Options,
+  tool: "wrk" | "autocannon",
+  comparison: object,
+  report: string
+) => {
+  const file = write(stamp, {
+    kind,
+    machine: { ...startMachine, loadavgAtEnd: machine().loadavg },
+    options,
+    tool,
+    comparison
+  })
+  process.stdout.write(
+    `\n${report}\nmachine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end\n\nwritten to ${file}\n`
+  )
+}
+
 const runMetricsComparison = async (
   options: Options,
   rounds: number,
@@ -160,15 +182,14 @@ const runMetricsComparison = async (
   const comparison = await compareMetrics(rounds, database?.url, options, tool, log, (cleanup) =>
     cleanups.push(cleanup)
   )
-  const file = write(stamp, {
-    kind: "metrics-comparison",
-    machine: { ...startMachine, loadavgAtEnd: machine().loadavg },
+  comparisonDone(
+    stamp,
+    "metrics-comparison",
+    startMachine,
     options,
     tool,
-    comparison
-  })
-  process.stdout.write(
-    `\n${comparisonReport(comparison)}\nmachine: load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end\n\nwritten to ${file}\n`
+    comparison,
+    comparisonReport(comparison)
   )
 }
 
@@ -191,15 +212,14 @@ const runCheckoutComparison = async (
     log,
     defer: (cleanup) => cleanups.push(cleanup)
   })
-  const file = write(stamp, {
-    kind: "checkout-comparison",
-    machine: { ...startMachine, loadavgAtEnd: machine().loadavg },
+  comparisonDone(
+    stamp,
+    "checkout-comparison",
+    startMachine,
     options,
     tool,
-    comparison
-  })
-  process.stdout.write(
-    `\n${checkoutReport(comparison)}\nmachine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end\n\nwritten to ${file}\n`
+    comparison,
+    checkoutReport(comparison)
   )
 }
 
