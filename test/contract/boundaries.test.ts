@@ -145,6 +145,44 @@ describe("the house's structure", () => {
     )
   })
 
+  it("imports only downward: each room of src/ (a folder or a top-level file) imports only rooms below it", () => {
+    // From the ground up: pure rules and shapes, then the store and the upstream, the services, what
+    // runs on them, the metering, the surfaces, and the start-up files in their order.
+    const order = [
+      "domain",
+      "strippedTypes.ts",
+      "config.ts",
+      "contract",
+      "store",
+      "upstream",
+      "observability",
+      "services",
+      "operations",
+      "oauth",
+      "payments",
+      "operator",
+      "webhooks",
+      "metering",
+      "logging.ts",
+      "surfaces",
+      "launchReport.ts",
+      "service.ts",
+      "clients",
+      "launch.ts",
+      "main.ts"
+    ]
+    const roomOf = (file: string) => relative(src, file).split("/")[0]!
+    const unplaced = [...new Set(sources.map(roomOf))].filter((room) => !order.includes(room))
+    assert.deepStrictEqual(unplaced, [], "every room has its place in the order")
+    const upward = sources.flatMap((file) =>
+      localImports(file)
+        .filter((target) => target.startsWith(`${src}/`) && roomOf(target) !== roomOf(file))
+        .filter((target) => order.indexOf(roomOf(target)) > order.indexOf(roomOf(file)))
+        .map((target) => `${relative(src, file)} -> ${relative(src, target)}`)
+    )
+    assert.deepStrictEqual(upward, [])
+  })
+
   it("runs no SQL in the surfaces: they translate wires, the services and the metering hold the SQL", () => {
     const withSql = filesUnder(join(src, "surfaces"))
       .filter((file) => /from "effect\/sql"|\bsql`/.test(readFileSync(file, "utf8")))

@@ -2,9 +2,9 @@ import { createHash, timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
-import { AdminToken } from "../services/AdminToken.ts"
-import { setRecording } from "./metrics.ts"
-import { makeScrape } from "./scrape.ts"
+import { setRecording } from "../observability/metrics.ts"
+import { makeScrape } from "../observability/scrape.ts"
+import { AdminToken } from "./AdminToken.ts"
 
 export const prometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -24,7 +24,7 @@ export class MetricsPage extends Context.Service<
     /** Constant-time check of the bearer credential. */
     readonly allows: (credential: string) => boolean
   }
->()("observability/MetricsPage") {
+>()("services/MetricsPage") {
   static readonly layer = Layer.effect(
     MetricsPage,
     Effect.gen(function* () {
