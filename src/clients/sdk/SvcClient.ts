@@ -203,7 +203,7 @@ export const makeSvcClient = (
   )
 
 /** The service's typed client as an Effect service. */
-export class SvcClient extends Context.Service<SvcClient, SvcClientShape>()("svc/client/SvcClient") {
+export class SvcClient extends Context.Service<SvcClient, SvcClientShape>()("clients/sdk/SvcClient") {
   /** Over the given `HttpClient` (a test can bring its own). */
   static readonly layerNoDeps = (options: ClientOptions) => Layer.effect(SvcClient, makeSvcClient(options))
   /** Over `fetch`. */
