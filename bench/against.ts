@@ -64,13 +64,13 @@ export const compareCheckouts = async (input: {
         const order: ReadonlyArray<Checkout> = round % 2 === 1 ? ["this", "other"] : ["other", "this"]
         for (const [i, testCase] of cases.this.entries()) {
           for (const checkout of order) {
-            const result = await runCase(
-              store,
-              services[checkout],
-              cases[checkout][i] ?? testCase,
-              options,
-              tool
-            )
+            // Each checkout's own case: its entries carry that service's accounts.
+            const own = cases[checkout][i]
+            if (own?.name !== testCase.name)
+              throw new Error(
+                `the other checkout prepares different cases (${own?.name} for ${testCase.name})`
+              )
+            const result = await runCase(store, services[checkout], own, options, tool)
             measured.push({ store, checkout, round, result })
             log(
               `${store}: round ${round}, ${testCase.name}, ${checkout}: ${result.load?.rps.toFixed(0) ?? "-"} req/s, ${result.cpuUsPerRequest?.toFixed(0) ?? "-"} µs CPU/request`

@@ -6,7 +6,7 @@ import { type Preload, preloadPglite, preloadPostgres } from "./ledger.ts"
 import { type Entry, type LoadResult, runLoad } from "./load.ts"
 import { probeMcp } from "./mcp.ts"
 import type { Options } from "./options.ts"
-import { benchDir } from "./proc.ts"
+import { benchDir, cpuUsBetween } from "./proc.ts"
 import { type ProfileSummary, summariseProfile } from "./profile.ts"
 import { call, expectStatus, type Service, type Store, startService } from "./service.ts"
 import { query, sampleWorld } from "./world.ts"
@@ -178,10 +178,7 @@ export const runCase = async (
     load,
     errors: errorsOf(load, testCase.expected),
     note: testCase.note,
-    cpuUsPerRequest:
-      cpuBefore === undefined || cpuAfter === undefined || load.requests === 0
-        ? undefined
-        : (cpuAfter - cpuBefore) / load.requests
+    cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests)
   }
 }
 
@@ -317,9 +314,7 @@ export const profileStore = async (
   databaseUrl: string | undefined,
   options: Options,
   tool: "wrk" | "autocannon",
-  dir: string,
-  /** Another checkout's service instead of this one's. */
-  cwd?: string
+  dir: string
 ): Promise<ProfileResult> => {
   mkdirSync(dir, { recursive: true })
   const name = `${store}.cpuprofile`
@@ -327,7 +322,6 @@ export const profileStore = async (
     label: `profile-${store}`,
     store,
     databaseUrl,
-    ...(cwd === undefined ? {} : { cwd }),
     nodeFlags: ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-name", name]
   })
   let load: LoadResult

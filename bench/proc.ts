@@ -85,6 +85,10 @@ const cpuUsOf = (pid: number): number | undefined => {
   }
 }
 
+/** CPU microseconds per request between two readings of `cpuUs`; undefined when either failed or nothing was answered. */
+export const cpuUsBetween = (before: number | undefined, after: number | undefined, requests: number) =>
+  before === undefined || after === undefined || requests === 0 ? undefined : (after - before) / requests
+
 /** Polls `url` every `pollMs` until it answers 200; resolves with `performance.now()` at that answer. */
 export const waitFor = async (
   url: string,

@@ -18,7 +18,7 @@ import { type LoadResult, runLoad } from "./load.ts"
 import { type Options, parseOptions, usage } from "./options.ts"
 import { createBenchDatabase, pgSession } from "./pg.ts"
 import { type PgbenchResult, runPgbench, serviceConnections } from "./pgbench.ts"
-import { benchDir, freePort, has, serviceEnv, startNode } from "./proc.ts"
+import { benchDir, cpuUsBetween, freePort, has, serviceEnv, startNode } from "./proc.ts"
 import {
   ledgerLines,
   linesTable,
@@ -68,11 +68,7 @@ const baseline = async (
       countStatuses: false
     })
     const cpuAfter = server.cpuUs()
-    const cpuUsPerRequest =
-      cpuBefore === undefined || cpuAfter === undefined || load.requests === 0
-        ? undefined
-        : (cpuAfter - cpuBefore) / load.requests
-    return { load, cpuUsPerRequest }
+    return { load, cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests) }
   } finally {
     await server.stop()
   }
