@@ -14,10 +14,19 @@ export interface CheckoutRound {
   readonly result: CaseResult
 }
 
+/** A service's memory: its RSS once up (before any case) and its peak RSS (VmHWM) after the last. */
+export interface CheckoutMemory {
+  readonly store: Store
+  readonly checkout: Checkout
+  readonly startedMb: number | undefined
+  readonly peakMb: number | undefined
+}
+
 export interface CheckoutComparison {
   /** The other checkout's directory. */
   readonly other: string
   readonly rounds: ReadonlyArray<CheckoutRound>
+  readonly memory: ReadonlyArray<CheckoutMemory>
 }
 
 /**
@@ -41,6 +50,7 @@ export const compareCheckouts = async (input: {
   const { options, tool, log } = input
   const other = resolve(input.other)
   const measured: Array<CheckoutRound> = []
+  const memory: Array<CheckoutMemory> = []
   const stores: ReadonlyArray<Store> = input.databases === undefined ? ["pglite"] : ["pglite", "postgres"]
   for (const store of stores) {
     const start = async (checkout: Checkout): Promise<Service> => {
@@ -54,6 +64,7 @@ export const compareCheckouts = async (input: {
       return service
     }
     const services: Record<Checkout, Service> = { this: await start("this"), other: await start("other") }
+    const startedMb = { this: services.this.memory()?.rssMb, other: services.other.memory()?.rssMb }
     try {
       log(`${store}: both services up; preparing ${options.accounts} accounts on each`)
       const cases: Record<Checkout, ReadonlyArray<Case>> = {
@@ -78,12 +89,19 @@ export const compareCheckouts = async (input: {
           }
         }
       }
+      for (const checkout of ["this", "other"] as const)
+        memory.push({
+          store,
+          checkout,
+          startedMb: startedMb[checkout],
+          peakMb: services[checkout].memory()?.peakMb
+        })
     } finally {
       await services.this.stop()
       await services.other.stop()
     }
   }
-  return { other, rounds: measured }
+  return { other, rounds: measured, memory }
 }
 
 const mean = (values: ReadonlyArray<number>) =>
@@ -93,6 +111,17 @@ const spread = (values: ReadonlyArray<number>, digits: number) =>
   values.length === 0
     ? "-"
     : `${mean(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)})`
+
+const mib = (value: number | undefined) => (value === undefined ? "-" : `${value.toFixed(0)} MiB`)
+
+const stores = (comparison: CheckoutComparison): ReadonlyArray<Store> => [
+  ...new Set(comparison.memory.map((row) => row.store))
+]
+
+const memoryOf = (comparison: CheckoutComparison, store: Store) => ({
+  this: comparison.memory.find((row) => row.store === store && row.checkout === "this"),
+  other: comparison.memory.find((row) => row.store === store && row.checkout === "other")
+})
 
 export const checkoutReport = (comparison: CheckoutComparison): string => {
   const groups = new Map<string, { store: Store; name: string; rows: Array<CheckoutRound> }>()
@@ -137,6 +166,30 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
         (mean(of(rows, "this", cpu)) / mean(of(rows, "other", cpu))).toFixed(3)
       ]),
       [false, false, true, true, true, true, true, true]
+    ),
+    table(
+      [
+        "store",
+        "this RSS once up",
+        "other RSS once up",
+        "this peak RSS",
+        "other peak RSS",
+        "peak this/other"
+      ],
+      stores(comparison).map((store) => {
+        const { this: mine, other } = memoryOf(comparison, store)
+        return [
+          store,
+          mib(mine?.startedMb),
+          mib(other?.startedMb),
+          mib(mine?.peakMb),
+          mib(other?.peakMb),
+          mine?.peakMb === undefined || other?.peakMb === undefined
+            ? "-"
+            : (mine.peakMb / other.peakMb).toFixed(3)
+        ]
+      }),
+      [false, true, true, true, true, true]
     )
   ].join("\n")
 }

@@ -11,6 +11,8 @@ interface Spec {
   readonly file: string
   readonly duration: number
   readonly connections: number
+  /** Requests per second over all connections (autocannon corrects for coordinated omission). */
+  readonly rate?: number
 }
 
 const spec = JSON.parse(process.argv[2] ?? "{}") as Spec
@@ -36,6 +38,7 @@ const result = await autocannon({
   url: spec.url,
   connections: spec.connections,
   duration: spec.duration,
+  ...(spec.rate === undefined ? {} : { overallRate: spec.rate }),
   method: spec.method,
   requests: [
     {

@@ -23,6 +23,8 @@ export interface CaseResult {
   readonly note?: string | undefined
   /** The service's CPU time (user and system) over the requests answered, in microseconds. */
   readonly cpuUsPerRequest?: number | undefined
+  /** Sent at this many requests per second rather than as fast as answered (its req/s is no ratio). */
+  readonly fixedRate?: number | undefined
 }
 
 export interface StoreResult {
@@ -149,7 +151,9 @@ export const runCase = async (
   service: Service,
   testCase: Case,
   options: Options,
-  tool: "wrk" | "autocannon"
+  tool: "wrk" | "autocannon",
+  /** A fixed rate (requests per second) instead of as fast as the service answers. */
+  rate?: number
 ): Promise<CaseResult> => {
   if ("unavailable" in testCase.entries) {
     return {
@@ -168,7 +172,8 @@ export const runCase = async (
     duration: options.duration,
     connections: options.connections,
     tool,
-    countStatuses: true
+    countStatuses: true,
+    rate
   })
   const cpuAfter = service.cpuUs()
   return {
@@ -178,7 +183,8 @@ export const runCase = async (
     load,
     errors: errorsOf(load, testCase.expected),
     note: testCase.note,
-    cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests)
+    cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests),
+    ...(rate === undefined ? {} : { fixedRate: rate })
   }
 }
 
@@ -263,6 +269,21 @@ export const measureStore = async (
     }
     let ledger: LedgerResult | undefined
     const cacheHit = cases[0]
+    const hitRps = rows[0]?.load?.rps
+    if (cacheHit !== undefined && hitRps !== undefined && hitRps >= 2) {
+      // Latency under moderate load: the hit at half the rate it just saturated at.
+      const rate = Math.floor(hitRps / 2)
+      const halfRate = { ...cacheHit, name: `${cacheHit.name}, at half its rate` }
+      log(`${store}: ${halfRate.name} (${rate} req/s)`)
+      const measured = await runCase(store, service, halfRate, options, tool, rate)
+      rows.splice(1, 0, {
+        ...measured,
+        note: [measured.note, `sent at ${rate} req/s (autocannon, coordinated omission corrected)`]
+          .filter(Boolean)
+          .join("; ")
+      })
+      await sleep(1000)
+    }
     if (options.ledgerRows !== undefined && cacheHit !== undefined) {
       const n = options.ledgerRows
       log(`${store}: adding ${n} settled receipts to the ledger`)

@@ -22,6 +22,12 @@ export interface LoadSpec {
   readonly tool: "wrk" | "autocannon"
   /** Count responses by status (wrk then parses every response; see bench/wrk/rotate.lua). */
   readonly countStatuses: boolean
+  /**
+   * A fixed rate, in requests per second over all connections, instead of as fast as the service
+   * answers: autocannon's `overallRate`, which times each request from when it was due (so a
+   * stall counts for every request it held up, not just the one it caught). wrk cannot.
+   */
+  readonly rate?: number | undefined
 }
 
 export interface LoadResult {
@@ -99,7 +105,7 @@ export const runLoad = async (spec: LoadSpec): Promise<LoadResult> => {
   if (spec.entries.length === 0) throw new Error(`${spec.label}: no requests to send`)
   const file = writeEntries(spec)
   const timeout = (spec.duration + 60) * 1000
-  if (spec.tool === "wrk") {
+  if (spec.tool === "wrk" && spec.rate === undefined) {
     const script = join(repoRoot, "bench", "wrk", "rotate.lua")
     const { command, args } = pinned(1, "wrk", [
       "-t1",
@@ -126,7 +132,8 @@ export const runLoad = async (spec: LoadSpec): Promise<LoadResult> => {
       method: spec.method,
       file,
       duration: spec.duration,
-      connections: spec.connections
+      connections: spec.connections,
+      ...(spec.rate === undefined ? {} : { rate: spec.rate })
     })
   ])
   const { stdout } = await run(command, args, { timeout, maxBuffer: 16 * 1024 * 1024 })

@@ -47,7 +47,7 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
             fixed(row.load.p99Ms, 2),
             fixed(row.load.maxMs, 1),
             String(row.errors ?? 0),
-            fixed(row.load.rps / baselineRps, 3),
+            row.fixedRate === undefined ? fixed(row.load.rps / baselineRps, 3) : "-",
             row.cpuUsPerRequest === undefined ? "-" : fixed(row.cpuUsPerRequest, 0),
             [`expect ${row.expected}`, others(row), row.note ?? ""].filter((s) => s.length > 0).join("; ")
           ]

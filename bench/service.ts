@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { type Admin, adminOf } from "./accounts.ts"
-import { freePort, type Started, serviceEnv, startNode } from "./proc.ts"
+import { freePort, repoRoot, type Started, serviceEnv, startNode } from "./proc.ts"
 import { serviceSeed } from "./world.ts"
 
 export type Store = "pglite" | "postgres"
@@ -12,7 +14,21 @@ export interface Service extends Started {
 }
 
 /**
- * `node src/main.ts` on a free port and core 0: PGlite in memory, or PostgreSQL at `databaseUrl`.
+ * The Node flags of `npm start` in a checkout (`"start": "node <flags> src/main.ts"`), so that the
+ * bench measures the service as `npm start` runs it, and a checkout compared with `--against` as
+ * its own `npm start` runs it.
+ */
+export const startFlags = (checkout: string): ReadonlyArray<string> => {
+  const start: unknown = JSON.parse(readFileSync(join(checkout, "package.json"), "utf8")).scripts?.start
+  const words = typeof start === "string" ? start.trim().split(/\s+/) : []
+  if (words[0] !== "node" || words.at(-1) !== "src/main.ts") {
+    throw new Error(`${checkout}: npm start is not \`node [flags] src/main.ts\`: ${String(start)}`)
+  }
+  return words.slice(1, -1)
+}
+
+/**
+ * `npm start`'s `node [flags] src/main.ts` on a free port and core 0: PGlite in memory, or PostgreSQL at `databaseUrl`.
  * Loopback is a trusted proxy, so X-Forwarded-For gives every minted key its own client IP.
  */
 export const startService = async (options: {
@@ -43,7 +59,7 @@ export const startService = async (options: {
     ...(options.pin === undefined ? {} : { pin: options.pin }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
-    args: [...(options.nodeFlags ?? []), "src/main.ts"],
+    args: [...startFlags(options.cwd ?? repoRoot), ...(options.nodeFlags ?? []), "src/main.ts"],
     port,
     readyPath: "/readyz",
     env: serviceEnv({

@@ -81,6 +81,12 @@ export const simulate = (args: SimArgs) =>
         for (const step of shrunk.steps) lines.push(`    ${showStep(step)}`)
       }
     }
+    const phases = Object.values(result.spent).reduce((sum, ms) => sum + ms, 0)
+    lines.push(
+      `time: ${Object.entries(result.spent)
+        .map(([phase, ms]) => `${phase} ${(ms / 1000).toFixed(1)} s`)
+        .join(", ")}, set-up ${(seconds - phases / 1000).toFixed(1)} s`
+    )
     const counted = Object.entries(result.counts)
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([name, n]) => `${name.replace(/ /g, "_")}=${n}`)

@@ -44,7 +44,16 @@ export interface RunResult {
   readonly failure: { readonly step: number; readonly violations: ReadonlyArray<Violation> } | undefined
   readonly log: ReadonlyArray<string>
   readonly counts: Record<string, number>
+  /**
+   * Where the run's wall-clock time went, in ms, each moment in one phase: the steps' own requests,
+   * the clock moved between steps (what wakes then: sweepers, workers), the invariant checks (those
+   * that hold at every moment, and the ledger's), and instances (re)started. Real time, so never
+   * part of the trace.
+   */
+  readonly spent: Record<Phase, number>
 }
+
+export type Phase = "steps" | "clock" | "always" | "ledger" | "starts"
 
 /**
  * 2025-12-31T23:40:00Z: where every run's clock starts, so that a run of a few thousand steps
@@ -117,6 +126,29 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const macrotask = turnOf(options.pgUrl !== undefined)
       const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
       const world = yield* buildWorld
+      const spent: Record<Phase, number> = { steps: 0, clock: 0, always: 0, ledger: 0, starts: 0 }
+      let phaseNow: Phase | undefined
+      /**
+       * Adds the wall-clock time of `effect` to `phase`; a phase inside another (the checks of a
+       * held call, the restart of a crashed instance) is taken out of the outer one's time.
+       */
+      const timed =
+        (phase: Phase) =>
+        <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+          Effect.suspend(() => {
+            const outer = phaseNow
+            const from = performance.now()
+            phaseNow = phase
+            return Effect.ensuring(
+              effect,
+              Effect.sync(() => {
+                const ms = performance.now() - from
+                spent[phase] += ms
+                if (outer !== undefined) spent[outer] -= ms
+                phaseNow = outer
+              })
+            )
+          })
       const generations: Array<number> = []
       const instances: Array<Instance> = []
       const start = (index: number) =>
@@ -131,7 +163,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             rng: rng.fork(`ids/${index}/${generations[index]}`),
             rewrite: mutation?.rewrite
           })
-        })
+        }).pipe(timed("starts"))
       for (let i = 0; i < options.instances; i++) yield* start(i)
       yield* Effect.addFinalizer(() =>
         Effect.forEach(instances, (instance) => Scope.close(instance.scope, Exit.void), { discard: true })
@@ -349,11 +381,11 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const checkAlways = Effect.gen(function* () {
         const found = yield* onStore(Effect.provide(alwaysChecks(yield* now()), store.context))
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
-      })
+      }).pipe(timed("always"))
       const checkLedger = Effect.gen(function* () {
         const found = yield* onStore(Effect.provide(ledgerChecks(model), store.context))
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
-      })
+      }).pipe(timed("ledger"))
 
       /** Starts a call held in the upstream on `instance`; resolves once it is held (or answered). */
       const holdCall = (client: Client, instance: number, op: number) =>
@@ -700,9 +732,9 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         stepNo += 1
         count(step.kind)
         if (options.verbose) console.log(`${stepNo} > ${showStep(step)}`)
-        yield* runStep(step)
+        yield* timed("steps")(runStep(step))
         // Time moves on between steps; the workers (top-ups, sweepers) get their turn.
-        yield* advance(250)
+        yield* timed("clock")(advance(250))
         yield* checkAlways
         // The ledger's checks read whole tables: after every step that can break them in its own
         // way, and every tenth step otherwise.
@@ -727,7 +759,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         trace: hash.digest("hex").slice(0, 16),
         failure,
         log,
-        counts
+        counts,
+        spent
       } satisfies RunResult
     })
   ).pipe(
