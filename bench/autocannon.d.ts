@@ -11,8 +11,6 @@ declare module "autocannon" {
     connections?: number
     duration?: number
     method?: string
-    /** Requests per second over all connections; latencies are then corrected for coordinated omission. */
-    overallRate?: number
     requests?: ReadonlyArray<{ setupRequest?: (request: Request) => Request }>
   }
   interface Result {

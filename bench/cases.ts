@@ -278,9 +278,7 @@ export const measureStore = async (
       const measured = await runCase(store, service, halfRate, options, tool, rate)
       rows.splice(1, 0, {
         ...measured,
-        note: [measured.note, `sent at ${rate} req/s (autocannon, coordinated omission corrected)`]
-          .filter(Boolean)
-          .join("; ")
+        note: [measured.note, `sent at ${rate} req/s, evenly spaced (open loop)`].filter(Boolean).join("; ")
       })
       await sleep(1000)
     }

@@ -23,15 +23,15 @@ export interface LoadSpec {
   /** Count responses by status (wrk then parses every response; see bench/wrk/rotate.lua). */
   readonly countStatuses: boolean
   /**
-   * A fixed rate, in requests per second over all connections, instead of as fast as the service
-   * answers: autocannon's `overallRate`, which times each request from when it was due (so a
-   * stall counts for every request it held up, not just the one it caught). wrk cannot.
+   * A fixed rate, in requests per second, instead of as fast as the service answers: an open loop
+   * (`bench/rate-runner.ts`, as wrk2 does) that times each request from when it was due. Neither
+   * wrk nor autocannon can (autocannon's rate sends each second's requests in one burst).
    */
   readonly rate?: number | undefined
 }
 
 export interface LoadResult {
-  readonly tool: "wrk" | "autocannon"
+  readonly tool: "wrk" | "autocannon" | "fixed rate"
   readonly requests: number
   readonly seconds: number
   readonly rps: number
@@ -105,7 +105,22 @@ export const runLoad = async (spec: LoadSpec): Promise<LoadResult> => {
   if (spec.entries.length === 0) throw new Error(`${spec.label}: no requests to send`)
   const file = writeEntries(spec)
   const timeout = (spec.duration + 60) * 1000
-  if (spec.tool === "wrk" && spec.rate === undefined) {
+  if (spec.rate !== undefined) {
+    const { command, args } = pinned(1, process.execPath, [
+      join(repoRoot, "bench", "rate-runner.ts"),
+      JSON.stringify({
+        url: spec.baseUrl,
+        method: spec.method,
+        file,
+        duration: spec.duration,
+        connections: spec.connections,
+        rate: spec.rate
+      })
+    ])
+    const { stdout } = await run(command, args, { timeout, maxBuffer: 16 * 1024 * 1024 })
+    return toResult("fixed rate", parseRaw(stdout))
+  }
+  if (spec.tool === "wrk") {
     const script = join(repoRoot, "bench", "wrk", "rotate.lua")
     const { command, args } = pinned(1, "wrk", [
       "-t1",
@@ -132,8 +147,7 @@ export const runLoad = async (spec: LoadSpec): Promise<LoadResult> => {
       method: spec.method,
       file,
       duration: spec.duration,
-      connections: spec.connections,
-      ...(spec.rate === undefined ? {} : { rate: spec.rate })
+      connections: spec.connections
     })
   ])
   const { stdout } = await run(command, args, { timeout, maxBuffer: 16 * 1024 * 1024 })

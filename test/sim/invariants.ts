@@ -98,12 +98,19 @@ const always: ReadonlyArray<readonly [string, string]> = [
      GROUP BY account_id, idempotency_key HAVING count(*) > 1`
   ],
   [
-    "no key over its spend cap",
-    `SELECT k.id, k.spend_cap_credits, s.spent FROM api_keys k
-     JOIN (SELECT key_id, SUM(charged) AS spent FROM calls WHERE state = 'settled' GROUP BY key_id) s ON s.key_id = k.id
-     WHERE k.spend_cap_credits IS NOT NULL AND k.cap_period = 'total' AND k.parent_key_id IS NULL
-       AND s.spent > k.spend_cap_credits
-       AND NOT EXISTS (SELECT 1 FROM api_keys c WHERE c.parent_key_id = k.id)`
+    "no key over its spend cap in any of its periods (UTC day, month, or in total)",
+    // What a key spent in a period: its calls' and its children's, settled ones as charged and
+    // reserved ones at their quote, each in the period of the UTC day it was reserved on. Worked out
+    // here from the calls, not from the store's own counters (`key_spend`, `svc_period`).
+    `SELECT cap.id, cap.cap_period, cap.spend_cap_credits,
+            CASE cap.cap_period WHEN 'day' THEN c.day::text
+              WHEN 'month' THEN to_char(date '1970-01-01' + c.day, 'YYYY-MM') ELSE 'total' END AS period,
+            SUM(CASE WHEN c.state = 'reserved' THEN c.quoted ELSE c.charged END) AS spent
+     FROM calls c JOIN api_keys k ON k.id = c.key_id
+     JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id)
+     WHERE cap.spend_cap_credits IS NOT NULL AND c.state IN ('reserved', 'settled')
+     GROUP BY 1, 2, 3, 4
+     HAVING SUM(CASE WHEN c.state = 'reserved' THEN c.quoted ELSE c.charged END) > cap.spend_cap_credits`
   ],
   [
     "no reservation stranded past its lease once time moves on",

@@ -18,14 +18,19 @@ export interface Mutation {
 
 const moneyRule = readFileSync(new URL("../../migrations/0013_money_rule.sql", import.meta.url), "utf8")
 const webhooks = readFileSync(new URL("../../migrations/0012_webhooks.sql", import.meta.url), "utf8")
+const cachedPlans = readFileSync(new URL("../../migrations/0015_cached_plans.sql", import.meta.url), "utf8")
 
 /** A function's definition from a migration, as `CREATE OR REPLACE`. */
 const functionOf = (source: string, name: string): string => {
-  const start = source.indexOf(`CREATE FUNCTION ${name}(`)
-  if (start === -1) throw new Error(`no function ${name}`)
-  const body = source.indexOf("$$", start)
+  const at = (text: string) => {
+    const index = source.indexOf(`${text} ${name}(`)
+    return index === -1 ? undefined : { index, length: text.length }
+  }
+  const found = at("CREATE FUNCTION") ?? at("CREATE OR REPLACE FUNCTION")
+  if (found === undefined) throw new Error(`no function ${name}`)
+  const body = source.indexOf("$$", found.index)
   const end = source.indexOf("$$;", body + 2)
-  return `CREATE OR REPLACE ${source.slice(start + "CREATE ".length, end + 3).replace(/^FUNCTION/, "FUNCTION")}`
+  return `CREATE OR REPLACE FUNCTION${source.slice(found.index + found.length, end + 3)}`
 }
 
 /** Replaces `name` with its definition where `from` becomes `to` (which must occur). */
@@ -90,6 +95,17 @@ export const mutations: ReadonlyArray<Mutation> = [
       [
         "SET grant_credits = grant_credits - p_grant, balance_credits = balance_credits - p_balance",
         "SET grant_credits = GREATEST(grant_credits - 2 * p_grant, 0), balance_credits = GREATEST(balance_credits - 2 * p_balance, 0)"
+      ]
+    ])
+  },
+  {
+    name: "cap-spend-wrong-period",
+    description:
+      "count a capped key's spend toward its total whatever its cap's period: a day or month cap never binds",
+    patch: replaceFunction(cachedPlans, "svc_key_spend", [
+      [
+        "SELECT k.id, svc_period(k.cap_period, p_day), GREATEST(p_delta, 0)",
+        "SELECT k.id, 'total', GREATEST(p_delta, 0)"
       ]
     ])
   },

@@ -53,8 +53,14 @@ export type Step =
   | { readonly kind: "signin"; readonly client: number; readonly instance: number }
   /** A checkout started on one instance and paid on both (paid twice). */
   | { readonly kind: "checkout"; readonly client: number; readonly instances: readonly [number, number] }
-  /** A new key with a total spend cap, which the client uses from then on. */
-  | { readonly kind: "cap"; readonly client: number; readonly instance: number; readonly cap: number }
+  /** A new key with a spend cap per UTC day, per month or in total, which the client uses from then on. */
+  | {
+      readonly kind: "cap"
+      readonly client: number
+      readonly instance: number
+      readonly cap: number
+      readonly period: "day" | "month" | "total"
+    }
   | { readonly kind: "topup"; readonly client: number; readonly instance: number }
   | { readonly kind: "rotate"; readonly client: number; readonly instance: number }
   | { readonly kind: "revoke"; readonly client: number; readonly instance: number }
@@ -120,7 +126,13 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
     } else if (roll < 0.87) {
       steps.push({ kind: "checkout", client: c, instances: [i, other(i)] })
     } else if (roll < 0.9) {
-      steps.push({ kind: "cap", client: c, instance: i, cap: 5 + rng.int(60) })
+      steps.push({
+        kind: "cap",
+        client: c,
+        instance: i,
+        cap: 5 + rng.int(60),
+        period: rng.pick(["day", "month", "total"] as const)
+      })
     } else if (roll < 0.93) {
       steps.push({ kind: "topup", client: c, instance: i })
     } else if (roll < 0.96) {

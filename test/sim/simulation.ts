@@ -413,6 +413,44 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           return Deferred.succeed(held.release, undefined)
         })
 
+      /** Email sign-in (and the claim of a trial account) of a client, with the code from the outbox. */
+      const signIn = (c: Client, clientNo: number, instance: number) =>
+        Effect.gen(function* () {
+          if (c.key === undefined) return event(`signin c${clientNo}: no key yet`)
+          const email = c.email ?? `c${clientNo}-${c.account}@example.com`
+          const started = yield* call(instance, json(c, "POST", "/v1/auth/email/start", { email }, c.key))
+          if (started.status !== 202)
+            return event(`signin c${clientNo} -> start ${started.status} ${started.body?.code ?? ""}`)
+          const mail = yield* onStore(
+            Effect.gen(function* () {
+              const sql = yield* SqlClient.SqlClient
+              return yield* sql<{ body_text: string | null }>`SELECT body_text FROM outbox
+                WHERE to_email = ${email.toLowerCase()} ORDER BY created_at DESC, id DESC LIMIT 1`
+            }).pipe(Effect.provide(store.context))
+          ).pipe(Effect.orDie)
+          const code = /code is (\d{6})/.exec(mail[0]?.body_text ?? "")?.[1] ?? "000000"
+          const verified = yield* call(
+            instance,
+            json(c, "POST", "/v1/auth/email/verify", { email, code }, c.key)
+          )
+          if (verified.status === 200) {
+            c.email = email
+            c.token = verified.body.management_token
+            if (
+              verified.body.claimed === c.account &&
+              verified.body.grant_credits > 0 &&
+              c.account !== undefined
+            )
+              model.credited.set(
+                c.account,
+                (model.credited.get(c.account) ?? 0) + verified.body.grant_credits
+              )
+          }
+          event(
+            `signin c${clientNo} -> ${verified.status} claimed=${verified.body?.claimed ?? "-"} grant=${verified.body?.grant_credits ?? "-"}`
+          )
+        })
+
       const runStep = (step: Step): Effect.Effect<void, never, Scope.Scope> =>
         Effect.gen(function* () {
           const client = "client" in step ? clients[step.client % clients.length]! : undefined
@@ -579,46 +617,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               event(`tick ${step.ms}`)
               return
             }
-            case "signin": {
-              const c = client!
-              if (c.key === undefined) return event(`signin c${step.client}: no key yet`)
-              const email = c.email ?? `c${step.client}-${c.account}@example.com`
-              const started = yield* call(
-                step.instance,
-                json(c, "POST", "/v1/auth/email/start", { email }, c.key)
-              )
-              if (started.status !== 202)
-                return event(`signin c${step.client} -> start ${started.status} ${started.body?.code ?? ""}`)
-              const mail = yield* onStore(
-                Effect.gen(function* () {
-                  const sql = yield* SqlClient.SqlClient
-                  return yield* sql<{ body_text: string | null }>`SELECT body_text FROM outbox
-                    WHERE to_email = ${email.toLowerCase()} ORDER BY created_at DESC, id DESC LIMIT 1`
-                }).pipe(Effect.provide(store.context))
-              ).pipe(Effect.orDie)
-              const code = /code is (\d{6})/.exec(mail[0]?.body_text ?? "")?.[1] ?? "000000"
-              const verified = yield* call(
-                step.instance,
-                json(c, "POST", "/v1/auth/email/verify", { email, code }, c.key)
-              )
-              if (verified.status === 200) {
-                c.email = email
-                c.token = verified.body.management_token
-                if (
-                  verified.body.claimed === c.account &&
-                  verified.body.grant_credits > 0 &&
-                  c.account !== undefined
-                )
-                  model.credited.set(
-                    c.account,
-                    (model.credited.get(c.account) ?? 0) + verified.body.grant_credits
-                  )
-              }
-              event(
-                `signin c${step.client} -> ${verified.status} claimed=${verified.body?.claimed ?? "-"} grant=${verified.body?.grant_credits ?? "-"}`
-              )
-              return
-            }
+            case "signin":
+              return yield* signIn(client!, step.client, step.instance)
             case "checkout": {
               const c = client!
               if (c.key === undefined || c.account === undefined)
@@ -654,6 +654,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             }
             case "cap": {
               const c = client!
+              // Only a signed-in client manages keys: one that is not signs in first.
+              if (c.token === undefined) yield* signIn(c, step.client, step.instance)
               if (c.token === undefined) return event(`cap c${step.client}: not signed in`)
               const created = yield* call(
                 step.instance,
@@ -661,7 +663,11 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                   c,
                   "POST",
                   "/v1/keys",
-                  { label: `capped ${step.cap}`, spend_cap_credits: step.cap, cap_period: "total" },
+                  {
+                    label: `capped ${step.cap} per ${step.period}`,
+                    spend_cap_credits: step.cap,
+                    cap_period: step.period
+                  },
                   c.token
                 )
               )
@@ -671,7 +677,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 c.last = undefined
               }
               event(
-                `cap c${step.client} ${step.cap} -> ${created.status} ${created.body?.key_id ?? created.body?.code ?? ""}`
+                `cap c${step.client} ${step.cap} per ${step.period} -> ${created.status} ${created.body?.key_id ?? created.body?.code ?? ""}`
               )
               return
             }

@@ -1,0 +1,78 @@
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { runLoad } from "../../bench/load.ts"
+
+/**
+ * The bench's fixed-rate row claims an open loop: requests evenly spaced at the rate asked for
+ * (not each second's in one burst, as autocannon's rate sends them), each timed from when it was
+ * due, so a stall shows in the latency of every request it held up.
+ */
+describe("the bench's fixed-rate load generator", () => {
+  it.effect(
+    "sends at an even rate, and a stall counts for the requests it held up",
+    () =>
+      Effect.promise(async () => {
+        const arrivals: Array<number> = []
+        let stallNext = false
+        const server = createServer((request, response) => {
+          arrivals.push(performance.now())
+          const answer = () => response.writeHead(200, { "content-type": "application/json" }).end("{}")
+          if (request.url === "/stall" && stallNext) {
+            stallNext = false
+            setTimeout(answer, 400)
+          } else answer()
+        })
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+        const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        try {
+          const even = await runLoad({
+            label: "rate-test-even",
+            baseUrl,
+            method: "GET",
+            entries: [{ path: "/even", headers: {} }],
+            duration: 2,
+            connections: 10,
+            tool: "wrk",
+            countStatuses: true,
+            rate: 200
+          })
+          assert.strictEqual(even.tool, "fixed rate")
+          assert.strictEqual(even.statuses["200"], 400)
+          // Evenly spaced: 20 requests per 100 ms. A burst per second would put 200 in one window; a
+          // loaded machine may bunch a few windows' worth, never a second's.
+          const first = arrivals[0]!
+          const windows = new Map<number, number>()
+          for (const at of arrivals) {
+            const window = Math.floor((at - first) / 100)
+            windows.set(window, (windows.get(window) ?? 0) + 1)
+          }
+          assert.isAtMost(Math.max(...windows.values()), 100, JSON.stringify([...windows]))
+          assert.isAtLeast(windows.size, 18)
+
+          // One connection and one 400 ms stall: the requests due behind it wait, and say so.
+          stallNext = true
+          const stalled = await runLoad({
+            label: "rate-test-stall",
+            baseUrl,
+            method: "GET",
+            entries: [{ path: "/stall", headers: {} }],
+            duration: 2,
+            connections: 1,
+            tool: "wrk",
+            countStatuses: true,
+            rate: 100
+          })
+          assert.strictEqual(stalled.statuses["200"], 200)
+          // 40 requests fell due during the stall: with their waits counted, p99 is far above the
+          // sub-millisecond answer (a closed loop would report one slow request out of 200).
+          assert.isAbove(stalled.p99Ms, 100)
+          assert.isAtLeast(stalled.maxMs, 390)
+        } finally {
+          server.close()
+        }
+      }),
+    60_000
+  )
+})
