@@ -1,18 +1,10 @@
 // The load generator when wrk is missing: autocannon, rotating over the same prepared requests as
 // bench/wrk/rotate.lua and printing the same `BENCH_JSON` line. It saturates sooner than wrk.
 import autocannon from "autocannon"
-import { entryFor, readEntries } from "./entries.ts"
+import { entryFor, type RunnerSpec, readEntries } from "./entries.ts"
 import type { RawResult } from "./load.ts"
 
-interface Spec {
-  readonly url: string
-  readonly method: "GET" | "POST"
-  readonly file: string
-  readonly duration: number
-  readonly connections: number
-}
-
-const spec = JSON.parse(process.argv[2] ?? "{}") as Spec
+const spec = JSON.parse(process.argv[2] ?? "{}") as RunnerSpec
 const entries = readEntries(spec.file)
 
 let counter = 0

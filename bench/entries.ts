@@ -1,6 +1,16 @@
 import { randomInt } from "node:crypto"
 import { readFileSync } from "node:fs"
 
+/** What a Node load generator of the bench is given (as JSON, its one argument). */
+export interface RunnerSpec {
+  readonly url: string
+  readonly method: "GET" | "POST"
+  /** The prepared requests (see `readEntries`). */
+  readonly file: string
+  readonly duration: number
+  readonly connections: number
+}
+
 /** One request of a load generator's file (see `writeEntries` in load.ts). */
 export interface FileEntry {
   readonly path: string

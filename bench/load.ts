@@ -2,6 +2,7 @@ import { execFile } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { promisify } from "node:util"
+import type { RunnerSpec } from "./entries.ts"
 import { benchDir, pinned, repoRoot } from "./proc.ts"
 
 /** One prepared request; `{{IDEM}}` in a header value or the body becomes a fresh key per request. */
@@ -100,24 +101,31 @@ const toResult = (tool: LoadResult["tool"], raw: RawResult): LoadResult => {
   }
 }
 
+const runnerSpec = (spec: LoadSpec, file: string): RunnerSpec => ({
+  url: spec.baseUrl,
+  method: spec.method,
+  file,
+  duration: spec.duration,
+  connections: spec.connections
+})
+
+/** One of our Node load generators (`bench/<script>`) on core 1; its standard output. */
+const runRunner = async (script: string, spec: RunnerSpec & { readonly rate?: number }, timeout: number) => {
+  const { command, args } = pinned(1, process.execPath, [
+    join(repoRoot, "bench", script),
+    JSON.stringify(spec)
+  ])
+  const { stdout } = await run(command, args, { timeout, maxBuffer: 16 * 1024 * 1024 })
+  return stdout
+}
+
 /** Runs the load on core 1 for `spec.duration` seconds. */
 export const runLoad = async (spec: LoadSpec): Promise<LoadResult> => {
   if (spec.entries.length === 0) throw new Error(`${spec.label}: no requests to send`)
   const file = writeEntries(spec)
   const timeout = (spec.duration + 60) * 1000
   if (spec.rate !== undefined) {
-    const { command, args } = pinned(1, process.execPath, [
-      join(repoRoot, "bench", "rate-runner.ts"),
-      JSON.stringify({
-        url: spec.baseUrl,
-        method: spec.method,
-        file,
-        duration: spec.duration,
-        connections: spec.connections,
-        rate: spec.rate
-      })
-    ])
-    const { stdout } = await run(command, args, { timeout, maxBuffer: 16 * 1024 * 1024 })
+    const stdout = await runRunner("rate-runner.ts", { ...runnerSpec(spec, file), rate: spec.rate }, timeout)
     return toResult("fixed rate", parseRaw(stdout))
   }
   if (spec.tool === "wrk") {
@@ -140,16 +148,6 @@ export const runLoad = async (spec: LoadSpec): Promise<LoadResult> => {
     const { stdout } = await run(command, args, { timeout, env, maxBuffer: 16 * 1024 * 1024 })
     return toResult("wrk", parseRaw(stdout))
   }
-  const { command, args } = pinned(1, process.execPath, [
-    join(repoRoot, "bench", "autocannon-runner.ts"),
-    JSON.stringify({
-      url: spec.baseUrl,
-      method: spec.method,
-      file,
-      duration: spec.duration,
-      connections: spec.connections
-    })
-  ])
-  const { stdout } = await run(command, args, { timeout, maxBuffer: 16 * 1024 * 1024 })
+  const stdout = await runRunner("autocannon-runner.ts", runnerSpec(spec, file), timeout)
   return toResult("autocannon", parseRaw(stdout))
 }

@@ -4,19 +4,10 @@
 // when it was due, so a stall counts for every request it held up (no coordinated omission).
 // Prints the same `BENCH_JSON` line as the other runners.
 import { Agent, request } from "node:http"
-import { entryFor, readEntries } from "./entries.ts"
+import { entryFor, type RunnerSpec, readEntries } from "./entries.ts"
 import type { RawResult } from "./load.ts"
 
-interface Spec {
-  readonly url: string
-  readonly method: "GET" | "POST"
-  readonly file: string
-  readonly duration: number
-  readonly connections: number
-  readonly rate: number
-}
-
-const spec = JSON.parse(process.argv[2] ?? "{}") as Spec
+const spec = JSON.parse(process.argv[2] ?? "{}") as RunnerSpec & { readonly rate: number }
 const entries = readEntries(spec.file)
 const agent = new Agent({ keepAlive: true, maxSockets: spec.connections })
 const total = Math.round(spec.rate * spec.duration)
