@@ -228,7 +228,9 @@ const ledger: ReadonlyArray<readonly [string, string]> = [
   // The reference model: what each account has left and each IP's free budget used, computed from
   // the accepted operations (fresh 200s, each receipt counted once, when first answered: a replay
   // may be the first a client hears of it; the grants and payments the clients were told of; the
-  // top-ups the store says it paid).
+  // top-ups the store says it paid), less what a reservation still holds: a call whose refund was
+  // cut off (its connection dropped) stays reserved until its lease runs out and a sweeper refunds
+  // it, which "no reservation stranded past its lease" holds to.
   [
     "the balances equal the reference model's",
     `WITH once AS (SELECT DISTINCT ON (receipt) receipt, account, free, spent FROM sim_answers ORDER BY receipt, seq),
@@ -236,18 +238,26 @@ const ledger: ReadonlyArray<readonly [string, string]> = [
           spent AS (SELECT account, SUM(spent) AS spent FROM once GROUP BY account),
           topped AS (SELECT account_id, SUM(credits) AS credits FROM topups WHERE state = 'succeeded' GROUP BY account_id),
           free AS (SELECT c.ip, SUM(o.free) AS used FROM once o JOIN calls c ON c.id = o.receipt
-                   WHERE o.free > 0 AND c.state = 'settled' AND c.charged_free > 0 GROUP BY c.ip)
+                   WHERE o.free > 0 AND c.state = 'settled' AND c.charged_free > 0 GROUP BY c.ip),
+          held AS (SELECT account_id, SUM(reserved_grant + reserved_balance) AS credits FROM calls
+                   WHERE state = 'reserved' GROUP BY account_id),
+          held_free AS (SELECT ip, SUM(reserved_free) AS used FROM calls WHERE state = 'reserved' GROUP BY ip)
      SELECT a.id || ' has ' || (a.grant_credits + a.balance_credits) || ', the model says '
-            || (COALESCE(cr.credits, 0) + COALESCE(t.credits, 0) - COALESCE(s.spent, 0)) AS problem
+            || (COALESCE(cr.credits, 0) + COALESCE(t.credits, 0) - COALESCE(s.spent, 0) - COALESCE(h.credits, 0)) AS problem
      FROM accounts a
      LEFT JOIN credited cr ON cr.account = a.id
      LEFT JOIN topped t ON t.account_id = a.id
      LEFT JOIN spent s ON s.account = a.id
-     WHERE COALESCE(cr.credits, 0) + COALESCE(t.credits, 0) - COALESCE(s.spent, 0) <> a.grant_credits + a.balance_credits
+     LEFT JOIN held h ON h.account_id = a.id
+     WHERE COALESCE(cr.credits, 0) + COALESCE(t.credits, 0) - COALESCE(s.spent, 0) - COALESCE(h.credits, 0)
+           <> a.grant_credits + a.balance_credits
      UNION ALL
-     SELECT 'free budget of ' || u.ip || ': used ' || u.used || ', the model says ' || COALESCE(f.used, 0)
-     FROM (SELECT ip, SUM(credits_used) AS used FROM free_tier_usage GROUP BY ip) u LEFT JOIN free f ON f.ip = u.ip
-     WHERE u.used <> COALESCE(f.used, 0)`
+     SELECT 'free budget of ' || u.ip || ': used ' || u.used || ', the model says '
+            || (COALESCE(f.used, 0) + COALESCE(hf.used, 0))
+     FROM (SELECT ip, SUM(credits_used) AS used FROM free_tier_usage GROUP BY ip) u
+     LEFT JOIN free f ON f.ip = u.ip
+     LEFT JOIN held_free hf ON hf.ip = u.ip
+     WHERE u.used <> COALESCE(f.used, 0) + COALESCE(hf.used, 0)`
   ],
   [
     "every paid checkout applied exactly once, to its account",

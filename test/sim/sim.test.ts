@@ -31,6 +31,25 @@ describe(`the deterministic simulation (${storeName})`, () => {
     240_000
   )
 
+  it.effect(
+    "a refund cut off by a dropped connection: the model counts what the stranded reservation still holds",
+    () =>
+      Effect.gen(function* () {
+        // Seed 14's first 24 steps: an upstream outage answers 502, the refund's transaction is cut
+        // by a dropped connection, so the free credits stay reserved until the lease runs out.
+        const run = yield* runSchedule(scheduleOf({ ...short, ops: 400, seed: "14" }).slice(0, 24), {
+          seed: "14",
+          instances: short.instances,
+          clients: short.clients,
+          mutation: undefined,
+          pgUrl: postgresUrl,
+          verbose: false
+        })
+        assert.isTrue(run.ok, JSON.stringify(run.failure))
+      }),
+    240_000
+  )
+
   for (const mutation of mutations) {
     it.effect(
       `the planted bug ${mutation.name} is caught`,
