@@ -151,6 +151,7 @@ describe("the house's structure", () => {
     const order = [
       "domain",
       "strippedTypes.ts",
+      "bundledStart.ts",
       "config.ts",
       "contract",
       "store",

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -90,6 +90,33 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     run.child.kill("SIGTERM")
     await run.exited
     assert.isFalse(existsSync(join(dir, lockFileName)), "the lock is released on exit")
+  })
+
+  it("runs from one bundle of its modules, kept in node_modules/.cache/svc-start/bundle", async () => {
+    // At Debug a failed start shows its stack trace, whose frames name the file the code runs from.
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve))
+    const address = blocker.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    try {
+      const run = start({ LOG_LEVEL: "debug", PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+      assert.strictEqual(await run.exited, 1)
+      const cache = join(import.meta.dirname, "../../node_modules/.cache/svc-start/bundle")
+      const manifest = JSON.parse(readFileSync(join(cache, "manifest.json"), "utf8")) as {
+        readonly inputs: ReadonlyArray<readonly [string, string]>
+      }
+      assert.includeMembers(
+        manifest.inputs.map(([file]) => file),
+        ["src/launch.ts", "src/metering/meterDataCall.ts", "src/store/Database.ts"]
+      )
+      assert.match(
+        run.output(),
+        /\n\s+at .*\/node_modules\/\.cache\/svc-start\/bundle\/[^/]+\/launch\.js:\d+/
+      )
+      assert.notMatch(run.output(), /\n\s+at .*\/src\/[^ ]*\.ts:\d+/, "no frame in a module of src/")
+    } finally {
+      blocker.close()
+    }
   })
 
   it("LOG_LEVEL=debug adds a line per request: method, path, status, milliseconds, account, receipt", async () => {
