@@ -69,10 +69,11 @@ export const compareCheckouts = async (input: {
       for (let round = 1; round <= input.rounds; round++) {
         // Fresh accounts every round: the last round's calls still fill their rate windows (600 a
         // minute on the production plan), and a round answered 429 measures the limiter, not the case.
+        // (Set 0 is the normal bench's.)
         log(`${store}: round ${round}: preparing ${options.accounts} fresh accounts on each service`)
         const cases: Record<Checkout, ReadonlyArray<Case>> = {
-          this: await prepareCases(services.this, options.accounts),
-          other: await prepareCases(services.other, options.accounts)
+          this: await prepareCases(services.this, options.accounts, round),
+          other: await prepareCases(services.other, options.accounts, round)
         }
         const order: ReadonlyArray<Checkout> = round % 2 === 1 ? ["this", "other"] : ["other", "this"]
         for (const [i, testCase] of cases.this.entries()) {

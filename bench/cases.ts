@@ -74,9 +74,22 @@ const bearer = (account: BenchAccount) => ({ Authorization: `Bearer ${account.ke
 /**
  * Mints the accounts, fills the cache with the profile every case reads, completes one
  * idempotency key per account for the replay case, and finds the MCP dialect.
+ *
+ * The three metered cases each get accounts of their own: a key may make 600 calls a minute on
+ * the production plan, and one case's calls would otherwise fill the next one's windows (a replay
+ * answered 429 measures the limiter). `set` picks fresh ones (their own client IPs too, since an
+ * IP mints 5 keys an hour) for another preparation on the same service.
  */
-export const prepareCases = async (service: Service, accountCount: number): Promise<ReadonlyArray<Case>> => {
-  const accounts = await paidAccounts(service.url, service.admin, accountCount, credits)
+export const prepareCases = async (
+  service: Service,
+  accountCount: number,
+  set = 0
+): Promise<ReadonlyArray<Case>> => {
+  const group = 100 + 3 * set
+  if (group + 2 > 255) throw new Error(`no client IPs left for account set ${set}`)
+  const accounts = await paidAccounts(service.url, service.admin, accountCount, credits, group)
+  const replayAccounts = await paidAccounts(service.url, service.admin, accountCount, credits, group + 1)
+  const mcpAccounts = await paidAccounts(service.url, service.admin, accountCount, credits, group + 2)
   const slug = sampleWorld().people[0]!.slug
   const profile = `/v1/profnet/profiles${query({ identifier: slug, freshness: "recent" })}`
   const first = accounts[0]!
@@ -89,11 +102,14 @@ export const prepareCases = async (service: Service, accountCount: number): Prom
   if (expectStatus("cache hit", hit, 200).body.freshness?.served !== "recent") {
     throw new Error(`the second call was not served from the cache: ${JSON.stringify(hit.body.freshness)}`)
   }
-  await pool(accounts, 8, async (account, i) => {
+  await pool(replayAccounts, 8, async (account, i) => {
     const reply = await call(service.url, profile, { key: account.key, idempotencyKey: `bench-replay-${i}` })
     expectStatus("replay set-up", reply, 200)
   })
-  const replay = await call(service.url, profile, { key: first.key, idempotencyKey: "bench-replay-0" })
+  const replay = await call(service.url, profile, {
+    key: replayAccounts[0]!.key,
+    idempotencyKey: "bench-replay-0"
+  })
   if (expectStatus("replay", replay, 200).headers.get("idempotent-replayed") !== "true") {
     throw new Error("a repeated Idempotency-Key was not answered as a replay")
   }
@@ -101,7 +117,10 @@ export const prepareCases = async (service: Service, accountCount: number): Prom
   const invalid = expectStatus("rejected call", await call(service.url, rejected, { key: first.key }), 400)
   if (invalid.body.code !== "INVALID_INPUT")
     throw new Error(`expected INVALID_INPUT, got ${invalid.body.code}`)
-  const mcp = await probeMcp(service.url, first.key, "getProfile", { identifier: slug, freshness: "recent" })
+  const mcp = await probeMcp(service.url, mcpAccounts[0]!.key, "getProfile", {
+    identifier: slug,
+    freshness: "recent"
+  })
 
   return [
     {
@@ -117,7 +136,7 @@ export const prepareCases = async (service: Service, accountCount: number): Prom
       name: "(b) idempotent replay",
       method: "GET",
       expected: 200,
-      entries: accounts.map((account, i) => ({
+      entries: replayAccounts.map((account, i) => ({
         path: profile,
         headers: { ...bearer(account), "Idempotency-Key": `bench-replay-${i}` }
       }))
@@ -139,7 +158,7 @@ export const prepareCases = async (service: Service, accountCount: number): Prom
       method: "POST",
       expected: 200,
       entries: mcp.available
-        ? accounts.map((account) => mcp.entry(account.key))
+        ? mcpAccounts.map((account) => mcp.entry(account.key))
         : { unavailable: mcp.reason },
       ...(mcp.available ? { note: `MCP ${mcp.dialect}` } : {})
     }

@@ -42,6 +42,43 @@ export interface ProfileSummary {
   readonly topSrcInclusive: ReadonlyArray<Line>
 }
 
+/**
+ * `npm start` runs a bundle of our modules and Effect's (`src/bundledStart.ts`), whose frames all
+ * name one file. The bundler starts each module's code with a line `// <its path>`; a frame is
+ * given back the module its line falls in (and its line counted from that module's start), so the
+ * profile still says which package, folder and module the time went to.
+ */
+const moduleStarts = new Map<string, ReadonlyArray<readonly [number, string]>>()
+
+const startsOf = (url: string): ReadonlyArray<readonly [number, string]> => {
+  const known = moduleStarts.get(url)
+  if (known !== undefined) return known
+  let starts: Array<readonly [number, string]> = []
+  try {
+    const lines = readFileSync(new URL(url), "utf8").split("\n")
+    starts = lines.flatMap((line, i) => {
+      const marker = /^\/\/ ((?:src|node_modules)\/\S+)$/.exec(line)
+      return marker === null ? [] : [[i, marker[1]!] as const]
+    })
+  } catch {
+    // Gone since: the frame keeps the bundle's name.
+  }
+  moduleStarts.set(url, starts)
+  return starts
+}
+
+const unbundled = (frame: ProfileNode["callFrame"]): ProfileNode["callFrame"] => {
+  if (!/\/svc-start\/bundle\/[^/]+\/[^/]+\.js$/.test(frame.url)) return frame
+  const starts = startsOf(frame.url)
+  let found: readonly [number, string] | undefined
+  for (const start of starts) {
+    if (start[0] > frame.lineNumber) break
+    found = start
+  }
+  if (found === undefined) return frame
+  return { ...frame, url: `file://${repoRoot}${found[1]}`, lineNumber: frame.lineNumber - found[0] - 1 }
+}
+
 const shortUrl = (url: string): string => {
   const path = url.replace(/^file:\/\//, "")
   if (path.startsWith(repoRoot)) return path.slice(repoRoot.length)
@@ -89,7 +126,9 @@ export const summariseProfile = (
   n = 20
 ): ProfileSummary => {
   const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const byId = new Map(
+    profile.nodes.map((node) => [node.id, { ...node, callFrame: unbundled(node.callFrame) }])
+  )
   const parent = new Map<number, number>()
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
 

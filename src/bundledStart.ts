@@ -120,6 +120,8 @@ const make = async (root: string, entry: string, cacheDir: string, key: string):
   const dir = `${Date.now().toString(36)}-${process.pid}`
   const bundle = await rolldown({
     input: entry,
+    // Paths in the bundle's comments (each module's code starts with \`// <its path>\`) from here.
+    cwd: root,
     platform: "node",
     external: (id) => !bundledHere(id),
     transform: { target: "esnext" },
