@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { type Admin, adminOf } from "./accounts.ts"
-import { freePort, repoRoot, type Started, serviceEnv, startNode } from "./proc.ts"
+import { benchDir, freePort, repoRoot, type Started, serviceEnv, startNode } from "./proc.ts"
 import { serviceSeed } from "./world.ts"
 
 export type Store = "pglite" | "postgres"
@@ -28,7 +28,7 @@ export const startFlags = (checkout: string): ReadonlyArray<string> => {
 }
 
 /**
- * `npm start`'s `node [flags] src/main.ts` on a free port and core 0: PGlite in memory, or PostgreSQL at `databaseUrl`.
+ * `npm start`'s `node [flags] src/main.ts` on a free port and core 0: PGlite in a directory of its own, or PostgreSQL at `databaseUrl`.
  * Loopback is a trusted proxy, so X-Forwarded-For gives every minted key its own client IP.
  */
 export const startService = async (options: {
@@ -44,7 +44,10 @@ export const startService = async (options: {
   readonly pin?: boolean
   /** A copy of the service to run instead of the repository's own `src/`. */
   readonly cwd?: string
-  /** PGlite on this directory instead of in memory. */
+  /**
+   * PGlite's directory. Unset: a fresh one under `.bench/`, removed when the service stops (on disk,
+   * as `npm start` keeps it; in memory the whole ledger would sit in the service's RSS).
+   */
   readonly dataDir?: string
   /** How often /readyz is polled while it starts (see `startNode`). */
   readonly pollMs?: number
@@ -54,7 +57,15 @@ export const startService = async (options: {
   }
   const port = options.port ?? (await freePort())
   const adminToken = options.adminToken ?? randomBytes(24).toString("hex")
-  const started = await startNode({
+  let ownDir: string | undefined
+  if (options.store === "pglite" && options.dataDir === undefined) {
+    mkdirSync(benchDir, { recursive: true })
+    ownDir = mkdtempSync(join(benchDir, "pglite-"))
+  }
+  const removeOwnDir = () => {
+    if (ownDir !== undefined) rmSync(ownDir, { recursive: true, force: true })
+  }
+  const starting = startNode({
     label: options.label,
     ...(options.pin === undefined ? {} : { pin: options.pin }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
@@ -65,7 +76,7 @@ export const startService = async (options: {
     env: serviceEnv({
       PORT: String(port),
       HOST: "127.0.0.1",
-      DATA_DIR: options.dataDir ?? ":memory:",
+      DATA_DIR: options.dataDir ?? ownDir ?? ":memory:",
       ADMIN_TOKEN: adminToken,
       TRUSTED_PROXIES: "127.0.0.1,::1",
       WORLD_SEED: serviceSeed,
@@ -74,6 +85,10 @@ export const startService = async (options: {
       ...(options.store === "postgres" ? { DATABASE_URL: options.databaseUrl } : {}),
       ...options.env
     })
+  })
+  const started = await starting.catch((error: unknown) => {
+    removeOwnDir()
+    throw error
   })
   const admin = adminOf(started.url, adminToken)
   return {
@@ -84,6 +99,7 @@ export const startService = async (options: {
     stop: async () => {
       await admin.close()
       await started.stop()
+      removeOwnDir()
     }
   }
 }
