@@ -99,15 +99,18 @@ const bundledHere = (id: string) =>
   id.startsWith("@effect/") ||
   id.startsWith("@oxc-project/runtime/")
 
-/** A made bundle older than this that the manifest no longer names is removed. */
-const staleAfterMs = 60 * 60 * 1000
+/**
+ * A made bundle older than this that the manifest no longer names is removed. A process started
+ * from it may still be running (the old instances of a rolling restart, say) and load one of its
+ * chunks the first time a setting's module is needed, so it is kept long after any such start.
+ */
+const staleAfterMs = 7 * 24 * 60 * 60 * 1000
 
 const removeStale = (cacheDir: string, current: string) => {
   for (const name of readdirSync(cacheDir)) {
     if (name === current || name === "manifest.json") continue
     const path = join(cacheDir, name)
     try {
-      // A start may still load chunks from a bundle it began with; an hour is long past that.
       if (Date.now() - statSync(path).mtimeMs > staleAfterMs) rmSync(path, { recursive: true, force: true })
     } catch {
       // Gone already, or not ours to remove: left.

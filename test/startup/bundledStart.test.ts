@@ -1,6 +1,7 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "vitest"
 import { bundled } from "../../src/bundledStart.ts"
 
@@ -48,15 +49,29 @@ describe("the bundled start (src/bundledStart.ts)", { timeout: 120_000 }, () => 
     assert.deepStrictEqual(again, { url: first!.url, made: false })
   })
 
-  it("makes a new one when a module it was made from changes, and leaves the old one to age out", async () => {
+  it("makes a new one when a module it was made from changes, and leaves the old one to age out (a week)", async () => {
     const before = bundled(root, entry, cacheDir)
     writeGreeting("goodbye")
     const after = bundled(root, entry, cacheDir)
     assert.isTrue(after?.made)
     assert.notStrictEqual(after?.url, before?.url)
     assert.strictEqual(await answerOf(after!.url), "goodbye, bundle found")
-    // Another start may still load chunks of the old one: it stays until it is an hour old.
-    assert.strictEqual(readdirSync(cacheDir).filter((name) => name !== "manifest.json").length, 2)
+    // A process started from the old one may still load its chunks: it stays until a week old.
+    const made = () =>
+      readdirSync(cacheDir)
+        .filter((name) => name !== "manifest.json")
+        .sort()
+    assert.strictEqual(made().length, 2)
+    const dirOf = (url: string) =>
+      fileURLToPath(url)
+        .slice(cacheDir.length + 1)
+        .split("/")[0]!
+    const eightDaysAgo = new Date(Date.now() - 8 * 24 * 60 * 60 * 1000)
+    utimesSync(join(cacheDir, dirOf(before!.url)), eightDaysAgo, eightDaysAgo)
+    writeGreeting("welcome")
+    const third = bundled(root, entry, cacheDir)
+    assert.strictEqual(await answerOf(third!.url), "welcome, bundle found")
+    assert.deepStrictEqual(made(), [dirOf(after!.url), dirOf(third!.url)].sort())
   })
 
   it("gives none when the bundler fails or Node runs with source maps: the modules then load one by one", () => {
