@@ -75,9 +75,9 @@ const bearer = (account: BenchAccount) => ({ Authorization: `Bearer ${account.ke
  * Mints the accounts, fills the cache with the profile every case reads, completes one
  * idempotency key per account for the replay case, and finds the MCP dialect.
  *
- * The three metered cases each get accounts of their own: a key may make 600 calls a minute on
- * the production plan, and one case's calls would otherwise fill the next one's windows (a replay
- * answered 429 measures the limiter). `set` picks fresh ones (their own client IPs too, since an
+ * The three metered cases each get accounts of their own (the replay three times as many): a key
+ * may make 600 calls a minute on the production plan, and one case's calls would otherwise fill
+ * the next one's windows (a replay answered 429 measures the limiter). `set` picks fresh ones (their own client IPs too, since an
  * IP mints 5 keys an hour) for another preparation on the same service.
  */
 export const prepareCases = async (
@@ -88,7 +88,9 @@ export const prepareCases = async (
   const group = 100 + 3 * set
   if (group + 2 > 255) throw new Error(`no client IPs left for account set ${set}`)
   const accounts = await paidAccounts(service.url, service.admin, accountCount, credits, group)
-  const replayAccounts = await paidAccounts(service.url, service.admin, accountCount, credits, group + 1)
+  // A replay is the fastest metered answer (16-17k a second here: 200 keys would pass 600 a minute
+  // each within 8 s), so it gets three times the keys.
+  const replayAccounts = await paidAccounts(service.url, service.admin, 3 * accountCount, credits, group + 1)
   const mcpAccounts = await paidAccounts(service.url, service.admin, accountCount, credits, group + 2)
   const slug = sampleWorld().people[0]!.slug
   const profile = `/v1/profnet/profiles${query({ identifier: slug, freshness: "recent" })}`
