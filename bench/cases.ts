@@ -297,10 +297,7 @@ export const measureStore = async (
       const halfRate = { ...cacheHit, name: `${cacheHit.name}, at half its rate` }
       log(`${store}: ${halfRate.name} (${rate} req/s)`)
       const measured = await runCase(store, service, halfRate, options, tool, rate)
-      rows.splice(1, 0, {
-        ...measured,
-        note: [measured.note, `sent at ${rate} req/s, evenly spaced (open loop)`].filter(Boolean).join("; ")
-      })
+      rows.splice(1, 0, measured)
       await sleep(1000)
     }
     if (options.ledgerRows !== undefined && cacheHit !== undefined) {

@@ -50,8 +50,10 @@ const inFlight: Array<Promise<void>> = []
 await new Promise<void>((resolve) => {
   const tick = () => {
     const now = performance.now()
-    while (sent < total && start + (sent * 1000) / spec.rate <= now) {
-      inFlight.push(send(sent, start + (sent * 1000) / spec.rate))
+    while (sent < total) {
+      const due = start + (sent * 1000) / spec.rate
+      if (due > now) break
+      inFlight.push(send(sent, due))
       sent += 1
     }
     if (sent < total) setTimeout(tick, 0)

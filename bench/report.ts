@@ -49,7 +49,14 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
             String(row.errors ?? 0),
             row.fixedRate === undefined ? fixed(row.load.rps / baselineRps, 3) : "-",
             row.cpuUsPerRequest === undefined ? "-" : fixed(row.cpuUsPerRequest, 0),
-            [`expect ${row.expected}`, others(row), row.note ?? ""].filter((s) => s.length > 0).join("; ")
+            [
+              `expect ${row.expected}`,
+              others(row),
+              row.note ?? "",
+              row.fixedRate === undefined ? "" : `sent at ${row.fixedRate} req/s, evenly spaced (open loop)`
+            ]
+              .filter((s) => s.length > 0)
+              .join("; ")
           ]
     ),
     [false, false, true, true, true, true, true, true, true, false]
