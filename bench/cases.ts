@@ -308,7 +308,7 @@ export const measureStore = async (
       service = grownLedger.service
       const { preload, restartSeconds } = grownLedger
       log(
-        `${store}: ${n} receipts added in ${preload.insertSeconds.toFixed(1)} s, VACUUM ANALYZE ${preload.vacuumSeconds.toFixed(1)} s`
+        `${store}: ${n} receipts added in ${preload.insertSeconds.toFixed(1)} s, VACUUM ANALYZE and CHECKPOINT ${preload.vacuumSeconds.toFixed(1)} s`
       )
       if (restartSeconds !== undefined) await warmUp(service, cacheHit, options, tool)
       const grownCase = { ...cacheHit, name: `${cacheHit.name}, +${n} receipts` }

@@ -73,7 +73,7 @@ export const ledgerLines = (stores: ReadonlyArray<StoreResult>): Array<string> =
     ledger === undefined
       ? []
       : [
-          `${store}: cache hit with ${ledger.rows} receipts preloaded: ${fixed(ledger.ratio, 3)} of the rate on an empty ledger (${fixed(ledger.grownRps, 0)} vs ${fixed(ledger.freshRps, 0)} req/s); preload ${fixed(ledger.preload.insertSeconds, 1)} s of INSERTs, ${fixed(ledger.preload.vacuumSeconds, 1)} s VACUUM ANALYZE${
+          `${store}: cache hit with ${ledger.rows} receipts preloaded: ${fixed(ledger.ratio, 3)} of the rate on an empty ledger (${fixed(ledger.grownRps, 0)} vs ${fixed(ledger.freshRps, 0)} req/s); preload ${fixed(ledger.preload.insertSeconds, 1)} s of INSERTs, ${fixed(ledger.preload.vacuumSeconds, 1)} s VACUUM ANALYZE and CHECKPOINT${
             ledger.restartSeconds === undefined
               ? ", the service running"
               : `, ${fixed(ledger.restartSeconds, 1)} s stopping and restarting the service`
