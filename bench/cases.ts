@@ -77,8 +77,9 @@ const bearer = (account: BenchAccount) => ({ Authorization: `Bearer ${account.ke
  *
  * The three metered cases each get accounts of their own (the replay three times as many): a key
  * may make 600 calls a minute on the production plan, and one case's calls would otherwise fill
- * the next one's windows (a replay answered 429 measures the limiter). `set` picks fresh ones (their own client IPs too, since an
- * IP mints 5 keys an hour) for another preparation on the same service.
+ * the next one's windows (a replay answered 429 measures the limiter). `set` picks fresh ones
+ * (their own client IPs too, since an IP mints 5 keys an hour) for another preparation on the
+ * same service.
  */
 export const prepareCases = async (
   service: Service,
@@ -266,8 +267,9 @@ export const measureStore = async (
   log: (line: string) => void,
   stamp: string
 ): Promise<StoreResult> => {
-  // With --ledger-rows PGlite keeps its database in a directory, so that this process can open it
-  // while the service is stopped and add the rows (PGlite in memory lives inside the service).
+  // With --ledger-rows PGlite's directory is this function's (not the one startService makes and
+  // removes), so that this process can open it while the service is stopped, add the rows, and
+  // start the service on it again.
   const onDisk = store === "pglite" && options.ledgerRows !== undefined
   if (onDisk) mkdirSync(benchDir, { recursive: true })
   const dataDir = onDisk ? mkdtempSync(join(benchDir, "pglite-ledger-")) : undefined
@@ -327,11 +329,7 @@ export const measureStore = async (
       }
     }
     notePeak()
-    const noted =
-      dataDir === undefined
-        ? rows
-        : rows.map((row) => ({ ...row, note: [row.note, "DATA_DIR on disk"].filter(Boolean).join("; ") }))
-    return { store, rows: noted, peakRssMb, accounts: options.accounts, ledger }
+    return { store, rows, peakRssMb, accounts: options.accounts, ledger }
   } finally {
     await service.stop()
     if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true })

@@ -1,6 +1,15 @@
 import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync
+} from "node:fs"
 import { isAbsolute, join, relative } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
@@ -86,7 +95,7 @@ const kept = (root: string, cacheDir: string, key: string): string | undefined =
     if (text === undefined || sha(text) !== digest) return undefined
   }
   const entry = join(cacheDir, manifest.dir, manifest.file)
-  return readOr(entry) === undefined ? undefined : entry
+  return existsSync(entry) ? entry : undefined
 }
 
 /** Bundled: our modules and Effect's (and rolldown's helpers); every other package stays Node's. */

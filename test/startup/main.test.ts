@@ -61,6 +61,14 @@ const freePort = () =>
     })
   })
 
+/** A port another server listens on, and that server (closed by the caller). */
+const occupiedPort = async () => {
+  const blocker = createServer()
+  await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve))
+  const address = blocker.address()
+  return { port: typeof address === "object" && address !== null ? address.port : 0, blocker }
+}
+
 const tempDir = () => {
   const dir = mkdtempSync(join(tmpdir(), "svc-start-"))
   dirs.push(dir)
@@ -94,10 +102,7 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
 
   it("runs from one bundle of its modules, kept in node_modules/.cache/svc-start/bundle", async () => {
     // At Debug a failed start shows its stack trace, whose frames name the file the code runs from.
-    const blocker = createServer()
-    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve))
-    const address = blocker.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
+    const { port, blocker } = await occupiedPort()
     try {
       const run = start({ LOG_LEVEL: "debug", PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
       assert.strictEqual(await run.exited, 1)
@@ -155,10 +160,7 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
   })
 
   it("a port in use is one sentence and exit code 1, without a stack trace", async () => {
-    const blocker = createServer()
-    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve))
-    const address = blocker.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
+    const { port, blocker } = await occupiedPort()
     try {
       const run = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
       assert.strictEqual(await run.exited, 1)
