@@ -18,7 +18,7 @@ export interface Mutation {
 
 const moneyRule = readFileSync(new URL("../../migrations/0013_money_rule.sql", import.meta.url), "utf8")
 const webhooks = readFileSync(new URL("../../migrations/0012_webhooks.sql", import.meta.url), "utf8")
-const cachedPlans = readFileSync(new URL("../../migrations/0015_cached_plans.sql", import.meta.url), "utf8")
+const hitLookups = readFileSync(new URL("../../migrations/0016_hit_lookups.sql", import.meta.url), "utf8")
 
 /** A function's definition from a migration, as `CREATE OR REPLACE`. */
 const functionOf = (source: string, name: string): string => {
@@ -102,7 +102,7 @@ export const mutations: ReadonlyArray<Mutation> = [
     name: "cap-spend-wrong-period",
     description:
       "count a capped key's spend toward its total whatever its cap's period: a day or month cap never binds",
-    patch: replaceFunction(cachedPlans, "svc_key_spend", [
+    patch: replaceFunction(hitLookups, "svc_key_spend", [
       [
         "SELECT k.id, svc_period(k.cap_period, p_day), GREATEST(p_delta, 0)",
         "SELECT k.id, 'total', GREATEST(p_delta, 0)"
