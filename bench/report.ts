@@ -62,10 +62,20 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
     [false, false, true, true, true, true, true, true, true, false]
   )
 
-export const pgbenchLine = (pgbench: PgbenchResult, cacheHitRps: number | undefined): string =>
+/**
+ * pgbench's limit beside the cache hit's; and at the half-rate row's rate, the database's own
+ * latency for a commit of its own (a floor for that row's: each metered hit waits for one commit).
+ */
+export const pgbenchLines = (pgbench: PgbenchResult, cacheHitRps: number | undefined): Array<string> => [
   `pgbench -N: ${fixed(pgbench.tps, 0)} tps (${pgbench.clients} clients, ${pgbench.seconds} s); metered cache hit on PostgreSQL = ${
     cacheHitRps === undefined ? "?" : fixed(cacheHitRps / pgbench.tps, 2)
-  }x of it`
+  }x of it`,
+  ...(pgbench.atRate === undefined
+    ? []
+    : [
+        `pgbench -N at ${pgbench.atRate.rate} tps (the half-rate row's rate, -R): p50 ${fixed(pgbench.atRate.p50Ms, 2)} ms, p99 ${fixed(pgbench.atRate.p99Ms, 2)} ms, max ${fixed(pgbench.atRate.maxMs, 1)} ms over ${pgbench.atRate.transactions} transactions, each timed from when it was due: the database's own commit latency at that rate`
+      ])
+]
 
 /** One line per store measured with --ledger-rows: the second cache-hit rate over the first. */
 export const ledgerLines = (stores: ReadonlyArray<StoreResult>): Array<string> =>

@@ -23,7 +23,7 @@ import {
   ledgerLines,
   linesTable,
   loadTable,
-  pgbenchLine,
+  pgbenchLines,
   roundTripTable,
   soakReport,
   startupTable
@@ -99,8 +99,15 @@ const startup = async (options: Options, stamp: string): Promise<ReadonlyArray<S
   }
 }
 
-/** PostgreSQL's own write limit, as many clients as the service has connections, on a database of its own. */
-const pgbench = async (options: Options, stamp: string): Promise<PgbenchResult | undefined> => {
+/**
+ * PostgreSQL's own write limit, as many clients as the service has connections, on a database of its
+ * own; and with `rate` (the cache hit's half-rate row's), the same transactions at that fixed rate.
+ */
+const pgbench = async (
+  options: Options,
+  stamp: string,
+  rate?: number
+): Promise<PgbenchResult | undefined> => {
   if (!has.pgbench) {
     log("pgbench not found: PostgreSQL's own limit not measured (apt-get install -y postgresql-client)")
     return undefined
@@ -108,7 +115,7 @@ const pgbench = async (options: Options, stamp: string): Promise<PgbenchResult |
   const database = await benchDatabase(options, stamp, "svc_pgbench")
   if (database === undefined) return undefined
   try {
-    return await runPgbench(database, options.duration, serviceConnections, log)
+    return await runPgbench(database, options.duration, serviceConnections, log, rate)
   } finally {
     await database.drop()
   }
@@ -233,8 +240,13 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   const database = await benchDatabase(options, stamp)
   let pgbenchResult: PgbenchResult | undefined
   if (database !== undefined) {
-    stores.push(await measureStore("postgres", database.url, options, tool, log, stamp))
-    pgbenchResult = await pgbench(options, stamp)
+    const postgres = await measureStore("postgres", database.url, options, tool, log, stamp)
+    stores.push(postgres)
+    pgbenchResult = await pgbench(
+      options,
+      stamp,
+      postgres.rows.find((row) => row.fixedRate !== undefined)?.fixedRate
+    )
   }
   // The metered cache hit on PostgreSQL, on the ledger as the other cases left it.
   const pgCacheHitRps = stores.find((store) => store.store === "postgres")?.rows[0]?.load?.rps
@@ -270,7 +282,7 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     loadTable(rows, baselineRps),
     "",
     `x baseline: req/s over the mean of the two baseline runs (${baselineRps.toFixed(0)} req/s)`,
-    ...(pgbenchResult === undefined ? [] : [pgbenchLine(pgbenchResult, pgCacheHitRps)]),
+    ...(pgbenchResult === undefined ? [] : pgbenchLines(pgbenchResult, pgCacheHitRps)),
     ...ledgerLines(stores),
     ...stores.map(
       (store) => `${store.store}: peak RSS of the service (VmHWM) ${store.peakRssMb?.toFixed(0) ?? "?"} MiB`
