@@ -79,21 +79,25 @@ export const runPgbench = async (
   log(`pgbench: -i -s 1 on ${database.name}`)
   // A connection URI is accepted wherever pgbench takes a database name.
   await run("pgbench", ["-i", "-s", "1", "-q", database.url], { timeout: 300_000 })
-  log(`pgbench: -N -T ${seconds} -c ${clients} -j 1, on core 1`)
-  const { command, args } = pinned(1, "pgbench", [
-    "-N",
-    "-T",
-    String(seconds),
-    "-c",
-    String(clients),
-    "-j",
-    "1",
-    database.url
-  ])
-  const { stdout } = await run(command, args, { timeout: (seconds + 120) * 1000 })
+  const stdout = await writeLoad(database.url, seconds, clients, [], log)
   const result = { tps: parseTps(stdout), clients, seconds, database: database.name, output: stdout.trim() }
   if (rate === undefined) return result
   return { ...result, atRate: await atRate(database.url, seconds, clients, rate, log) }
+}
+
+/** `pgbench -N -T seconds -c clients -j 1 <extra>` on core 1, like the load generator; its output. */
+const writeLoad = async (
+  url: string,
+  seconds: number,
+  clients: number,
+  extra: ReadonlyArray<string>,
+  log: (line: string) => void
+): Promise<string> => {
+  const options = ["-N", "-T", String(seconds), "-c", String(clients), "-j", "1", ...extra]
+  log(`pgbench: ${options.filter((option) => !option.startsWith("--log-prefix")).join(" ")}, on core 1`)
+  const { command, args } = pinned(1, "pgbench", [...options, url])
+  const { stdout } = await run(command, args, { timeout: (seconds + 120) * 1000 })
+  return stdout
 }
 
 const atRate = async (
@@ -103,25 +107,16 @@ const atRate = async (
   rate: number,
   log: (line: string) => void
 ): Promise<PgbenchAtRate> => {
-  log(`pgbench: -N -R ${rate} -T ${seconds} -c ${clients} -j 1, on core 1`)
   mkdirSync(benchDir, { recursive: true })
   const dir = mkdtempSync(join(benchDir, "pgbench-log-"))
   try {
-    const { command, args } = pinned(1, "pgbench", [
-      "-N",
-      "-R",
-      String(rate),
-      "-T",
-      String(seconds),
-      "-c",
-      String(clients),
-      "-j",
-      "1",
-      "-l",
-      `--log-prefix=${join(dir, "tx")}`,
-      url
-    ])
-    const { stdout } = await run(command, args, { timeout: (seconds + 120) * 1000 })
+    const stdout = await writeLoad(
+      url,
+      seconds,
+      clients,
+      ["-R", String(rate), "-l", `--log-prefix=${join(dir, "tx")}`],
+      log
+    )
     const text = readdirSync(dir)
       .map((file) => readFileSync(join(dir, file), "utf8"))
       .join("\n")
