@@ -243,7 +243,11 @@ const growLedger = async (
 
 /**
  * The first pass of a case runs on a service warmed by the set-up's calls; a restarted one starts
- * cold (JIT, keys and results in memory, PGlite's buffers): a short load first, not measured.
+ * cold (JIT, keys and results in memory, PGlite's buffers), and so does one left idle through the
+ * preload's minutes (its pool's connections closed after a minute unused, code V8 dropped): with
+ * no receipt added, two minutes of idle alone took the next cache-hit run on PostgreSQL to 0.61x
+ * of the run before it, with the service's CPU per request up 75%, and the run after that to
+ * 0.83x. A short load first, not measured, so that the comparison is of the ledger's size.
  */
 const warmUp = async (service: Service, testCase: Case, options: Options, tool: "wrk" | "autocannon") => {
   if ("unavailable" in testCase.entries) return
@@ -312,7 +316,7 @@ export const measureStore = async (
       log(
         `${store}: ${n} receipts added in ${preload.insertSeconds.toFixed(1)} s, VACUUM ANALYZE and CHECKPOINT ${preload.vacuumSeconds.toFixed(1)} s`
       )
-      if (restartSeconds !== undefined) await warmUp(service, cacheHit, options, tool)
+      await warmUp(service, cacheHit, options, tool)
       const grownCase = { ...cacheHit, name: `${cacheHit.name}, +${n} receipts` }
       log(`${store}: ${grownCase.name}`)
       const grown = await runCase(store, service, grownCase, options, tool)
