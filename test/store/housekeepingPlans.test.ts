@@ -48,25 +48,23 @@ const seqScansDuring = <A, E, R>(work: Effect.Effect<A, E, R>) =>
 
 describe(`housekeeping reads the ledger through indexes (${storeName})`, () => {
   layer(Services, { timeout: 60_000 })((it) => {
-    it.effect("the idempotency purge scans no table", () =>
-      Effect.gen(function* () {
-        const idempotency = yield* IdempotencyStore
-        assert.deepStrictEqual(yield* seqScansDuring(idempotency.purgeExpired), {
-          calls: 0,
-          idempotency_keys: 0
+    const jobs: ReadonlyArray<{
+      readonly name: string
+      readonly run: Effect.Effect<unknown, unknown, IdempotencyStore | Reservations>
+    }> = [
+      { name: "the idempotency purge", run: Effect.flatMap(IdempotencyStore, (store) => store.purgeExpired) },
+      {
+        name: "the sweep of dead reservations",
+        run: Effect.flatMap(Reservations, (reservations) => reservations.sweepExpired)
+      }
+    ]
+    for (const job of jobs) {
+      it.effect(`${job.name} scans no table`, () =>
+        Effect.gen(function* () {
+          assert.deepStrictEqual(yield* seqScansDuring(job.run), { calls: 0, idempotency_keys: 0 })
         })
-      })
-    )
-
-    it.effect("the sweep of dead reservations scans no table", () =>
-      Effect.gen(function* () {
-        const reservations = yield* Reservations
-        assert.deepStrictEqual(yield* seqScansDuring(reservations.sweepExpired), {
-          calls: 0,
-          idempotency_keys: 0
-        })
-      })
-    )
+      )
+    }
 
     it.effect("the count is real: a statement with no index to use is seen scanning", () =>
       Effect.gen(function* () {
