@@ -45,6 +45,7 @@ import * as Database from "./store/Database.ts"
 import { Notifications } from "./store/Notifications.ts"
 import { Bearers } from "./surfaces/common/bearers.ts"
 import { Problems } from "./surfaces/common/problems.ts"
+import { portIsFree, reusePort, spreadAccepts } from "./surfaces/http/acceptors.ts"
 import { httpRoutes } from "./surfaces/http/app.ts"
 import { AuditAddressLayer } from "./surfaces/http/middleware.ts"
 import { answerProtocolErrors, unroutable } from "./surfaces/http/protocolErrors.ts"
@@ -187,11 +188,13 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
       const app = yield* httpApp(operations)
       // Node's parser answers malformed requests itself; the server hands them to us instead. Every
       // HTML answer, ours or oidc-provider's, leaves with the security headers (`HardenedResponse`).
-      const server = () => {
-        const node = createServer({ requireHostHeader: false, ServerResponse: HardenedResponse })
-        answerProtocolErrors(node, problemContext(config))
-        return node
-      }
+      const server = () =>
+        spreadAccepts(() => {
+          const node = createServer({ requireHostHeader: false, ServerResponse: HardenedResponse })
+          answerProtocolErrors(node, problemContext(config))
+          return node
+        })
+      yield* portIsFree(config.port, config.host)
       // The start line (address, store, upstream, MCP mounts) is main.ts's.
       return HttpServer.serve(app).pipe(
         Layer.provideMerge(
@@ -199,6 +202,7 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
           NodeHttpServer.layer(server, {
             port: config.port,
             host: config.host,
+            reusePort,
             gracefulShutdownTimeout: Duration.millis(config.shutdownGraceMs)
           })
         )

@@ -171,6 +171,17 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     }
   })
 
+  it("a second instance on the port of a running one does not start (the port's sockets are shared only within one process)", async () => {
+    const port = await freePort()
+    const first = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+    await first.waitFor(started)
+    const second = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+    assert.strictEqual(await second.exited, 1)
+    assert.include(second.output(), `Port ${port} on 127.0.0.1 is already in use`)
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`)
+    assert.strictEqual(health.status, 200, "the first instance still serves")
+  })
+
   it("an unreachable PostgreSQL is one sentence naming host and database, never the password", async () => {
     const port = await freePort()
     const dead = await freePort()
