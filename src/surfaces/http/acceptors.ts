@@ -1,6 +1,5 @@
-import type { IncomingMessage, Server, ServerResponse } from "node:http"
+import type { Server } from "node:http"
 import { createServer } from "node:net"
-import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import { ServeError } from "effect/http/HttpServerError"
 
@@ -17,6 +16,9 @@ export const listeningSockets = process.platform === "linux" ? 8 : 1
 
 /** Whether the HTTP port is shared by several sockets of this process (`SO_REUSEPORT`). */
 export const reusePort = listeningSockets > 1
+
+/** The events `NodeHttpServer` handles on its server; each extra server hands them on to it. */
+const handedOn = ["request", "checkContinue", "upgrade"] as const
 
 /**
  * The server `make` builds, served on `listeningSockets` sockets: once it listens, `make` builds
@@ -35,15 +37,7 @@ export const spreadAccepts = (make: () => Server): Server => {
     if (closing || address === null || typeof address === "string") return
     for (let i = 1; i < listeningSockets; i++) {
       const other = make()
-      other.on("request", (request: IncomingMessage, response: ServerResponse) =>
-        server.emit("request", request, response)
-      )
-      other.on("checkContinue", (request: IncomingMessage, response: ServerResponse) =>
-        server.emit("checkContinue", request, response)
-      )
-      other.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) =>
-        server.emit("upgrade", request, socket, head)
-      )
+      for (const event of handedOn) other.on(event, (...args: Array<unknown>) => server.emit(event, ...args))
       // One that cannot listen leaves the others; the first server's socket is the one that must.
       other.once("error", () => other.close())
       other.listen({ port: address.port, host: address.address, reusePort: true })
@@ -63,9 +57,10 @@ export const spreadAccepts = (make: () => Server): Server => {
 }
 
 /**
- * Fails as the server's own `listen` would (a `ServeError`) when anything already holds `port` on `host`: with
- * `SO_REUSEPORT` a second instance started on the same port by mistake would otherwise share the
- * connections with the first instead of failing to start. Port 0 (any free port) needs no check.
+ * Fails as the server's own `listen` would (a `ServeError`) when anything already holds `port` on
+ * `host`: with `SO_REUSEPORT` a second instance started on the same port by mistake would otherwise
+ * share the connections with the first instead of failing to start. Port 0 (any free port) needs
+ * no check.
  */
 export const portIsFree = (port: number, host: string): Effect.Effect<void, ServeError> =>
   port === 0 || !reusePort
