@@ -1,69 +1,160 @@
-// The load generator of a fixed-rate row: requests sent on a schedule, not as fast as answered
-// (an open loop, as wrk2 does). Request i is due at start + i / rate; it goes out on a free
-// keep-alive connection (at most `connections`) as soon as it is due, and its latency counts from
-// when it was due, so a stall counts for every request it held up (no coordinated omission).
-// Prints the same `BENCH_JSON` line as the other runners.
-import { Agent, request } from "node:http"
+// The fixed-rate load of the half-rate row: an open loop as wrk2 is. Request i is due at
+// start + i / rate and goes out on a free keep-alive connection (at most `connections`) as soon as
+// it is due; its latency counts from when it was due, so a stall counts for every request it held
+// up (no coordinated omission). Written on plain sockets with a small HTTP/1.1 reader rather than
+// node:http's client: this process's own time is in every latency it reports, and the client's
+// parser, agent and objects cost it more than the server under test spends on a simple answer
+// (docs/performance.md, round 10).
+import { connect, type Socket } from "node:net"
 import { entryFor, type RunnerSpec, readEntries } from "./entries.ts"
 import type { RawResult } from "./load.ts"
 
 const spec = JSON.parse(process.argv[2] ?? "{}") as RunnerSpec & { readonly rate: number }
+const target = new URL(spec.url)
+const port = Number(target.port || 80)
 const entries = readEntries(spec.file)
-const agent = new Agent({ keepAlive: true, maxSockets: spec.connections })
 const total = Math.round(spec.rate * spec.duration)
 const latencies = new Float64Array(total)
 const statuses: Record<string, number> = {}
+const timeoutMs = 10_000
 let answered = 0
 let failed = 0
-let sent = 0
+let next = 0
 
-const send = (n: number, due: number) =>
-  new Promise<void>((resolve) => {
-    const entry = entryFor(entries, n)
-    const done = (status: string) => {
-      latencies[answered++] = performance.now() - due
-      statuses[status] = (statuses[status] ?? 0) + 1
-      resolve()
+const requestOf = (n: number): Buffer => {
+  const entry = entryFor(entries, n)
+  let head = `${spec.method} ${entry.path} HTTP/1.1\r\nHost: ${target.host}\r\n`
+  for (const [name, value] of Object.entries(entry.headers)) head += `${name}: ${value}\r\n`
+  if (entry.body.length > 0 || spec.method === "POST")
+    head += `Content-Length: ${Buffer.byteLength(entry.body)}\r\n`
+  return Buffer.from(`${head}\r\n${entry.body}`)
+}
+
+const headEnd = Buffer.from("\r\n\r\n")
+const lineEnd = Buffer.from("\r\n")
+
+/**
+ * Where the response at the start of `data` ends, and its status: undefined while it is
+ * incomplete. Bodies are delimited by Content-Length or chunked encoding (RFC 9112 6.3).
+ */
+const responseEnd = (
+  data: Buffer
+): { readonly end: number; readonly status: string; readonly close: boolean } | undefined => {
+  const head = data.indexOf(headEnd)
+  if (head === -1) return undefined
+  const text = data.toString("latin1", 0, head).toLowerCase()
+  const status = text.slice(9, 12)
+  const close = /\r\nconnection:\s*close/.test(text)
+  const length = /\r\ncontent-length:\s*(\d+)/.exec(text)
+  if (length !== null) {
+    const end = head + 4 + Number(length[1])
+    return data.length >= end ? { end, status, close } : undefined
+  }
+  if (!/\r\ntransfer-encoding:[^\r]*chunked/.test(text)) return { end: head + 4, status, close }
+  let at = head + 4
+  for (;;) {
+    const sizeEnd = data.indexOf(lineEnd, at)
+    if (sizeEnd === -1) return undefined
+    const size = Number.parseInt(data.toString("latin1", at, sizeEnd), 16)
+    // Not a chunk size: counted as an answer of status 000, and the connection dropped.
+    if (Number.isNaN(size)) return { end: data.length, status: "000", close: true }
+    if (size === 0) {
+      // The last chunk, then trailers (usually none) and an empty line.
+      if (data.length < sizeEnd + 4) return undefined
+      if (data[sizeEnd + 2] === 13 && data[sizeEnd + 3] === 10) return { end: sizeEnd + 4, status, close }
+      const trailers = data.indexOf(headEnd, sizeEnd)
+      return trailers === -1 ? undefined : { end: trailers + 4, status, close }
     }
-    const outgoing = request(
-      `${spec.url}${entry.path}`,
-      { method: spec.method, agent, headers: entry.headers, timeout: 10_000 },
-      (response) => {
-        response.on("data", () => {})
-        response.on("end", () => done(String(response.statusCode)))
-        response.on("error", () => {
-          failed += 1
-          resolve()
-        })
-      }
-    )
-    outgoing.on("timeout", () => outgoing.destroy(new Error("timeout")))
-    outgoing.on("error", () => {
-      failed += 1
-      resolve()
-    })
-    outgoing.end(entry.body.length > 0 ? entry.body : undefined)
+    at = sizeEnd + 2 + size + 2
+    if (data.length < at) return undefined
+  }
+}
+
+interface Connection {
+  readonly socket: Socket
+  pending: Buffer | undefined
+  due: number
+  busy: boolean
+  open: boolean
+}
+
+const all = new Set<Connection>()
+const free: Array<Connection> = []
+
+const settle = (connection: Connection, status: string | undefined) => {
+  if (!connection.busy) return
+  connection.busy = false
+  if (status === undefined) failed += 1
+  else {
+    latencies[answered++] = performance.now() - connection.due
+    statuses[status] = (statuses[status] ?? 0) + 1
+  }
+}
+
+const open = (): Connection => {
+  const socket = connect({ host: target.hostname, port, noDelay: true })
+  const connection: Connection = { socket, pending: undefined, due: 0, busy: false, open: true }
+  all.add(connection)
+  socket.on("data", (chunk: Buffer) => {
+    const data = connection.pending === undefined ? chunk : Buffer.concat([connection.pending, chunk])
+    const done = responseEnd(data)
+    if (done === undefined) {
+      connection.pending = data
+      return
+    }
+    connection.pending = undefined
+    settle(connection, done.status)
+    if (done.close) socket.destroy()
+    else free.push(connection)
+    pump()
   })
+  const lost = () => {
+    if (!connection.open) return
+    connection.open = false
+    all.delete(connection)
+    settle(connection, undefined)
+    const at = free.indexOf(connection)
+    if (at !== -1) free.splice(at, 1)
+    pump()
+  }
+  socket.on("error", lost)
+  socket.on("close", lost)
+  return connection
+}
 
 const start = performance.now()
-const inFlight: Array<Promise<void>> = []
+const dueOf = (n: number) => start + (n * 1000) / spec.rate
+
+/** Sends every request that is due on a free connection, opening one while fewer than allowed are. */
+const pump = () => {
+  const now = performance.now()
+  while (next < total && dueOf(next) <= now) {
+    const connection = free.pop() ?? (all.size < spec.connections ? open() : undefined)
+    if (connection === undefined) break
+    connection.busy = true
+    connection.due = dueOf(next)
+    connection.socket.write(requestOf(next))
+    next += 1
+  }
+}
+
 await new Promise<void>((resolve) => {
   const tick = () => {
-    const now = performance.now()
-    while (sent < total) {
-      const due = start + (sent * 1000) / spec.rate
-      if (due > now) break
-      inFlight.push(send(sent, due))
-      sent += 1
+    pump()
+    if (answered + failed >= total) {
+      resolve()
+      return
     }
-    if (sent < total) setTimeout(tick, 0)
-    else resolve()
+    // A request still unanswered long after it was due has timed out: its connection is dropped.
+    const now = performance.now()
+    for (const connection of all)
+      if (connection.busy && now - connection.due > timeoutMs) connection.socket.destroy()
+    setTimeout(tick, next < total ? Math.max(0, dueOf(next) - now) : 5)
   }
   tick()
 })
-await Promise.all(inFlight)
 const seconds = (performance.now() - start) / 1000
-agent.destroy()
+for (const connection of all) connection.socket.destroy()
 
 const sorted = latencies.slice(0, answered).sort()
 const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0

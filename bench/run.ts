@@ -43,9 +43,14 @@ const machine = () => ({
   pinned: has.taskset ? "server on core 0, load generator on core 1 (taskset)" : "not pinned (no taskset)"
 })
 
+/**
+ * The bare node:http server under the same load; with `rate`, at that fixed rate through the
+ * half-rate row's runner instead: the latency the runner itself adds (its floor).
+ */
 const baseline = async (
   options: Options,
-  tool: "wrk" | "autocannon"
+  tool: "wrk" | "autocannon",
+  rate?: number
 ): Promise<{ readonly load: LoadResult; readonly cpuUsPerRequest: number | undefined }> => {
   const port = await freePort()
   const server = await startNode({
@@ -65,7 +70,8 @@ const baseline = async (
       duration: options.duration,
       connections: options.connections,
       tool,
-      countStatuses: false
+      countStatuses: false,
+      rate
     })
     const cpuAfter = server.cpuUs()
     return { load, cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests) }
@@ -275,6 +281,22 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     errors: errorsOf(load, 200),
     cpuUsPerRequest
   }))
+  // The fixed-rate runner's own floor: the bare server at the highest rate a half-rate row was sent at.
+  const fixedRate = Math.max(0, ...stores.flatMap((store) => store.rows.map((row) => row.fixedRate ?? 0)))
+  if (fixedRate > 0) {
+    log(`baseline at ${fixedRate} req/s, evenly spaced: the fixed-rate runner's own floor`)
+    const floor = await baseline(options, tool, fixedRate)
+    baselineRows.push({
+      store: "node:http",
+      name: "baseline at the half-rate row's rate",
+      expected: 200,
+      load: floor.load,
+      errors: errorsOf(floor.load, 200),
+      cpuUsPerRequest: floor.cpuUsPerRequest,
+      fixedRate,
+      note: "the fixed-rate runner's own latency"
+    })
+  }
   const rows = [...baselineRows, ...stores.flatMap((store) => store.rows)]
 
   const out: Array<string> = [

@@ -75,4 +75,64 @@ describe("the bench's fixed-rate load generator", () => {
       }),
     60_000
   )
+
+  it.effect(
+    "reads chunked answers, trailers and closed connections, and sends a POST's body",
+    () =>
+      Effect.promise(async () => {
+        let n = 0
+        const bodies = new Set<string>()
+        const server = createServer((request, response) => {
+          let body = ""
+          request.setEncoding("utf8")
+          request.on("data", (chunk: string) => {
+            body += chunk
+          })
+          request.on("end", () => {
+            bodies.add(body)
+            n += 1
+            if (n % 3 === 0) {
+              // Chunked, with a trailer.
+              response.writeHead(200, { "content-type": "text/plain", trailer: "x-done" })
+              response.write("first ")
+              response.addTrailers({ "x-done": "yes" })
+              response.end("last")
+            } else if (n % 3 === 1) {
+              // Chunked, its last chunk a moment later.
+              response.writeHead(201)
+              response.write("hello ")
+              setTimeout(() => response.end("world"), 2)
+            } else {
+              // Content-Length, then the server closes the connection.
+              response.writeHead(202, { connection: "close", "content-length": "2" }).end("ok")
+            }
+          })
+        })
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+        const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        try {
+          const load = await runLoad({
+            label: "rate-test-framing",
+            baseUrl,
+            method: "POST",
+            entries: [
+              { path: "/framing", headers: { "content-type": "application/json" }, body: '{"n":{{IDEM}}}' }
+            ],
+            duration: 1,
+            connections: 4,
+            tool: "wrk",
+            countStatuses: true,
+            rate: 300
+          })
+          assert.strictEqual(load.socketErrors, 0)
+          assert.deepStrictEqual(load.statuses, { "200": 100, "201": 100, "202": 100 })
+          // Every body arrived whole, each with its own key.
+          assert.strictEqual(bodies.size, 300)
+          for (const body of bodies) assert.match(body, /^\{"n":ld-\d+-\d+\}$/)
+        } finally {
+          server.close()
+        }
+      }),
+    60_000
+  )
 })
