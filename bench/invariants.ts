@@ -68,6 +68,14 @@ export const ledgerInvariants = async (db: PgSession, freePerIpDay: number): Pro
                 WHERE state = 'reserved' GROUP BY account_id) r ON r.account_id = a.id
      WHERE COALESCE(e.credited, 0) - (a.grant_credits + a.balance_credits) <> COALESCE(c.charged, 0)`
   )
+  const usageDrift = await count(
+    db,
+    `SELECT count(*) AS n FROM usage_days u
+     FULL JOIN (SELECT account_id, day, SUM(charged) AS credits, COUNT(*) AS calls FROM calls
+                WHERE state = 'settled' GROUP BY account_id, day) c
+       ON c.account_id = u.account_id AND c.day = u.day
+     WHERE u.credits IS DISTINCT FROM c.credits OR u.calls IS DISTINCT FROM c.calls`
+  )
   const reserved = await count(db, "SELECT count(*) AS n FROM calls WHERE state = 'reserved'")
   const running = await count(db, "SELECT count(*) AS n FROM idempotency_keys WHERE state = 'running'")
   const settled = await count(db, "SELECT count(*) AS n FROM calls WHERE state = 'settled'")
@@ -106,6 +114,11 @@ export const ledgerInvariants = async (db: PgSession, freePerIpDay: number): Pro
                 `${row.id}: credited ${row.credited}, left ${row.left}, charged ${row.charged}, still reserved ${row.reserved}`
             )
             .join("; ")
+    ),
+    check(
+      "usage_days == settled calls per account and day",
+      usageDrift,
+      `${usageDrift} (account, day) rows differ`
     ),
     check(
       "no call left 'reserved'",

@@ -30,7 +30,7 @@ export interface UsageFacts {
   }
 }
 
-/** Settled calls per UTC day (SUM of an integer column and COUNT are int8). */
+/** Settled calls per UTC day (`usage_days`, int8 columns). */
 const DayRow = Schema.Struct({ day: Row.Int, credits: Row.Int, calls: Row.Int })
 
 /** An account's subscription as get_usage and the operator's `admin purchases` show it. */
@@ -84,14 +84,14 @@ export class Usage extends Context.Service<
           const today = dayOf(now)
           const month = dayToIso(today).slice(0, 7)
           // One statement: the credits as they are now (the caller's account may be remembered from
-          // an earlier request), today's free use of the IP, 30 days, the subscription, the purchases.
+          // an earlier request), today's free use of the IP, 30 days (each day's settled calls as
+          // they counted themselves, migrations/0018_usage_days.sql), the subscription, the purchases.
           return sql`
           SELECT a.grant_credits, a.balance_credits,
             (SELECT f.credits_used FROM free_tier_usage f WHERE f.ip = ${ip} AND f.day = ${today}) AS free_used,
             (SELECT COALESCE(json_agg(d ORDER BY d.day DESC), '[]'::json) FROM (
-              SELECT c.day, SUM(c.charged) AS credits, COUNT(*) AS calls FROM calls c
-              WHERE c.account_id = a.id AND c.state = 'settled' AND c.day > ${today - 30}
-              GROUP BY c.day) d) AS days,
+              SELECT u.day, u.credits, u.calls FROM usage_days u
+              WHERE u.account_id = a.id AND u.day > ${today - 30}) d) AS days,
             (SELECT row_to_json(s) FROM (
               SELECT pack, rail, status, current_period_end, cancel_at_period_end FROM subscriptions
               WHERE account_id = a.id

@@ -133,6 +133,42 @@ describe(`cache hits charged in one statement (${storeName})`, () => {
         })
     )
 
+    it.effect(
+      "usage counts each settled call once, a hit or the full path, and no call that charged nothing",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const slug = yield* warmed
+          const account = yield* paid(1000)
+          const live = yield* account.call(profile(nextSlug()))
+          assert.strictEqual(live.body.freshness.served, "realtime")
+          const hit = yield* account.call(profile(slug))
+          assert.strictEqual(hit.body.freshness.served, "recent")
+          const missing = yield* account.call(profile("nobody-by-this-name-0000"))
+          assert.strictEqual(missing.body.code, "NOT_FOUND")
+          const replayKey = crypto.randomUUID()
+          const first = yield* account.call(profile(slug), replayKey)
+          assert.strictEqual(
+            (yield* account.call(profile(slug), replayKey)).headers.get("idempotent-replayed"),
+            "true"
+          )
+
+          const charged = [live, hit, first].reduce(
+            (sum, reply) => sum + (reply.body.receipt.charged as number),
+            0
+          )
+          const usage = yield* (yield* TestApp).call("/v1/usage", { key: account.key, ip: account.ip })
+          assert.deepStrictEqual(usage.body.history, [
+            { day: (hit.body.receipt.created_at as string).slice(0, 10), credits: charged, calls: 3 }
+          ])
+          const ledger = yield* Effect.orDie(sql`SELECT
+            (SELECT COALESCE(SUM(charged), 0) FROM calls WHERE account_id = ${account.account_id} AND state = 'settled') AS summed,
+            (SELECT credits FROM usage_days WHERE account_id = ${account.account_id}) AS counted`)
+          assert.strictEqual(Number(ledger[0]!.summed), charged)
+          assert.strictEqual(Number(ledger[0]!.counted), charged)
+        })
+    )
+
     it.effect("a domain a declined hit resolved is not remembered; a charged one is", () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient

@@ -113,6 +113,16 @@ const always: ReadonlyArray<readonly [string, string]> = [
      HAVING SUM(CASE WHEN c.state = 'reserved' THEN c.quoted ELSE c.charged END) > cap.spend_cap_credits`
   ],
   [
+    "each account's day of usage is the sum of its settled calls that day",
+    `SELECT COALESCE(u.account_id, c.account_id) AS account_id, COALESCE(u.day, c.day) AS day,
+            u.credits, u.calls, c.credits AS summed_credits, c.calls AS summed_calls
+     FROM usage_days u
+     FULL JOIN (SELECT account_id, day, SUM(charged) AS credits, COUNT(*) AS calls FROM calls
+                WHERE state = 'settled' GROUP BY account_id, day) c
+       ON c.account_id = u.account_id AND c.day = u.day
+     WHERE u.credits IS DISTINCT FROM c.credits OR u.calls IS DISTINCT FROM c.calls`
+  ],
+  [
     "no reservation stranded past its lease once time moves on",
     "SELECT id, account_id, lease_expires_at FROM calls WHERE state = 'reserved' AND lease_expires_at < $1::bigint - 15000"
   ],
