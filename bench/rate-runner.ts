@@ -34,37 +34,27 @@ const headEnd = Buffer.from("\r\n\r\n")
 const lineEnd = Buffer.from("\r\n")
 
 /**
- * Where the response at the start of `data` ends, and its status: undefined while it is
- * incomplete. Bodies are delimited by Content-Length or chunked encoding (RFC 9112 6.3).
+ * The status of the response at the start of `data`, and whether the server closes the connection
+ * after it; undefined while it is incomplete. Bodies are delimited by Content-Length or chunked
+ * encoding (RFC 9112 6.3); one request at a time per connection, so nothing follows the answer.
  */
-const responseEnd = (
-  data: Buffer
-): { readonly end: number; readonly status: string; readonly close: boolean } | undefined => {
+const answerIn = (data: Buffer): { readonly status: string; readonly close: boolean } | undefined => {
   const head = data.indexOf(headEnd)
   if (head === -1) return undefined
   const text = data.toString("latin1", 0, head).toLowerCase()
-  const status = text.slice(9, 12)
-  const close = /\r\nconnection:\s*close/.test(text)
+  const answer = { status: text.slice(9, 12), close: /\r\nconnection:\s*close/.test(text) }
   const length = /\r\ncontent-length:\s*(\d+)/.exec(text)
-  if (length !== null) {
-    const end = head + 4 + Number(length[1])
-    return data.length >= end ? { end, status, close } : undefined
-  }
-  if (!/\r\ntransfer-encoding:[^\r]*chunked/.test(text)) return { end: head + 4, status, close }
+  if (length !== null) return data.length >= head + 4 + Number(length[1]) ? answer : undefined
+  if (!/\r\ntransfer-encoding:[^\r]*chunked/.test(text)) return answer
   let at = head + 4
   for (;;) {
     const sizeEnd = data.indexOf(lineEnd, at)
     if (sizeEnd === -1) return undefined
     const size = Number.parseInt(data.toString("latin1", at, sizeEnd), 16)
     // Not a chunk size: counted as an answer of status 000, and the connection dropped.
-    if (Number.isNaN(size)) return { end: data.length, status: "000", close: true }
-    if (size === 0) {
-      // The last chunk, then trailers (usually none) and an empty line.
-      if (data.length < sizeEnd + 4) return undefined
-      if (data[sizeEnd + 2] === 13 && data[sizeEnd + 3] === 10) return { end: sizeEnd + 4, status, close }
-      const trailers = data.indexOf(headEnd, sizeEnd)
-      return trailers === -1 ? undefined : { end: trailers + 4, status, close }
-    }
+    if (Number.isNaN(size)) return { status: "000", close: true }
+    // The last chunk's line, then trailers (usually none), then an empty line.
+    if (size === 0) return data.indexOf(headEnd, sizeEnd) === -1 ? undefined : answer
     at = sizeEnd + 2 + size + 2
     if (data.length < at) return undefined
   }
@@ -75,7 +65,6 @@ interface Connection {
   pending: Buffer | undefined
   due: number
   busy: boolean
-  open: boolean
 }
 
 const all = new Set<Connection>()
@@ -93,11 +82,11 @@ const settle = (connection: Connection, status: string | undefined) => {
 
 const open = (): Connection => {
   const socket = connect({ host: target.hostname, port, noDelay: true })
-  const connection: Connection = { socket, pending: undefined, due: 0, busy: false, open: true }
+  const connection: Connection = { socket, pending: undefined, due: 0, busy: false }
   all.add(connection)
   socket.on("data", (chunk: Buffer) => {
     const data = connection.pending === undefined ? chunk : Buffer.concat([connection.pending, chunk])
-    const done = responseEnd(data)
+    const done = answerIn(data)
     if (done === undefined) {
       connection.pending = data
       return
@@ -109,9 +98,7 @@ const open = (): Connection => {
     pump()
   })
   const lost = () => {
-    if (!connection.open) return
-    connection.open = false
-    all.delete(connection)
+    if (!all.delete(connection)) return
     settle(connection, undefined)
     const at = free.indexOf(connection)
     if (at !== -1) free.splice(at, 1)
