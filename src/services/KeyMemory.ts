@@ -18,8 +18,11 @@ export interface Remembered {
  *
  * An account is forgotten when the database reports a change that matters to authentication
  * (`svc_identity`, sent at commit by migrations/0008's triggers: revocation, suspension, plan,
- * entitlements, owner), on this instance and every other. This instance's own changes do not wait
- * for that report: the service making one calls `changing` first, and until the report comes (or
+ * entitlements, owner), on this instance and every other. A remembered key is used only once every
+ * report committed before the request has arrived (`caughtUp`: on PostgreSQL a round trip on the
+ * listening session, shared by the requests waiting for it), so a change committed on another
+ * instance holds from that instance's answer on. This instance's own changes do not wait for the
+ * report: the service making one calls `changing` first, and until the report comes (or
  * `keyMemoryMs` passes, for a change rolled back) the account is read from the database on every
  * request. Nothing is remembered until the listener is subscribed, everything is forgotten when it
  * may have missed a report, and an entry lives at most `keyMemoryMs` however quiet the channel is.
@@ -27,7 +30,8 @@ export interface Remembered {
 export class KeyMemory extends Context.Service<
   KeyMemory,
   {
-    readonly lookup: (hash: string, now: number) => Remembered | undefined
+    /** What is remembered of the key, once every report committed before the call is applied. */
+    readonly lookup: (hash: string, now: number) => Effect.Effect<Remembered | undefined>
     /** Stores what a lookup read, unless something was forgotten since `since` (a `generation()`). */
     readonly remember: (hash: string, entry: Remembered, since: number, now: number) => void
     readonly generation: () => number
@@ -54,7 +58,7 @@ export class KeyMemory extends Context.Service<
         byHash.clear()
         hashesOf.clear()
       }
-      yield* (yield* Notifications).listen(identityChannel, {
+      const reports = yield* (yield* Notifications).listen(identityChannel, {
         onPayload: (accountId) => {
           forget(accountId)
           unsettled.delete(accountId)
@@ -67,15 +71,19 @@ export class KeyMemory extends Context.Service<
           listening = true
         }
       })
+      const current = (hash: string, now: number) => {
+        const found = byHash.get(hash)
+        if (found === undefined) return undefined
+        if (found.until > now) return found
+        byHash.delete(hash)
+        return undefined
+      }
       return KeyMemory.of({
         generation: () => generation,
-        lookup: (hash, now) => {
-          const found = byHash.get(hash)
-          if (found === undefined) return undefined
-          if (found.until > now) return found
-          byHash.delete(hash)
-          return undefined
-        },
+        lookup: (hash, now) =>
+          byHash.has(hash)
+            ? Effect.map(reports.caughtUp, (caughtUp) => (caughtUp ? current(hash, now) : undefined))
+            : Effect.undefined,
         remember: (hash, entry, since, now) => {
           if (!listening || since !== generation) return
           const accountId = entry.principal.account.id

@@ -68,6 +68,27 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
     entry.lastUsedAt = now
     return Effect.as(Effect.orDie(accounts.touchKey(entry.principal.key.id, now)), entry.principal)
   }
+  // Read, and remembered unless something was forgotten during the read.
+  const fromDatabase = (
+    secret: string,
+    hash: string,
+    now: number
+  ): Effect.Effect<ResolvedBearer, Unauthorized> => {
+    const since = memory.generation()
+    return Effect.flatMap(Effect.orDie(accounts.findByKey(secret)), (found) => {
+      if (found === undefined || found.key.revoked)
+        return Effect.fail(inactive("This key is not active. Mint a new key or recover the account."))
+      if (found.account.state !== "active")
+        return Effect.fail(inactive("The account of this key is suspended."))
+      const fresh: Remembered = {
+        principal: { key: found.key, account: found.account },
+        lastUsedAt: found.lastUsedAt,
+        until: now + identityPolicy.keyMemoryMs
+      }
+      memory.remember(hash, fresh, since, now)
+      return Effect.map(touched(fresh, now), spending)
+    })
+  }
   return {
     family: "spend key",
     claims: (secret) => spendKeyPattern.test(secret),
@@ -75,21 +96,9 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
     resolve: (secret) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<ResolvedBearer, Unauthorized> => {
         const hash = hashSecret(secret)
-        const entry = memory.lookup(hash, now)
-        if (entry !== undefined) return Effect.map(touched(entry, now), spending)
-        const since = memory.generation()
-        return Effect.flatMap(Effect.orDie(accounts.findByKey(secret)), (found) => {
-          if (found === undefined || found.key.revoked)
-            return Effect.fail(inactive("This key is not active. Mint a new key or recover the account."))
-          if (found.account.state !== "active")
-            return Effect.fail(inactive("The account of this key is suspended."))
-          const fresh: Remembered = {
-            principal: { key: found.key, account: found.account },
-            lastUsedAt: found.lastUsedAt,
-            until: now + identityPolicy.keyMemoryMs
-          }
-          memory.remember(hash, fresh, since, now)
-          return Effect.map(touched(fresh, now), spending)
+        return Effect.flatMap(memory.lookup(hash, now), (entry) => {
+          if (entry !== undefined) return Effect.map(touched(entry, now), spending)
+          return fromDatabase(secret, hash, now)
         })
       })
   }
