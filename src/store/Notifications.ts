@@ -101,9 +101,15 @@ export class Notifications extends Context.Service<
             // Its own session, so round trips on it queue behind nothing but each other.
             const connection = yield* (yield* PgConnection.make(client.config)).pin
             const queue = yield* connection.listen(channel)
-            // Nothing takes from the queue but this, so a notification in it is not yet applied.
-            const drain = Effect.map(Queue.clear(queue), (notifications) => {
-              for (const notification of notifications) listener.onPayload(notification.payload)
+            // Takes and applies at once (no other fiber runs between), so a report out of the queue
+            // has reached the listener.
+            const drain = Effect.suspend((): Effect.Effect<void, SqlError> => {
+              for (;;) {
+                const next = Queue.takeUnsafe(queue)
+                if (next === undefined) return Effect.void
+                if (Exit.isFailure(next)) return next
+                listener.onPayload(next.value.payload)
+              }
             })
             const rounds = makeRounds(Effect.andThen(connection.query("select 1"), drain))
             yield* Effect.addFinalizer(() =>
@@ -115,11 +121,9 @@ export class Notifications extends Context.Service<
             listener.onGap()
             listener.onListening()
             session = rounds
-            // Quiet sessions are drained too; a failed queue (the connection lost) ends the session.
-            yield* Effect.raceFirst(
-              rounds.run,
-              Effect.forever(Effect.andThen(Effect.sleep("1 second"), drain))
-            )
+            // Reports are applied as they come (`peek` waits without taking); a failed queue (the
+            // connection lost) ends the session.
+            yield* Effect.raceFirst(rounds.run, Effect.forever(Effect.andThen(Queue.peek(queue), drain)))
           })
         ).pipe(
           Effect.catchCause((cause) =>

@@ -92,7 +92,7 @@ describe(`windows, days and leases in virtual time (${storeName})`, () => {
           ])
         }),
       // Virtual time, but stepping through a day of housekeeping takes real seconds on a busy machine.
-      120_000
+      300_000
     )
 
     it.effect(
