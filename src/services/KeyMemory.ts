@@ -80,10 +80,11 @@ export class KeyMemory extends Context.Service<
       }
       return KeyMemory.of({
         generation: () => generation,
+        // An entry missing or expired is read from the database without waiting for the reports.
         lookup: (hash, now) =>
-          byHash.has(hash)
-            ? Effect.map(reports.caughtUp, (caughtUp) => (caughtUp ? current(hash, now) : undefined))
-            : Effect.undefined,
+          current(hash, now) === undefined
+            ? Effect.undefined
+            : Effect.map(reports.caughtUp, (caughtUp) => (caughtUp ? current(hash, now) : undefined)),
         remember: (hash, entry, since, now) => {
           if (!listening || since !== generation) return
           const accountId = entry.principal.account.id
