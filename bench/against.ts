@@ -58,6 +58,7 @@ export const compareCheckouts = async (input: {
         label: `${store}-${checkout}`,
         store,
         databaseUrl: input.databases?.[checkout],
+        measureAllocation: true,
         ...(checkout === "other" ? { cwd: other } : {})
       })
       input.defer(service.stop)
@@ -87,7 +88,7 @@ export const compareCheckouts = async (input: {
             const result = await runCase(store, services[checkout], own, options, tool)
             measured.push({ store, checkout, round, result })
             log(
-              `${store}: round ${round}, ${testCase.name}, ${checkout}: ${result.load?.rps.toFixed(0) ?? "-"} req/s, ${result.cpuUsPerRequest?.toFixed(0) ?? "-"} µs CPU/request`
+              `${store}: round ${round}, ${testCase.name}, ${checkout}: ${result.load?.rps.toFixed(0) ?? "-"} req/s, ${result.cpuUsPerRequest?.toFixed(0) ?? "-"} µs CPU/request, ${result.allocatedKbPerRequest?.toFixed(1) ?? "-"} KB allocated/request`
             )
           }
         }
@@ -149,6 +150,7 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
       .filter((value): value is number => value !== undefined)
   const rps = (result: CaseResult) => result.load?.rps
   const cpu = (result: CaseResult) => result.cpuUsPerRequest
+  const allocated = (result: CaseResult) => result.allocatedKbPerRequest
   return [
     `this checkout against ${comparison.other}, ${Math.max(...comparison.rounds.map((row) => row.round))} alternating rounds (mean, min-max; a round that answered anything but the case's own status is left out)`,
     table(
@@ -161,6 +163,9 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
         "this CPU µs/req",
         "other CPU µs/req",
         "CPU this/other",
+        "this KB alloc/req",
+        "other KB alloc/req",
+        "KB this/other",
         "rounds left out this/other"
       ],
       [...groups.values()].map(({ store, name, rows }) => [
@@ -172,9 +177,12 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
         spread(of(rows, "this", cpu), 0),
         spread(of(rows, "other", cpu), 0),
         (mean(of(rows, "this", cpu)) / mean(of(rows, "other", cpu))).toFixed(3),
+        spread(of(rows, "this", allocated), 1),
+        spread(of(rows, "other", allocated), 1),
+        (mean(of(rows, "this", allocated)) / mean(of(rows, "other", allocated))).toFixed(3),
         `${leftOut(rows, "this")}/${leftOut(rows, "other")}`
       ]),
-      [false, false, true, true, true, true, true, true, true]
+      [false, false, true, true, true, true, true, true, true, true, true, true]
     ),
     table(
       [

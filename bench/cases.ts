@@ -25,6 +25,10 @@ export interface CaseResult {
   readonly cpuUsPerRequest?: number | undefined
   /** Sent at this many requests per second rather than as fast as answered (its req/s is no ratio). */
   readonly fixedRate?: number | undefined
+  /** Bytes the service allocated per request answered (`bench/allocation-probe.ts`), in KB. */
+  readonly allocatedKbPerRequest?: number | undefined
+  /** Full collections (mark-compact) during the case. */
+  readonly markCompacts?: number | undefined
 }
 
 export interface StoreResult {
@@ -186,6 +190,7 @@ export const runCase = async (
     }
   }
   const cpuBefore = service.cpuUs()
+  service.allocation?.begin()
   const load = await runLoad({
     label: `${store}-${testCase.name.slice(1, 2)}`,
     baseUrl: service.url,
@@ -198,6 +203,7 @@ export const runCase = async (
     rate
   })
   const cpuAfter = service.cpuUs()
+  const allocation = await service.allocation?.end()
   return {
     store,
     name: testCase.name,
@@ -206,7 +212,13 @@ export const runCase = async (
     errors: errorsOf(load, testCase.expected),
     note: testCase.note,
     cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests),
-    ...(rate === undefined ? {} : { fixedRate: rate })
+    ...(rate === undefined ? {} : { fixedRate: rate }),
+    ...(allocation === undefined || load.requests === 0
+      ? {}
+      : {
+          allocatedKbPerRequest: allocation.allocatedBytes / load.requests / 1024,
+          markCompacts: allocation.markCompacts
+        })
   }
 }
 
@@ -278,7 +290,13 @@ export const measureStore = async (
   if (onDisk) mkdirSync(benchDir, { recursive: true })
   const dataDir = onDisk ? mkdtempSync(join(benchDir, "pglite-ledger-")) : undefined
   const start = (label: string) =>
-    startService({ label, store, databaseUrl, ...(dataDir === undefined ? {} : { dataDir }) })
+    startService({
+      label,
+      store,
+      databaseUrl,
+      measureAllocation: true,
+      ...(dataDir === undefined ? {} : { dataDir })
+    })
   let service = await start(`service-${store}`)
   let peakRssMb: number | undefined
   const notePeak = () => {

@@ -35,10 +35,23 @@ const others = (row: CaseResult): string => {
 
 export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number): string =>
   table(
-    ["store", "case", "req/s", "p50 ms", "p99 ms", "max ms", "errors", "x baseline", "CPU µs/req", "notes"],
+    [
+      "store",
+      "case",
+      "req/s",
+      "p50 ms",
+      "p99 ms",
+      "max ms",
+      "errors",
+      "x baseline",
+      "CPU µs/req",
+      "KB alloc/req",
+      "full GCs",
+      "notes"
+    ],
     rows.map((row) =>
       row.load === undefined
-        ? [row.store, row.name, "-", "-", "-", "-", "-", "-", "-", `not available: ${row.unavailable ?? ""}`]
+        ? [row.store, row.name, ...Array<string>(9).fill("-"), `not available: ${row.unavailable ?? ""}`]
         : [
             row.store,
             row.name,
@@ -49,6 +62,8 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
             String(row.errors ?? 0),
             row.fixedRate === undefined ? fixed(row.load.rps / baselineRps, 3) : "-",
             row.cpuUsPerRequest === undefined ? "-" : fixed(row.cpuUsPerRequest, 0),
+            row.allocatedKbPerRequest === undefined ? "-" : fixed(row.allocatedKbPerRequest, 1),
+            row.markCompacts === undefined ? "-" : String(row.markCompacts),
             [
               `expect ${row.expected}`,
               others(row),
@@ -59,7 +74,7 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
               .join("; ")
           ]
     ),
-    [false, false, true, true, true, true, true, true, true, false]
+    [false, false, true, true, true, true, true, true, true, true, true, false]
   )
 
 /**

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { type Admin, adminOf } from "./accounts.ts"
+import type { AllocationWindow } from "./allocation-probe.ts"
 import { benchDir, freePort, repoRoot, type Started, serviceEnv, startNode } from "./proc.ts"
 import { serviceSeed } from "./world.ts"
 
@@ -11,7 +12,37 @@ export interface Service extends Started {
   readonly store: Store
   readonly admin: Admin
   readonly adminToken: string
+  /** With `measureAllocation`: a window of the service's allocation (`bench/allocation-probe.ts`). */
+  readonly allocation?: Allocation | undefined
 }
+
+/** Opens a window of the service's allocation; `end` closes it and reads it (undefined if it cannot). */
+export interface Allocation {
+  readonly begin: () => void
+  readonly end: () => Promise<AllocationWindow | undefined>
+}
+
+const probe = join(repoRoot, "bench", "allocation-probe.ts")
+
+/** The probe's window through SIGUSR2 and the file it writes. */
+const allocationOf = (started: Started, file: string): Allocation => ({
+  begin: () => {
+    rmSync(file, { force: true })
+    started.signal("SIGUSR2")
+  },
+  end: async () => {
+    started.signal("SIGUSR2")
+    for (let waited = 0; waited < 5000; waited += 20) {
+      if (existsSync(file)) {
+        const window = JSON.parse(readFileSync(file, "utf8")) as AllocationWindow
+        rmSync(file, { force: true })
+        return window
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    return undefined
+  }
+})
 
 /**
  * The Node flags of `npm start` in a checkout (`"start": "node <flags> src/main.ts"`), so that the
@@ -51,12 +82,19 @@ export const startService = async (options: {
   readonly dataDir?: string
   /** How often /readyz is polled while it starts (see `startNode`). */
   readonly pollMs?: number
+  /**
+   * Imports `bench/allocation-probe.ts` (no V8 flag; a GC observer inside a window) so that
+   * `allocation` can measure bytes allocated per request.
+   */
+  readonly measureAllocation?: boolean
 }): Promise<Service> => {
   if (options.store === "postgres" && options.databaseUrl === undefined) {
     throw new Error("the PostgreSQL store needs a database URL")
   }
   const port = options.port ?? (await freePort())
   const adminToken = options.adminToken ?? randomBytes(24).toString("hex")
+  mkdirSync(benchDir, { recursive: true })
+  const allocationFile = join(benchDir, `allocation-${port}-${randomBytes(4).toString("hex")}.json`)
   let ownDir: string | undefined
   if (options.store === "pglite" && options.dataDir === undefined) {
     mkdirSync(benchDir, { recursive: true })
@@ -70,7 +108,12 @@ export const startService = async (options: {
     ...(options.pin === undefined ? {} : { pin: options.pin }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
-    args: [...startFlags(options.cwd ?? repoRoot), ...(options.nodeFlags ?? []), "src/main.ts"],
+    args: [
+      ...startFlags(options.cwd ?? repoRoot),
+      ...(options.nodeFlags ?? []),
+      ...(options.measureAllocation === true ? ["--import", probe] : []),
+      "src/main.ts"
+    ],
     port,
     readyPath: "/readyz",
     env: serviceEnv({
@@ -82,6 +125,7 @@ export const startService = async (options: {
       WORLD_SEED: serviceSeed,
       // No load balancer watches a bench's instances: a stop need not wait for one to notice.
       SHUTDOWN_DRAIN_SECONDS: "0",
+      ...(options.measureAllocation === true ? { BENCH_ALLOCATION_FILE: allocationFile } : {}),
       ...(options.store === "postgres" ? { DATABASE_URL: options.databaseUrl } : {}),
       ...options.env
     })
@@ -96,6 +140,7 @@ export const startService = async (options: {
     store: options.store,
     admin,
     adminToken,
+    ...(options.measureAllocation === true ? { allocation: allocationOf(started, allocationFile) } : {}),
     stop: async () => {
       await admin.close()
       await started.stop()

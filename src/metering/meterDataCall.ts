@@ -495,6 +495,8 @@ const speculate = <R>(
           return Effect.as(Effect.andThen(writes, rememberResult(call, envelope, stored.length)), {
             envelope,
             replayed: false,
+            // The data was serialised once, to store it: the answer's JSON is made from that text.
+            json: envelopeJson(stored, outcome.receipt),
             remaining: outcome.remaining
           } satisfies CallOutcome)
         })

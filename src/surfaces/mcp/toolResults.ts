@@ -17,9 +17,15 @@ const jsonTexts = new WeakMap<CallToolResult, string>()
  */
 export const jsonTextOf = (result: CallToolResult): string | undefined => jsonTexts.get(result)
 
-/** A value as both structured content and its JSON text, for clients that read only text; `meta` is its `_meta`. */
-export const structuredResult = (value: object, meta?: Record<string, unknown>): CallToolResult => {
-  const text = JSON.stringify(value)
+/**
+ * A value as both structured content and its JSON text, for clients that read only text; `meta` is
+ * its `_meta`. `text`, when given, is `JSON.stringify(value)` made already (a metered call's `json`).
+ */
+export const structuredResult = (
+  value: object,
+  meta?: Record<string, unknown>,
+  text: string = JSON.stringify(value)
+): CallToolResult => {
   const result: CallToolResult = {
     content: [{ type: "text", text }],
     structuredContent: value as Record<string, unknown>,
@@ -108,7 +114,9 @@ export const usageMetaKey = "svc/usage"
 export const meteredResult = <E extends ApiError>(metered: Metered<E>) => {
   const { result, rate } = metered
   return result._tag === "Success"
-    ? Effect.succeed(structuredResult(result.success.envelope, usageMeta(rate, result.success)))
+    ? Effect.succeed(
+        structuredResult(result.success.envelope, usageMeta(rate, result.success), result.success.json)
+      )
     : Effect.map(settledResult(Effect.fail(result.failure)), (failed) => ({
         ...failed,
         _meta: usageMeta(rate, undefined)
