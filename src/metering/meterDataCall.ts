@@ -1,4 +1,4 @@
-import { Clock, Effect, Exit, Result, Tracer } from "effect"
+import { Clock, Duration, Effect, Exit, Result, Tracer } from "effect"
 import { AppConfig } from "../config.ts"
 import { type Caller, idempotencyKeyLength } from "../contract/api.ts"
 import type { Envelope } from "../contract/envelope.ts"
@@ -513,7 +513,7 @@ const takeRateToken = <R>(call: Admitted<R>, meter: Meter) =>
     const limit = policy.ratePerMinute[account.plan]
     return Effect.flatMap(
       Effect.flatMap(RateLimits, (limits) =>
-        limits.take({ key: rateKey(account.id), limit, window: "1 minute" })
+        limits.take({ key: rateKey(account.id), limit, window: rateWindow })
       ),
       (token) => {
         meter.rate = {
@@ -538,6 +538,9 @@ const takeRateToken = <R>(call: Admitted<R>, meter: Meter) =>
 
 const rateKey = (accountId: string) => `plan:${accountId}`
 
+/** The plan's window, as a Duration: the limiter would parse "1 minute" on every call. */
+const rateWindow = Duration.minutes(1)
+
 /** The rate limit of an answer given before the call took its token. */
 // hot path
 const peekRate = (account: Account): Effect.Effect<RateState, never, AppConfig | RateLimits> =>
@@ -545,7 +548,7 @@ const peekRate = (account: Account): Effect.Effect<RateState, never, AppConfig |
     const limit = policy.ratePerMinute[account.plan]
     return Effect.flatMap(RateLimits, (limits) =>
       Effect.map(
-        limits.peek({ key: rateKey(account.id), limit, window: "1 minute" }),
+        limits.peek({ key: rateKey(account.id), limit, window: rateWindow }),
         (state): RateState => ({ plan: account.plan, limit, windowSeconds: 60, ...state })
       )
     )
