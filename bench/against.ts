@@ -135,8 +135,13 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
     group.rows.push(row)
     groups.set(id, group)
   }
-  /** A round with answers other than the case's own (429s, say) measured something else: left out. */
-  const clean = (row: CheckoutRound) => (row.result.errors ?? 0) === 0
+  /**
+   * A round with more than 1 in 100 answers other than the case's own (429s, say) measured something
+   * else: left out. A few are kept: on a slow machine the cache hit's slowest calls outlive the
+   * rotation over the accounts, and two calls of one account at once get CONCURRENCY_LIMIT for one
+   * (1 to 3 in 5,000 on PGlite), which would otherwise leave out every round of the case.
+   */
+  const clean = (row: CheckoutRound) => (row.result.errors ?? 0) <= (row.result.load?.requests ?? 0) / 100
   const leftOut = (rows: ReadonlyArray<CheckoutRound>, checkout: Checkout) =>
     rows.filter((row) => row.checkout === checkout && !clean(row)).length
   const of = (
@@ -152,7 +157,7 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
   const cpu = (result: CaseResult) => result.cpuUsPerRequest
   const allocated = (result: CaseResult) => result.allocatedKbPerRequest
   return [
-    `this checkout against ${comparison.other}, ${Math.max(...comparison.rounds.map((row) => row.round))} alternating rounds (mean, min-max; a round that answered anything but the case's own status is left out)`,
+    `this checkout against ${comparison.other}, ${Math.max(...comparison.rounds.map((row) => row.round))} alternating rounds (mean, min-max; a round that answered more than 1% with another status than the case's own is left out)`,
     table(
       [
         "store",
