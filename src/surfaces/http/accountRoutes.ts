@@ -1,16 +1,24 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Schema } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, links } from "../../config.ts"
-import { BaseApi, Caller, ClientIp } from "../../contract/api.ts"
+import { BaseApi, Caller, ClientIp, ServedApi } from "../../contract/api.ts"
+import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { InvalidInput, NotFound, RateLimited } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
+import { Usage as UsageBody } from "../../contract/schemas.ts"
 import { freeTier } from "../../domain/plans.ts"
 import { Receipts } from "../../metering/Receipts.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
+import { Bearers } from "../common/bearers.ts"
+import { announcedBodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { usageReport } from "../usageReport.ts"
+import { bearerCredential } from "./dataRoutes.ts"
+import { callerOf, noStore } from "./middleware.ts"
+import { parseQuery } from "./queryString.ts"
 
 export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
   Effect.gen(function* () {
@@ -60,10 +68,8 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
   })
 )
 
-export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
+export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =>
   Effect.gen(function* () {
-    const config = yield* AppConfig
-    const usage = yield* Usage
     const receipts = yield* Receipts
     const problems = yield* Problems
     return handlers
@@ -102,14 +108,51 @@ export const UsageRoutes = HttpApiBuilder.group(BaseApi, "usage", (handlers) =>
           )
         })
       )
-      .handle("getUsage", () =>
-        // hot path
-        Effect.flatMap(Caller, (caller) =>
-          Effect.flatMap(Effect.orDie(usage.facts(caller.account.id, caller.ip)), (facts) =>
-            Effect.map(Clock.currentTimeMillis, (now) => usageReport(caller, facts, now, config))
-          )
-        )
+  })
+)
+
+/**
+ * `GET /v1/usage` (the contract's `usage.getUsage`), the route an agent polls: a wire adapter on
+ * the router, as the data routes are, doing what the HttpApi's middlewares do for the usage group
+ * in their order (`Client`: a body announced too large, the client IP, no-store; `SpendKeyAuth`:
+ * the bearer; `PlainInput`: no control characters in the query) and encoding the answer with the
+ * contract's schema as the HttpApi would. Served by the HttpApi, every request paid a copy of the
+ * service's context into a new Map (see `ServedApi`).
+ */
+export const UsageRead = HttpRouter.use((router) =>
+  Effect.gen(function* () {
+    const config = yield* AppConfig
+    const usage = yield* Usage
+    const problems = yield* Problems
+    const bearers = yield* Bearers
+    const encode = Schema.encodeUnknownEffect(UsageBody)
+    // hot path
+    const answer = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
+      if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
+      const ip = bearers.clientIp(request)
+      return Effect.map(
+        Effect.flatMap(
+          Effect.result(callerOf(bearers, bearerCredential(request.headers.authorization), ip)),
+          (caller) => {
+            if (caller._tag === "Failure") return Effect.succeed(problems.render(caller.failure))
+            const at = request.url.indexOf("?")
+            const refused =
+              at === -1 ? undefined : controlCharacterInput(parseQuery(request.url.slice(at + 1)))
+            if (refused !== undefined) return Effect.succeed(problems.render(refused))
+            return Effect.flatMap(Effect.orDie(usage.facts(caller.success.account.id, ip)), (facts) =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
+                  HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
+                )
+              )
+            )
+          }
+        ),
+        noStore
       )
+    })
+    yield* router.add("GET", "/v1/usage", answer)
   })
 )
 

@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, OpenApi } from "effect/http-api"
-import { BaseApi, makeApi } from "../../contract/api.ts"
+import { makeApi, ServedApi } from "../../contract/api.ts"
 import { NotFound, Unauthorized } from "../../contract/errors.ts"
 import { type Publication, publishedApi } from "../../contract/openapi.ts"
 import { Lifecycle } from "../../observability/Lifecycle.ts"
@@ -10,7 +10,7 @@ import { MetricsPage, prometheusContentType } from "../../services/MetricsPage.t
 import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
-import { KeysRoutes, UsageRoutes } from "./accountRoutes.ts"
+import { KeysRoutes, UsageRead, UsageRoutes } from "./accountRoutes.ts"
 import { AuditRoutes } from "./auditRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
@@ -111,7 +111,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
   const api = publishedApi(makeApi(operations), publication)
   // The data operations' routes are `DataRoutes` (wire adapters of the metering front door); the
   // HttpApi serves the other routes, and the whole contract is published as OpenAPI.
-  const apiRoutes = HttpApiBuilder.layer(BaseApi).pipe(
+  const apiRoutes = HttpApiBuilder.layer(ServedApi).pipe(
     Layer.provide([
       KeysRoutes,
       UsageRoutes,
@@ -130,6 +130,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
   return Layer.mergeAll(
     apiRoutes,
     DataRoutes(operations),
+    UsageRead,
     openApiRoute(() => OpenApi.fromApi(api)),
     // No fonts from the Scalar CDN: the page works offline and loads nothing from other hosts.
     docsLayer(api, { path: "/docs", scalar: { withDefaultFonts: false } }),
