@@ -94,10 +94,13 @@ export const startService = async (options: {
   const port = options.port ?? (await freePort())
   const adminToken = options.adminToken ?? randomBytes(24).toString("hex")
   mkdirSync(benchDir, { recursive: true })
-  const allocationFile = join(benchDir, `allocation-${port}-${randomBytes(4).toString("hex")}.json`)
+  // Where the probe writes each window, when it is imported.
+  const allocationFile =
+    options.measureAllocation === true
+      ? join(benchDir, `allocation-${port}-${randomBytes(4).toString("hex")}.json`)
+      : undefined
   let ownDir: string | undefined
   if (options.store === "pglite" && options.dataDir === undefined) {
-    mkdirSync(benchDir, { recursive: true })
     ownDir = mkdtempSync(join(benchDir, "pglite-"))
   }
   const removeOwnDir = () => {
@@ -111,7 +114,7 @@ export const startService = async (options: {
     args: [
       ...startFlags(options.cwd ?? repoRoot),
       ...(options.nodeFlags ?? []),
-      ...(options.measureAllocation === true ? ["--import", probe] : []),
+      ...(allocationFile === undefined ? [] : ["--import", probe]),
       "src/main.ts"
     ],
     port,
@@ -125,7 +128,7 @@ export const startService = async (options: {
       WORLD_SEED: serviceSeed,
       // No load balancer watches a bench's instances: a stop need not wait for one to notice.
       SHUTDOWN_DRAIN_SECONDS: "0",
-      ...(options.measureAllocation === true ? { BENCH_ALLOCATION_FILE: allocationFile } : {}),
+      ...(allocationFile === undefined ? {} : { BENCH_ALLOCATION_FILE: allocationFile }),
       ...(options.store === "postgres" ? { DATABASE_URL: options.databaseUrl } : {}),
       ...options.env
     })
@@ -140,7 +143,7 @@ export const startService = async (options: {
     store: options.store,
     admin,
     adminToken,
-    ...(options.measureAllocation === true ? { allocation: allocationOf(started, allocationFile) } : {}),
+    ...(allocationFile === undefined ? {} : { allocation: allocationOf(started, allocationFile) }),
     stop: async () => {
       await admin.close()
       await started.stop()
