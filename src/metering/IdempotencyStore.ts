@@ -7,7 +7,7 @@ import * as Row from "../store/rows.ts"
 import { type ResultMemory, resultMemory } from "./ResultMemory.ts"
 import { CallRow } from "./receipt.ts"
 
-/** Completed results kept in memory per instance, in bytes of their data's JSON. */
+/** Completed results kept in memory per instance: at most this much of the heap, counted by `heldBytes`. */
 const resultMemoryBytes = 16 * 1024 * 1024
 
 export type BeginResult =

@@ -38,7 +38,7 @@ import {
   type ReserveError
 } from "./Reservations.ts"
 import type { Stored } from "./ResultMemory.ts"
-import { type CallResult, envelopeJson, envelopeOf, receiptOf } from "./receipt.ts"
+import { type CallResult, envelopeJson, envelopeOf, type Receipt, receiptOf } from "./receipt.ts"
 
 /** What a surface decodes from its wire (a query string, a tool's arguments) for a data call. */
 export interface CallInput {
@@ -232,11 +232,8 @@ const metered = <R>(call: Admitted<R>, callId: string, restore: Restore, meter: 
             Effect.flatMap(turnedAway(hold(call, callId)), (held) =>
               held._tag === "Replay"
                 ? Effect.succeed(held.outcome)
-                : Effect.tap(
-                    runAndSettle(call, callId, held.reservation, restore).pipe(
-                      Effect.catchDefect((defect) => failedWhileHeld(callId, defect))
-                    ),
-                    (outcome) => rememberResult(call, outcome.envelope)
+                : runAndSettle(call, callId, held.reservation, restore).pipe(
+                    Effect.catchDefect((defect) => failedWhileHeld(callId, defect))
                   )
             )
           )
@@ -334,31 +331,39 @@ const admit = <R>(
 
 /** The stored result of a completed Idempotency-Key, kept in memory for its replays. */
 // hot path
-const rememberResult = <R>(call: Admitted<R>, envelope: Envelope, size?: number) => {
+const rememberResult = <R>(call: Admitted<R>, resultJson: string, receipt: Receipt) => {
   const key = call.input.idempotencyKey
   if (key === undefined) return Effect.void
   return Effect.flatMap(AppConfig, ({ policy }) =>
     Effect.map(IdempotencyStore, (store) =>
       store.results.remember(call.caller.account.id, key, {
         fingerprint: call.fingerprint,
-        envelope,
-        replayUntil: Date.parse(envelope.receipt.created_at) + policy.replayWindowMs,
-        ...(size === undefined ? {} : { size })
+        resultJson,
+        receipt,
+        replayUntil: Date.parse(receipt.created_at) + policy.replayWindowMs
       })
     )
   )
 }
 
-const replayOf = (envelope: Envelope): CallOutcome => ({
-  envelope: { ...envelope, receipt: { ...envelope.receipt, replayed: true } },
+/** A completed key's answer again: its stored result with its receipt marked `replayed`. */
+const replayAnswerOf = (resultJson: string, receipt: Receipt) => {
+  const replayed = { ...receipt, replayed: true }
+  return {
+    envelope: envelopeOf(JSON.parse(resultJson) as CallResult, replayed),
+    json: envelopeJson(resultJson, replayed)
+  }
+}
+
+const replayOf = (resultJson: string, receipt: Receipt): CallOutcome => ({
+  ...replayAnswerOf(resultJson, receipt),
   replayed: true
 })
 
-/** A replay from memory, its JSON made once for every replay of the key. */
+/** A replay from memory, its envelope and JSON made once for every replay of the key. */
 const replayFromMemory = (stored: Stored): CallOutcome => {
-  const outcome = replayOf(stored.envelope)
-  stored.replayJson ??= JSON.stringify(outcome.envelope)
-  return { ...outcome, json: stored.replayJson }
+  stored.replayAnswer ??= replayAnswerOf(stored.resultJson, stored.receipt)
+  return { ...stored.replayAnswer, replayed: true }
 }
 
 /** A run's result as its Idempotency-Key stores it: how fresh the data was at `servedAt`. */
@@ -492,7 +497,7 @@ const speculate = <R>(
             { discard: true }
           )
           const envelope = envelopeOf(result, outcome.receipt)
-          return Effect.as(Effect.andThen(writes, rememberResult(call, envelope, stored.length)), {
+          return Effect.as(Effect.andThen(writes, rememberResult(call, stored, outcome.receipt)), {
             envelope,
             replayed: false,
             // The data was serialised once, to store it: the answer's JSON is made from that text.
@@ -626,9 +631,9 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
     case "Fresh":
       return { _tag: "Claimed" } satisfies Claim
     case "Replay": {
-      const envelope = envelopeOf(JSON.parse(begun.result) as CallResult, receiptOf(begun.call))
-      yield* rememberResult(call, envelope)
-      return { _tag: "Replay", outcome: replayOf(envelope) } satisfies Claim
+      const receipt = receiptOf(begun.call)
+      yield* rememberResult(call, begun.result, receipt)
+      return { _tag: "Replay", outcome: replayOf(begun.result, receipt) } satisfies Claim
     }
     case "Reused":
       return yield* new IdempotencyKeyReused({
@@ -694,6 +699,7 @@ const runAndSettle = Effect.fnUntraced(function* <R>(
       key === undefined ? Effect.void : store.complete(call.caller.account.id, key, callId, resultJson)
     )
     .pipe(Effect.catchTag("SqlError", Effect.die))
+  yield* rememberResult(call, resultJson, settled.receipt)
   return {
     envelope: envelopeOf(result, settled.receipt),
     replayed: false,

@@ -40,7 +40,8 @@ const upgradeForm = (app: TestApp["Service"], body: string, ip: string) =>
       body,
       redirect: "manual"
     })
-    return { status: response.status, headers: response.headers, body: await response.text() }
+    const text = await response.text()
+    return { status: response.status, headers: response.headers, body: text, text }
   })
 
 /**
@@ -205,7 +206,8 @@ describe(`checkout creation limits on the dashboard (${storeName})`, () => {
               body: `csrf=${csrfToken(owner.management_token)}&account=${accountId}&pack=flex`,
               redirect: "manual"
             })
-            return { status: response.status, headers: response.headers, body: await response.text() }
+            const text = await response.text()
+            return { status: response.status, headers: response.headers, body: text, text }
           })
           assert.strictEqual((yield* buyOnDashboard).status, 303)
           const perAccount = defaultPolicy.checkoutsPerAccountHour

@@ -64,7 +64,7 @@ export const rawRequest = (
         const headers = new Headers()
         for (const [name, value] of Object.entries(res.headers))
           if (typeof value === "string") headers.set(name, value)
-        resume(Effect.succeed({ status: res.statusCode ?? 0, headers, body }))
+        resume(Effect.succeed({ status: res.statusCode ?? 0, headers, body, text }))
       })
     })
     req.on("error", (error) => resume(Effect.die(error)))

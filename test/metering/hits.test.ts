@@ -5,7 +5,7 @@ import { operations } from "../../src/operations/registry.ts"
 import { Admin } from "../../src/operator/Admin.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
-import { TestApp, testApp, testSeed } from "../support/app.ts"
+import { appInstance, TestApp, testApp, testSeed } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 
 const world = makeWorld(testSeed)
@@ -81,6 +81,23 @@ describe(`cache hits charged in one statement (${storeName})`, () => {
             ...hit.body,
             receipt: { ...hit.body.receipt, replayed: true }
           })
+          assert.strictEqual(yield* account.purchased, 1000 - charged)
+          // The same text from this instance's memory and from the ledger (another instance, whose
+          // memory has not seen the key), the first time and from its memory after.
+          const replayText = hit.text.replace('"replayed":false', '"replayed":true')
+          assert.notStrictEqual(replayText, hit.text)
+          assert.strictEqual(replay.text, replayText)
+          assert.strictEqual((yield* account.call(profile(slug), key)).text, replayText)
+          const other = (yield* appInstance(operations)).client
+          for (let i = 0; i < 2; i++) {
+            const fromLedger = yield* other.call(profile(slug), {
+              key: account.key,
+              ip: account.ip,
+              idempotencyKey: key
+            })
+            assert.strictEqual(fromLedger.headers.get("idempotent-replayed"), "true")
+            assert.strictEqual(fromLedger.text, replayText)
+          }
           assert.strictEqual(yield* account.purchased, 1000 - charged)
 
           const reused = yield* account.call(profile(nextSlug()), key)

@@ -22,6 +22,8 @@ export interface Reply {
   readonly status: number
   readonly headers: Headers
   readonly body: any
+  /** The body as it came. */
+  readonly text: string
 }
 
 export interface CallOptions {
@@ -62,7 +64,7 @@ export const clientOf = (url: string): TestApp["Service"] => {
       try {
         body = JSON.parse(text)
       } catch {}
-      return { status: response.status, headers: response.headers, body }
+      return { status: response.status, headers: response.headers, body, text }
     })
   const mint = (ip = `10.9.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`) =>
     Effect.map(call("/v1/keys/mint", { method: "POST", ip }), (reply) => {
