@@ -64,11 +64,15 @@ const readOr = (file: string): Buffer | undefined => {
   }
 }
 
-/** Node, where the project is, and what is installed: a bundle made under others is not reused. */
+/**
+ * Node, where the project is, what is installed and how bundles are made (this module's text): a
+ * bundle made under others is not reused.
+ */
 const keyOf = (root: string): string =>
   sha(
     [
       process.version,
+      sha(readOr(fileURLToPath(import.meta.url)) ?? ""),
       process.arch,
       root,
       sha(
@@ -150,7 +154,15 @@ const make = async (root: string, entry: string, cacheDir: string, key: string):
     ]
   })
   try {
-    const { output } = await bundle.write({ dir: join(cacheDir, dir), format: "esm", keepNames: true })
+    const { output } = await bundle.write({
+      dir: join(cacheDir, dir),
+      format: "esm",
+      keepNames: true,
+      // The bundle's text stays in the heap as long as the service runs (V8 compiles functions
+      // lazily from it): without comments, and in ASCII so that V8 keeps it at one byte a character.
+      comments: false,
+      charset: "ascii"
+    })
     const inputs = new Map<string, string>()
     for (const item of output) {
       if (item.type !== "chunk") continue

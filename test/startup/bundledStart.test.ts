@@ -1,4 +1,13 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -21,7 +30,9 @@ writeFileSync(
     `import { Effect } from "effect"`,
     `import { greeting } from "./lib/greeting.ts"`,
     `const beside: string = readFileSync(new URL("./lib/beside.txt", import.meta.url), "utf8")`,
-    `export const answer = Effect.runSync(Effect.succeed(greeting("bundle") + " " + beside))`
+    `export const answer = Effect.runSync(Effect.succeed(greeting("bundle") + " " + beside))`,
+    `/** A comment — with a dash past Latin-1. */`,
+    `export const arrow: string = "→"`
   ].join("\n")
 )
 const writeGreeting = (word: string) =>
@@ -42,6 +53,12 @@ describe("the bundled start (src/bundledStart.ts)", { timeout: 120_000 }, () => 
     assert.isDefined(first)
     assert.isTrue(first?.made)
     assert.strictEqual(await answerOf(first!.url), "hello, bundle found")
+    // Its text, which V8 keeps for as long as the service runs, has no comments and is ASCII (V8
+    // keeps a string with any character past Latin-1 at two bytes a character).
+    const text = readFileSync(fileURLToPath(first!.url), "utf8")
+    assert.notInclude(text, "A comment")
+    assert.notMatch(text, /[\u0080-\uffff]/)
+    assert.strictEqual(((await import(first!.url)) as { arrow: string }).arrow, "→")
 
     // Rewriting a module with the same text changes nothing: the bundle is kept by content.
     writeGreeting("hello")
