@@ -1,4 +1,7 @@
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
+import { SourceMap } from "node:module"
+import { dirname, resolve } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { repoRoot } from "./proc.ts"
 
 interface ProfileNode {
@@ -7,6 +10,7 @@ interface ProfileNode {
     readonly functionName: string
     readonly url: string
     readonly lineNumber: number
+    readonly columnNumber?: number
   }
   readonly children?: ReadonlyArray<number>
 }
@@ -44,18 +48,25 @@ export interface ProfileSummary {
 
 /**
  * `npm start` runs a bundle of our modules and Effect's (`src/bundledStart.ts`), whose frames all
- * name one file. The bundler starts each module's code with a line `// <its path>`; a frame is
- * given back the module its line falls in (and its line counted from that module's start), so the
- * profile still says which package, folder and module the time went to.
+ * name one file. The bundler writes a source map beside it: a frame is given back the module and
+ * line it came from, so the profile still says which package, folder, module and line the time went
+ * to. Without the map (a bundle made before maps were written), the bundler's line `// <its path>`
+ * at the start of each module's code gives the module, and the line counted from there.
  */
-const moduleStarts = new Map<string, ReadonlyArray<readonly [number, string]>>()
+const bundles = new Map<
+  string,
+  { readonly map: SourceMap | undefined; readonly starts: ReadonlyArray<readonly [number, string]> }
+>()
 
-const startsOf = (url: string): ReadonlyArray<readonly [number, string]> => {
-  const known = moduleStarts.get(url)
+const bundleOf = (url: string) => {
+  const known = bundles.get(url)
   if (known !== undefined) return known
+  let map: SourceMap | undefined
   let starts: Array<readonly [number, string]> = []
   try {
-    const lines = readFileSync(new URL(url), "utf8").split("\n")
+    const file = fileURLToPath(url)
+    if (existsSync(`${file}.map`)) map = new SourceMap(JSON.parse(readFileSync(`${file}.map`, "utf8")))
+    const lines = readFileSync(file, "utf8").split("\n")
     starts = lines.flatMap((line, i) => {
       const marker = /^\/\/ ((?:src|node_modules)\/\S+)$/.exec(line)
       return marker === null ? [] : [[i, marker[1]!] as const]
@@ -63,13 +74,21 @@ const startsOf = (url: string): ReadonlyArray<readonly [number, string]> => {
   } catch {
     // Gone since: the frame keeps the bundle's name.
   }
-  moduleStarts.set(url, starts)
-  return starts
+  const bundle = { map, starts }
+  bundles.set(url, bundle)
+  return bundle
 }
 
 const unbundled = (frame: ProfileNode["callFrame"]): ProfileNode["callFrame"] => {
   if (!/\/svc-start\/bundle\/[^/]+\/[^/]+\.js$/.test(frame.url)) return frame
-  const starts = startsOf(frame.url)
+  const { map, starts } = bundleOf(frame.url)
+  const entry = map?.findEntry(frame.lineNumber, frame.columnNumber ?? 0)
+  if (entry !== undefined && "originalSource" in entry) {
+    const source = entry.originalSource.startsWith("file://")
+      ? fileURLToPath(entry.originalSource)
+      : resolve(dirname(fileURLToPath(frame.url)), entry.originalSource)
+    return { ...frame, url: pathToFileURL(source).href, lineNumber: entry.originalLine }
+  }
   let found: readonly [number, string] | undefined
   for (const start of starts) {
     if (start[0] > frame.lineNumber) break

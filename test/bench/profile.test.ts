@@ -1,9 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { pathToFileURL } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { summariseProfile } from "../../bench/profile.ts"
+import { bundled } from "../../src/bundledStart.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "svc-profile-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -53,5 +54,58 @@ describe("bench profile summary", () => {
     expect(summary.topSrcInclusive.map((line) => line.name)).toEqual([
       "settle src/metering/meterDataCall.ts:2"
     ])
+  })
+
+  it("gives a frame of a bundle made with its source map back its module's own line", {
+    timeout: 120_000
+  }, () => {
+    // A small project bundled as the service is: its module's comments are gone from the bundle,
+    // so only the map knows the line a function was written on.
+    const root = join(dir, "project")
+    mkdirSync(join(root, "src"), { recursive: true })
+    symlinkSync(join(import.meta.dirname, "../../node_modules"), join(root, "node_modules"))
+    writeFileSync(
+      join(root, "src", "entry.ts"),
+      `import { settle } from "./ledger.ts"\nexport const answer = settle(2)\n`
+    )
+    writeFileSync(
+      join(root, "src", "ledger.ts"),
+      [
+        "/**",
+        " * A comment the bundle drops.",
+        " */",
+        "",
+        "export const settle = (n: number): number => n * 2",
+        ""
+      ].join("\n")
+    )
+    const made = bundled(
+      root,
+      join(root, "src", "entry.ts"),
+      join(root, "node_modules", ".cache", "svc-start", "bundle")
+    )
+    expect(made).toBeDefined()
+    const lines = readFileSync(fileURLToPath(made!.url), "utf8").split("\n")
+    const line = lines.findIndex((text) => text.includes("const settle"))
+    expect(line).toBeGreaterThanOrEqual(0)
+    const column = lines[line]!.indexOf("(n)")
+    const profile = {
+      nodes: [
+        { id: 1, callFrame: { functionName: "(root)", url: "", lineNumber: -1 }, children: [2] },
+        {
+          id: 2,
+          callFrame: { functionName: "settle", url: made!.url, lineNumber: line, columnNumber: column }
+        }
+      ],
+      samples: [2, 2],
+      timeDeltas: [0, 1000],
+      startTime: 0,
+      endTime: 2000
+    }
+    const file = join(dir, "mapped.cpuprofile")
+    writeFileSync(file, JSON.stringify(profile))
+    const [top] = summariseProfile(file, { fromMs: 0, toMs: 10 }).topSelf
+    // V8 counts lines from 0, the summary from 1: the function is on the module's fifth line.
+    expect(top?.name).toMatch(/^settle .*\/project\/src\/ledger\.ts:5$/)
   })
 })
