@@ -24,8 +24,12 @@ const stored = (id: string, chars = 100, replayUntil = 10_000) => ({
 })
 
 describe("the completed results an instance keeps in memory", () => {
-  it("counts a result at two bytes a character and a fixed part, and keeps no more than its budget", () => {
-    assert.strictEqual(heldBytes("{}"), 2 * 2 + 1024)
+  it("counts a result at the bytes V8 stores each character at and a fixed part, and keeps no more than its budget", () => {
+    assert.strictEqual(heldBytes("{}"), 2 + 512)
+    // Latin-1 is still one byte a character; one character past it makes the whole string two.
+    assert.strictEqual(heldBytes('"caf\u00e9 \u00b7"'), 8 + 512)
+    assert.strictEqual(heldBytes('"caf\u00e9 \u2014"'), 16 + 512)
+    assert.strictEqual(heldBytes('"\u{1F600}"'), 8 + 512)
     // Room for exactly eight.
     const memory = resultMemory(8 * heldBytes(result(100)))
     const ids = ["a", "b", "c", "d", "e", "f", "g", "h"]
