@@ -23,7 +23,7 @@ export interface ResultMemory {
 }
 
 /** A character V8 cannot store at one byte (past Latin-1): a string holding one is two bytes a character. */
-const pastLatin1 = /[^\u0000-\u00ff]/
+const pastLatin1 = /[\u0100-\uffff]/
 
 /**
  * What one remembered result holds of the heap, in bytes, counted generously: its JSON at the bytes
