@@ -108,14 +108,15 @@ export const ledgerLines = (stores: ReadonlyArray<StoreResult>): Array<string> =
 
 export const startupTable = (results: ReadonlyArray<StartupResult>): string =>
   `start-up: spawn of node src/main.ts to the first 200 from /readyz (polled every 20 ms)\n${table(
-    ["start", "median ms", "runs ms", "notes"],
+    ["start", "median ms", "runs ms", "peak RSS MiB at ready", "notes"],
     results.map((result) => [
       result.kind,
       fixed(result.medianMs, 0),
       result.runsMs.map((ms) => fixed(ms, 0)).join(", "),
+      result.peakRssMb.map((mb) => fixed(mb, 0)).join(", "),
       result.note ?? ""
     ]),
-    [false, true, true, false]
+    [false, true, true, true, false]
   )}`
 
 export const roundTripTable = (rows: ReadonlyArray<RoundTrips>): string =>

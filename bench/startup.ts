@@ -15,6 +15,8 @@ export interface StartupResult {
   /** Spawn of `node src/main.ts` to its first 200 from /readyz, per start, in ms. */
   readonly runsMs: ReadonlyArray<number>
   readonly medianMs: number
+  /** The service's peak RSS (VmHWM) once ready, per start, in MiB: what starting took at most. */
+  readonly peakRssMb: ReadonlyArray<number>
   readonly note?: string | undefined
 }
 
@@ -27,8 +29,16 @@ const hasTemplate = () =>
   existsSync(templateDir) &&
   readdirSync(templateDir).some((name) => name.startsWith("template-") && name.endsWith(".tar"))
 
-/** One start of the service, stopped again once ready; the time to ready in ms. */
-const timedStart = async (label: string, target: { databaseUrl: string } | { dataDir: string }) => {
+interface Start {
+  readonly ms: number
+  readonly peakRssMb: number
+}
+
+/** One start of the service, stopped again once ready: the time to ready, and its peak RSS then. */
+const timedStart = async (
+  label: string,
+  target: { databaseUrl: string } | { dataDir: string }
+): Promise<Start> => {
   const service = await startService({
     label,
     pollMs,
@@ -37,21 +47,24 @@ const timedStart = async (label: string, target: { databaseUrl: string } | { dat
       : { store: "pglite", dataDir: target.dataDir })
   })
   const ms = service.readyAt - service.spawnedAt
+  const peakRssMb = service.memory()?.peakMb ?? Number.NaN
   await service.stop()
-  return ms
+  return { ms, peakRssMb }
 }
 
 const series = async (
   kind: string,
-  start: (i: number) => Promise<number>,
+  start: (i: number) => Promise<Start>,
   log: (line: string) => void,
   note?: string
 ): Promise<StartupResult> => {
-  const runsMs: Array<number> = []
-  for (let i = 0; i < runs; i++) runsMs.push(await start(i))
-  const result = { kind, runsMs, medianMs: median(runsMs), note }
+  const starts: Array<Start> = []
+  for (let i = 0; i < runs; i++) starts.push(await start(i))
+  const runsMs = starts.map((one) => one.ms)
+  const peakRssMb = starts.map((one) => one.peakRssMb)
+  const result = { kind, runsMs, medianMs: median(runsMs), peakRssMb, note }
   log(
-    `start-up: ${kind}: median ${result.medianMs.toFixed(0)} ms (${runsMs.map((ms) => ms.toFixed(0)).join(", ")})`
+    `start-up: ${kind}: median ${result.medianMs.toFixed(0)} ms (${runsMs.map((ms) => ms.toFixed(0)).join(", ")}), peak RSS ${peakRssMb.map((mb) => mb.toFixed(0)).join(", ")} MiB`
   )
   return result
 }
@@ -131,7 +144,7 @@ export const measureStartup = async (options: {
             })
           },
           log,
-          "includes writing the template"
+          "includes making the template, in a process of its own"
         )
       )
     } finally {

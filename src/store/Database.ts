@@ -7,7 +7,7 @@ import { AppConfig } from "../config.ts"
 import * as PgClient from "./PgClient.ts"
 import * as PgliteCheckpoints from "./PgliteCheckpoints.ts"
 import * as PgliteClient from "./PgliteClient.ts"
-import { findTemplate, isNewStore, writeTemplate } from "./PgliteTemplate.ts"
+import { findTemplate, isNewStore, makeTemplateApart, templateDir, writeTemplate } from "./PgliteTemplate.ts"
 
 const migrationsDir = fileURLToPath(new URL("../../migrations/", import.meta.url))
 
@@ -77,9 +77,30 @@ export const migrated = <E, R>(
   sqlLayer.pipe(Layer.tap((context) => Effect.provide(runMigrations, context)))
 
 /**
+ * A PGlite store at `dataDir`, migrated: from the template at `template` when it is new and one
+ * was found, and a new store without one becomes the template (in `templates`) once migrated.
+ */
+const pgliteStore = (
+  dataDir: string | undefined,
+  fresh: boolean,
+  template: string | undefined,
+  templates = templateDir
+) =>
+  PgliteClient.layer({ dataDir, template }).pipe(
+    Layer.tap((context) => Effect.provide(runMigrations, context)),
+    Layer.tap((context) =>
+      fresh && template === undefined
+        ? writeTemplate(Context.get(context, PgliteClient.PgliteClient).pglite, templates)
+        : Effect.void
+    )
+  )
+
+/**
  * A migrated PGlite store at `dataDir` (see `PgliteClient.Options`). A new one starts from the
- * template of the current migrations when there is one (`PgliteTemplate.ts`), and otherwise becomes
- * that template once migrated. It checkpoints as its WAL grows (`PgliteCheckpoints.ts`).
+ * template of the current migrations (`PgliteTemplate.ts`); when there is none yet, another process
+ * makes it first (`makeTemplate.ts`: `initdb` and every migration grow PGlite's memory, which this
+ * process would keep for as long as it runs), and only when that fails is the new store migrated
+ * here, and kept as the template. It checkpoints as its WAL grows (`PgliteCheckpoints.ts`).
  */
 export const pglite = (
   dataDir: string | undefined
@@ -87,15 +108,17 @@ export const pglite = (
   Layer.unwrap(
     Effect.gen(function* () {
       const fresh = isNewStore(dataDir)
-      const template = fresh ? yield* findTemplate : undefined
-      const store = PgliteClient.layer({ dataDir, template }).pipe(
-        Layer.tap((context) => Effect.provide(runMigrations, context)),
-        Layer.tap((context) =>
-          fresh && template === undefined
-            ? writeTemplate(Context.get(context, PgliteClient.PgliteClient).pglite)
-            : Effect.void
-        )
-      )
-      return PgliteCheckpoints.layer.pipe(Layer.provideMerge(store))
+      const template = fresh ? ((yield* findTemplate()) ?? (yield* makeTemplateApart())) : undefined
+      return PgliteCheckpoints.layer.pipe(Layer.provideMerge(pgliteStore(dataDir, fresh, template)))
     })
+  )
+
+/**
+ * Makes the template for the current migrations in this process, in `dir`: a new store in memory,
+ * migrated and kept (what `makeTemplate.ts` runs in a process of its own). The file, or undefined
+ * when it could not be written.
+ */
+export const makeTemplateHere = (dir: string): Effect.Effect<string | undefined, unknown> =>
+  Effect.scoped(Layer.build(pgliteStore(undefined, true, undefined, dir))).pipe(
+    Effect.andThen(findTemplate(dir))
   )

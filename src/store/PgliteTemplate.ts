@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process"
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { mkdir, rename, rm, writeFile } from "node:fs/promises"
@@ -10,10 +11,11 @@ import { readTar, withoutEntries } from "./tar.ts"
 
 /**
  * A new PGlite store starts from a template: a migrated, empty data directory kept as a tar file,
- * loaded in a fraction of the time `initdb` and every migration take. The template is made by the
- * first new store that had none (right after its migrations) and named by what it depends on, the
- * PGlite version and the migrations' text, so a changed migration or an upgraded PGlite makes a new
- * one and the old is removed. A template that cannot be read or written changes nothing but speed.
+ * loaded in a fraction of the time `initdb` and every migration take. The first new store that
+ * finds none has one made, in a process of its own (`makeTemplateApart`), and it is named by what it
+ * depends on, the PGlite version and the migrations' text, so a changed migration or an upgraded
+ * PGlite makes a new one and the old is removed. A template that cannot be made, read or written
+ * changes nothing but speed and memory: the new store is then migrated in the service's process.
  */
 
 const projectRoot = fileURLToPath(new URL("../../", import.meta.url))
@@ -58,11 +60,48 @@ export const isNewStore = (dataDir: string | undefined): boolean => {
   return !existsSync(join(dataDir, "PG_VERSION"))
 }
 
-/** The file of the template for the current migrations, when one was made. */
-export const findTemplate: Effect.Effect<string | undefined> = Effect.sync(() => {
-  const file = join(templateDir, templateName())
-  return existsSync(file) ? file : undefined
-})
+/** The file of the template for the current migrations in `dir`, when one was made. */
+export const findTemplate = (dir = templateDir): Effect.Effect<string | undefined> =>
+  Effect.sync(() => {
+    const file = join(dir, templateName())
+    return existsSync(file) ? file : undefined
+  })
+
+/** The program that makes a template in a process of its own (`node makeTemplate.ts <dir>`). */
+const maker = fileURLToPath(new URL("./makeTemplate.ts", import.meta.url))
+
+/**
+ * Makes the template for the current migrations in `dir` in a process of its own, and its file, or
+ * undefined when none could be made. `initdb` and the migrations take a new PGlite's WebAssembly
+ * memory and V8's compiled code of it to several times what a store loaded from a template holds,
+ * and that memory is never given back: a first start that made it in its own process peaked at
+ * 683-687 MiB and still held 497-508 once ready, against 263-270 with the maker apart (about 0.4 s
+ * more to start). The maker's process exits with it.
+ */
+export const makeTemplateApart = (dir = templateDir): Effect.Effect<string | undefined> =>
+  Effect.callback<string | undefined>((resume) => {
+    const child = execFile(
+      process.execPath,
+      [maker, dir],
+      { encoding: "utf8", maxBuffer: 1 << 20 },
+      (error, _stdout, stderr) => {
+        if (error === null) {
+          resume(findTemplate(dir))
+          return
+        }
+        resume(
+          Effect.as(
+            Effect.logWarning(
+              "PGlite template not made in a process of its own: the new store runs initdb and every migration in this one",
+              stderr.slice(-2000)
+            ),
+            undefined
+          )
+        )
+      }
+    )
+    return Effect.sync(() => child.kill())
+  })
 
 /**
  * Unpacks the template at `file` into `dataDir`, a new store's directory whose lock is taken: what
@@ -125,23 +164,23 @@ export const templateMemoryFs = (
 }
 
 /**
- * Keeps `pglite`'s data directory (freshly migrated, nothing else written yet) as the template,
+ * Keeps `pglite`'s data directory (freshly migrated, nothing else written yet) as the template in `dir`,
  * written to a temporary file and renamed, so a store starting at the same moment reads a whole
  * template or none. Older templates are removed.
  */
-export const writeTemplate = (pglite: PGlite): Effect.Effect<void> =>
+export const writeTemplate = (pglite: PGlite, dir = templateDir): Effect.Effect<void> =>
   Effect.promise(async () => {
     const name = templateName()
     const dump = await pglite.dumpDataDir("none")
     // The maker's lock is no part of a store: a new store holds its own, taken before it loads this.
     const tar = withoutEntries(new Uint8Array(await dump.arrayBuffer()), new Set([lockFileName]))
-    await mkdir(templateDir, { recursive: true })
-    const partial = join(templateDir, `${name}.${process.pid}.${Date.now()}.partial`)
+    await mkdir(dir, { recursive: true })
+    const partial = join(dir, `${name}.${process.pid}.${Date.now()}.partial`)
     await writeFile(partial, tar)
-    await rename(partial, join(templateDir, name))
-    for (const other of readdirSync(templateDir)) {
+    await rename(partial, join(dir, name))
+    for (const other of readdirSync(dir)) {
       if (other !== name && other.startsWith("template-") && other.endsWith(".tar")) {
-        await rm(join(templateDir, other), { force: true })
+        await rm(join(dir, other), { force: true })
       }
     }
   }).pipe(

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises"
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { assert, describe, it } from "@effect/vitest"
@@ -7,7 +7,7 @@ import { SqlClient } from "effect/sql"
 import * as Database from "../../src/store/Database.ts"
 import { lockFileName } from "../../src/store/DataDirLock.ts"
 import * as PgliteClient from "../../src/store/PgliteClient.ts"
-import { findTemplate, isNewStore, templateDir } from "../../src/store/PgliteTemplate.ts"
+import { findTemplate, isNewStore, makeTemplateApart, templateDir } from "../../src/store/PgliteTemplate.ts"
 import { withoutEntries } from "../../src/store/tar.ts"
 
 const migrationIds = Effect.gen(function* () {
@@ -55,7 +55,7 @@ describe("PGlite stores start from a migrated template", () => {
         assert.deepStrictEqual(reopened, [{ v: "here" }])
 
         // The template alone (no migrations run on it) is a whole, migrated, empty store.
-        const template = yield* findTemplate
+        const template = yield* findTemplate()
         assert.isDefined(template)
         // Without its maker's lock: a store made from it keeps its own.
         const tar = new Uint8Array(yield* Effect.promise(() => readFile(template!)))
@@ -85,5 +85,35 @@ describe("PGlite stores start from a migrated template", () => {
         const reopenedSecond = yield* migrationIds.pipe(Effect.provide(Database.pglite(second)))
         assert.deepStrictEqual(reopenedSecond, expected)
       }).pipe(Effect.scoped)
+  )
+
+  it.effect(
+    "another process makes the template: a whole, migrated, empty store; none when it cannot be written",
+    () =>
+      Effect.gen(function* () {
+        const root = yield* Effect.acquireRelease(
+          Effect.promise(() => mkdtemp(join(tmpdir(), "svc-template-apart-"))),
+          (dir) => Effect.promise(() => rm(dir, { recursive: true, force: true }))
+        )
+        const dir = join(root, "templates")
+        assert.isUndefined(yield* findTemplate(dir))
+        const made = yield* makeTemplateApart(dir)
+        assert.isDefined(made)
+        assert.strictEqual(made, yield* findTemplate(dir))
+        const tar = new Uint8Array(yield* Effect.promise(() => readFile(made!)))
+        assert.strictEqual(withoutEntries(tar, new Set([lockFileName])).length, tar.length)
+        const store = yield* Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const accounts = yield* sql`SELECT count(*)::int AS n FROM accounts`
+          return { ids: yield* migrationIds, accounts }
+        }).pipe(Effect.provide(Layer.orDie(PgliteClient.layer({ dataDir: ":memory:", template: made }))))
+        assert.deepStrictEqual(store, { ids: yield* expectedIds, accounts: [{ n: 0 }] })
+
+        // A directory that cannot be made (a file stands in its place): no template, and no failure.
+        const blocked = join(root, "a-file")
+        yield* Effect.promise(() => writeFile(blocked, "not a directory"))
+        assert.isUndefined(yield* makeTemplateApart(join(blocked, "templates")))
+      }).pipe(Effect.scoped),
+    60_000
   )
 })
