@@ -45,17 +45,24 @@ const allocationOf = (started: Started, file: string): Allocation => ({
 })
 
 /**
- * The Node flags of `npm start` in a checkout (`"start": "node <flags> src/main.ts"`), so that the
- * bench measures the service as `npm start` runs it, and a checkout compared with `--against` as
- * its own `npm start` runs it.
+ * What `npm start` sets in a checkout (`"start": "[NAME=value ...] node <flags> src/main.ts"`): its
+ * environment and Node's flags, so that the bench measures the service as `npm start` runs it, and
+ * a checkout compared with `--against` as its own `npm start` runs it.
  */
-export const startFlags = (checkout: string): ReadonlyArray<string> => {
+export const startCommand = (
+  checkout: string
+): { readonly env: Readonly<Record<string, string>>; readonly flags: ReadonlyArray<string> } => {
   const start: unknown = JSON.parse(readFileSync(join(checkout, "package.json"), "utf8")).scripts?.start
   const words = typeof start === "string" ? start.trim().split(/\s+/) : []
-  if (words[0] !== "node" || words.at(-1) !== "src/main.ts") {
-    throw new Error(`${checkout}: npm start is not \`node [flags] src/main.ts\`: ${String(start)}`)
+  const env: Record<string, string> = {}
+  while (words.length > 0 && /^[A-Z_][A-Z0-9_]*=/.test(words[0]!)) {
+    const [name, ...value] = words.shift()!.split("=")
+    env[name!] = value.join("=")
   }
-  return words.slice(1, -1)
+  if (words[0] !== "node" || words.at(-1) !== "src/main.ts") {
+    throw new Error(`${checkout}: npm start is not \`[NAME=value ...] node [flags] src/main.ts\`: ${String(start)}`)
+  }
+  return { env, flags: words.slice(1, -1) }
 }
 
 /**
@@ -106,13 +113,14 @@ export const startService = async (options: {
   const removeOwnDir = () => {
     if (ownDir !== undefined) rmSync(ownDir, { recursive: true, force: true })
   }
+  const command = startCommand(options.cwd ?? repoRoot)
   const starting = startNode({
     label: options.label,
     ...(options.pin === undefined ? {} : { pin: options.pin }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
     args: [
-      ...startFlags(options.cwd ?? repoRoot),
+      ...command.flags,
       ...(options.nodeFlags ?? []),
       ...(allocationFile === undefined ? [] : ["--import", probe]),
       "src/main.ts"
@@ -120,6 +128,7 @@ export const startService = async (options: {
     port,
     readyPath: "/readyz",
     env: serviceEnv({
+      ...command.env,
       PORT: String(port),
       HOST: "127.0.0.1",
       DATA_DIR: options.dataDir ?? ownDir ?? ":memory:",
