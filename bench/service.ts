@@ -60,7 +60,9 @@ export const startCommand = (
     env[name!] = value.join("=")
   }
   if (words[0] !== "node" || words.at(-1) !== "src/main.ts") {
-    throw new Error(`${checkout}: npm start is not \`[NAME=value ...] node [flags] src/main.ts\`: ${String(start)}`)
+    throw new Error(
+      `${checkout}: npm start is not \`[NAME=value ...] node [flags] src/main.ts\`: ${String(start)}`
+    )
   }
   return { env, flags: words.slice(1, -1) }
 }
