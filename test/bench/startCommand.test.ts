@@ -31,7 +31,10 @@ describe("the bench runs the service as npm start does", () => {
     expect(() => startCommand(checkoutWith("node src/main.ts --port 1"))).toThrow(/npm start is not/)
   })
 
-  it("this checkout's npm start sets MALLOC_ARENA_MAX", () => {
-    expect(startCommand(join(import.meta.dirname, "../..")).env).toEqual({ MALLOC_ARENA_MAX: "2" })
+  it("this checkout's npm start sets malloc's arenas and its mmap threshold", () => {
+    expect(startCommand(join(import.meta.dirname, "../..")).env).toEqual({
+      MALLOC_ARENA_MAX: "2",
+      MALLOC_MMAP_THRESHOLD_: "131072"
+    })
   })
 })
