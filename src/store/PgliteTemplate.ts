@@ -74,7 +74,7 @@ const maker = fileURLToPath(new URL("./makeTemplate.ts", import.meta.url))
  * Makes the template for the current migrations in `dir` in a process of its own, and its file, or
  * undefined when none could be made. `initdb` and the migrations take a new PGlite's WebAssembly
  * memory and V8's compiled code of it to several times what a store loaded from a template holds,
- * and that memory is never given back: a first start that made it in its own process peaked at
+ * and that memory is never given back: a first start that made it in the service's process peaked at
  * 683-687 MiB and still held 497-508 once ready, against 263-270 with the maker apart (about 0.4 s
  * more to start). The maker's process exits with it.
  */
