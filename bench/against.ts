@@ -155,6 +155,7 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
       .filter((value): value is number => value !== undefined)
   const rps = (result: CaseResult) => result.load?.rps
   const cpu = (result: CaseResult) => result.cpuUsPerRequest
+  const databaseCpu = (result: CaseResult) => result.databaseCpuUsPerRequest
   const allocated = (result: CaseResult) => result.allocatedKbPerRequest
   return [
     `this checkout against ${comparison.other}, ${Math.max(...comparison.rounds.map((row) => row.round))} alternating rounds (mean, min-max; a round that answered more than 1% with another status than the case's own is left out)`,
@@ -168,6 +169,7 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
         "this CPU µs/req",
         "other CPU µs/req",
         "CPU this/other",
+        "DB CPU µs/req this/other",
         "this KB alloc/req",
         "other KB alloc/req",
         "KB this/other",
@@ -182,12 +184,15 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
         spread(of(rows, "this", cpu), 0),
         spread(of(rows, "other", cpu), 0),
         (mean(of(rows, "this", cpu)) / mean(of(rows, "other", cpu))).toFixed(3),
+        of(rows, "this", databaseCpu).length === 0
+          ? "-"
+          : `${mean(of(rows, "this", databaseCpu)).toFixed(0)} / ${mean(of(rows, "other", databaseCpu)).toFixed(0)} = ${(mean(of(rows, "this", databaseCpu)) / mean(of(rows, "other", databaseCpu))).toFixed(3)}`,
         spread(of(rows, "this", allocated), 1),
         spread(of(rows, "other", allocated), 1),
         (mean(of(rows, "this", allocated)) / mean(of(rows, "other", allocated))).toFixed(3),
         `${leftOut(rows, "this")}/${leftOut(rows, "other")}`
       ]),
-      [false, false, true, true, true, true, true, true, true, true, true, true]
+      [false, false, true, true, true, true, true, true, true, true, true, true, true]
     ),
     table(
       [

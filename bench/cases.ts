@@ -6,7 +6,7 @@ import { type Preload, preloadPglite, preloadPostgres } from "./ledger.ts"
 import { type Entry, type LoadResult, runLoad } from "./load.ts"
 import { probeMcp } from "./mcp.ts"
 import type { Options } from "./options.ts"
-import { benchDir, cpuUsBetween } from "./proc.ts"
+import { benchDir, cpuUsBetween, isLocalServer, postgresCpu, postgresCpuUsBetween } from "./proc.ts"
 import { type ProfileSummary, summariseProfile } from "./profile.ts"
 import { call, expectStatus, type Service, type Store, startService } from "./service.ts"
 import { query, sampleWorld } from "./world.ts"
@@ -23,6 +23,11 @@ export interface CaseResult {
   readonly note?: string | undefined
   /** The service's CPU time (user and system) over the requests answered, in microseconds. */
   readonly cpuUsPerRequest?: number | undefined
+  /**
+   * PostgreSQL's CPU time over the requests answered, in microseconds: every process of a server on
+   * this machine (the service's backends, and whatever else the load made it do: autovacuum, WAL).
+   */
+  readonly databaseCpuUsPerRequest?: number | undefined
   /** Sent at this many requests per second rather than as fast as answered (its req/s is no ratio). */
   readonly fixedRate?: number | undefined
   /** Bytes the service allocated per request answered (`bench/allocation-probe.ts`), in KB. */
@@ -189,6 +194,9 @@ export const runCase = async (
       unavailable: testCase.entries.unavailable
     }
   }
+  // PostgreSQL's processes only when the store is a server on this machine.
+  const database = store === "postgres" && isLocalServer(options.pg)
+  const databaseBefore = database ? postgresCpu() : new Map<number, number>()
   const cpuBefore = service.cpuUs()
   service.allocation?.begin()
   const load = await runLoad({
@@ -203,6 +211,7 @@ export const runCase = async (
     rate
   })
   const cpuAfter = service.cpuUs()
+  const databaseAfter = database ? postgresCpu() : new Map<number, number>()
   const allocation = await service.allocation?.end()
   return {
     store,
@@ -212,6 +221,7 @@ export const runCase = async (
     errors: errorsOf(load, testCase.expected),
     note: testCase.note,
     cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests),
+    databaseCpuUsPerRequest: postgresCpuUsBetween(databaseBefore, databaseAfter, load.requests),
     ...(rate === undefined ? {} : { fixedRate: rate }),
     ...(allocation === undefined || load.requests === 0
       ? {}

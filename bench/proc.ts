@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { appendFileSync, mkdirSync, openSync, readFileSync } from "node:fs"
+import { appendFileSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
@@ -74,14 +74,74 @@ const statusKb = (pid: number, field: string): number | undefined => {
   }
 }
 
-/** utime + stime of a process in microseconds (/proc/<pid>/stat, fields 14 and 15, in clock ticks of 10 ms). */
+/**
+ * A process's name and its utime + stime in microseconds, from the text of its `/proc/<pid>/stat`
+ * (fields 14 and 15, in clock ticks of 10 ms; the name is between the first "(" and the last ")",
+ * since it may hold either).
+ */
+export const parseStat = (stat: string): { readonly name: string; readonly cpuUs: number } => {
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return {
+    name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+    cpuUs: (Number(fields[11]) + Number(fields[12])) * 10_000
+  }
+}
+
 const cpuUsOf = (pid: number): number | undefined => {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) * 10_000
+    return parseStat(readFileSync(`/proc/${pid}/stat`, "utf8")).cpuUs
   } catch {
     return undefined
+  }
+}
+
+/**
+ * The CPU time (user and system, in microseconds) of each PostgreSQL process this machine shows, by
+ * pid: the server, every backend and background worker (each named `postgres`). Empty when none is
+ * visible.
+ */
+export const postgresCpu = (): ReadonlyMap<number, number> => {
+  const readings = new Map<number, number>()
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const { name, cpuUs } = parseStat(readFileSync(`/proc/${entry}/stat`, "utf8"))
+      if (name === "postgres") readings.set(Number(entry), cpuUs)
+    } catch {
+      // It ended between the listing and the read.
+    }
+  }
+  return readings
+}
+
+/**
+ * PostgreSQL's CPU microseconds per request between two readings of `postgresCpu`: a process that
+ * started in between counts whole, one that ended in between is missed (its last ticks with it).
+ * Undefined when no PostgreSQL process was seen or nothing was answered.
+ */
+export const postgresCpuUsBetween = (
+  before: ReadonlyMap<number, number>,
+  after: ReadonlyMap<number, number>,
+  requests: number
+): number | undefined => {
+  if (before.size === 0 || after.size === 0 || requests === 0) return undefined
+  let used = 0
+  for (const [pid, cpuUs] of after) {
+    const earlier = before.get(pid) ?? 0
+    // A smaller reading is another process under a reused pid: all of its time is new.
+    used += cpuUs >= earlier ? cpuUs - earlier : cpuUs
+  }
+  return used / requests
+}
+
+/** Whether a PostgreSQL URL names a server on this machine, whose processes `postgresCpu` can read. */
+export const isLocalServer = (url: string | undefined): boolean => {
+  if (url === undefined) return false
+  try {
+    const host = new URL(url).hostname
+    return host === "" || host === "localhost" || host === "127.0.0.1" || host === "[::1]"
+  } catch {
+    return false
   }
 }
 

@@ -45,13 +45,14 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
       "errors",
       "x baseline",
       "CPU µs/req",
+      "DB CPU µs/req",
       "KB alloc/req",
       "full GCs",
       "notes"
     ],
     rows.map((row) =>
       row.load === undefined
-        ? [row.store, row.name, ...Array<string>(9).fill("-"), `not available: ${row.unavailable ?? ""}`]
+        ? [row.store, row.name, ...Array<string>(10).fill("-"), `not available: ${row.unavailable ?? ""}`]
         : [
             row.store,
             row.name,
@@ -62,6 +63,7 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
             String(row.errors ?? 0),
             row.fixedRate === undefined ? fixed(row.load.rps / baselineRps, 3) : "-",
             row.cpuUsPerRequest === undefined ? "-" : fixed(row.cpuUsPerRequest, 0),
+            row.databaseCpuUsPerRequest === undefined ? "-" : fixed(row.databaseCpuUsPerRequest, 0),
             row.allocatedKbPerRequest === undefined ? "-" : fixed(row.allocatedKbPerRequest, 1),
             row.markCompacts === undefined ? "-" : String(row.markCompacts),
             [
@@ -74,7 +76,7 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
               .join("; ")
           ]
     ),
-    [false, false, true, true, true, true, true, true, true, true, true, false]
+    [false, false, true, true, true, true, true, true, true, true, true, true, false]
   )
 
 /**

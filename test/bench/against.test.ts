@@ -21,7 +21,8 @@ const round = (checkout: "this" | "other", n: number, rps: number, errors: numbe
       socketErrors: 0
     },
     errors,
-    cpuUsPerRequest: 1_000_000 / rps
+    cpuUsPerRequest: 1_000_000 / rps,
+    databaseCpuUsPerRequest: 2_000_000 / rps
   }
 })
 
@@ -44,6 +45,8 @@ describe("bench --against: the side-by-side report", () => {
     const line = report.split("\n").find((row) => row.startsWith("postgres")) ?? ""
     // this: 4000, 6000 and 3000 (mean 4333); other: 5000 only, its 429 rounds left out.
     expect(line).toMatch(/4333 \(3000-6000\)\s+5000 \(5000-5000\)\s+0\.867/)
+    // PostgreSQL's CPU a request over the same rounds: this 500, 333 and 667; other 400.
+    expect(line).toMatch(/\b500 \/ 400 = 1\.250\b/)
     expect(line).toMatch(/0\/2$/)
   })
 })
