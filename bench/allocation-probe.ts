@@ -10,6 +10,7 @@
  * same cache hit: 66.9 and 67.0 KB a request), so it tells a change that allocates less from noise.
  */
 import { renameSync, writeFileSync } from "node:fs"
+import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks"
 import { GCProfiler, getHeapStatistics } from "node:v8"
 
 /** What a window measured; the bench reads it from `BENCH_ALLOCATION_FILE`. */
@@ -19,6 +20,15 @@ export interface AllocationWindow {
   readonly markCompacts: number
   /** Time in collections' pauses (V8's `cost`), in microseconds. */
   readonly gcPauseUs: number
+  /** The longest single collection's pause, in microseconds. */
+  readonly longestGcPauseUs: number
+  /**
+   * How late the event loop turned (`monitorEventLoopDelay`, sampled every 2 ms): its 99th
+   * percentile and its longest, in milliseconds. A request that arrives during a late turn waits
+   * that long before its first line runs, whatever runs it.
+   */
+  readonly loopDelayP99Ms?: number
+  readonly loopDelayMaxMs?: number
 }
 
 interface GcRecord {
@@ -39,30 +49,42 @@ export const windowOf = (
   let scavenges = 0
   let markCompacts = 0
   let gcPauseUs = 0
+  let longestGcPauseUs = 0
   for (const record of records) {
     allocatedBytes += Math.max(0, record.beforeGC.heapStatistics.usedHeapSize - left)
     left = record.afterGC.heapStatistics.usedHeapSize
     if (record.gcType === "Scavenge" || record.gcType === "MinorMarkSweep") scavenges++
     else if (record.gcType === "MarkSweepCompact") markCompacts++
     gcPauseUs += record.cost
+    longestGcPauseUs = Math.max(longestGcPauseUs, record.cost)
   }
   allocatedBytes += Math.max(0, usedAtEnd - left)
-  return { allocatedBytes, scavenges, markCompacts, gcPauseUs }
+  return { allocatedBytes, scavenges, markCompacts, gcPauseUs, longestGcPauseUs }
 }
 
 const file = process.env.BENCH_ALLOCATION_FILE
 if (file !== undefined && file !== "") {
-  let open: { readonly profiler: GCProfiler; readonly used: number } | undefined
+  let open:
+    | { readonly profiler: GCProfiler; readonly used: number; readonly delay: IntervalHistogram }
+    | undefined
   process.on("SIGUSR2", () => {
     if (open === undefined) {
       const profiler = new GCProfiler()
       profiler.start()
-      open = { profiler, used: getHeapStatistics().used_heap_size }
+      const delay = monitorEventLoopDelay({ resolution: 2 })
+      delay.enable()
+      open = { profiler, used: getHeapStatistics().used_heap_size, delay }
       return
     }
-    const { profiler, used } = open
+    const { profiler, used, delay } = open
     open = undefined
-    const window = windowOf(used, profiler.stop().statistics, getHeapStatistics().used_heap_size)
+    delay.disable()
+    const window = {
+      ...windowOf(used, profiler.stop().statistics, getHeapStatistics().used_heap_size),
+      // The histogram is in nanoseconds.
+      loopDelayP99Ms: delay.percentile(99) / 1e6,
+      loopDelayMaxMs: delay.max / 1e6
+    }
     // Whole or not at all: the bench polls for the file.
     writeFileSync(`${file}.part`, JSON.stringify(window))
     renameSync(`${file}.part`, file)

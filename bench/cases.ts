@@ -34,6 +34,11 @@ export interface CaseResult {
   readonly allocatedKbPerRequest?: number | undefined
   /** Full collections (mark-compact) during the case. */
   readonly markCompacts?: number | undefined
+  /** The service's longest collection pause during the case, in milliseconds. */
+  readonly longestGcPauseMs?: number | undefined
+  /** How late the service's event loop turned during the case: 99th percentile and longest, in ms. */
+  readonly loopDelayP99Ms?: number | undefined
+  readonly loopDelayMaxMs?: number | undefined
 }
 
 export interface StoreResult {
@@ -227,7 +232,10 @@ export const runCase = async (
       ? {}
       : {
           allocatedKbPerRequest: allocation.allocatedBytes / load.requests / 1024,
-          markCompacts: allocation.markCompacts
+          markCompacts: allocation.markCompacts,
+          longestGcPauseMs: allocation.longestGcPauseUs / 1000,
+          loopDelayP99Ms: allocation.loopDelayP99Ms,
+          loopDelayMaxMs: allocation.loopDelayMaxMs
         })
   }
 }

@@ -48,11 +48,13 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
       "DB CPU µs/req",
       "KB alloc/req",
       "full GCs",
+      "GC max ms",
+      "loop p99/max ms",
       "notes"
     ],
     rows.map((row) =>
       row.load === undefined
-        ? [row.store, row.name, ...Array<string>(10).fill("-"), `not available: ${row.unavailable ?? ""}`]
+        ? [row.store, row.name, ...Array<string>(12).fill("-"), `not available: ${row.unavailable ?? ""}`]
         : [
             row.store,
             row.name,
@@ -66,6 +68,10 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
             row.databaseCpuUsPerRequest === undefined ? "-" : fixed(row.databaseCpuUsPerRequest, 0),
             row.allocatedKbPerRequest === undefined ? "-" : fixed(row.allocatedKbPerRequest, 1),
             row.markCompacts === undefined ? "-" : String(row.markCompacts),
+            row.longestGcPauseMs === undefined ? "-" : fixed(row.longestGcPauseMs, 1),
+            row.loopDelayP99Ms === undefined || row.loopDelayMaxMs === undefined
+              ? "-"
+              : `${fixed(row.loopDelayP99Ms, 1)} / ${fixed(row.loopDelayMaxMs, 1)}`,
             [
               `expect ${row.expected}`,
               others(row),
@@ -76,7 +82,7 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
               .join("; ")
           ]
     ),
-    [false, false, true, true, true, true, true, true, true, true, true, true, false]
+    [false, false, true, true, true, true, true, true, true, true, true, true, true, true, false]
   )
 
 /**

@@ -30,19 +30,25 @@ process.stdout.write("ready\\n")
 
 describe("the bench's allocation probe", () => {
   it("adds what each collection found allocated since the last one left", () => {
-    const record = (gcType: string, before: number, after: number) => ({
+    const record = (gcType: string, before: number, after: number, cost = 100) => ({
       gcType,
-      cost: 100,
+      cost,
       beforeGC: { heapStatistics: { usedHeapSize: before } },
       afterGC: { heapStatistics: { usedHeapSize: after } }
     })
     const window = windowOf(
       10,
-      [record("Scavenge", 50, 20), record("Scavenge", 60, 25), record("MarkSweepCompact", 40, 5)],
+      [record("Scavenge", 50, 20), record("Scavenge", 60, 25, 250), record("MarkSweepCompact", 40, 5)],
       12
     )
     // 40 before the first, 40 before the second, 15 before the third, 7 after it.
-    assert.deepStrictEqual(window, { allocatedBytes: 102, scavenges: 2, markCompacts: 1, gcPauseUs: 300 })
+    assert.deepStrictEqual(window, {
+      allocatedBytes: 102,
+      scavenges: 2,
+      markCompacts: 1,
+      gcPauseUs: 450,
+      longestGcPauseUs: 250
+    })
   })
 
   it.effect(
@@ -90,6 +96,10 @@ describe("the bench's allocation probe", () => {
           assert.isAbove(mb(many.allocatedBytes), 230)
           assert.isBelow(mb(many.allocatedBytes), 400)
           assert.isBelow(mb(few.allocatedBytes), 4)
+          // The 256 MB were allocated in one turn of the loop, which was that late for whatever was due.
+          assert.isAbove(many.loopDelayMaxMs ?? 0, 20)
+          assert.isAbove(many.longestGcPauseUs, 0)
+          assert.isAtMost(many.longestGcPauseUs, many.gcPauseUs)
         } finally {
           process_.kill("SIGKILL")
           rmSync(dir, { recursive: true, force: true })
