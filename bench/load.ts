@@ -43,6 +43,11 @@ export interface LoadResult {
   readonly statuses: Readonly<Record<string, number>>
   /** Connect, read, write errors and timeouts. */
   readonly socketErrors: number
+  /**
+   * How late the fixed-rate runner's own event loop turned (99th percentile and longest), in ms: a
+   * late turn sends late or reads late, and counts in the latency of every request it held up.
+   */
+  readonly runnerDelay?: { readonly p99Ms: number; readonly maxMs: number } | undefined
 }
 
 /** What the runners print: one line `BENCH_JSON {...}` in this shape. */
@@ -52,6 +57,8 @@ export interface RawResult {
   readonly errors: Readonly<Record<string, number>>
   readonly latency_us: { readonly p50: number; readonly p99: number; readonly max: number }
   readonly statuses: Readonly<Record<string, number>>
+  /** The fixed-rate runner's own event loop lateness (99th percentile and longest), in microseconds. */
+  readonly runner_delay_us?: { readonly p99: number; readonly max: number }
 }
 
 const run = promisify(execFile)
@@ -97,7 +104,10 @@ const toResult = (tool: LoadResult["tool"], raw: RawResult): LoadResult => {
     p99Ms: raw.latency_us.p99 / 1000,
     maxMs: raw.latency_us.max / 1000,
     statuses: raw.statuses,
-    socketErrors: Object.values(socket).reduce((sum, n) => sum + n, 0)
+    socketErrors: Object.values(socket).reduce((sum, n) => sum + n, 0),
+    ...(raw.runner_delay_us === undefined
+      ? {}
+      : { runnerDelay: { p99Ms: raw.runner_delay_us.p99 / 1000, maxMs: raw.runner_delay_us.max / 1000 } })
   }
 }
 

@@ -76,7 +76,10 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
               `expect ${row.expected}`,
               others(row),
               row.note ?? "",
-              row.fixedRate === undefined ? "" : `sent at ${row.fixedRate} req/s, evenly spaced (open loop)`
+              row.fixedRate === undefined ? "" : `sent at ${row.fixedRate} req/s, evenly spaced (open loop)`,
+              row.load.runnerDelay === undefined
+                ? ""
+                : `the runner's own loop late p99 ${fixed(row.load.runnerDelay.p99Ms, 1)} / max ${fixed(row.load.runnerDelay.maxMs, 1)} ms`
             ]
               .filter((s) => s.length > 0)
               .join("; ")

@@ -40,6 +40,9 @@ describe("the bench's fixed-rate load generator", () => {
           })
           assert.strictEqual(even.tool, "fixed rate")
           assert.strictEqual(even.statuses["200"], 400)
+          // The runner reports its own lateness, which is in every latency it measures.
+          assert.isDefined(even.runnerDelay)
+          assert.isAtMost(even.runnerDelay?.p99Ms ?? Number.NaN, even.runnerDelay?.maxMs ?? Number.NaN)
           // Evenly spaced: 20 requests per 100 ms. A burst per second would put 200 in one window; a
           // loaded machine may bunch a few windows' worth, never a second's.
           const first = arrivals[0]!
