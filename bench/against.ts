@@ -116,6 +116,12 @@ const spread = (values: ReadonlyArray<number>, digits: number) =>
     ? "-"
     : `${mean(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}-${Math.max(...values).toFixed(digits)})`
 
+/** `this / other = ratio` of two sets of rounds' means; `-` when this checkout has none. */
+const meansAndRatio = (these: ReadonlyArray<number>, others: ReadonlyArray<number>) =>
+  these.length === 0
+    ? "-"
+    : `${mean(these).toFixed(0)} / ${mean(others).toFixed(0)} = ${(mean(these) / mean(others)).toFixed(3)}`
+
 const mib = (value: number | undefined) => (value === undefined ? "-" : `${value.toFixed(0)} MiB`)
 
 const stores = (comparison: CheckoutComparison): ReadonlyArray<Store> => [
@@ -184,9 +190,7 @@ export const checkoutReport = (comparison: CheckoutComparison): string => {
         spread(of(rows, "this", cpu), 0),
         spread(of(rows, "other", cpu), 0),
         (mean(of(rows, "this", cpu)) / mean(of(rows, "other", cpu))).toFixed(3),
-        of(rows, "this", databaseCpu).length === 0
-          ? "-"
-          : `${mean(of(rows, "this", databaseCpu)).toFixed(0)} / ${mean(of(rows, "other", databaseCpu)).toFixed(0)} = ${(mean(of(rows, "this", databaseCpu)) / mean(of(rows, "other", databaseCpu))).toFixed(3)}`,
+        meansAndRatio(of(rows, "this", databaseCpu), of(rows, "other", databaseCpu)),
         spread(of(rows, "this", allocated), 1),
         spread(of(rows, "other", allocated), 1),
         (mean(of(rows, "this", allocated)) / mean(of(rows, "other", allocated))).toFixed(3),

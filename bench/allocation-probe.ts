@@ -10,8 +10,8 @@
  * same cache hit: 66.9 and 67.0 KB a request), so it tells a change that allocates less from noise.
  */
 import { renameSync, writeFileSync } from "node:fs"
-import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks"
 import { GCProfiler, getHeapStatistics } from "node:v8"
+import { type LoopDelay, watchLoopDelay } from "./loopDelay.ts"
 
 /** What a window measured; the bench reads it from `BENCH_ALLOCATION_FILE`. */
 export interface AllocationWindow {
@@ -22,11 +22,7 @@ export interface AllocationWindow {
   readonly gcPauseUs: number
   /** The longest single collection's pause, in microseconds. */
   readonly longestGcPauseUs: number
-  /**
-   * How late the event loop turned (`monitorEventLoopDelay`, sampled every 2 ms): its 99th
-   * percentile and its longest, in milliseconds. A request that arrives during a late turn waits
-   * that long before its first line runs, whatever runs it.
-   */
+  /** How late the event loop turned (`watchLoopDelay`): its 99th percentile and its longest, in ms. */
   readonly loopDelayP99Ms?: number
   readonly loopDelayMaxMs?: number
 }
@@ -65,25 +61,22 @@ export const windowOf = (
 const file = process.env.BENCH_ALLOCATION_FILE
 if (file !== undefined && file !== "") {
   let open:
-    | { readonly profiler: GCProfiler; readonly used: number; readonly delay: IntervalHistogram }
+    | { readonly profiler: GCProfiler; readonly used: number; readonly loopDelay: () => LoopDelay }
     | undefined
   process.on("SIGUSR2", () => {
     if (open === undefined) {
       const profiler = new GCProfiler()
       profiler.start()
-      const delay = monitorEventLoopDelay({ resolution: 2 })
-      delay.enable()
-      open = { profiler, used: getHeapStatistics().used_heap_size, delay }
+      open = { profiler, used: getHeapStatistics().used_heap_size, loopDelay: watchLoopDelay() }
       return
     }
-    const { profiler, used, delay } = open
+    const { profiler, used, loopDelay } = open
     open = undefined
-    delay.disable()
+    const { p99Ms, maxMs } = loopDelay()
     const window = {
       ...windowOf(used, profiler.stop().statistics, getHeapStatistics().used_heap_size),
-      // The histogram is in nanoseconds.
-      loopDelayP99Ms: delay.percentile(99) / 1e6,
-      loopDelayMaxMs: delay.max / 1e6
+      loopDelayP99Ms: p99Ms,
+      loopDelayMaxMs: maxMs
     }
     // Whole or not at all: the bench polls for the file.
     writeFileSync(`${file}.part`, JSON.stringify(window))

@@ -201,7 +201,8 @@ export const runCase = async (
   }
   // PostgreSQL's processes only when the store is a server on this machine.
   const database = store === "postgres" && isLocalServer(options.pg)
-  const databaseBefore = database ? postgresCpu() : new Map<number, number>()
+  const databaseCpu = () => (database ? postgresCpu() : new Map<number, number>())
+  const databaseBefore = databaseCpu()
   const cpuBefore = service.cpuUs()
   service.allocation?.begin()
   const load = await runLoad({
@@ -216,7 +217,7 @@ export const runCase = async (
     rate
   })
   const cpuAfter = service.cpuUs()
-  const databaseAfter = database ? postgresCpu() : new Map<number, number>()
+  const databaseAfter = databaseCpu()
   const allocation = await service.allocation?.end()
   return {
     store,

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import type { RunnerSpec } from "./entries.ts"
+import type { LoopDelay } from "./loopDelay.ts"
 import { benchDir, pinned, repoRoot } from "./proc.ts"
 
 /** One prepared request; `{{IDEM}}` in a header value or the body becomes a fresh key per request. */
@@ -44,10 +45,10 @@ export interface LoadResult {
   /** Connect, read, write errors and timeouts. */
   readonly socketErrors: number
   /**
-   * How late the fixed-rate runner's own event loop turned (99th percentile and longest), in ms: a
-   * late turn sends late or reads late, and counts in the latency of every request it held up.
+   * How late the fixed-rate runner's own event loop turned: a late turn sends late or reads late,
+   * and counts in the latency of every request it held up.
    */
-  readonly runnerDelay?: { readonly p99Ms: number; readonly maxMs: number } | undefined
+  readonly runnerDelay?: LoopDelay | undefined
 }
 
 /** What the runners print: one line `BENCH_JSON {...}` in this shape. */
@@ -57,8 +58,8 @@ export interface RawResult {
   readonly errors: Readonly<Record<string, number>>
   readonly latency_us: { readonly p50: number; readonly p99: number; readonly max: number }
   readonly statuses: Readonly<Record<string, number>>
-  /** The fixed-rate runner's own event loop lateness (99th percentile and longest), in microseconds. */
-  readonly runner_delay_us?: { readonly p99: number; readonly max: number }
+  /** The fixed-rate runner's own event loop lateness. */
+  readonly runner_delay?: LoopDelay
 }
 
 const run = promisify(execFile)
@@ -105,9 +106,7 @@ const toResult = (tool: LoadResult["tool"], raw: RawResult): LoadResult => {
     maxMs: raw.latency_us.max / 1000,
     statuses: raw.statuses,
     socketErrors: Object.values(socket).reduce((sum, n) => sum + n, 0),
-    ...(raw.runner_delay_us === undefined
-      ? {}
-      : { runnerDelay: { p99Ms: raw.runner_delay_us.p99 / 1000, maxMs: raw.runner_delay_us.max / 1000 } })
+    ...(raw.runner_delay === undefined ? {} : { runnerDelay: raw.runner_delay })
   }
 }
 

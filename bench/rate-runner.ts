@@ -6,9 +6,9 @@
 // parser, agent and objects cost it more than the server under test spends on a simple answer
 // (docs/performance.md, round 10).
 import { connect, type Socket } from "node:net"
-import { monitorEventLoopDelay } from "node:perf_hooks"
 import { entryFor, type RunnerSpec, readEntries } from "./entries.ts"
 import type { RawResult } from "./load.ts"
+import { watchLoopDelay } from "./loopDelay.ts"
 
 const spec = JSON.parse(process.argv[2] ?? "{}") as RunnerSpec & { readonly rate: number }
 const target = new URL(spec.url)
@@ -111,8 +111,7 @@ const open = (): Connection => {
 }
 
 // This process's own lateness: a late turn is in the latency of every request it held up.
-const delay = monitorEventLoopDelay({ resolution: 2 })
-delay.enable()
+const loopDelay = watchLoopDelay()
 const start = performance.now()
 const dueOf = (n: number) => start + (n * 1000) / spec.rate
 
@@ -145,7 +144,7 @@ await new Promise<void>((resolve) => {
   tick()
 })
 const seconds = (performance.now() - start) / 1000
-delay.disable()
+const runnerDelay = loopDelay()
 for (const connection of all) connection.socket.destroy()
 
 const sorted = latencies.slice(0, answered).sort()
@@ -156,7 +155,6 @@ const raw: RawResult = {
   errors: { connect: failed },
   latency_us: { p50: at(0.5) * 1000, p99: at(0.99) * 1000, max: (sorted.at(-1) ?? 0) * 1000 },
   statuses,
-  // The histogram is in nanoseconds.
-  runner_delay_us: { p99: delay.percentile(99) / 1000, max: delay.max / 1000 }
+  runner_delay: runnerDelay
 }
 process.stdout.write(`BENCH_JSON ${JSON.stringify(raw)}\n`)
