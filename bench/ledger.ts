@@ -39,7 +39,8 @@ export const countTemplates = `SELECT count(*) AS n FROM (${templates}) t`
  * call's. `accounts` is how many there are (`countTemplates`), a constant in the statements so
  * that the join to the series is a hash join. Spread round-robin over the accounts and evenly over
  * the last 30 days (`day` is the UTC day number of `created_at`, as `dayOf` makes it); ids are
- * random-looking like real ones, so the indexes grow as they would. Each receipt has its `idempotency_keys` row ('done', owner and
+ * made as real ones are (their time in hex, then random-looking characters), so the indexes grow
+ * as they would. Each receipt has its `idempotency_keys` row ('done', owner and
  * call_id the receipt), so the idempotency table grows with the ledger.
  *
  * Ledger invariants (the soak's, bench/invariants.ts): the receipts charge what the real call
@@ -60,10 +61,10 @@ export const preloadStatements = (
   const start = (Math.floor(now / msPerDay) - (days - 1)) * msPerDay
   const span = now - start
   const series = (lo: number, hi: number) => `WITH t AS (${templates}),
-    g AS (SELECT g, ${now - 1} - (g::bigint * ${span}) / ${rows} AS at,
-            'rcpt_' || substr(md5('${seed}r' || g), 1, 20) AS id,
+    g AS (SELECT g, at, 'rcpt_' || lpad(to_hex(at), 11, '0') || substr(md5('${seed}r' || g), 1, 14) AS id,
             'preload-' || md5('${seed}k' || g) AS idem
-          FROM generate_series(${lo}, ${hi}) g)`
+          FROM (SELECT g, ${now - 1} - (g::bigint * ${span}) / ${rows} AS at
+                FROM generate_series(${lo}, ${hi}) g) s)`
   const statements: Array<string> = []
   for (let lo = 0; lo < rows; lo += chunk) {
     const hi = Math.min(rows, lo + chunk) - 1

@@ -3,23 +3,37 @@ import { Context, Effect, Layer } from "effect"
 
 const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
+/** Random base62 characters in an id, after its time: 83 bits, drawn anew for every id. */
+const randomChars = 14
+
+/** Hex digits of the creation time (ms since the epoch): 11 reach the year 2527. */
+const timeDigits = 11
+
 /**
- * 20 random base62 characters, drawn from a pool of random bytes refilled 4 KiB at a time (one
- * system call per couple of hundred ids instead of one each); bytes of 248 and more are skipped so
- * every character is equally likely.
+ * An id's body: its creation time in fixed-width lowercase hex, then 14 random base62 characters
+ * drawn from a pool of random bytes refilled 4 KiB at a time (one system call per couple of
+ * hundred ids instead of one each); bytes of 248 and more are skipped so every character is
+ * equally likely. Ids sort by the time they were made (lowercase hex sorts the same bytewise, as
+ * PGlite's `C` collation compares, and under the usual language collations), so a table's
+ * primary key grows at its end, as a sequence's would: an insert touches the index's last pages
+ * rather than a random one of a ledger's million, which the store's buffers would hold only by
+ * chance (docs/performance.md, round 16).
  */
-const randomId = (() => {
+export const idBody = (() => {
   let pool = randomBytes(4096)
   let at = 0
-  return () => {
-    let id = ""
-    while (id.length < 20) {
+  return (now: number) => {
+    let id = now.toString(16).padStart(timeDigits, "0")
+    for (let drawn = 0; drawn < randomChars; ) {
       if (at === pool.length) {
         pool = randomBytes(4096)
         at = 0
       }
       const byte = pool[at++]!
-      if (byte < 248) id += alphabet[byte % 62]
+      if (byte < 248) {
+        id += alphabet[byte % 62]
+        drawn++
+      }
     }
     return id
   }
@@ -36,7 +50,7 @@ export class Ids extends Context.Service<
   static readonly layer = Layer.succeed(
     Ids,
     Ids.of({
-      newId: (prefix) => Effect.sync(() => `${prefix}_${randomId()}`),
+      newId: (prefix) => Effect.sync(() => `${prefix}_${idBody(Date.now())}`),
       secretBytes: Effect.sync(() => randomBytes(48))
     })
   )
