@@ -186,6 +186,42 @@ describe(`cache hits charged in one statement (${storeName})`, () => {
         })
     )
 
+    it.effect("a hit counts toward its key's spend cap, and one over the cap is refused as KEY_CAP", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const slug = yield* warmed
+        const account = yield* paid(1000)
+        const keys = yield* Effect.orDie(
+          sql<{ readonly id: string }>`SELECT id FROM api_keys WHERE account_id = ${account.account_id}`
+        )
+        const keyId = keys[0]!.id
+        const spent = Effect.map(
+          Effect.orDie(sql<{ readonly spent: unknown }>`SELECT spent FROM key_spend WHERE key_id = ${keyId}`),
+          (rows) => Number(rows[0]?.spent ?? 0)
+        )
+        const first = yield* account.call(profile(slug))
+        assert.strictEqual(first.body.freshness.served, "recent")
+        const price = first.body.receipt.charged as number
+        assert.strictEqual(yield* spent, 0, "an uncapped key's hits are counted toward no cap")
+
+        yield* Effect.orDie(
+          sql`UPDATE api_keys SET spend_cap_credits = ${2 * price + 1}, cap_period = 'total' WHERE id = ${keyId}`
+        )
+        for (const n of [1, 2]) {
+          const hit = yield* account.call(profile(slug))
+          assert.strictEqual(hit.status, 200, JSON.stringify(hit.body))
+          assert.strictEqual(hit.body.freshness.served, "recent")
+          assert.strictEqual(yield* spent, n * price)
+        }
+        const over = yield* account.call(profile(slug))
+        assert.strictEqual(over.body.code, "INSUFFICIENT_CREDITS", JSON.stringify(over.body))
+        assert.strictEqual(over.body.limit, "key_cap")
+        assert.strictEqual(over.body.credits_available, 1)
+        assert.strictEqual(yield* spent, 2 * price)
+        assert.strictEqual(yield* account.purchased, 1000 - 3 * price)
+      })
+    )
+
     it.effect("a domain a declined hit resolved is not remembered; a charged one is", () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
