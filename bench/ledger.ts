@@ -2,6 +2,7 @@ import { PGlite } from "@electric-sql/pglite"
 import { Effect } from "effect"
 import { defaultPolicy } from "../src/domain/policy.ts"
 import { msPerDay } from "../src/domain/time.ts"
+import { idForm } from "../src/services/Ids.ts"
 import { lockDataDir } from "../src/store/DataDirLock.ts"
 import { pgSession } from "./pg.ts"
 
@@ -61,7 +62,8 @@ export const preloadStatements = (
   const start = (Math.floor(now / msPerDay) - (days - 1)) * msPerDay
   const span = now - start
   const series = (lo: number, hi: number) => `WITH t AS (${templates}),
-    g AS (SELECT g, at, 'rcpt_' || lpad(to_hex(at), 11, '0') || substr(md5('${seed}r' || g), 1, 14) AS id,
+    g AS (SELECT g, at, 'rcpt_' || lpad(to_hex(at), ${idForm.timeDigits}, '0')
+              || substr(md5('${seed}r' || g), 1, ${idForm.randomChars}) AS id,
             'preload-' || md5('${seed}k' || g) AS idem
           FROM (SELECT g, ${now - 1} - (g::bigint * ${span}) / ${rows} AS at
                 FROM generate_series(${lo}, ${hi}) g) s)`

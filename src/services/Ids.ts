@@ -3,14 +3,16 @@ import { Context, Effect, Layer } from "effect"
 
 const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-/** Random base62 characters in an id, after its time: 83 bits, drawn anew for every id. */
-const randomChars = 14
-
-/** Hex digits of the creation time (ms since the epoch): 11 reach the year 2527. */
-const timeDigits = 11
+/**
+ * An id's body after its prefix: `timeDigits` hex digits of the creation time (ms since the epoch;
+ * 11 reach the year 2527), then `randomChars` random base62 characters (83 bits, drawn anew for
+ * every id).
+ */
+export const idForm = { timeDigits: 11, randomChars: 14 } as const
+const idLength = idForm.timeDigits + idForm.randomChars
 
 /**
- * An id's body: its creation time in fixed-width lowercase hex, then 14 random base62 characters
+ * An id's body: its creation time in fixed-width lowercase hex, then its random base62 characters
  * drawn from a pool of random bytes refilled 4 KiB at a time (one system call per couple of
  * hundred ids instead of one each); bytes of 248 and more are skipped so every character is
  * equally likely. Ids sort by the time they were made (lowercase hex sorts the same bytewise, as
@@ -23,17 +25,14 @@ export const idBody = (() => {
   let pool = randomBytes(4096)
   let at = 0
   return (now: number) => {
-    let id = now.toString(16).padStart(timeDigits, "0")
-    for (let drawn = 0; drawn < randomChars; ) {
+    let id = now.toString(16).padStart(idForm.timeDigits, "0")
+    while (id.length < idLength) {
       if (at === pool.length) {
         pool = randomBytes(4096)
         at = 0
       }
       const byte = pool[at++]!
-      if (byte < 248) {
-        id += alphabet[byte % 62]
-        drawn++
-      }
+      if (byte < 248) id += alphabet[byte % 62]
     }
     return id
   }
