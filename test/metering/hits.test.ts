@@ -306,40 +306,45 @@ describe(`cache hits charged in one statement (${storeName})`, () => {
       })
     )
 
-    it.effect("a batch locks its accounts by key: its cost does not grow with every account in the store", () =>
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const stamp = crypto.randomUUID().slice(0, 8)
-        // Accounts the store has never analyzed (a plan chosen without statistics scanned them all),
-        // suspended: the batch locks each of its own and declines it, and writes nothing.
-        yield* Effect.orDie(
-          sql.unsafe(
-            `INSERT INTO accounts (id, plan, state, created_ip, created_at)
+    it.effect(
+      "a batch locks its accounts by key: its cost does not grow with every account in the store",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const stamp = crypto.randomUUID().slice(0, 8)
+          // Accounts the store has never analyzed (a plan chosen without statistics scanned them all),
+          // suspended: the batch locks each of its own and declines it, and writes nothing.
+          yield* Effect.orDie(
+            sql.unsafe(
+              `INSERT INTO accounts (id, plan, state, created_ip, created_at)
               SELECT 'acct_scan_${stamp}_' || g, 'trial', 'suspended', '10.0.0.1', 0 FROM generate_series(1, 3000) g`
+            )
           )
-        )
-        const batch = [7, 1500, 2999].map((n) => ({
-          call_id: `rcpt_scan_${stamp}_${n}`,
-          account_id: `acct_scan_${stamp}_${n}`,
-          key_id: `key_none_${n}`
-        }))
-        const read = yield* Effect.orDie(
-          sql.withTransaction(
-            Effect.gen(function* () {
-              // The store is otherwise idle in this transaction: its own counts are this call's.
-              const before = yield* sql`SELECT seq_tup_read AS n FROM pg_stat_xact_user_tables WHERE relname = 'accounts'`
-              const outcomes = yield* sql`SELECT call_id, outcome FROM svc_charge_hits(${JSON.stringify(batch)}::jsonb)`
-              const after = yield* sql`SELECT seq_tup_read AS n FROM pg_stat_xact_user_tables WHERE relname = 'accounts'`
-              return { outcomes, rows: count(after) - count(before) }
-            })
+          const batch = [7, 1500, 2999].map((n) => ({
+            call_id: `rcpt_scan_${stamp}_${n}`,
+            account_id: `acct_scan_${stamp}_${n}`,
+            key_id: `key_none_${n}`
+          }))
+          const read = yield* Effect.orDie(
+            sql.withTransaction(
+              Effect.gen(function* () {
+                // The store is otherwise idle in this transaction: its own counts are this call's.
+                const before =
+                  yield* sql`SELECT seq_tup_read AS n FROM pg_stat_xact_user_tables WHERE relname = 'accounts'`
+                const outcomes =
+                  yield* sql`SELECT call_id, outcome FROM svc_charge_hits(${JSON.stringify(batch)}::jsonb)`
+                const after =
+                  yield* sql`SELECT seq_tup_read AS n FROM pg_stat_xact_user_tables WHERE relname = 'accounts'`
+                return { outcomes, rows: count(after) - count(before) }
+              })
+            )
           )
-        )
-        assert.deepStrictEqual(
-          read.outcomes.map((row) => row.outcome),
-          ["account", "account", "account"]
-        )
-        assert.isBelow(read.rows, 100)
-      })
+          assert.deepStrictEqual(
+            read.outcomes.map((row) => row.outcome),
+            ["account", "account", "account"]
+          )
+          assert.isBelow(read.rows, 100)
+        })
     )
   })
 })
