@@ -328,7 +328,7 @@ describe(`cache hits charged in one statement (${storeName})`, () => {
           const read = yield* Effect.orDie(
             sql.withTransaction(
               Effect.gen(function* () {
-                // The store is otherwise idle in this transaction: its own counts are this call's.
+                // pg_stat_xact_user_tables counts this transaction's own reads: the difference is this call's.
                 const before =
                   yield* sql`SELECT seq_tup_read AS n FROM pg_stat_xact_user_tables WHERE relname = 'accounts'`
                 const outcomes =
