@@ -3,6 +3,8 @@ import { parseArgs } from "node:util"
 export interface Options {
   /** Seconds of load per case. */
   readonly duration: number
+  /** Seconds of the same load before each case, not measured (0: none). */
+  readonly warmup: number
   /** Open connections of the load generator. */
   readonly connections: number
   /** Paid accounts the load rotates over (the one-call-in-flight rule is per account). */
@@ -30,6 +32,8 @@ export interface Options {
 export const usage = `npm run bench -- [options]
 
   --duration N      seconds of load per case (default 10)
+  --warmup N        seconds of the same load before each case and the baseline, not measured
+                    (default 3; 0 measures from a service that has only been set up)
   --connections N   open connections (default 50)
   --accounts N      paid accounts the load rotates over (default 200)
   --pg URL          also measure on PostgreSQL (a fresh database svc_bench_<ts> is created and dropped),
@@ -62,6 +66,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
     args: [...argv],
     options: {
       duration: { type: "string" },
+      warmup: { type: "string" },
       connections: { type: "string" },
       accounts: { type: "string" },
       pg: { type: "string" },
@@ -89,6 +94,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
   const pg = values.pg ?? process.env.BENCH_DATABASE_URL
   return {
     duration: positiveInt("duration", values.duration, 10),
+    warmup: values.warmup === "0" ? 0 : positiveInt("warmup", values.warmup, 3),
     connections: positiveInt("connections", values.connections, 50),
     accounts: positiveInt("accounts", values.accounts, 200),
     pg: pg === undefined || pg.length === 0 ? undefined : pg,

@@ -77,6 +77,7 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
               others(row),
               row.note ?? "",
               row.fixedRate === undefined ? "" : `sent at ${row.fixedRate} req/s, evenly spaced (open loop)`,
+              row.warmUpRps === undefined ? "" : `after a warm-up at ${fixed(row.warmUpRps, 0)} req/s`,
               row.load.runnerDelay === undefined
                 ? ""
                 : `the runner's own loop late p99 ${fixed(row.load.runnerDelay.p99Ms, 1)} / max ${fixed(row.load.runnerDelay.maxMs, 1)} ms`

@@ -10,7 +10,8 @@ import {
   measureStore,
   type ProfileResult,
   profileStore,
-  type StoreResult
+  type StoreResult,
+  warmUp
 } from "./cases.ts"
 import { compareMetrics, comparisonReport } from "./compareMetrics.ts"
 import { harness, runStamp } from "./harness.ts"
@@ -51,7 +52,11 @@ const baseline = async (
   options: Options,
   tool: "wrk" | "autocannon",
   rate?: number
-): Promise<{ readonly load: LoadResult; readonly cpuUsPerRequest: number | undefined }> => {
+): Promise<{
+  readonly load: LoadResult
+  readonly cpuUsPerRequest: number | undefined
+  readonly warmUpRps: number | undefined
+}> => {
   const port = await freePort()
   const server = await startNode({
     label: "baseline",
@@ -61,6 +66,18 @@ const baseline = async (
     env: serviceEnv({})
   })
   try {
+    // Warmed as each case is (`--warmup`), except at a fixed rate: that row measures the runner.
+    const warm =
+      rate === undefined
+        ? await warmUp(
+            server,
+            "baseline",
+            { method: "GET", entries: [{ path: "/", headers: {} }] },
+            options.warmup,
+            options,
+            tool
+          )
+        : undefined
     const cpuBefore = server.cpuUs()
     const load = await runLoad({
       label: "baseline",
@@ -74,7 +91,11 @@ const baseline = async (
       rate
     })
     const cpuAfter = server.cpuUs()
-    return { load, cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests) }
+    return {
+      load,
+      cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests),
+      warmUpRps: warm?.rps
+    }
   } finally {
     await server.stop()
   }
@@ -273,13 +294,14 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   log("baseline again, to see how much the machine's load moved")
   const after = await baseline(options, tool)
   const baselineRps = (before.load.rps + after.load.rps) / 2
-  const baselineRows: Array<CaseResult> = [before, after].map(({ load, cpuUsPerRequest }, i) => ({
+  const baselineRows: Array<CaseResult> = [before, after].map(({ load, cpuUsPerRequest, warmUpRps }, i) => ({
     store: "node:http",
     name: i === 0 ? "baseline (before)" : "baseline (after)",
     expected: 200,
     load,
     errors: errorsOf(load, 200),
-    cpuUsPerRequest
+    cpuUsPerRequest,
+    warmUpRps
   }))
   // The fixed-rate runner's own floor: the bare server at the highest rate a half-rate row was sent at.
   const fixedRate = Math.max(0, ...stores.flatMap((store) => store.rows.map((row) => row.fixedRate ?? 0)))
