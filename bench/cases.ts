@@ -234,14 +234,8 @@ export const runCase = async (
       unavailable: testCase.entries.unavailable
     }
   }
-  const warm = await warmUp(
-    service,
-    `${store}-${testCase.name.slice(1, 2)}`,
-    testCase,
-    warmUpSeconds,
-    options,
-    tool
-  )
+  const label = `${store}-${testCase.name.slice(1, 2)}`
+  const warm = await warmUp(service, label, testCase, warmUpSeconds, options, tool)
   // PostgreSQL's processes only when the store is a server on this machine.
   const database = store === "postgres" && isLocalServer(options.pg)
   const databaseCpu = () => (database ? postgresCpu() : new Map<number, number>())
@@ -249,7 +243,7 @@ export const runCase = async (
   const cpuBefore = service.cpuUs()
   service.allocation?.begin()
   const load = await runLoad({
-    label: `${store}-${testCase.name.slice(1, 2)}`,
+    label,
     baseUrl: service.url,
     method: testCase.method,
     entries: testCase.entries,

@@ -65,25 +65,16 @@ const baseline = async (
     readyPath: "/",
     env: serviceEnv({})
   })
+  const root = { method: "GET", entries: [{ path: "/", headers: {} }] } as const
   try {
     // Warmed as each case is (`--warmup`), except at a fixed rate: that row measures the runner.
     const warm =
-      rate === undefined
-        ? await warmUp(
-            server,
-            "baseline",
-            { method: "GET", entries: [{ path: "/", headers: {} }] },
-            options.warmup,
-            options,
-            tool
-          )
-        : undefined
+      rate === undefined ? await warmUp(server, "baseline", root, options.warmup, options, tool) : undefined
     const cpuBefore = server.cpuUs()
     const load = await runLoad({
       label: "baseline",
       baseUrl: server.url,
-      method: "GET",
-      entries: [{ path: "/", headers: {} }],
+      ...root,
       duration: options.duration,
       connections: options.connections,
       tool,
