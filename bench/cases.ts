@@ -5,7 +5,7 @@ import { type BenchAccount, paidAccounts, pool } from "./accounts.ts"
 import { type Preload, preloadPglite, preloadPostgres } from "./ledger.ts"
 import { type Entry, type LoadResult, runLoad } from "./load.ts"
 import { probeMcp } from "./mcp.ts"
-import type { Options } from "./options.ts"
+import { defaultWarmup, type Options } from "./options.ts"
 import { benchDir, cpuUsBetween, isLocalServer, postgresCpu, postgresCpuUsBetween } from "./proc.ts"
 import { type ProfileSummary, summariseProfile } from "./profile.ts"
 import { call, expectStatus, type Service, type Store, startService } from "./service.ts"
@@ -191,8 +191,9 @@ export const prepareCases = async (
  * WebAssembly is still tiering up. Four runs of 3 s of the cache hit in a row, on a service just
  * set up (docs/performance.md, round 18): on PostgreSQL 1,471, 1,963, 1,893 and 2,232 req/s with
  * the service's CPU 551, 367, 376 and 326 µs a request; on PGlite 797, 1,066, 1,283 and 1,644 req/s
- * at 1,260, 937, 776 and 607 µs. A service in use is warm; the table measures that, and the
- * warm-up's own rate stands in the row's notes.
+ * at 1,260, 937, 776 and 607 µs; on a slower machine (round 19) the run after 3 s of warm-up was
+ * still 0.89x of the ones after it, hence 8 s by default. A service in use is warm; the table
+ * measures that, and the warm-up's own rate stands in the row's notes.
  */
 export const warmUp = async (
   service: { readonly url: string },
@@ -371,11 +372,13 @@ export const measureStore = async (
       )
       const grownCase = { ...cacheHit, name: `${cacheHit.name}, +${n} receipts` }
       log(`${store}: ${grownCase.name}`)
-      // Warmed whatever --warmup says: the service waited through the preload's minutes, and a
-      // service idle that long starts cold (its pool's connections closed after a minute unused,
-      // code V8 dropped: with no receipt added, two minutes of idle alone took the next cache-hit
-      // run on PostgreSQL to 0.61x of the run before it, docs/performance.md round 8), or PGlite's
-      // was restarted; the comparison is of the ledger's size.
+      // Warmed at least the default's seconds whatever --warmup says: the service waited through
+      // the preload's minutes, and a service idle that long starts cold (its pool's connections
+      // closed after a minute unused; with no receipt added, two minutes of idle alone took the
+      // next cache-hit run on PostgreSQL to 0.61x of the run before it, docs/performance.md round
+      // 8; V8 flushed no code in the idle minutes, round 19), PostgreSQL has just checkpointed
+      // and its buffers hold the preload's pages, or PGlite's was restarted; the comparison is of
+      // the ledger's size.
       const grown = await runCase(
         store,
         service,
@@ -383,7 +386,7 @@ export const measureStore = async (
         options,
         tool,
         undefined,
-        Math.max(3, options.warmup)
+        Math.max(defaultWarmup, options.warmup)
       )
       rows.splice(1, 0, grown)
       const freshRps = rows[0]?.load?.rps ?? 0

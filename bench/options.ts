@@ -29,11 +29,18 @@ export interface Options {
   readonly rounds: number
 }
 
+/**
+ * Seconds of warm-up unless `--warmup` says otherwise. On a 2-core machine (docs/performance.md,
+ * round 19) the cache hit measured for 5 s after 3 s of warm-up made on average 0.89x of the same
+ * service's next runs (eight services), and the run after 8 s of load 1.01x of the ones after it.
+ */
+export const defaultWarmup = 8
+
 export const usage = `npm run bench -- [options]
 
   --duration N      seconds of load per case (default 10)
   --warmup N        seconds of the same load before each case and the baseline, not measured
-                    (default 3; 0 measures from a service that has only been set up)
+                    (default 8; 0 measures from a service that has only been set up)
   --connections N   open connections (default 50)
   --accounts N      paid accounts the load rotates over (default 200)
   --pg URL          also measure on PostgreSQL (a fresh database svc_bench_<ts> is created and dropped),
@@ -94,7 +101,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
   const pg = values.pg ?? process.env.BENCH_DATABASE_URL
   return {
     duration: positiveInt("duration", values.duration, 10),
-    warmup: values.warmup === "0" ? 0 : positiveInt("warmup", values.warmup, 3),
+    warmup: values.warmup === "0" ? 0 : positiveInt("warmup", values.warmup, defaultWarmup),
     connections: positiveInt("connections", values.connections, 50),
     accounts: positiveInt("accounts", values.accounts, 200),
     pg: pg === undefined || pg.length === 0 ? undefined : pg,

@@ -3,19 +3,20 @@ import type { AddressInfo } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { warmUp } from "../../bench/cases.ts"
-import { parseOptions } from "../../bench/options.ts"
+import { defaultWarmup, parseOptions } from "../../bench/options.ts"
 
 /**
  * Each case is measured after the same load, unmeasured, for `--warmup` seconds (a service just set
  * up runs a case's path cold: its code not yet optimised, PGlite's WebAssembly not yet tiered up).
  */
 describe("the bench's warm-up", () => {
-  it("is 3 s unless --warmup says otherwise, and 0 turns it off", () => {
+  it("is 8 s unless --warmup says otherwise, and 0 turns it off", () => {
     const warmupOf = (argv: ReadonlyArray<string>) => {
       const options = parseOptions(argv)
       return options === "help" ? undefined : options.warmup
     }
-    assert.strictEqual(warmupOf([]), 3)
+    assert.strictEqual(defaultWarmup, 8)
+    assert.strictEqual(warmupOf([]), defaultWarmup)
     assert.strictEqual(warmupOf(["--warmup", "7"]), 7)
     assert.strictEqual(warmupOf(["--warmup", "0"]), 0)
     assert.throws(() => parseOptions(["--warmup=-1"]), /--warmup must be a positive integer/)
