@@ -7,7 +7,7 @@ import * as Row from "../store/rows.ts"
 import { type ResultMemory, resultMemory } from "./ResultMemory.ts"
 import { CallRow } from "./receipt.ts"
 
-/** Completed results kept in memory per instance: at most this much of the heap, counted by `heldBytes`. */
+/** Completed results kept in memory per instance: a ring of this many bytes, outside V8's heap. */
 const resultMemoryBytes = 16 * 1024 * 1024
 
 export type BeginResult =

@@ -37,7 +37,6 @@ import {
   Reservations,
   type ReserveError
 } from "./Reservations.ts"
-import type { Stored } from "./ResultMemory.ts"
 import { type CallResult, envelopeJson, envelopeOf, type Receipt, receiptOf } from "./receipt.ts"
 
 /** What a surface decodes from its wire (a query string, a tool's arguments) for a data call. */
@@ -360,12 +359,6 @@ const replayOf = (resultJson: string, receipt: Receipt): CallOutcome => ({
   replayed: true
 })
 
-/** A replay from memory, its envelope and JSON made once for every replay of the key. */
-const replayFromMemory = (stored: Stored): CallOutcome => {
-  stored.replayAnswer ??= replayAnswerOf(stored.resultJson, stored.receipt)
-  return { ...stored.replayAnswer, replayed: true }
-}
-
 /** A run's result as its Idempotency-Key stores it: how fresh the data was at `servedAt`. */
 const resultOf = (
   operation: Pick<AnyOperation, "kind">,
@@ -418,7 +411,9 @@ const chargeIfHit = <R>(
       const remembered = memory.replay(caller.account.id, key, now)
       if (remembered !== undefined)
         return Effect.succeed(
-          remembered.fingerprint === call.fingerprint ? replayFromMemory(remembered) : undefined
+          remembered.fingerprint === call.fingerprint
+            ? replayOf(remembered.resultJson, remembered.receipt)
+            : undefined
         )
       if (!operation.speculative || input.freshness !== "recent" || call.quoted <= 0)
         return Effect.succeed(undefined)

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { heldBytes, resultMemory } from "../../src/metering/ResultMemory.ts"
+import fc from "fast-check"
+import { resultMemory, type Stored } from "../../src/metering/ResultMemory.ts"
 import type { Receipt } from "../../src/metering/receipt.ts"
 
 const receipt = (id: string): Receipt => ({
@@ -14,47 +15,77 @@ const receipt = (id: string): Receipt => ({
   created_at: "2026-11-29T12:00:00.000Z"
 })
 
-const result = (chars: number) => JSON.stringify({ schema_version: 2, kind: "k", data: "x".repeat(chars) })
+const result = (chars: number, fill = "x") =>
+  JSON.stringify({ schema_version: 2, kind: "k", data: fill.repeat(chars) })
 
-const stored = (id: string, chars = 100, replayUntil = 10_000) => ({
+const stored = (id: string, chars = 100, replayUntil = 10_000): Stored => ({
   fingerprint: `fp-${id}`,
   resultJson: result(chars),
   receipt: receipt(id),
   replayUntil
 })
 
+/** The bytes an entry takes in the ring: its fingerprint, result and receipt as UTF-8. */
+const bytesOf = (entry: Stored) =>
+  Buffer.byteLength(entry.fingerprint) +
+  Buffer.byteLength(entry.resultJson) +
+  Buffer.byteLength(JSON.stringify(entry.receipt))
+
 describe("the completed results an instance keeps in memory", () => {
-  it("counts a result at the bytes V8 stores each character at and a fixed part, and keeps no more than its budget", () => {
-    assert.strictEqual(heldBytes("{}"), 2 + 512)
-    // Latin-1 is still one byte a character; one character past it makes the whole string two.
-    assert.strictEqual(heldBytes('"caf\u00e9 \u00b7"'), 8 + 512)
-    assert.strictEqual(heldBytes('"caf\u00e9 \u2014"'), 16 + 512)
-    assert.strictEqual(heldBytes('"\u{1F600}"'), 8 + 512)
-    // Room for exactly eight.
-    const memory = resultMemory(8 * heldBytes(result(100)))
-    const ids = ["a", "b", "c", "d", "e", "f", "g", "h"]
-    for (const id of ids) memory.remember("acct", id, stored(id))
-    // A replay makes "a" the most recently used, so "b" is the least: a ninth result pushes it out.
-    assert.strictEqual(memory.replay("acct", "a", 0)?.receipt.id, "a")
-    memory.remember("acct", "i", stored("i"))
-    assert.isUndefined(memory.replay("acct", "b", 0))
-    for (const id of [...ids.filter((id) => id !== "b"), "i"])
-      assert.strictEqual(memory.replay("acct", id, 0)?.fingerprint, `fp-${id}`)
+  it("gives back what it was given, characters past ASCII and optional members included", () => {
+    const memory = resultMemory(64 * 1024)
+    const entry: Stored = {
+      fingerprint: "f".repeat(64),
+      resultJson: JSON.stringify({
+        data: { name: "Zo\u00eb \u2014 \u6771\u4eac \u{1F600}", n: [1, 2.5, null] }
+      }),
+      receipt: {
+        ...receipt("r-1"),
+        refunds: [{ reason: "realtime_fallback", credits: 1 }],
+        idempotency_key: null,
+        app_id: "app_1"
+      },
+      replayUntil: 1_764_500_000_000
+    }
+    memory.remember("acct", "k", entry)
+    assert.deepStrictEqual(memory.replay("acct", "k", 0), entry)
+    // Read again (written again at the head by the first replay): still the same.
+    assert.deepStrictEqual(memory.replay("acct", "k", 0), entry)
   })
 
-  it("keys results by account and key, and remembering a key again replaces it without counting it twice", () => {
-    const memory = resultMemory(8 * heldBytes(result(100)))
+  it("keeps no more than its budget, the oldest result going first, replayed or not", () => {
+    const size = bytesOf(stored("a"))
+    // Room for exactly eight.
+    const memory = resultMemory(8 * size)
+    const ids = ["a", "b", "c", "d", "e", "f", "g", "h"]
+    for (const id of ids) memory.remember("acct", id, stored(id))
+    for (const id of ids) assert.strictEqual(memory.replay("acct", id, 0)?.receipt.id, id)
+    memory.remember("acct", "i", stored("i"))
+    assert.isUndefined(memory.replay("acct", "a", 0))
+    memory.remember("acct", "j", stored("j"))
+    assert.isUndefined(memory.replay("acct", "b", 0))
+    for (const id of [...ids.slice(2), "i", "j"])
+      assert.strictEqual(memory.replay("acct", id, 0)?.fingerprint, `fp-${id}`)
+    // Remembered again, a key is the newest.
+    memory.remember("acct", "c", stored("c"))
+    memory.remember("acct", "k", stored("k"))
+    assert.isUndefined(memory.replay("acct", "d", 0))
+    for (const id of ["c", "e", "f", "g", "h", "i", "j", "k"]) assert.isDefined(memory.replay("acct", id, 0))
+  })
+
+  it("keys results by account and key, and remembering a key again replaces it", () => {
+    const memory = resultMemory(8 * bytesOf(stored("again0")))
     memory.remember("acct-1", "k", stored("one"))
     memory.remember("acct-2", "k", stored("two"))
     assert.strictEqual(memory.replay("acct-1", "k", 0)?.receipt.id, "one")
     assert.strictEqual(memory.replay("acct-2", "k", 0)?.receipt.id, "two")
-    for (let i = 0; i < 5; i++) memory.remember("acct-1", "k", stored(`again-${i}`))
-    assert.strictEqual(memory.replay("acct-1", "k", 0)?.receipt.id, "again-4")
+    for (let i = 0; i < 5; i++) memory.remember("acct-1", "k", stored(`again${i}`))
+    assert.strictEqual(memory.replay("acct-1", "k", 0)?.receipt.id, "again4")
     assert.strictEqual(memory.replay("acct-2", "k", 0)?.receipt.id, "two")
   })
 
   it("forgets a result when its replay window ends, and never keeps one above an eighth of its budget", () => {
-    const memory = resultMemory(8 * heldBytes(result(1000)))
+    const memory = resultMemory(8 * bytesOf(stored("eighth", 1000)))
     memory.remember("acct", "short", stored("short", 100, 500))
     assert.isDefined(memory.replay("acct", "short", 499))
     assert.isUndefined(memory.replay("acct", "short", 500))
@@ -63,5 +94,60 @@ describe("the completed results an instance keeps in memory", () => {
     assert.isDefined(memory.replay("acct", "eighth", 0))
     memory.remember("acct", "larger", stored("larger", 1001))
     assert.isUndefined(memory.replay("acct", "larger", 0))
+  })
+
+  it("over any sequence of results, answers only a key's latest, and keeps every key among the newest seven eighths of its budget", () => {
+    const budget = 4096
+    const keys = 25
+    const step = fc.record({
+      key: fc.nat(keys - 1),
+      // Up to past an eighth of the budget, so that some are refused.
+      chars: fc.nat(560),
+      fill: fc.constantFrom("x", "\u00e9", "\u2014", "\u{1F600}")
+    })
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 150, maxLength: 300 }), (steps) => {
+        const memory = resultMemory(budget)
+        const latest = new Map<string, Stored>()
+        // Every result written into the ring, newest last.
+        const writes: Array<{ readonly key: string | undefined; readonly bytes: number }> = []
+        steps.forEach((s, serial) => {
+          const entry: Stored = {
+            fingerprint: `fp-${serial}`,
+            resultJson: result(s.chars, s.fill),
+            receipt: receipt(`r${serial}`),
+            replayUntil: 10_000
+          }
+          memory.remember("acct", `k${s.key}`, entry)
+          const bytes = bytesOf(entry)
+          if (bytes > budget / 8) {
+            // Refused, and the key's earlier result forgotten (its bytes stay in the ring until overwritten).
+            latest.delete(`k${s.key}`)
+            for (const [i, write] of writes.entries())
+              if (write.key === `k${s.key}`) writes[i] = { key: undefined, bytes: write.bytes }
+          } else {
+            latest.set(`k${s.key}`, entry)
+            writes.push({ key: `k${s.key}`, bytes })
+          }
+          // Within seven eighths of the budget, the newest writes' keys.
+          const kept = new Set<string | undefined>()
+          let total = 0
+          for (let i = writes.length - 1; i >= 0 && total + writes[i]!.bytes <= (budget * 7) / 8; i--) {
+            total += writes[i]!.bytes
+            kept.add(writes[i]!.key)
+          }
+          for (let k = 0; k < keys; k++) {
+            const key = `k${k}`
+            const got = memory.replay("acct", key, 0)
+            if (got !== undefined) assert.deepStrictEqual(got, latest.get(key))
+            else {
+              assert.isFalse(kept.has(key), `${key} was written within the budget and is gone`)
+              latest.delete(key)
+            }
+          }
+        })
+      }),
+      { numRuns: 100 }
+    )
   })
 })
