@@ -3,8 +3,12 @@ import type { Receipt } from "./receipt.ts"
 /** A completed key's result as a replay reads it back from this instance's memory. */
 export interface Stored {
   readonly fingerprint: string
-  /** The `CallResult` as JSON: what the key stores in the ledger too. */
-  readonly resultJson: string
+  /**
+   * The `CallResult` as JSON, what the key stores in the ledger too; or, once a replay has made it
+   * (`answer`), the replay's whole answer, kept in its place for the next replay.
+   */
+  readonly json: string
+  readonly answer: boolean
   readonly receipt: Receipt
   readonly replayUntil: number
 }
@@ -37,6 +41,7 @@ export const resultMemory = (maxBytes: number): ResultMemory => {
   const offsets = new Int32Array(capacity)
   const fingerprintEnds = new Int32Array(capacity)
   const resultEnds = new Int32Array(capacity)
+  const answers = new Uint8Array(capacity)
   const receiptEnds = new Int32Array(capacity)
   const windows = new Float64Array(capacity)
   /** Each slot's map key, while the map still points at it. */
@@ -73,9 +78,7 @@ export const resultMemory = (maxBytes: number): ResultMemory => {
   const remember = (id: string, stored: Stored) => {
     const receiptJson = JSON.stringify(stored.receipt)
     const bytes =
-      Buffer.byteLength(stored.fingerprint) +
-      Buffer.byteLength(stored.resultJson) +
-      Buffer.byteLength(receiptJson)
+      Buffer.byteLength(stored.fingerprint) + Buffer.byteLength(stored.json) + Buffer.byteLength(receiptJson)
     forget(id)
     if (bytes > maxBytes / 8) return
     makeRoom(bytes)
@@ -83,11 +86,12 @@ export const resultMemory = (maxBytes: number): ResultMemory => {
     const slot = (oldest + count) % capacity
     const start = head
     const fingerprintEnd = start + ring.write(stored.fingerprint, start, "utf8")
-    const resultEnd = fingerprintEnd + ring.write(stored.resultJson, fingerprintEnd, "utf8")
+    const resultEnd = fingerprintEnd + ring.write(stored.json, fingerprintEnd, "utf8")
     const receiptEnd = resultEnd + ring.write(receiptJson, resultEnd, "utf8")
     offsets[slot] = start
     fingerprintEnds[slot] = fingerprintEnd
     resultEnds[slot] = resultEnd
+    answers[slot] = stored.answer ? 1 : 0
     receiptEnds[slot] = receiptEnd
     windows[slot] = stored.replayUntil
     ids[slot] = id
@@ -106,7 +110,8 @@ export const resultMemory = (maxBytes: number): ResultMemory => {
       }
       return {
         fingerprint: ring.toString("utf8", offsets[slot], fingerprintEnds[slot]),
-        resultJson: ring.toString("utf8", fingerprintEnds[slot], resultEnds[slot]),
+        json: ring.toString("utf8", fingerprintEnds[slot], resultEnds[slot]),
+        answer: answers[slot] === 1,
         receipt: JSON.parse(ring.toString("utf8", resultEnds[slot], receiptEnds[slot])) as Receipt,
         replayUntil: windows[slot]!
       }

@@ -37,6 +37,7 @@ import {
   Reservations,
   type ReserveError
 } from "./Reservations.ts"
+import type { ResultMemory, Stored } from "./ResultMemory.ts"
 import { type CallResult, envelopeJson, envelopeOf, type Receipt, receiptOf } from "./receipt.ts"
 
 /** What a surface decodes from its wire (a query string, a tool's arguments) for a data call. */
@@ -49,7 +50,10 @@ export interface CallInput {
 }
 
 export interface CallOutcome {
+  /** The answer's envelope; a replay parses it from the stored JSON only when a surface reads it. */
   readonly envelope: Envelope
+  /** The envelope's receipt, for what a surface reports beside the answer without the envelope. */
+  readonly receipt: Receipt
   readonly replayed: boolean
   /** The envelope as JSON, when the path made it already (REST answers it as is). */
   readonly json?: string
@@ -140,7 +144,7 @@ export const meterDataCall = <R, E>(
       : answered.pipe(
           Effect.tap(({ result }) =>
             Result.isSuccess(result)
-              ? Effect.annotateCurrentSpan("receipt", result.success.envelope.receipt.id)
+              ? Effect.annotateCurrentSpan("receipt", result.success.receipt.id)
               : Effect.annotateCurrentSpan("error.code", codeOf(result.failure))
           ),
           Effect.withSpan("meterDataCall", {
@@ -172,12 +176,12 @@ const recordOutcome = <E>(operation: AnyOperation, result: Result.Result<CallOut
     recordMeteredCall(operation.id, operation.platform, code, undefined, budgetOf(code, result.failure))
     return
   }
-  const { replayed, envelope } = result.success
+  const { replayed, receipt } = result.success
   recordMeteredCall(
     operation.id,
     operation.platform,
     replayed ? "replayed" : "ok",
-    replayed ? undefined : envelope.receipt.funding
+    replayed ? undefined : receipt.funding
   )
 }
 
@@ -337,7 +341,8 @@ const rememberResult = <R>(call: Admitted<R>, resultJson: string, receipt: Recei
     Effect.map(IdempotencyStore, (store) =>
       store.results.remember(call.caller.account.id, key, {
         fingerprint: call.fingerprint,
-        resultJson,
+        json: resultJson,
+        answer: false,
         receipt,
         replayUntil: Date.parse(receipt.created_at) + policy.replayWindowMs
       })
@@ -345,19 +350,40 @@ const rememberResult = <R>(call: Admitted<R>, resultJson: string, receipt: Recei
   )
 }
 
-/** A completed key's answer again: its stored result with its receipt marked `replayed`. */
-const replayAnswerOf = (resultJson: string, receipt: Receipt) => {
-  const replayed = { ...receipt, replayed: true }
+/**
+ * A completed key's answer again: its stored result with its receipt marked `replayed`. REST
+ * answers the JSON; the envelope's objects are parsed from the JSON only if a surface asks for them
+ * (MCP's structured content).
+ */
+const replayOf = (resultJson: string, receipt: Receipt): CallOutcome =>
+  answerOf(envelopeJson(resultJson, { ...receipt, replayed: true }), { ...receipt, replayed: true })
+
+/** A replay's answer from its JSON, made before, and its receipt (`replayed`). */
+const answerOf = (json: string, receipt: Receipt): CallOutcome => {
+  let envelope: Envelope | undefined
   return {
-    envelope: envelopeOf(JSON.parse(resultJson) as CallResult, replayed),
-    json: envelopeJson(resultJson, replayed)
+    get envelope() {
+      envelope ??= JSON.parse(json) as Envelope
+      return envelope
+    },
+    receipt,
+    json,
+    replayed: true
   }
 }
 
-const replayOf = (resultJson: string, receipt: Receipt): CallOutcome => ({
-  ...replayAnswerOf(resultJson, receipt),
-  replayed: true
-})
+/** A replay from this instance's memory; the first one keeps the answer it makes in the result's place. */
+const replayFromMemory = (
+  memory: ResultMemory,
+  accountId: string,
+  key: string,
+  stored: Stored
+): CallOutcome => {
+  if (stored.answer) return answerOf(stored.json, stored.receipt)
+  const outcome = replayOf(stored.json, stored.receipt)
+  memory.remember(accountId, key, { ...stored, json: outcome.json!, receipt: outcome.receipt, answer: true })
+  return outcome
+}
 
 /** A run's result as its Idempotency-Key stores it: how fresh the data was at `servedAt`. */
 const resultOf = (
@@ -412,7 +438,7 @@ const chargeIfHit = <R>(
       if (remembered !== undefined)
         return Effect.succeed(
           remembered.fingerprint === call.fingerprint
-            ? replayOf(remembered.resultJson, remembered.receipt)
+            ? replayFromMemory(memory, caller.account.id, key, remembered)
             : undefined
         )
       if (!operation.speculative || input.freshness !== "recent" || call.quoted <= 0)
@@ -494,6 +520,7 @@ const speculate = <R>(
           const envelope = envelopeOf(result, outcome.receipt)
           return Effect.as(Effect.andThen(writes, rememberResult(call, stored, outcome.receipt)), {
             envelope,
+            receipt: outcome.receipt,
             replayed: false,
             // The data was serialised once, to store it: the answer's JSON is made from that text.
             json: envelopeJson(stored, outcome.receipt),
@@ -697,6 +724,7 @@ const runAndSettle = Effect.fnUntraced(function* <R>(
   yield* rememberResult(call, resultJson, settled.receipt)
   return {
     envelope: envelopeOf(result, settled.receipt),
+    receipt: settled.receipt,
     replayed: false,
     json: envelopeJson(resultJson, settled.receipt),
     remaining: settled.remaining

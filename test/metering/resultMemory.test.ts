@@ -20,7 +20,8 @@ const result = (chars: number, fill = "x") =>
 
 const stored = (id: string, chars = 100, replayUntil = 10_000): Stored => ({
   fingerprint: `fp-${id}`,
-  resultJson: result(chars),
+  json: result(chars),
+  answer: false,
   receipt: receipt(id),
   replayUntil
 })
@@ -28,15 +29,16 @@ const stored = (id: string, chars = 100, replayUntil = 10_000): Stored => ({
 /** The bytes an entry takes in the ring: its fingerprint, result and receipt as UTF-8. */
 const bytesOf = (entry: Stored) =>
   Buffer.byteLength(entry.fingerprint) +
-  Buffer.byteLength(entry.resultJson) +
+  Buffer.byteLength(entry.json) +
   Buffer.byteLength(JSON.stringify(entry.receipt))
 
 describe("the completed results an instance keeps in memory", () => {
-  it("gives back what it was given, characters past ASCII and optional members included", () => {
+  it("gives back what it was given, characters past ASCII, optional members and the kind of JSON included", () => {
     const memory = resultMemory(64 * 1024)
     const entry: Stored = {
       fingerprint: "f".repeat(64),
-      resultJson: JSON.stringify({
+      answer: true,
+      json: JSON.stringify({
         data: { name: "Zo\u00eb \u2014 \u6771\u4eac \u{1F600}", n: [1, 2.5, null] }
       }),
       receipt: {
@@ -114,7 +116,8 @@ describe("the completed results an instance keeps in memory", () => {
         steps.forEach((s, serial) => {
           const entry: Stored = {
             fingerprint: `fp-${serial}`,
-            resultJson: result(s.chars, s.fill),
+            json: result(s.chars, s.fill),
+            answer: s.key % 2 === 0,
             receipt: receipt(`r${serial}`),
             replayUntil: 10_000
           }

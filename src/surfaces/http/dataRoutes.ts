@@ -31,7 +31,7 @@ const usageHeaders = (rate: RateState, outcome: CallOutcome | undefined): Record
   }
   const remaining = outcome?.remaining
   if (outcome === undefined || remaining === undefined) return headers
-  headers["credits-charged"] = String(outcome.envelope.receipt.charged)
+  headers["credits-charged"] = String(outcome.receipt.charged)
   headers["credits-remaining"] = String(remaining.credits)
   if (remaining.keyCap !== undefined) headers["key-cap-remaining"] = String(remaining.keyCap)
   return headers
@@ -40,8 +40,8 @@ const usageHeaders = (rate: RateState, outcome: CallOutcome | undefined): Record
 export const envelopeResponse = (outcome: CallOutcome, extra: Record<string, string> = {}) => {
   const headers = {
     ...extra,
-    "x-receipt-id": outcome.envelope.receipt.id,
-    "x-credits-charged": outcome.replayed ? "0" : String(outcome.envelope.receipt.charged),
+    "x-receipt-id": outcome.receipt.id,
+    "x-credits-charged": outcome.replayed ? "0" : String(outcome.receipt.charged),
     ...(outcome.replayed ? { "idempotent-replayed": "true" } : {})
   }
   return outcome.json === undefined

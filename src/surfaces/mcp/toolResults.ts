@@ -99,7 +99,7 @@ const usageMeta = (rate: RateState, outcome: CallOutcome | undefined) => {
       ...(outcome === undefined || remaining === undefined
         ? {}
         : {
-            credits_charged: outcome.envelope.receipt.charged,
+            credits_charged: outcome.receipt.charged,
             credits_remaining: remaining.credits,
             ...(remaining.keyCap === undefined ? {} : { key_cap_remaining: remaining.keyCap })
           })
