@@ -75,6 +75,32 @@ describe("the completed results an instance keeps in memory", () => {
     for (const id of ["c", "e", "f", "g", "h", "i", "j", "k"]) assert.isDefined(memory.replay("acct", id, 0))
   })
 
+  it("wraps at the ring's end past an oldest entry that begins exactly at the head", () => {
+    // Sizes in bytes: every key is two characters, so an entry's size is its base and its result's length.
+    const base = bytesOf(stored("aa", 0))
+    const a = 4 * Math.ceil((base + 1000) / 4)
+    const entry = (id: string, bytes: number) => stored(id, bytes - base)
+    const memory = resultMemory(8 * a)
+    const remember = (id: string, bytes: number) => {
+      const made = entry(id, bytes)
+      assert.strictEqual(bytesOf(made), bytes)
+      memory.remember("acct", id, made)
+    }
+    // The first lap: seven of a, one of a half, one of a quarter (the head at 7.75a).
+    for (let i = 0; i < 7; i++) remember(`k${i}`, a)
+    remember("k7", a / 2)
+    remember("k8", a / 4)
+    // The second lap lands the head at 7.5a, exactly where the oldest (k8) begins.
+    for (let i = 0; i < 7; i++) remember(`m${i}`, a)
+    remember("m7", a / 2)
+    // Too long for the 0.5a before the end: k8 goes, and then m0 at the ring's start.
+    remember("m8", a)
+    for (const gone of ["k0", "k6", "k7", "k8", "m0"])
+      assert.isUndefined(memory.replay("acct", gone, 0), gone)
+    for (let i = 1; i <= 8; i++)
+      assert.strictEqual(memory.replay("acct", `m${i}`, 0)?.fingerprint, `fp-m${i}`)
+  })
+
   it("keys results by account and key, and remembering a key again replaces it", () => {
     const memory = resultMemory(8 * bytesOf(stored("again0")))
     memory.remember("acct-1", "k", stored("one"))
