@@ -350,16 +350,17 @@ const rememberResult = <R>(call: Admitted<R>, resultJson: string, receipt: Recei
   )
 }
 
-/**
- * A completed key's answer again: its stored result with its receipt marked `replayed`. REST
- * answers the JSON; the envelope's objects are parsed from the JSON only if a surface asks for them
- * (MCP's structured content).
- */
-const replayOf = (resultJson: string, receipt: Receipt): CallOutcome =>
-  answerOf(envelopeJson(resultJson, { ...receipt, replayed: true }), { ...receipt, replayed: true })
+/** A completed key's answer again, from its stored result: the receipt marked `replayed`, and the JSON with it. */
+const replayedAnswer = (resultJson: string, receipt: Receipt) => {
+  const replayed = { ...receipt, replayed: true }
+  return { json: envelopeJson(resultJson, replayed), receipt: replayed }
+}
 
-/** A replay's answer from its JSON, made before, and its receipt (`replayed`). */
-const answerOf = (json: string, receipt: Receipt): CallOutcome => {
+/**
+ * A replay's outcome from its JSON and receipt. REST answers the JSON; the envelope's objects are
+ * parsed from it only if a surface asks for them (MCP's structured content).
+ */
+const answerOf = ({ json, receipt }: { readonly json: string; readonly receipt: Receipt }): CallOutcome => {
   let envelope: Envelope | undefined
   return {
     get envelope() {
@@ -372,6 +373,9 @@ const answerOf = (json: string, receipt: Receipt): CallOutcome => {
   }
 }
 
+const replayOf = (resultJson: string, receipt: Receipt): CallOutcome =>
+  answerOf(replayedAnswer(resultJson, receipt))
+
 /** A replay from this instance's memory; the first one keeps the answer it makes in the result's place. */
 const replayFromMemory = (
   memory: ResultMemory,
@@ -379,10 +383,10 @@ const replayFromMemory = (
   key: string,
   stored: Stored
 ): CallOutcome => {
-  if (stored.answer) return answerOf(stored.json, stored.receipt)
-  const outcome = replayOf(stored.json, stored.receipt)
-  memory.remember(accountId, key, { ...stored, json: outcome.json!, receipt: outcome.receipt, answer: true })
-  return outcome
+  if (stored.answer) return answerOf(stored)
+  const answer = replayedAnswer(stored.json, stored.receipt)
+  memory.remember(accountId, key, { ...stored, ...answer, answer: true })
+  return answerOf(answer)
 }
 
 /** A run's result as its Idempotency-Key stores it: how fresh the data was at `servedAt`. */
