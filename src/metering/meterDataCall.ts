@@ -359,19 +359,29 @@ const replayedAnswer = (resultJson: string, receipt: Receipt) => {
 /**
  * A replay's outcome from its JSON and receipt. REST answers the JSON; the envelope's objects are
  * parsed from it only if a surface asks for them (MCP's structured content).
+ *
+ * A class, for its getter on the prototype: an object literal with a getter gets a hidden class of
+ * its own (V8 keeps accessors in the class), made in the old generation on every replay, and that
+ * class holds the getter's closure and through it the replay's JSON, so every replay's answer
+ * outlived the young generation (docs/performance.md, round 22).
  */
-const answerOf = ({ json, receipt }: { readonly json: string; readonly receipt: Receipt }): CallOutcome => {
-  let envelope: Envelope | undefined
-  return {
-    get envelope() {
-      envelope ??= JSON.parse(json) as Envelope
-      return envelope
-    },
-    receipt,
-    json,
-    replayed: true
+class ReplayOutcome implements CallOutcome {
+  readonly replayed = true
+  readonly json: string
+  readonly receipt: Receipt
+  private parsed: Envelope | undefined
+  constructor(json: string, receipt: Receipt) {
+    this.json = json
+    this.receipt = receipt
+  }
+  get envelope(): Envelope {
+    this.parsed ??= JSON.parse(this.json) as Envelope
+    return this.parsed
   }
 }
+
+const answerOf = ({ json, receipt }: { readonly json: string; readonly receipt: Receipt }): CallOutcome =>
+  new ReplayOutcome(json, receipt)
 
 const replayOf = (resultJson: string, receipt: Receipt): CallOutcome =>
   answerOf(replayedAnswer(resultJson, receipt))

@@ -1,4 +1,4 @@
-import type { Effect, Schema } from "effect"
+import { Effect, type Schema } from "effect"
 import type { AnyDeclaration, AnyRule, OperationDeclaration } from "../contract/declaration.ts"
 import type { InvalidInput, NotFound, PayloadTooLarge, UpstreamUnavailable } from "../contract/errors.ts"
 import type { Freshness, Served } from "../domain/freshness.ts"
@@ -32,11 +32,24 @@ export interface RunResult {
 
 export type RunError = UpstreamUnavailable | NotFound | InvalidInput | PayloadTooLarge
 
-/** What an implementation provides: `prepare` quotes with the declared price rule, `run` fetches. */
+/**
+ * What an implementation provides, as generator functions: `*prepare` quotes with the declared
+ * price rule, `*run` fetches. `implement` makes each an Effect function once (`Effect.fnUntraced`),
+ * so a call runs a generator of that one function. A fresh `Effect.gen(function* () {...})` per
+ * call made a generator function per call, and V8 gives each one's prototype object hidden classes
+ * of its own, in the old generation, that keep the call's objects from dying young
+ * (docs/performance.md, round 22).
+ */
 export interface Implementation<Params, Args, R, Rule extends AnyRule = AnyRule> {
   /** Validate, clean identifiers and quote the call with `price`, the declaration's rule. */
-  readonly prepare: (params: Params, price: Rule) => Effect.Effect<Prepared<Args>, InvalidInput>
+  readonly prepare: (params: Params, price: Rule) => Effect.fn.Return<Prepared<Args>, InvalidInput>
   /** The upstream call through the cache. */
+  readonly run: (args: Args, context: RunContext) => Effect.fn.Return<RunResult, RunError, R>
+}
+
+/** The same as functions that return an effect, for operations that exist only in tests. */
+export interface EffectImplementation<Params, Args, R, Rule extends AnyRule = AnyRule> {
+  readonly prepare: (params: Params, price: Rule) => Effect.Effect<Prepared<Args>, InvalidInput>
   readonly run: (args: Args, context: RunContext) => Effect.Effect<RunResult, RunError, R>
 }
 
@@ -69,6 +82,20 @@ export const implement = <D extends AnyDeclaration, Args, R>(
   declaration: D,
   implementation: Implementation<D["params"]["Type"], Args, R, D["price"]["rule"]>,
   speculative = true
+): Operation<D, Args, R> =>
+  withEffects(
+    declaration,
+    {
+      prepare: Effect.fnUntraced(implementation.prepare),
+      run: Effect.fnUntraced(implementation.run)
+    },
+    speculative
+  )
+
+const withEffects = <D extends AnyDeclaration, Args, R>(
+  declaration: D,
+  implementation: EffectImplementation<D["params"]["Type"], Args, R, D["price"]["rule"]>,
+  speculative: boolean
 ): Operation<D, Args, R> => ({
   ...declaration,
   prepare: (params) => implementation.prepare(params, declaration.price.rule),
@@ -83,9 +110,9 @@ export const implement = <D extends AnyDeclaration, Args, R>(
  */
 export const defineOperation = <Fields extends Schema.Struct.Fields, Rule extends AnyRule, Args, R>(
   operation: TestDeclaration<Fields, Rule> &
-    Implementation<Schema.Struct<Fields>["Type"], Args, R, Rule> & { readonly speculative?: boolean }
+    EffectImplementation<Schema.Struct<Fields>["Type"], Args, R, Rule> & { readonly speculative?: boolean }
 ): Operation<TestDeclaration<Fields, Rule>, Args, R> =>
-  implement<TestDeclaration<Fields, Rule>, Args, R>(operation, operation, operation.speculative ?? false)
+  withEffects<TestDeclaration<Fields, Rule>, Args, R>(operation, operation, operation.speculative ?? false)
 
 type TestDeclaration<Fields extends Schema.Struct.Fields, Rule extends AnyRule> = OperationDeclaration<
   string,

@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as forum from "../../contract/operations/forum.ts"
 import { forumUrlOf, parseForumUrl } from "../../domain/identifiers/index.ts"
@@ -6,19 +5,14 @@ import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
 export const resolveForumUrl = implement(forum.resolveForumUrl, {
-  prepare: (params, price) =>
-    Effect.map(
-      cleaned("url", (hosts) => parseForumUrl(params.url, hosts)),
-      (target) => ({
-        args: target,
-        quote: price()
-      })
-    ),
-  run: (target, context) =>
-    Effect.gen(function* () {
-      const url = forumUrlOf(target, yield* PlatformHosts)
-      const fetched = yield* fetchVia(context.freshness, "resolveForumUrl", url)
-      if (fetched.value === undefined) return yield* notFound(`No ${target.type} at ${url}.`)
-      return served(fetched, fetched.value)
-    })
+  *prepare(params, price) {
+    const target = yield* cleaned("url", (hosts) => parseForumUrl(params.url, hosts))
+    return { args: target, quote: price() }
+  },
+  *run(target, context) {
+    const url = forumUrlOf(target, yield* PlatformHosts)
+    const fetched = yield* fetchVia(context.freshness, "resolveForumUrl", url)
+    if (fetched.value === undefined) return yield* notFound(`No ${target.type} at ${url}.`)
+    return served(fetched, fetched.value)
+  }
 })

@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as microblog from "../../contract/operations/microblog.ts"
 import { parseTweetId } from "../../domain/identifiers/index.ts"
@@ -6,17 +5,14 @@ import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, notFound, served } from "../support.ts"
 
 export const getTweet = implement(microblog.getTweet, {
-  prepare: (params, price) =>
-    Effect.map(
-      cleaned("id", (hosts) => parseTweetId(params.id, hosts)),
-      (id) => ({ args: { id }, quote: price() })
-    ),
-  run: ({ id }, context) =>
-    Effect.gen(function* () {
-      const hosts = yield* PlatformHosts
-      const fetched = yield* fetchVia(context.freshness, "getTweet", id)
-      if (fetched.value === undefined)
-        return yield* notFound(`No ${hosts.microblog} tweet with the id ${id}.`)
-      return served(fetched, fetched.value)
-    })
+  *prepare(params, price) {
+    const id = yield* cleaned("id", (hosts) => parseTweetId(params.id, hosts))
+    return { args: { id }, quote: price() }
+  },
+  *run({ id }, context) {
+    const hosts = yield* PlatformHosts
+    const fetched = yield* fetchVia(context.freshness, "getTweet", id)
+    if (fetched.value === undefined) return yield* notFound(`No ${hosts.microblog} tweet with the id ${id}.`)
+    return served(fetched, fetched.value)
+  }
 })

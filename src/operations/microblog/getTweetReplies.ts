@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import { PlatformHosts } from "../../config.ts"
 import * as microblog from "../../contract/operations/microblog.ts"
 import { parseTweetId } from "../../domain/identifiers/index.ts"
@@ -6,19 +5,17 @@ import { implement } from "../Operation.ts"
 import { cleaned, fetchVia, pageResult } from "../support.ts"
 
 export const getTweetReplies = implement(microblog.getTweetReplies, {
-  prepare: (params, price) =>
-    Effect.map(
-      cleaned("id", (hosts) => parseTweetId(params.id, hosts)),
-      (id) => ({
-        args: { id, sort: params.sort ?? "top", cursor: params.cursor },
-        quote: price(),
-        continuation: params.cursor !== undefined
-      })
-    ),
-  run: ({ id, sort, cursor }, context) =>
-    Effect.gen(function* () {
-      const hosts = yield* PlatformHosts
-      const fetched = yield* fetchVia(context.freshness, "getTweetReplies", id, sort, cursor)
-      return yield* pageResult(fetched, "replies", `No ${hosts.microblog} tweet with the id ${id}.`)
-    })
+  *prepare(params, price) {
+    const id = yield* cleaned("id", (hosts) => parseTweetId(params.id, hosts))
+    return {
+      args: { id, sort: params.sort ?? "top", cursor: params.cursor },
+      quote: price(),
+      continuation: params.cursor !== undefined
+    }
+  },
+  *run({ id, sort, cursor }, context) {
+    const hosts = yield* PlatformHosts
+    const fetched = yield* fetchVia(context.freshness, "getTweetReplies", id, sort, cursor)
+    return yield* pageResult(fetched, "replies", `No ${hosts.microblog} tweet with the id ${id}.`)
+  }
 })

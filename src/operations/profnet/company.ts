@@ -18,35 +18,34 @@ export interface CompanyLookup {
  * A company by slug or website domain. A domain is verified against the company's website on
  * first use and remembered; a domain resolved before is refunded its surcharge.
  */
-export const lookupCompany = (ref: CompanyId, freshness: Freshness) =>
-  Effect.gen(function* () {
-    if ("slug" in ref) {
-      const fetched = yield* fetchVia(freshness, "getCompany", ref)
-      if (fetched.value === undefined) {
-        return yield* notFound(
-          `No company with the slug "${ref.slug}". Check the slug after /company/ in its URL.`
-        )
-      }
-      return { company: fetched.value, refunds: [], served: fetched.served, fetchedAt: fetched.fetchedAt }
+export const lookupCompany = Effect.fnUntraced(function* (ref: CompanyId, freshness: Freshness) {
+  if ("slug" in ref) {
+    const fetched = yield* fetchVia(freshness, "getCompany", ref)
+    if (fetched.value === undefined) {
+      return yield* notFound(
+        `No company with the slug "${ref.slug}". Check the slug after /company/ in its URL.`
+      )
     }
-    const domains = yield* Domains
-    const knownSlug = yield* domains.known(ref.domain)
-    const fetched = yield* fetchVia(
-      freshness,
-      "getCompany",
-      knownSlug === undefined ? ref : { slug: knownSlug }
-    )
-    const company = fetched.value
-    if (company === undefined || company.domain !== ref.domain) {
-      const closest = yield* fetchVia("recent", "closestDomains", ref.domain, 5)
-      return yield* new InvalidInput({
-        message: `No company's website could be verified for "${ref.domain}". Closest known domains: ${closest.value.join(", ") || "none"}. Send one of them, the company URL or its slug.`,
-        param: "identifier",
-        closest_matches: closest.value
-      })
-    }
-    if (knownSlug === undefined) yield* domains.remember(ref.domain, company.slug)
-    const refunds: ReadonlyArray<Refund> =
-      knownSlug === undefined ? [] : [{ reason: "domain_resolved_before", credits: domainSurcharge }]
-    return { company, refunds, served: fetched.served, fetchedAt: fetched.fetchedAt }
-  })
+    return { company: fetched.value, refunds: [], served: fetched.served, fetchedAt: fetched.fetchedAt }
+  }
+  const domains = yield* Domains
+  const knownSlug = yield* domains.known(ref.domain)
+  const fetched = yield* fetchVia(
+    freshness,
+    "getCompany",
+    knownSlug === undefined ? ref : { slug: knownSlug }
+  )
+  const company = fetched.value
+  if (company === undefined || company.domain !== ref.domain) {
+    const closest = yield* fetchVia("recent", "closestDomains", ref.domain, 5)
+    return yield* new InvalidInput({
+      message: `No company's website could be verified for "${ref.domain}". Closest known domains: ${closest.value.join(", ") || "none"}. Send one of them, the company URL or its slug.`,
+      param: "identifier",
+      closest_matches: closest.value
+    })
+  }
+  if (knownSlug === undefined) yield* domains.remember(ref.domain, company.slug)
+  const refunds: ReadonlyArray<Refund> =
+    knownSlug === undefined ? [] : [{ reason: "domain_resolved_before", credits: domainSurcharge }]
+  return { company, refunds, served: fetched.served, fetchedAt: fetched.fetchedAt }
+})

@@ -34,20 +34,20 @@ export class Problems extends Context.Service<
           headers
         })
       }
-      const fromUnknown = (cause: Cause.Cause<unknown>) =>
-        Effect.gen(function* () {
-          const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
-          if (isApiError(failure)) return render(failure)
-          // The client hung up: nobody reads this answer, and it is not a failure of ours.
-          if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
-          const traceId = yield* ids.newId("trace")
-          yield* Effect.logError("request failed", { traceId }, Cause.pretty(cause))
-          return render(
-            new Internal({
-              message: `The service failed while handling this call (trace ${traceId}). Retry once; if it fails again, report this id.`
-            })
-          )
-        })
+      // One generator function for every call (see `implement` in src/operations/Operation.ts).
+      const fromUnknown = Effect.fnUntraced(function* (cause: Cause.Cause<unknown>) {
+        const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
+        if (isApiError(failure)) return render(failure)
+        // The client hung up: nobody reads this answer, and it is not a failure of ours.
+        if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
+        const traceId = yield* ids.newId("trace")
+        yield* Effect.logError("request failed", { traceId }, Cause.pretty(cause))
+        return render(
+          new Internal({
+            message: `The service failed while handling this call (trace ${traceId}). Retry once; if it fails again, report this id.`
+          })
+        )
+      })
       return Problems.of({ render, fromUnknown })
     })
   )
