@@ -50,13 +50,15 @@ export const envelopeResponse = (outcome: CallOutcome, extra: Record<string, str
     "x-credits-charged": outcome.replayed ? "0" : String(outcome.receipt.charged),
     ...(outcome.replayed ? { "idempotent-replayed": "true" } : {})
   }
-  if (outcome.json === undefined) return HttpServerResponse.jsonUnsafe(outcome.envelope, { headers })
-  return HttpServerResponse.text(outcome.json, {
-    contentType: "application/json",
+  const { json } = outcome
+  if (json === undefined) return HttpServerResponse.jsonUnsafe(outcome.envelope, { headers })
+  const contentType = "application/json"
+  return HttpServerResponse.text(json, {
+    contentType,
     headers: {
       ...headers,
-      "content-type": "application/json",
-      "content-length": String(Buffer.byteLength(outcome.json)),
+      "content-type": contentType,
+      "content-length": String(Buffer.byteLength(json)),
       "cache-control": "no-store"
     }
   })
