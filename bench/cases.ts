@@ -41,6 +41,63 @@ export interface CaseResult {
   /** How late the service's event loop turned during the case: 99th percentile and longest, in ms. */
   readonly loopDelayP99Ms?: number | undefined
   readonly loopDelayMaxMs?: number | undefined
+  /** The cache hits' group commit during the case, from the service's /metrics (cases that charged hits). */
+  readonly groupCommit?: GroupCommit | undefined
+}
+
+/** The group commit's histograms over a case: their counts and the means of their sums. */
+export interface GroupCommit {
+  readonly statements: number
+  readonly meanBatch: number
+  /** A hit's mean wait in the queue before a statement took it, in ms. */
+  readonly meanWaitMs: number
+  /** A statement's mean time, from its batch taken off the queue to its result, in ms. */
+  readonly meanStatementMs: number
+  /** Statements that took over 10 ms (the histogram's bucket boundary), as a share of all. */
+  readonly statementsOver10Ms: number
+}
+
+const groupCommitSeries = [
+  "svc_hit_charge_batch_size_count",
+  "svc_hit_charge_batch_size_sum",
+  "svc_hit_charge_wait_seconds_count",
+  "svc_hit_charge_wait_seconds_sum",
+  "svc_hit_charge_statement_seconds_count",
+  "svc_hit_charge_statement_seconds_sum",
+  'svc_hit_charge_statement_seconds_bucket{le="0.01"}'
+] as const
+
+/** The group commit's series now, read from the service's metrics page (undefined if it has none). */
+const groupCommitNow = async (service: Service): Promise<Map<string, number> | undefined> => {
+  const response = await fetch(`${service.url}/metrics`, {
+    headers: { authorization: `Bearer ${service.adminToken}` }
+  }).catch(() => undefined)
+  if (response === undefined || !response.ok) return undefined
+  const values = new Map<string, number>()
+  for (const line of (await response.text()).split("\n")) {
+    const series = groupCommitSeries.find((name) => line.startsWith(`${name} `))
+    if (series !== undefined) values.set(series, Number(line.slice(series.length + 1)))
+  }
+  return values
+}
+
+const groupCommitBetween = (
+  before: Map<string, number> | undefined,
+  after: Map<string, number> | undefined
+): GroupCommit | undefined => {
+  if (before === undefined || after === undefined) return undefined
+  const delta = (series: (typeof groupCommitSeries)[number]) =>
+    (after.get(series) ?? 0) - (before.get(series) ?? 0)
+  const statements = delta("svc_hit_charge_statement_seconds_count")
+  const waits = delta("svc_hit_charge_wait_seconds_count")
+  if (statements <= 0 || waits <= 0) return undefined
+  return {
+    statements,
+    meanBatch: delta("svc_hit_charge_batch_size_sum") / Math.max(1, delta("svc_hit_charge_batch_size_count")),
+    meanWaitMs: (delta("svc_hit_charge_wait_seconds_sum") / waits) * 1000,
+    meanStatementMs: (delta("svc_hit_charge_statement_seconds_sum") / statements) * 1000,
+    statementsOver10Ms: 1 - delta('svc_hit_charge_statement_seconds_bucket{le="0.01"}') / statements
+  }
 }
 
 export interface StoreResult {
@@ -241,6 +298,7 @@ export const runCase = async (
   const database = store === "postgres" && isLocalServer(options.pg)
   const databaseCpu = () => (database ? postgresCpu() : new Map<number, number>())
   const databaseBefore = databaseCpu()
+  const groupCommitBefore = await groupCommitNow(service)
   const cpuBefore = service.cpuUs()
   service.allocation?.begin()
   const load = await runLoad({
@@ -257,6 +315,7 @@ export const runCase = async (
   const cpuAfter = service.cpuUs()
   const databaseAfter = databaseCpu()
   const allocation = await service.allocation?.end()
+  const groupCommit = groupCommitBetween(groupCommitBefore, await groupCommitNow(service))
   return {
     store,
     name: testCase.name,
@@ -266,6 +325,7 @@ export const runCase = async (
     note: testCase.note,
     cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests),
     databaseCpuUsPerRequest: postgresCpuUsBetween(databaseBefore, databaseAfter, load.requests),
+    ...(groupCommit === undefined ? {} : { groupCommit }),
     ...(rate === undefined ? {} : { fixedRate: rate }),
     ...(warm === undefined ? {} : { warmUpRps: warm.rps }),
     ...(allocation === undefined || load.requests === 0

@@ -1,6 +1,8 @@
 import {
   recordCacheLookup,
   recordHitChargeBatch,
+  recordHitChargeStatement,
+  recordHitChargeWait,
   recordMeteredCall,
   recordRequest
 } from "../src/observability/metrics.ts"
@@ -35,8 +37,9 @@ export interface MetricsComparison {
 
 /**
  * The metrics work of one metered cache hit, alone and a million times over: the route's label,
- * the request's counter and histogram, the call's outcome and credits, the cache lookup and the
- * group commit's batch size (one per request here; shared by several under load).
+ * the request's counter and histogram, the call's outcome and credits, the cache lookup, the hit's
+ * wait in the group commit's queue, and the statement's batch size and time (one per request here;
+ * shared by several under load).
  */
 const isolatedMetricsWork = (): number => {
   const routeOf = routeLabeller(["/v1/profnet/profiles"], () => ({ paths: {} }) as never)
@@ -45,6 +48,8 @@ const isolatedMetricsWork = (): number => {
     const started = performance.now()
     recordCacheLookup(true)
     recordHitChargeBatch(1)
+    recordHitChargeWait(0.0001)
+    recordHitChargeStatement(0.002)
     recordMeteredCall("getProfile", "profnet", "ok", funding)
     recordRequest(
       routeOf("/v1/profnet/profiles?identifier=x"),

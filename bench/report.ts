@@ -78,6 +78,9 @@ export const loadTable = (rows: ReadonlyArray<CaseResult>, baselineRps: number):
               row.note ?? "",
               row.fixedRate === undefined ? "" : `sent at ${row.fixedRate} req/s, evenly spaced (open loop)`,
               row.warmUpRps === undefined ? "" : `after a warm-up at ${fixed(row.warmUpRps, 0)} req/s`,
+              row.groupCommit === undefined
+                ? ""
+                : `group commit: ${row.groupCommit.statements} statements of ${fixed(row.groupCommit.meanBatch, 1)} hits, a hit's wait ${fixed(row.groupCommit.meanWaitMs, 2)} ms, a statement ${fixed(row.groupCommit.meanStatementMs, 2)} ms (mean; ${fixed(100 * row.groupCommit.statementsOver10Ms, 1)}% over 10 ms)`,
               row.load.runnerDelay === undefined
                 ? ""
                 : `the runner's own loop late p99 ${fixed(row.load.runnerDelay.p99Ms, 1)} / max ${fixed(row.load.runnerDelay.maxMs, 1)} ms`

@@ -4,7 +4,11 @@ import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
-import { recordHitChargeBatch } from "../observability/metrics.ts"
+import {
+  recordHitChargeBatch,
+  recordHitChargeStatement,
+  recordHitChargeWait
+} from "../observability/metrics.ts"
 import { TopupWake } from "../payments/TopupWake.ts"
 import { Settings } from "../services/Settings.ts"
 import { PgliteClient } from "../store/PgliteClient.ts"
@@ -89,14 +93,21 @@ export class HitCharges extends Context.Service<
       const batching = Option.isSome(yield* Effect.serviceOption(PgliteClient))
         ? hitBatching.pglite
         : hitBatching.postgres
-      type Waiting = { readonly input: HitInput; readonly done: Deferred.Deferred<HitOutcome, SqlError> }
+      type Waiting = {
+        readonly input: HitInput
+        readonly done: Deferred.Deferred<HitOutcome, SqlError>
+        /** When it was queued (`performance.now()`), for the wait's metric. */
+        readonly queuedAt: number
+      }
       const waiting = yield* Queue.unbounded<Waiting>()
       const accountsUnderWay = new Set<string>()
 
       // hot path
       const chargeBatch = (batch: ReadonlyArray<Waiting>) =>
         Effect.flatMap(freeTierTerms(settings, policy.freeCreditsPerIpDay), (terms) => {
+          const started = performance.now()
           recordHitChargeBatch(batch.length)
+          for (const { queuedAt } of batch) recordHitChargeWait((started - queuedAt) / 1000)
           const items = batch.map(({ input }) => ({
             call_id: input.callId,
             account_id: input.accountId,
@@ -123,6 +134,7 @@ export class HitCharges extends Context.Service<
             ),
             (exit) =>
               Effect.sync(() => {
+                recordHitChargeStatement((performance.now() - started) / 1000)
                 if (exit._tag === "Failure") {
                   for (const { done } of batch) Deferred.doneUnsafe(done, Exit.failCause(exit.cause))
                   return
@@ -160,7 +172,7 @@ export class HitCharges extends Context.Service<
         accountsUnderWay.add(input.accountId)
         // The queue is unbounded: offering never waits.
         const done = Deferred.makeUnsafe<HitOutcome, SqlError>()
-        Queue.offerUnsafe(waiting, { input, done })
+        Queue.offerUnsafe(waiting, { input, done, queuedAt: performance.now() })
         return Effect.ensuring(
           Deferred.await(done),
           Effect.sync(() => accountsUnderWay.delete(input.accountId))

@@ -164,6 +164,27 @@ export const recordHitChargeBatch = (size: number) => {
   if (recording.on) batchSizes.updateUnsafe(size, defaults)
 }
 
+const hitChargeWaits = Metric.histogram("svc_hit_charge_wait_seconds", {
+  description: "Time a cache hit waited in the group-commit queue before a statement took it",
+  boundaries: seconds
+})
+const hitChargeStatements = Metric.histogram("svc_hit_charge_statement_seconds", {
+  description: "Time one group-commit statement took, from its batch taken off the queue to its result",
+  boundaries: seconds
+})
+
+/**
+ * A group-commit statement's timings: each hit's wait in the queue, then the statement itself, so
+ * that a slow cache hit can be told apart as the database's (the statement) or the batching's (the
+ * wait).
+ */
+export const recordHitChargeWait = (elapsedSeconds: number) => {
+  if (recording.on) hitChargeWaits.updateUnsafe(elapsedSeconds, defaults)
+}
+export const recordHitChargeStatement = (elapsedSeconds: number) => {
+  if (recording.on) hitChargeStatements.updateUnsafe(elapsedSeconds, defaults)
+}
+
 const cacheHits = Metric.counter("svc_cache_lookups_total", {
   description:
     "Upstream-copy lookups by result: hit (a young copy served) or miss (fetched live or fallen back)",

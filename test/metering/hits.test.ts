@@ -43,6 +43,12 @@ const warmed = Effect.gen(function* () {
 
 const count = (rows: ReadonlyArray<Record<string, unknown>>) => Number(rows[0]?.n ?? 0)
 
+/** The value of one series on the metrics page (0 when absent). */
+const seriesValue = (page: string, series: string): number => {
+  const line = page.split("\n").find((candidate) => candidate.startsWith(`${series} `))
+  return line === undefined ? 0 : Number(line.slice(series.length + 1))
+}
+
 describe(`cache hits charged in one statement (${storeName})`, () => {
   layer(testApp(operations), { timeout: 120_000, excludeTestServices: true })((it) => {
     it.effect(
@@ -304,6 +310,45 @@ describe(`cache hits charged in one statement (${storeName})`, () => {
           assert.strictEqual(Number(counted[0]!.spent), spent)
         }
       })
+    )
+
+    it.effect(
+      "a hit's group commit is timed on /metrics: its wait in the queue, the statement, the batch",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const slug = yield* warmed
+          const account = yield* paid(1000)
+          const scrape = Effect.map(
+            app.call("/metrics", { headers: { authorization: "Bearer test-admin-token" } }),
+            (reply) => {
+              assert.strictEqual(reply.status, 200)
+              return reply.body as string
+            }
+          )
+          const before = yield* scrape
+          const hit = yield* account.call(profile(slug))
+          assert.strictEqual(hit.body.freshness.served, "recent")
+          const after = yield* scrape
+          const delta = (series: string) => seriesValue(after, series) - seriesValue(before, series)
+          // One hit: one wait, one statement, one batch (of one).
+          for (const series of [
+            "svc_hit_charge_wait_seconds_count",
+            "svc_hit_charge_statement_seconds_count",
+            "svc_hit_charge_batch_size_count",
+            "svc_hit_charge_batch_size_sum"
+          ])
+            assert.strictEqual(delta(series), 1, series)
+          const statement = delta("svc_hit_charge_statement_seconds_sum")
+          assert.isAbove(statement, 0)
+          assert.isBelow(statement, 60)
+          assert.isAtLeast(delta("svc_hit_charge_wait_seconds_sum"), 0)
+          // Each statement counted falls in a bucket: the histogram's buckets end at +Inf with all of them.
+          assert.strictEqual(
+            delta('svc_hit_charge_statement_seconds_bucket{le="+Inf"}'),
+            delta("svc_hit_charge_statement_seconds_count")
+          )
+        })
     )
 
     it.effect(
