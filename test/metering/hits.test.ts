@@ -7,6 +7,7 @@ import { makeWorld } from "../../src/upstream/world/index.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { appInstance, TestApp, testApp, testSeed } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
+import { scrapeMetrics, seriesValue } from "../support/metrics.ts"
 
 const world = makeWorld(testSeed)
 const slugs = (() => {
@@ -42,12 +43,6 @@ const warmed = Effect.gen(function* () {
 })
 
 const count = (rows: ReadonlyArray<Record<string, unknown>>) => Number(rows[0]?.n ?? 0)
-
-/** The value of one series on the metrics page (0 when absent). */
-const seriesValue = (page: string, series: string): number => {
-  const line = page.split("\n").find((candidate) => candidate.startsWith(`${series} `))
-  return line === undefined ? 0 : Number(line.slice(series.length + 1))
-}
 
 describe(`cache hits charged in one statement (${storeName})`, () => {
   layer(testApp(operations), { timeout: 120_000, excludeTestServices: true })((it) => {
@@ -316,20 +311,12 @@ describe(`cache hits charged in one statement (${storeName})`, () => {
       "a hit's group commit is timed on /metrics: its wait in the queue, the statement, the batch",
       () =>
         Effect.gen(function* () {
-          const app = yield* TestApp
           const slug = yield* warmed
           const account = yield* paid(1000)
-          const scrape = Effect.map(
-            app.call("/metrics", { headers: { authorization: "Bearer test-admin-token" } }),
-            (reply) => {
-              assert.strictEqual(reply.status, 200)
-              return reply.body as string
-            }
-          )
-          const before = yield* scrape
+          const before = yield* scrapeMetrics
           const hit = yield* account.call(profile(slug))
           assert.strictEqual(hit.body.freshness.served, "recent")
-          const after = yield* scrape
+          const after = yield* scrapeMetrics
           const delta = (series: string) => seriesValue(after, series) - seriesValue(before, series)
           // One hit: one wait, one statement, one batch (of one).
           for (const series of [

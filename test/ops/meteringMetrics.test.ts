@@ -4,24 +4,10 @@ import { defaultPolicy } from "../../src/domain/policy.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
+import { operatorHeaders, scrapeMetrics as scrape, seriesValue } from "../support/metrics.ts"
 import { testOperations } from "../support/testOperations.ts"
 
 const freshIp = ipSequence("10.47")
-const admin = { authorization: "Bearer test-admin-token" }
-
-/** The value of one series on the metrics page (0 when absent). */
-const seriesValue = (page: string, series: string): number => {
-  const line = page.split("\n").find((candidate) => candidate.startsWith(`${series} `))
-  return line === undefined ? 0 : Number(line.slice(series.length + 1))
-}
-
-const scrape = Effect.gen(function* () {
-  const app = yield* TestApp
-  const reply = yield* app.call("/metrics", { headers: admin })
-  assert.strictEqual(reply.status, 200)
-  return reply.body as string
-})
-
 describe(`metering metrics (${storeName})`, () => {
   layer(testApp(testOperations, { policy: { ...defaultPolicy, freeCreditsPerIpDay: 6 } }), {
     timeout: 60_000
@@ -111,7 +97,7 @@ describe(`METRICS=off (${storeName})`, () => {
     it.effect("serves no /metrics", () =>
       Effect.gen(function* () {
         const app = yield* TestApp
-        const reply = yield* app.call("/metrics", { headers: admin })
+        const reply = yield* app.call("/metrics", { headers: operatorHeaders })
         assert.strictEqual(reply.status, 404)
       })
     )

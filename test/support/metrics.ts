@@ -1,0 +1,20 @@
+import { assert } from "@effect/vitest"
+import { Effect } from "effect"
+import { TestApp } from "./app.ts"
+
+/** The value of one series on the metrics page (0 when absent). */
+export const seriesValue = (page: string, series: string): number => {
+  const line = page.split("\n").find((candidate) => candidate.startsWith(`${series} `))
+  return line === undefined ? 0 : Number(line.slice(series.length + 1))
+}
+
+/** The test app's operator token, as `/metrics` takes it. */
+export const operatorHeaders = { authorization: "Bearer test-admin-token" }
+
+/** The test app's metrics page, read with the operator's token. */
+export const scrapeMetrics = Effect.gen(function* () {
+  const app = yield* TestApp
+  const reply = yield* app.call("/metrics", { headers: operatorHeaders })
+  assert.strictEqual(reply.status, 200)
+  return reply.body as string
+})
