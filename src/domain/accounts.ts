@@ -15,6 +15,16 @@ export interface Account {
   readonly alertThreshold: number
 }
 
+/**
+ * An account's and a spend key's identity versions as they were read together: every change that
+ * matters to authentication bumps its row's (migrations/0021_identity_versions.sql), so a cache
+ * hit's charge can tell a remembered key still current.
+ */
+export interface IdentityVersions {
+  readonly account: number
+  readonly key: number
+}
+
 /** A spend key as the service reads it; its secret is never stored, only its hash and hint. */
 export interface KeyRecord {
   readonly id: string

@@ -2,6 +2,7 @@ import { Context, Deferred, Effect, Exit, Layer, Option, Queue, Schema } from "e
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
+import type { IdentityVersions } from "../domain/accounts.ts"
 import type { Refund } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
 import {
@@ -31,14 +32,28 @@ export interface HitInput {
   /** The call's result as its Idempotency-Key stores it (`CallResult` as JSON). */
   readonly result: string
   readonly now: number
+  /**
+   * The identity versions of a principal not yet confirmed (`Principal.unconfirmed`): the charge
+   * is declined as `identity` unless both are still current.
+   */
+  readonly versions: IdentityVersions | undefined
 }
 
 /**
  * Why a hit was not charged: the full path decides each of these (its errors, its alert, its
  * replay), so nothing here is an answer to the caller. `pending`: another hit of the account is
- * being charged by this instance (the full path then meets its in-flight rule).
+ * being charged by this instance (the full path then meets its in-flight rule). `identity`: the
+ * principal's versions are no longer current (it is read again).
  */
-export type HitDeclined = "account" | "busy" | "key_cap" | "credits" | "alert" | "key" | "pending"
+export type HitDeclined =
+  | "account"
+  | "busy"
+  | "key_cap"
+  | "credits"
+  | "alert"
+  | "key"
+  | "pending"
+  | "identity"
 
 export type HitOutcome =
   | { readonly _tag: "Charged"; readonly receipt: Receipt; readonly remaining: Remaining }
@@ -47,7 +62,16 @@ export type HitOutcome =
 const decodeHits = Row.decoder(
   Schema.Struct({
     call_id: Schema.String,
-    outcome: Schema.Literals(["charged", "account", "busy", "key_cap", "credits", "alert", "key"]),
+    outcome: Schema.Literals([
+      "charged",
+      "account",
+      "busy",
+      "key_cap",
+      "credits",
+      "alert",
+      "key",
+      "identity"
+    ]),
     call: Schema.NullOr(CallRow),
     spendable: Row.NullableInt,
     cap_left: Row.NullableInt,
@@ -124,6 +148,8 @@ export class HitCharges extends Context.Service<
             now: input.now,
             replay_until: input.now + policy.replayWindowMs,
             tombstone_until: input.now + policy.replayWindowMs + policy.tombstoneMs,
+            account_version: input.versions?.account,
+            key_version: input.versions?.key,
             ...terms
           }))
           return Effect.flatMap(

@@ -14,9 +14,10 @@ import {
   PayloadTooLarge,
   QuoteExceedsMaxCredits,
   RateLimited,
-  TrialCapExceeded
+  TrialCapExceeded,
+  type Unauthorized
 } from "../contract/errors.ts"
-import type { Account, KeyRecord } from "../domain/accounts.ts"
+import type { Account, IdentityVersions, KeyRecord } from "../domain/accounts.ts"
 import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { platformsOf } from "../domain/keyLimits.ts"
@@ -39,6 +40,44 @@ import {
 } from "./Reservations.ts"
 import type { ResultMemory, Stored } from "./ResultMemory.ts"
 import { type CallResult, envelopeJson, envelopeOf, type Receipt, receiptOf } from "./receipt.ts"
+
+/**
+ * How a caller taken from the instance's memory of spend keys, before the reports committed before
+ * the request were applied, is confirmed (`Bearers.authenticateToCharge`). A cache hit's charge
+ * acts on it as it is, checking `versions` in its statement; every other answer confirms it first.
+ */
+export interface Unconfirmed {
+  /** The identity versions it was read at. */
+  readonly versions: IdentityVersions
+  /**
+   * `undefined` when it still holds once every report committed before the call is applied;
+   * otherwise the key and account as the database has them now, or why the key cannot spend.
+   */
+  readonly confirm: Effect.Effect<Identity | undefined, Unauthorized>
+  /** The key and account as the database has them now (its versions were found changed). */
+  readonly reread: Effect.Effect<Identity, Unauthorized>
+}
+
+/** A key and its account. */
+export interface Identity {
+  readonly key: KeyRecord
+  readonly account: Account
+}
+
+/** Whom a data call runs as: the surface's caller, unconfirmed when it came from memory so. */
+export type MeteredCaller = Caller["Service"] & { readonly unconfirmed?: Unconfirmed | undefined }
+
+/**
+ * The caller, taken from memory unconfirmed, no longer holds: the call starts again as `identity`
+ * (read from the database), having kept nothing. Never leaves the front door.
+ */
+class Reauthenticate {
+  readonly _tag = "Reauthenticate"
+  readonly identity: Identity
+  constructor(identity: Identity) {
+    this.identity = identity
+  }
+}
 
 /** What a surface decodes from its wire (a query string, a tool's arguments) for a data call. */
 export interface CallInput {
@@ -106,12 +145,12 @@ interface Admitted<R> {
 // hot path
 export const meterDataCall = <R, E>(
   operation: AnyOperation<R>,
-  caller: Caller["Service"],
+  caller: MeteredCaller,
   input: Effect.Effect<CallInput, E>
 ): Effect.Effect<Metered<E>, never, MeteringServices | R> => {
-  const meter: Meter = { rate: undefined }
+  const meter: Meter = { rate: undefined, unconfirmed: caller.unconfirmed }
   const refused = entitlement(caller.account, caller.key, operation.platform)
-  const call: Effect.Effect<CallOutcome, E | MeteringError, MeteringServices | R> =
+  const call: Effect.Effect<CallOutcome, E | MeteringError | Reauthenticate, MeteringServices | R> =
     refused !== undefined
       ? Effect.fail(refused)
       : Effect.flatMap(input, (decoded) =>
@@ -131,12 +170,24 @@ export const meterDataCall = <R, E>(
             )
           )
         )
-  const answered = Effect.flatMap(Effect.result(call), (result) => {
-    recordOutcome(operation, result)
-    return meter.rate !== undefined
-      ? Effect.succeed({ result, rate: meter.rate })
-      : Effect.map(peekRate(caller.account), (rate) => ({ result, rate }))
-  })
+  // A refusal is answered to a confirmed caller too.
+  const confirmedCall = Effect.catch(call, (failure) =>
+    failure instanceof Reauthenticate
+      ? Effect.fail(failure)
+      : Effect.andThen(confirmed(meter), Effect.fail(failure))
+  )
+  const answered = Effect.flatMap(
+    Effect.result(confirmedCall),
+    (attempt): Effect.Effect<Metered<E>, never, MeteringServices | R> => {
+      if (Result.isFailure(attempt) && attempt.failure instanceof Reauthenticate)
+        return meterDataCall(operation, { ...attempt.failure.identity, ip: caller.ip }, input)
+      const result = attempt as Result.Result<CallOutcome, E | MeteringError>
+      recordOutcome(operation, result)
+      return meter.rate !== undefined
+        ? Effect.succeed({ result, rate: meter.rate })
+        : Effect.map(peekRate(caller.account), (rate) => ({ result, rate }))
+    }
+  )
   // A span only when a tracer exports them (OTEL_EXPORTER_OTLP_ENDPOINT): untraced calls pay one check.
   return Effect.withFiber((fiber) =>
     fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer
@@ -152,6 +203,21 @@ export const meterDataCall = <R, E>(
             attributes: { operation: operation.id, account: caller.account.id, key: caller.key.id }
           })
         )
+  )
+}
+
+/**
+ * Everything but a charged cache hit acts on a confirmed caller: one taken from memory unconfirmed
+ * is confirmed here, once. When it no longer holds the call starts again as the database has it
+ * (`Reauthenticate`), or is refused as UNAUTHORIZED.
+ */
+// hot path
+const confirmed = (meter: Meter): Effect.Effect<void, Unauthorized | Reauthenticate> => {
+  const pending = meter.unconfirmed
+  if (pending === undefined) return Effect.void
+  meter.unconfirmed = undefined
+  return Effect.flatMap(pending.confirm, (fresh) =>
+    fresh === undefined ? Effect.void : Effect.fail(new Reauthenticate(fresh))
   )
 }
 
@@ -185,9 +251,13 @@ const recordOutcome = <E>(operation: AnyOperation, result: Result.Result<CallOut
   )
 }
 
-/** What a call learns on its way that its answer reports: the rate limit as its token left it. */
+/**
+ * What a call learns on its way: the rate limit as its token left it, which its answer reports, and
+ * whether its caller is still to be confirmed.
+ */
 interface Meter {
   rate: RateState | undefined
+  unconfirmed: Unconfirmed | undefined
 }
 
 /** Every problem a metered call can answer besides its surface's decoding. */
@@ -205,6 +275,7 @@ export type MeteringError =
   | Internal
   | ReserveError
   | RunError
+  | Unauthorized
 
 /** The services the front door runs on. */
 export type MeteringServices = AppConfig | Ids | RateLimits | IdempotencyStore | HitCharges | Reservations
@@ -228,7 +299,7 @@ const metered = <R>(call: Admitted<R>, callId: string, restore: Restore, meter: 
         )
       )
     // A cache hit holds nothing; the full way's scope holds its claim and its reservation.
-    return Effect.flatMap(turnedAway(chargeIfHit(call, callId)), (hit) =>
+    return Effect.flatMap(turnedAway(chargeIfHit(call, callId, meter)), (hit) =>
       hit !== undefined
         ? Effect.succeed(hit)
         : Effect.scoped(
@@ -437,27 +508,31 @@ const inFlight = (who: ErrorAccount) =>
 // hot path
 const chargeIfHit = <R>(
   call: Admitted<R>,
-  callId: string
+  callId: string,
+  meter: Meter
 ): Effect.Effect<
   CallOutcome | undefined,
-  ConcurrencyLimit,
+  ConcurrencyLimit | Unauthorized | Reauthenticate,
   AppConfig | IdempotencyStore | HitCharges | R
 > => {
   const key = call.input.idempotencyKey
-  if (key === undefined) return Effect.succeed(undefined)
+  // Anything but a charged hit (a replay, or the full way) confirms the caller first.
+  const unlessCharged = (hit: CallOutcome | undefined) =>
+    hit !== undefined && !hit.replayed ? Effect.succeed(hit) : Effect.as(confirmed(meter), hit)
+  if (key === undefined) return unlessCharged(undefined)
   const { input, operation, caller } = call
   return Effect.flatMap(IdempotencyStore, ({ results: memory }) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const remembered = memory.replay(caller.account.id, key, now)
       if (remembered !== undefined)
-        return Effect.succeed(
+        return unlessCharged(
           remembered.fingerprint === call.fingerprint
             ? replayFromMemory(memory, caller.account.id, key, remembered)
             : undefined
         )
       if (!operation.speculative || input.freshness !== "recent" || call.quoted <= 0)
-        return Effect.succeed(undefined)
-      return speculate(call, callId, key, now)
+        return unlessCharged(undefined)
+      return Effect.flatMap(speculate(call, callId, key, now, meter), unlessCharged)
     })
   )
 }
@@ -468,13 +543,16 @@ const speculate = <R>(
   call: Admitted<R>,
   callId: string,
   key: string,
-  now: number
+  now: number,
+  meter: Meter
 ): Effect.Effect<
   CallOutcome | undefined,
-  ConcurrencyLimit,
+  ConcurrencyLimit | Unauthorized | Reauthenticate,
   AppConfig | HitCharges | IdempotencyStore | R
 > => {
   const { input, operation, caller } = call
+  // The charge checks an unconfirmed caller's versions, and so confirms it.
+  const pending = meter.unconfirmed
   const speculation: Speculation = { afterCharge: [] }
   return Effect.flatMap(
     Effect.exit(
@@ -508,7 +586,8 @@ const speculate = <R>(
             idempotencyKey: key,
             fingerprint: call.fingerprint,
             result: stored,
-            now
+            now,
+            versions: pending?.versions
           })
         ).pipe(
           // The statement's fate unknown (a lost connection): the full path finds the key done if it committed.
@@ -519,28 +598,44 @@ const speculate = <R>(
             )
           )
         )
-        return Effect.flatMap(charging, (outcome) => {
-          if (outcome === undefined) return Effect.succeed(undefined)
-          if (outcome._tag === "Declined")
-            return outcome.reason === "pending" ? Effect.fail(inFlight(call.who)) : Effect.succeed(undefined)
-          const writes = Effect.forEach(
-            speculation.afterCharge,
-            (write) =>
-              write.pipe(
-                Effect.catchCause((cause) => Effect.logWarning("write after a charge failed", cause))
-              ),
-            { discard: true }
-          )
-          const envelope = envelopeOf(result, outcome.receipt)
-          return Effect.as(Effect.andThen(writes, rememberResult(call, stored, outcome.receipt)), {
-            envelope,
-            receipt: outcome.receipt,
-            replayed: false,
-            // The data was serialised once, to store it: the answer's JSON is made from that text.
-            json: envelopeJson(stored, outcome.receipt),
-            remaining: outcome.remaining
-          } satisfies CallOutcome)
-        })
+        return Effect.flatMap(
+          charging,
+          (
+            outcome
+          ): Effect.Effect<
+            CallOutcome | undefined,
+            ConcurrencyLimit | Unauthorized | Reauthenticate,
+            AppConfig | IdempotencyStore
+          > => {
+            if (outcome === undefined) return Effect.succeed(undefined)
+            if (outcome._tag === "Declined") {
+              if (outcome.reason === "pending") return Effect.fail(inFlight(call.who))
+              if (outcome.reason === "identity" && pending !== undefined) {
+                meter.unconfirmed = undefined
+                return Effect.flatMap(pending.reread, (identity) => Effect.fail(new Reauthenticate(identity)))
+              }
+              return Effect.succeed(undefined)
+            }
+            meter.unconfirmed = undefined
+            const writes = Effect.forEach(
+              speculation.afterCharge,
+              (write) =>
+                write.pipe(
+                  Effect.catchCause((cause) => Effect.logWarning("write after a charge failed", cause))
+                ),
+              { discard: true }
+            )
+            const envelope = envelopeOf(result, outcome.receipt)
+            return Effect.as(Effect.andThen(writes, rememberResult(call, stored, outcome.receipt)), {
+              envelope,
+              receipt: outcome.receipt,
+              replayed: false,
+              // The data was serialised once, to store it: the answer's JSON is made from that text.
+              json: envelopeJson(stored, outcome.receipt),
+              remaining: outcome.remaining
+            } satisfies CallOutcome)
+          }
+        )
       })
     }
   )

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type { Account, KeyRecord } from "../domain/accounts.ts"
+import type { Account, IdentityVersions, KeyRecord } from "../domain/accounts.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import * as Row from "../store/rows.ts"
 import { Audit } from "./Audit.ts"
@@ -41,7 +41,9 @@ const KeyedAccountRow = Schema.Struct({
   last_used_at: Row.NullableInt,
   key_platforms: Schema.NullOr(Row.Platforms),
   expires_at: Row.NullableInt,
-  parent_key_id: Schema.NullOr(Schema.String)
+  parent_key_id: Schema.NullOr(Schema.String),
+  identity_version: Row.Int,
+  key_version: Row.Int
 })
 
 const decodeAccounts = Row.decoder(AccountRow, "accounts")
@@ -67,7 +69,10 @@ export class Accounts extends Context.Service<
     readonly mintTrial: (ip: string) => Effect.Effect<MintedKey, SqlError>
     readonly findByKey: (
       secret: string
-    ) => Effect.Effect<{ key: KeyRecord; account: Account; lastUsedAt: number | null } | undefined, SqlError>
+    ) => Effect.Effect<
+      { key: KeyRecord; account: Account; lastUsedAt: number | null; versions: IdentityVersions } | undefined,
+      SqlError
+    >
     /** Records a key's use (the caller writes it at most once a minute per key). */
     readonly touchKey: (keyId: string, now: number) => Effect.Effect<void, SqlError>
     readonly get: (accountId: string) => Effect.Effect<Account | undefined, SqlError>
@@ -123,7 +128,7 @@ export class Accounts extends Context.Service<
       const findByKey = Effect.fn("Accounts.findByKey")(function* (secret: string) {
         const rows = yield* sql`
           SELECT a.*, k.id AS key_id, k.hint, k.revoked_at, k.last_used_at, k.platforms AS key_platforms,
-            k.expires_at, k.parent_key_id
+            k.expires_at, k.parent_key_id, k.identity_version AS key_version
           FROM api_keys k JOIN accounts a ON a.id = k.account_id
           WHERE k.secret_hash = ${hashSecret(secret)}`.pipe(Effect.flatMap(decodeKeyedAccounts))
         const row = rows[0]
@@ -139,7 +144,8 @@ export class Accounts extends Context.Service<
             ...(row.parent_key_id === null ? {} : { parentKeyId: row.parent_key_id })
           },
           account: toAccount(row),
-          lastUsedAt: row.last_used_at
+          lastUsedAt: row.last_used_at,
+          versions: { account: row.identity_version, key: row.key_version }
         }
       })
 

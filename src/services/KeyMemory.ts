@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import type { Account, KeyRecord } from "../domain/accounts.ts"
+import type { Account, IdentityVersions, KeyRecord } from "../domain/accounts.ts"
 import { identityPolicy } from "../domain/signIn.ts"
 import { Notifications } from "../store/Notifications.ts"
 
@@ -11,6 +11,8 @@ export interface Remembered {
   readonly principal: { readonly key: KeyRecord; readonly account: Account }
   lastUsedAt: number | null
   readonly until: number
+  /** The versions the principal was read at, which a cache hit's charge checks (`svc_charge_hits`). */
+  readonly versions: IdentityVersions
 }
 
 /**
@@ -26,15 +28,28 @@ export interface Remembered {
  * `keyMemoryMs` passes, for a change rolled back) the account is read from the database on every
  * request. Nothing is remembered until the listener is subscribed, everything is forgotten when it
  * may have missed a report, and an entry lives at most `keyMemoryMs` however quiet the channel is.
+ *
+ * A cache hit need not wait for the reports (`peek`): its charge checks the identity versions the
+ * entry was read at, which the same triggers bump (migrations/0021), in the statement that charges.
+ * Everything else a remembered key does waits for them first (`lookup`, or `confirm` after `peek`).
  */
 export class KeyMemory extends Context.Service<
   KeyMemory,
   {
     /** What is remembered of the key, once every report committed before the call is applied. */
     readonly lookup: (hash: string, now: number) => Effect.Effect<Remembered | undefined>
+    /** What is remembered of the key now, before the reports committed before the call are applied. */
+    readonly peek: (hash: string, now: number) => Remembered | undefined
+    /**
+     * Whether `entry` (from `peek`) is still what is remembered once every report committed before
+     * the call is applied.
+     */
+    readonly confirm: (hash: string, entry: Remembered, now: number) => Effect.Effect<boolean>
     /** Stores what a lookup read, unless something was forgotten since `since` (a `generation()`). */
     readonly remember: (hash: string, entry: Remembered, since: number, now: number) => void
     readonly generation: () => number
+    /** Forgets the account's keys: what is remembered of them was found out of date. */
+    readonly forget: (accountId: string) => void
     /** This instance is changing the account: forget it and read it from the database until its report. */
     readonly changing: (accountId: string) => Effect.Effect<void>
   }
@@ -80,11 +95,15 @@ export class KeyMemory extends Context.Service<
       }
       return KeyMemory.of({
         generation: () => generation,
+        forget,
         // An entry missing or expired is read from the database without waiting for the reports.
         lookup: (hash, now) =>
           current(hash, now) === undefined
             ? Effect.undefined
             : Effect.map(reports.caughtUp, (caughtUp) => (caughtUp ? current(hash, now) : undefined)),
+        peek: current,
+        confirm: (hash, entry, now) =>
+          Effect.map(reports.caughtUp, (caughtUp) => caughtUp && current(hash, now) === entry),
         remember: (hash, entry, since, now) => {
           if (!listening || since !== generation) return
           const accountId = entry.principal.account.id

@@ -28,6 +28,9 @@ describe(`revocation across instances (${storeName})`, () => {
             // Both secrets are in use on B first, so any per-instance memory of them is warm.
             for (const key of [minted.key, created.body.key, token])
               assert.strictEqual((yield* b.call("/v1/usage", { key, ip })).status, 200)
+            const data = (key: string) =>
+              b.call("/v1/profnet/test-echo?value=across", { key, ip, idempotencyKey: crypto.randomUUID() })
+            assert.strictEqual((yield* data(created.body.key)).status, 200)
 
             const revoked = yield* post(
               a,
@@ -36,6 +39,11 @@ describe(`revocation across instances (${storeName})`, () => {
               { key: token, ip }
             )
             assert.strictEqual(revoked.status, 200)
+            // B's first request after it: the data route takes a remembered key unconfirmed; a call that is not a
+            // cache hit confirms it before anything is held or charged.
+            const dataAfterRevoke = yield* data(created.body.key)
+            assert.strictEqual(dataAfterRevoke.status, 401)
+            assert.strictEqual(dataAfterRevoke.body.code, "UNAUTHORIZED")
             const afterRevoke = yield* b.call("/v1/usage", { key: created.body.key, ip })
             assert.strictEqual(afterRevoke.status, 401)
             assert.strictEqual(afterRevoke.body.code, "UNAUTHORIZED")

@@ -12,6 +12,7 @@ import {
 } from "../../domain/secrets.ts"
 import { identityPolicy } from "../../domain/signIn.ts"
 import { noteAccount } from "../../logging.ts"
+import type { Unconfirmed } from "../../metering/meterDataCall.ts"
 import { OAuthServer } from "../../oauth/OAuthServer.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { KeyMemory, type Remembered } from "../../services/KeyMemory.ts"
@@ -21,6 +22,13 @@ import { type Governor, ManagementTokens } from "../../services/ManagementTokens
 export interface Principal {
   readonly key: KeyRecord
   readonly account: Account
+  /**
+   * Set only by `Bearers.authenticateToCharge`, on a spend key taken from this instance's memory
+   * before the reports committed before the request were applied (`KeyMemory.peek`). Only a cache
+   * hit's charge may act on it as it is (the charge checks `versions`); anything else confirms it
+   * first (`meterDataCall`).
+   */
+  readonly unconfirmed?: Unconfirmed
 }
 
 /** Where a bearer is presented: an MCP mount's URL, which an OAuth access token must be for. */
@@ -43,6 +51,11 @@ interface BearerResolver {
   readonly family: string
   readonly claims: (secret: string, context: BearerContext) => boolean
   readonly resolve: (secret: string, context: BearerContext) => Effect.Effect<ResolvedBearer, Unauthorized>
+  /** As `resolve`, but a principal from memory may come unconfirmed (`Principal.unconfirmed`). */
+  readonly resolveToCharge?: (
+    secret: string,
+    context: BearerContext
+  ) => Effect.Effect<ResolvedBearer, Unauthorized>
 }
 
 const spending = (principal: Principal): ResolvedBearer => ({
@@ -73,7 +86,7 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
     secret: string,
     hash: string,
     now: number
-  ): Effect.Effect<ResolvedBearer, Unauthorized> => {
+  ): Effect.Effect<Principal, Unauthorized> => {
     const since = memory.generation()
     return Effect.flatMap(Effect.orDie(accounts.findByKey(secret)), (found) => {
       if (found === undefined || found.key.revoked)
@@ -83,23 +96,58 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
       const fresh: Remembered = {
         principal: { key: found.key, account: found.account },
         lastUsedAt: found.lastUsedAt,
-        until: now + identityPolicy.keyMemoryMs
+        until: now + identityPolicy.keyMemoryMs,
+        versions: found.versions
       }
       memory.remember(hash, fresh, since, now)
-      return Effect.map(touched(fresh, now), spending)
+      return touched(fresh, now)
     })
   }
+  // A remembered principal as it is, with the ways to confirm it.
+  const unconfirmed = (secret: string, hash: string, entry: Remembered, now: number) => {
+    const read = Effect.suspend(() => fromDatabase(secret, hash, now))
+    // Its versions were found changed: what is remembered of the account is out of date.
+    const reread = Effect.suspend(() => {
+      memory.forget(entry.principal.account.id)
+      return fromDatabase(secret, hash, now)
+    })
+    return Effect.map(
+      touched(entry, now),
+      (principal): Principal => ({
+        ...principal,
+        unconfirmed: {
+          versions: entry.versions,
+          confirm: Effect.flatMap(memory.confirm(hash, entry, now), (held) =>
+            held ? Effect.undefined : read
+          ),
+          reread
+        }
+      })
+    )
+  }
+  // hot path
+  const confirmed = (secret: string, hash: string, now: number) =>
+    Effect.flatMap(memory.lookup(hash, now), (entry) =>
+      Effect.map(entry !== undefined ? touched(entry, now) : fromDatabase(secret, hash, now), spending)
+    )
   return {
     family: "spend key",
     claims: (secret) => spendKeyPattern.test(secret),
     // hot path
     resolve: (secret) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now): Effect.Effect<ResolvedBearer, Unauthorized> => confirmed(secret, hashSecret(secret), now)
+      ),
+    // hot path: an entry expired by what is remembered may have been extended since, so it is confirmed.
+    resolveToCharge: (secret) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<ResolvedBearer, Unauthorized> => {
         const hash = hashSecret(secret)
-        return Effect.flatMap(memory.lookup(hash, now), (entry) => {
-          if (entry !== undefined) return Effect.map(touched(entry, now), spending)
-          return fromDatabase(secret, hash, now)
-        })
+        const entry = memory.peek(hash, now)
+        const expiresAt = entry?.principal.key.expiresAt
+        return entry === undefined || (expiresAt !== undefined && expiresAt <= now)
+          ? confirmed(secret, hash, now)
+          : Effect.map(unconfirmed(secret, hash, entry, now), spending)
       })
   }
 }
@@ -189,6 +237,14 @@ export class Bearers extends Context.Service<
       context?: BearerContext
     ) => Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired>
     /**
+     * As `authenticate`, for a metered data call only (`meterDataCall`): a spend key remembered by
+     * this instance comes at once, unconfirmed (`Principal.unconfirmed`).
+     */
+    readonly authenticateToCharge: (
+      secret: string,
+      context?: BearerContext
+    ) => Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired>
+    /**
      * The identity behind a management route's bearer: a management token only. A spend key (or
      * nothing) is AUTH_REQUIRED with the way to sign in.
      */
@@ -228,9 +284,10 @@ export class Bearers extends Context.Service<
       })
 
       // hot path
-      const resolve = (
+      const resolveAs = (
         secret: string,
-        context: BearerContext = {}
+        context: BearerContext,
+        toCharge: boolean
       ): Effect.Effect<ResolvedBearer, KeyRequired | Unauthorized> => {
         if (secret.length === 0) {
           return Effect.fail(
@@ -244,7 +301,11 @@ export class Bearers extends Context.Service<
         if (resolver === undefined) {
           return Effect.fail(new Unauthorized({ message: unrecognizedBearer }))
         }
-        return Effect.tap(resolver.resolve(secret, context), (found) =>
+        const resolved =
+          toCharge && resolver.resolveToCharge !== undefined
+            ? resolver.resolveToCharge(secret, context)
+            : resolver.resolve(secret, context)
+        return Effect.tap(resolved, (found) =>
           noteAccount(
             Result.isSuccess(found.principal)
               ? found.principal.success.account.id
@@ -253,16 +314,19 @@ export class Bearers extends Context.Service<
         )
       }
 
+      const resolve = (secret: string, context: BearerContext = {}) => resolveAs(secret, context, false)
+
       // hot path
-      const authenticate = (
-        secret: string,
-        context: BearerContext = {}
+      const principalOf = (
+        found: ResolvedBearer
       ): Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired> =>
-        Effect.flatMap(resolve(secret, context), (found) =>
-          Result.isSuccess(found.principal)
-            ? Effect.succeed(found.principal.success)
-            : Effect.fail(found.principal.failure)
-        )
+        Result.isSuccess(found.principal)
+          ? Effect.succeed(found.principal.success)
+          : Effect.fail(found.principal.failure)
+      const authenticate = (secret: string, context: BearerContext = {}) =>
+        Effect.flatMap(resolveAs(secret, context, false), principalOf)
+      const authenticateToCharge = (secret: string, context: BearerContext = {}) =>
+        Effect.flatMap(resolveAs(secret, context, true), principalOf)
 
       const clientAddress = (request: HttpServerRequest.HttpServerRequest) =>
         clientIp(
@@ -289,6 +353,7 @@ export class Bearers extends Context.Service<
       return Bearers.of({
         resolve,
         authenticate,
+        authenticateToCharge,
         governor,
         clientAddress,
         clientIp: ipKeyOf
