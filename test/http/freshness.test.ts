@@ -4,17 +4,12 @@ import { operations } from "../../src/operations/registry.ts"
 import { Admin } from "../../src/operator/Admin.ts"
 import { Cache } from "../../src/services/Cache.ts"
 import { Upstream, UpstreamFaults } from "../../src/upstream/Upstream.ts"
-import { makeWorld } from "../../src/upstream/world/index.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
-import { TestApp, testApp, testSeed } from "../support/app.ts"
+import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
+import { profileSlugs } from "../support/profiles.ts"
 
-const world = makeWorld(testSeed)
-const slugs = (() => {
-  const page = world.searchPeople({ keywords: "manager" }, undefined, 30)
-  if (page === "invalid_cursor") throw new Error("unexpected")
-  return page.items.filter((item) => item.public_identifier !== null).map((item) => item.public_identifier!)
-})()
+const slugs = profileSlugs("manager")
 let next = 0
 const nextSlug = () => slugs[next++]!
 const freshIp = ipSequence("10.40")

@@ -8,39 +8,32 @@ import { type CallInput, type Identity, meterDataCall } from "../../src/metering
 import { operations } from "../../src/operations/registry.ts"
 import { KeyMemory } from "../../src/services/KeyMemory.ts"
 import { Bearers } from "../../src/surfaces/common/bearers.ts"
-import { makeWorld } from "../../src/upstream/world/index.ts"
-import { ipSequence, paidKey } from "../support/accounts.ts"
-import { TestApp, testApp, testSeed } from "../support/app.ts"
+import { ipSequence } from "../support/accounts.ts"
+import { testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
+import { paidCaller, profilePath, profileSlugs, slugCycle, warmedProfile } from "../support/profiles.ts"
 
-const world = makeWorld(testSeed)
-const slugs = (() => {
-  const page = world.searchPeople({ keywords: "engineer" }, undefined, 30)
-  if (page === "invalid_cursor") throw new Error("unexpected")
-  return page.items.filter((item) => item.public_identifier !== null).map((item) => item.public_identifier!)
-})()
-let next = 0
-const nextSlug = () => slugs[next++ % slugs.length]!
+const nextSlug = slugCycle(profileSlugs("engineer"))
 const freshIp = ipSequence("10.78")
-const profile = (slug: string) => `/v1/profnet/profiles?identifier=${slug}`
+const profile = profilePath
 const getProfile = operations.find((operation) => operation.id === "getProfile")!
+const paidAccount = paidCaller(freshIp)
+const warmed = warmedProfile(nextSlug, paidAccount)
 
+/** A paid account, with its key's id, and its balance, receipts and identity versions as stored. */
 const paid = (credits: number) =>
   Effect.gen(function* () {
-    const app = yield* TestApp
     const sql = yield* SqlClient.SqlClient
-    const minted = yield* paidKey(freshIp(), credits, "production")
-    const call = (path: string, idempotencyKey: string = crypto.randomUUID()) =>
-      app.call(path, { key: minted.key, ip: minted.ip, idempotencyKey })
+    const account = yield* paidAccount(credits)
     const keyId = String(
-      (yield* Effect.orDie(sql`SELECT id FROM api_keys WHERE account_id = ${minted.account_id}`))[0]!.id
+      (yield* Effect.orDie(sql`SELECT id FROM api_keys WHERE account_id = ${account.account_id}`))[0]!.id
     )
     const balance = Effect.map(
-      Effect.orDie(sql`SELECT balance_credits FROM accounts WHERE id = ${minted.account_id}`),
+      Effect.orDie(sql`SELECT balance_credits FROM accounts WHERE id = ${account.account_id}`),
       (rows) => Number(rows[0]!.balance_credits)
     )
     const receipts = Effect.map(
-      Effect.orDie(sql`SELECT COUNT(*) AS n FROM calls WHERE account_id = ${minted.account_id}`),
+      Effect.orDie(sql`SELECT COUNT(*) AS n FROM calls WHERE account_id = ${account.account_id}`),
       (rows) => Number(rows[0]!.n)
     )
     const versions = Effect.map(
@@ -50,17 +43,8 @@ const paid = (credits: number) =>
       ),
       (rows) => ({ account: Number(rows[0]!.account), key: Number(rows[0]!.key) })
     )
-    return { ...minted, keyId, call, balance, receipts, versions }
+    return { ...account, keyId, balance, receipts, versions }
   })
-
-/** A profile in the shared cache: fetched once live by another account. */
-const warmed = Effect.gen(function* () {
-  const slug = nextSlug()
-  const other = yield* paid(100)
-  const first = yield* other.call(profile(slug))
-  assert.strictEqual(first.body.freshness.served, "realtime")
-  return slug
-})
 
 /** The report of a change, applied by this instance (in process on PGlite, a moment later on PostgreSQL). */
 const forgotten = (hash: string) =>

@@ -4,43 +4,19 @@ import { SqlClient } from "effect/sql"
 import { operations } from "../../src/operations/registry.ts"
 import { Admin } from "../../src/operator/Admin.ts"
 import { makeWorld } from "../../src/upstream/world/index.ts"
-import { ipSequence, paidKey } from "../support/accounts.ts"
+import { ipSequence } from "../support/accounts.ts"
 import { appInstance, TestApp, testApp, testSeed } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { scrapeMetrics, seriesValue } from "../support/metrics.ts"
+import { paidCaller, profilePath, profileSlugs, slugCycle, warmedProfile } from "../support/profiles.ts"
 
 const world = makeWorld(testSeed)
-const slugs = (() => {
-  const page = world.searchPeople({ keywords: "engineer" }, undefined, 30)
-  if (page === "invalid_cursor") throw new Error("unexpected")
-  return page.items.filter((item) => item.public_identifier !== null).map((item) => item.public_identifier!)
-})()
-let next = 0
-const nextSlug = () => slugs[next++ % slugs.length]!
+const slugs = profileSlugs("engineer")
+const nextSlug = slugCycle(slugs)
 const freshIp = ipSequence("10.77")
-const profile = (slug: string) => `/v1/profnet/profiles?identifier=${slug}`
-
-const paid = (credits: number) =>
-  Effect.gen(function* () {
-    const app = yield* TestApp
-    const minted = yield* paidKey(freshIp(), credits, "production")
-    const call = (path: string, idempotencyKey: string = crypto.randomUUID()) =>
-      app.call(path, { key: minted.key, ip: minted.ip, idempotencyKey })
-    const purchased = Effect.map(
-      app.call("/v1/usage", { key: minted.key, ip: minted.ip }),
-      (reply) => reply.body.balance.purchased as number
-    )
-    return { ...minted, call, purchased }
-  })
-
-/** A profile in the shared cache: fetched once live by another account. */
-const warmed = Effect.gen(function* () {
-  const slug = nextSlug()
-  const other = yield* paid(100)
-  const first = yield* other.call(profile(slug))
-  assert.strictEqual(first.body.freshness.served, "realtime")
-  return slug
-})
+const profile = profilePath
+const paid = paidCaller(freshIp)
+const warmed = warmedProfile(nextSlug, paid)
 
 const count = (rows: ReadonlyArray<Record<string, unknown>>) => Number(rows[0]?.n ?? 0)
 
