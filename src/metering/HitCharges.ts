@@ -1,5 +1,4 @@
 import { Context, Deferred, Effect, Exit, Layer, Option, Queue, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import type { IdentityVersions } from "../domain/accounts.ts"
@@ -13,6 +12,7 @@ import {
 import { TopupWake } from "../payments/TopupWake.ts"
 import { Settings } from "../services/Settings.ts"
 import { PgliteClient } from "../store/PgliteClient.ts"
+import { pipelinedClient } from "../store/Pipelined.ts"
 import * as Row from "../store/rows.ts"
 import { freeTierTerms, type Remaining } from "./Reservations.ts"
 import { CallRow, type Receipt, receiptOf } from "./receipt.ts"
@@ -110,7 +110,8 @@ export class HitCharges extends Context.Service<
   static readonly layer = Layer.effect(
     HitCharges,
     Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
+      // A batch is one statement: on PostgreSQL it is pipelined with the other hot ones.
+      const sql = yield* pipelinedClient
       const settings = yield* Settings
       const wake = yield* TopupWake
       const { policy } = yield* AppConfig

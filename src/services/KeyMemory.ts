@@ -31,13 +31,12 @@ export interface Remembered {
  *
  * A cache hit need not wait for the reports (`peek`): its charge checks the identity versions the
  * entry was read at, which the same triggers bump (migrations/0021), in the statement that charges.
- * Everything else a remembered key does waits for them first (`lookup`, or `confirm` after `peek`).
+ * Everything else a remembered key does waits for them first (`confirm` after `peek`); an entry
+ * missing or expired is read from the database without waiting for them.
  */
 export class KeyMemory extends Context.Service<
   KeyMemory,
   {
-    /** What is remembered of the key, once every report committed before the call is applied. */
-    readonly lookup: (hash: string, now: number) => Effect.Effect<Remembered | undefined>
     /** What is remembered of the key now, before the reports committed before the call are applied. */
     readonly peek: (hash: string, now: number) => Remembered | undefined
     /**
@@ -96,11 +95,6 @@ export class KeyMemory extends Context.Service<
       return KeyMemory.of({
         generation: () => generation,
         forget,
-        // An entry missing or expired is read from the database without waiting for the reports.
-        lookup: (hash, now) =>
-          current(hash, now) === undefined
-            ? Effect.undefined
-            : Effect.map(reports.caughtUp, (caughtUp) => (caughtUp ? current(hash, now) : undefined)),
         peek: current,
         confirm: (hash, entry, now) =>
           Effect.map(reports.caughtUp, (caughtUp) => caughtUp && current(hash, now) === entry),

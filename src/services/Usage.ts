@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { dayOf, dayToIso } from "../domain/time.ts"
+import { pipelinedClient } from "../store/Pipelined.ts"
 import * as Row from "../store/rows.ts"
 
 export interface UsageFacts {
@@ -77,7 +77,8 @@ export class Usage extends Context.Service<
   static readonly layer = Layer.effect(
     Usage,
     Effect.gen(function* () {
-      const sql = yield* SqlClient.SqlClient
+      // Its one statement stands alone: on PostgreSQL it is pipelined with the other hot ones.
+      const sql = yield* pipelinedClient
       // hot path
       const facts = (accountId: string, ip: string): Effect.Effect<UsageFacts, SqlError> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {

@@ -125,11 +125,18 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
       })
     )
   }
-  // hot path
-  const confirmed = (secret: string, hash: string, now: number) =>
-    Effect.flatMap(memory.lookup(hash, now), (entry) =>
-      Effect.map(entry !== undefined ? touched(entry, now) : fromDatabase(secret, hash, now), spending)
+  // hot path: what is remembered, once every report committed before the request is applied.
+  const confirmed = (secret: string, hash: string, now: number) => {
+    const entry = memory.peek(hash, now)
+    return Effect.map(
+      entry === undefined
+        ? fromDatabase(secret, hash, now)
+        : Effect.flatMap(memory.confirm(hash, entry, now), (held) =>
+            held ? touched(entry, now) : fromDatabase(secret, hash, now)
+          ),
+      spending
     )
+  }
   return {
     family: "spend key",
     claims: (secret) => spendKeyPattern.test(secret),
