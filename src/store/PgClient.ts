@@ -4,7 +4,6 @@
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as PgTypes from "@effect/sql-pg/PgTypes"
-import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
@@ -46,12 +45,7 @@ export const pipelinedApplicationName = "svc-pipelined"
 /**
  * Pooled PostgreSQL client from a connection URL (`postgres://user:pass@host:port/db`): one
  * connection per statement or transaction (at most ten), and beside it the pool of `Pipelined`
- * for the hot paths' statements that stand alone.
- *
- * Not one pool multiplexed: there a statement that landed on the connection a transaction then
- * took would wait for the whole transaction, and for whatever lock the transaction waits on (the
- * crash test's lock-order check, waiting for its third session while that session's poll sat
- * behind the second, hung so).
+ * for the hot paths' statements that stand alone (why a pool of its own: `./Pipelined.ts`).
  */
 export const layer = (
   url: string
@@ -59,15 +53,12 @@ export const layer = (
   const config = { url: Redacted.make(url), types: makeTypes() }
   const pipelined = Layer.effect(
     Pipelined,
-    Effect.map(
-      PgClient.make({
-        ...config,
-        multiplex: true,
-        maxConnections: pipelinedConnections,
-        applicationName: pipelinedApplicationName
-      }),
-      (client) => Pipelined.of(client)
-    )
+    PgClient.make({
+      ...config,
+      multiplex: true,
+      maxConnections: pipelinedConnections,
+      applicationName: pipelinedApplicationName
+    })
   ).pipe(Layer.provide(Reactivity.layer))
   return Layer.merge(PgClient.layer(config), pipelined)
 }
