@@ -43,9 +43,8 @@ import { type CallResult, envelopeJson, envelopeOf, type Receipt, receiptOf } fr
 
 /**
  * How a caller taken from the instance's memory of spend keys, before the reports committed before
- * the request were applied, is confirmed (`Bearers.authenticateUnconfirmed`). A cache hit's charge
- * and the usage read (`currentUsage`) act on it as it is, checking `versions` in their statement;
- * every other answer confirms it first.
+ * the request were applied, is confirmed (`Bearers.authenticateToCharge`). A cache hit's charge
+ * acts on it as it is, checking `versions` in its statement; every other answer confirms it first.
  */
 export interface Unconfirmed {
   /** The identity versions it was read at. */

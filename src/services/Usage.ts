@@ -5,12 +5,6 @@ import { pipelinedClient } from "../store/Pipelined.ts"
 import * as Row from "../store/rows.ts"
 
 export interface UsageFacts {
-  /**
-   * The identity versions of the account and of the key the read was asked about, as the read found
-   * them (`null` for a key that is not there): a caller taken from memory unconfirmed is confirmed
-   * by comparing them (`currentUsage`).
-   */
-  readonly versions: { readonly account: number; readonly key: number | null }
   /** The account's credits as the database has them now. */
   readonly grantCredits: number
   readonly balanceCredits: number
@@ -62,8 +56,6 @@ const decodeFacts = Row.decoder(
   Schema.Struct({
     grant_credits: Row.Int,
     balance_credits: Row.Int,
-    account_version: Row.Int,
-    key_version: Row.NullableInt,
     free_used: Row.NullableInt,
     days: Schema.Array(DayRow),
     subscription: Schema.NullOr(SubscriptionRow),
@@ -76,13 +68,11 @@ const decodeFacts = Row.decoder(
 
 /**
  * Read-only facts for `get_usage`: today's free-tier use for the IP, the account's last 30 days, its
- * subscription and purchases, and the identity versions of the account and of `keyId`.
+ * subscription and purchases.
  */
 export class Usage extends Context.Service<
   Usage,
-  {
-    readonly facts: (accountId: string, ip: string, keyId: string) => Effect.Effect<UsageFacts, SqlError>
-  }
+  { readonly facts: (accountId: string, ip: string) => Effect.Effect<UsageFacts, SqlError> }
 >()("services/Usage") {
   static readonly layer = Layer.effect(
     Usage,
@@ -90,17 +80,15 @@ export class Usage extends Context.Service<
       // Its one statement stands alone: on PostgreSQL it is pipelined with the other hot ones.
       const sql = yield* pipelinedClient
       // hot path
-      const facts = (accountId: string, ip: string, keyId: string): Effect.Effect<UsageFacts, SqlError> =>
+      const facts = (accountId: string, ip: string): Effect.Effect<UsageFacts, SqlError> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const today = dayOf(now)
           const month = dayToIso(today).slice(0, 7)
           // One statement: the credits as they are now (the caller's account may be remembered from
-          // an earlier request), the identity versions (migrations/0021), today's free use of the IP,
-          // 30 days (each day's settled calls as they counted themselves,
-          // migrations/0018_usage_days.sql), the subscription, the purchases.
+          // an earlier request), today's free use of the IP, 30 days (each day's settled calls as
+          // they counted themselves, migrations/0018_usage_days.sql), the subscription, the purchases.
           return sql`
-          SELECT a.grant_credits, a.balance_credits, a.identity_version AS account_version,
-            (SELECT k.identity_version FROM api_keys k WHERE k.id = ${keyId}) AS key_version,
+          SELECT a.grant_credits, a.balance_credits,
             (SELECT f.credits_used FROM free_tier_usage f WHERE f.ip = ${ip} AND f.day = ${today}) AS free_used,
             (SELECT COALESCE(json_agg(d ORDER BY d.day DESC), '[]'::json) FROM (
               SELECT u.day, u.credits, u.calls FROM usage_days u
@@ -129,7 +117,6 @@ export class Usage extends Context.Service<
               const todayRow = days.find((day) => day.day === today)
               const subscription = row?.subscription ?? undefined
               return {
-                versions: { account: row?.account_version ?? -1, key: row?.key_version ?? null },
                 grantCredits: row?.grant_credits ?? 0,
                 balanceCredits: row?.balance_credits ?? 0,
                 freeUsedToday: row?.free_used ?? 0,

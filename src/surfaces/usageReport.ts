@@ -1,48 +1,18 @@
-import { Clock, Effect } from "effect"
 import { type AppConfigShape, links } from "../config.ts"
 import type { Caller } from "../contract/api.ts"
-import type { Unauthorized } from "../contract/errors.ts"
 import { upgradeUrl } from "../contract/problem.ts"
 import type { Usage } from "../contract/schemas.ts"
 import { platformsOf } from "../domain/keyLimits.ts"
 import { freeTier, isPaid } from "../domain/plans.ts"
 import { nextDayStartIso } from "../domain/time.ts"
-import type { MeteredCaller } from "../metering/meterDataCall.ts"
-import type { UsageFacts, Usage as UsageFactsService } from "../services/Usage.ts"
-
-type ReportConfig = Pick<AppConfigShape, "baseUrl" | "upgradeUrl" | "policy">
-
-/**
- * `get_usage` (REST `GET /v1/usage` and the MCP tool) for the calling key, read in one statement.
- * A caller taken from memory unconfirmed (`Principal.unconfirmed`) is confirmed by that statement:
- * it reads the identity versions of the key and its account, and when they are no longer those the
- * caller was read at, the key is read again (UNAUTHORIZED when it can no longer spend) and so is
- * the report.
- */
-// hot path
-export const currentUsage = (
-  usage: UsageFactsService["Service"],
-  config: ReportConfig,
-  caller: MeteredCaller
-): Effect.Effect<typeof Usage.Type, Unauthorized> => {
-  const { account, key, ip, unconfirmed } = caller
-  return Effect.flatMap(Effect.orDie(usage.facts(account.id, ip, key.id)), (facts) => {
-    if (
-      unconfirmed === undefined ||
-      (facts.versions.account === unconfirmed.versions.account &&
-        facts.versions.key === unconfirmed.versions.key)
-    )
-      return Effect.map(Clock.currentTimeMillis, (now) => usageReport(caller, facts, now, config))
-    return Effect.flatMap(unconfirmed.reread, (identity) => currentUsage(usage, config, { ...identity, ip }))
-  })
-}
+import type { UsageFacts } from "../services/Usage.ts"
 
 /** The body of `get_usage` (REST `GET /v1/usage` and the MCP tool) for the calling key. */
 export const usageReport = (
   { account, key, ip }: Caller["Service"],
   facts: UsageFacts,
   now: number,
-  config: ReportConfig
+  config: Pick<AppConfigShape, "baseUrl" | "upgradeUrl" | "policy">
 ): typeof Usage.Type => {
   const perIpDay = config.policy.freeCreditsPerIpDay
   const paid = isPaid(account.plan)

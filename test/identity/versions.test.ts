@@ -7,12 +7,9 @@ import { hashSecret } from "../../src/domain/secrets.ts"
 import { type CallInput, type Identity, meterDataCall } from "../../src/metering/meterDataCall.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { KeyMemory } from "../../src/services/KeyMemory.ts"
-import { Usage } from "../../src/services/Usage.ts"
 import { Bearers } from "../../src/surfaces/common/bearers.ts"
-import { currentUsage } from "../../src/surfaces/usageReport.ts"
-import { jsonRpcHeaders } from "../mcp/support.ts"
 import { ipSequence } from "../support/accounts.ts"
-import { TestApp, testApp } from "../support/app.ts"
+import { testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { paidCaller, profilePath, profileSlugs, slugCycle, warmedProfile } from "../support/profiles.ts"
 
@@ -57,54 +54,6 @@ const forgotten = (hash: string) =>
       yield* Effect.sleep("50 millis")
     assert.isUndefined(memory.peek(hash, Date.now()))
   })
-
-/**
- * The key's account remembered as it was before a change the database has committed, as if the
- * report of it were still on its way; the entry that is remembered.
- */
-const rememberedPast = (hash: string, change: Effect.Effect<unknown>) =>
-  Effect.gen(function* () {
-    const memory = yield* KeyMemory
-    const entry = memory.peek(hash, Date.now())
-    assert.isDefined(entry)
-    yield* change
-    yield* forgotten(hash)
-    memory.remember(hash, entry!, memory.generation(), Date.now())
-    assert.strictEqual(memory.peek(hash, Date.now()), entry)
-    return entry!
-  })
-
-const modernMeta = {
-  "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-  "io.modelcontextprotocol/clientInfo": { name: "svc-mcp-test", version: "1" },
-  "io.modelcontextprotocol/clientCapabilities": {}
-}
-
-/** A plain 2026-07-28 MCP tool call without a handshake (the hot path takes it): its raw reply. */
-const mcpRequest = (
-  key: string,
-  ip: string,
-  params: { readonly name: string; readonly arguments: Record<string, unknown> }
-) =>
-  Effect.flatMap(TestApp, (app) =>
-    app.call("/mcp", {
-      method: "POST",
-      key,
-      ip,
-      headers: {
-        ...jsonRpcHeaders,
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": params.name
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: { ...params, _meta: modernMeta }
-      })
-    })
-  )
 
 describe(`a remembered key checked by the cache hit's own statement (${storeName})`, () => {
   layer(testApp(operations), { timeout: 120_000, excludeTestServices: true })((it) => {
@@ -256,125 +205,6 @@ describe(`a remembered key checked by the cache hit's own statement (${storeName
           assert.deepStrictEqual(counted(), { confirms: 0, rereads: 1 })
           assert.strictEqual(yield* account.receipts, receipts + 1)
           assert.strictEqual(yield* account.balance, afterMiss - charged)
-        }).pipe(Effect.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"] })))
-    )
-
-    it.effect(
-      "GET /v1/usage checks a remembered key's versions in its own statement: read again when they moved, refused once revoked",
-      () =>
-        Effect.gen(function* () {
-          const sql = yield* SqlClient.SqlClient
-          const app = yield* TestApp
-          const memory = yield* KeyMemory
-          const account = yield* paid(1000)
-          const usage = () => app.call("/v1/usage", { key: account.key, ip: account.ip })
-          const before = yield* usage()
-          assert.strictEqual(before.status, 200)
-          assert.deepStrictEqual(before.body.platforms, ["profnet", "forum", "microblog"])
-          const hash = hashSecret(account.key)
-
-          // The key narrowed to one platform elsewhere: the report is the database's, and the key
-          // is remembered as it reads now.
-          const stale = yield* rememberedPast(
-            hash,
-            Effect.orDie(sql`UPDATE api_keys SET platforms = 'forum' WHERE id = ${account.keyId}`)
-          )
-          const narrowed = yield* usage()
-          assert.strictEqual(narrowed.status, 200, JSON.stringify(narrowed.body))
-          assert.deepStrictEqual(narrowed.body.platforms, ["forum"])
-          const fresh = memory.peek(hash, Date.now())
-          assert.isDefined(fresh)
-          assert.notStrictEqual(fresh, stale)
-          assert.deepStrictEqual(fresh!.versions, yield* account.versions)
-
-          // Revoked elsewhere: refused, and remembered no more.
-          yield* rememberedPast(
-            hash,
-            Effect.orDie(sql`UPDATE api_keys SET revoked_at = ${Date.now()} WHERE id = ${account.keyId}`)
-          )
-          const refused = yield* usage()
-          assert.strictEqual(refused.status, 401, JSON.stringify(refused.body))
-          assert.strictEqual(refused.body.code, "UNAUTHORIZED")
-          assert.isUndefined(memory.peek(hash, Date.now()))
-        }).pipe(Effect.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"] })))
-    )
-
-    it.effect(
-      "the usage read confirms an unconfirmed caller by its versions alone: nothing else is asked",
-      () =>
-        Effect.gen(function* () {
-          const bearers = yield* Bearers
-          const usage = yield* Usage
-          const config = yield* AppConfig
-          const account = yield* paid(1000)
-          const principal = yield* bearers.authenticate(account.key)
-          const current = yield* account.versions
-          let confirms = 0
-          let rereads = 0
-          const caller = (versions: typeof current) => ({
-            key: principal.key,
-            account: principal.account,
-            ip: account.ip,
-            unconfirmed: {
-              versions,
-              confirm: Effect.sync(() => {
-                confirms++
-                return undefined
-              }),
-              reread: Effect.sync((): Identity => {
-                rereads++
-                return { key: principal.key, account: principal.account }
-              })
-            }
-          })
-          const held = yield* currentUsage(usage, config, caller(current))
-          assert.strictEqual(held.account_id, account.account_id)
-          assert.deepStrictEqual({ confirms, rereads }, { confirms: 0, rereads: 0 })
-          const moved = yield* currentUsage(
-            usage,
-            config,
-            caller({ account: current.account, key: current.key - 1 })
-          )
-          assert.strictEqual(moved.account_id, account.account_id)
-          assert.deepStrictEqual({ confirms, rereads }, { confirms: 0, rereads: 1 })
-        }).pipe(Effect.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"] })))
-    )
-
-    it.effect(
-      "over MCP a data tool and get_usage check a key remembered past its revocation in their own statement: refused with the challenge, nothing charged",
-      () =>
-        Effect.gen(function* () {
-          const sql = yield* SqlClient.SqlClient
-          const slug = yield* warmed
-          const account = yield* paid(1000)
-          const hit = (idempotencyKey: string) =>
-            mcpRequest(account.key, account.ip, {
-              name: "getProfile",
-              arguments: { identifier: slug, idempotency_key: idempotencyKey }
-            })
-          const first = yield* hit(crypto.randomUUID())
-          assert.strictEqual(first.status, 200)
-          assert.notStrictEqual(first.body.result.isError, true, JSON.stringify(first.body))
-          assert.isTrue(first.body.result.structuredContent.receipt.charged > 0)
-          const hash = hashSecret(account.key)
-          const balance = yield* account.balance
-          const receipts = yield* account.receipts
-
-          const entry = yield* rememberedPast(
-            hash,
-            Effect.orDie(sql`UPDATE api_keys SET revoked_at = ${Date.now()} WHERE id = ${account.keyId}`)
-          )
-          const memory = yield* KeyMemory
-          const refusals = [yield* hit(crypto.randomUUID())]
-          memory.remember(hash, entry, memory.generation(), Date.now())
-          refusals.push(yield* mcpRequest(account.key, account.ip, { name: "get_usage", arguments: {} }))
-          for (const refused of refusals) {
-            assert.strictEqual(refused.status, 401, JSON.stringify(refused.body))
-            assert.match(refused.headers.get("www-authenticate") ?? "", /^Bearer /)
-            assert.strictEqual(refused.body.code, "UNAUTHORIZED")
-          }
-          assert.strictEqual(yield* account.balance, balance)
-          assert.strictEqual(yield* account.receipts, receipts)
         }).pipe(Effect.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"] })))
     )
   })

@@ -23,11 +23,10 @@ export interface Principal {
   readonly key: KeyRecord
   readonly account: Account
   /**
-   * Set only by `Bearers.resolveUnconfirmed` and `authenticateUnconfirmed`, on a spend key taken
-   * from this instance's memory before the reports committed before the request were applied
-   * (`KeyMemory.peek`). Only a statement that checks `versions` itself may act on it as it is: a
-   * cache hit's charge, and the usage read (`currentUsage`); anything else confirms it first
-   * (`meterDataCall`, the MCP routes).
+   * Set only by `Bearers.authenticateToCharge`, on a spend key taken from this instance's memory
+   * before the reports committed before the request were applied (`KeyMemory.peek`). Only a cache
+   * hit's charge may act on it as it is (the charge checks `versions`); anything else confirms it
+   * first (`meterDataCall`).
    */
   readonly unconfirmed?: Unconfirmed
 }
@@ -53,7 +52,7 @@ interface BearerResolver {
   readonly claims: (secret: string, context: BearerContext) => boolean
   readonly resolve: (secret: string, context: BearerContext) => Effect.Effect<ResolvedBearer, Unauthorized>
   /** As `resolve`, but a principal from memory may come unconfirmed (`Principal.unconfirmed`). */
-  readonly resolveUnconfirmed?: (
+  readonly resolveToCharge?: (
     secret: string,
     context: BearerContext
   ) => Effect.Effect<ResolvedBearer, Unauthorized>
@@ -148,7 +147,7 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
         (now): Effect.Effect<ResolvedBearer, Unauthorized> => confirmed(secret, hashSecret(secret), now)
       ),
     // hot path: an entry expired by what is remembered may have been extended since, so it is confirmed.
-    resolveUnconfirmed: (secret) =>
+    resolveToCharge: (secret) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<ResolvedBearer, Unauthorized> => {
         const hash = hashSecret(secret)
         const entry = memory.peek(hash, now)
@@ -245,15 +244,10 @@ export class Bearers extends Context.Service<
       context?: BearerContext
     ) => Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired>
     /**
-     * As `resolve`, for a route that confirms the principal itself (`Principal.unconfirmed`): a
-     * spend key remembered by this instance comes at once, unconfirmed.
+     * As `authenticate`, for a metered data call only (`meterDataCall`): a spend key remembered by
+     * this instance comes at once, unconfirmed (`Principal.unconfirmed`).
      */
-    readonly resolveUnconfirmed: (
-      secret: string,
-      context?: BearerContext
-    ) => Effect.Effect<ResolvedBearer, KeyRequired | Unauthorized>
-    /** As `authenticate`, and as `resolveUnconfirmed` a principal may come unconfirmed. */
-    readonly authenticateUnconfirmed: (
+    readonly authenticateToCharge: (
       secret: string,
       context?: BearerContext
     ) => Effect.Effect<Principal, KeyRequired | Unauthorized | AuthRequired>
@@ -300,7 +294,7 @@ export class Bearers extends Context.Service<
       const resolveAs = (
         secret: string,
         context: BearerContext,
-        unconfirmed: boolean
+        toCharge: boolean
       ): Effect.Effect<ResolvedBearer, KeyRequired | Unauthorized> => {
         if (secret.length === 0) {
           return Effect.fail(
@@ -315,8 +309,8 @@ export class Bearers extends Context.Service<
           return Effect.fail(new Unauthorized({ message: unrecognizedBearer }))
         }
         const resolved =
-          unconfirmed && resolver.resolveUnconfirmed !== undefined
-            ? resolver.resolveUnconfirmed(secret, context)
+          toCharge && resolver.resolveToCharge !== undefined
+            ? resolver.resolveToCharge(secret, context)
             : resolver.resolve(secret, context)
         return Effect.tap(resolved, (found) =>
           noteAccount(
@@ -328,8 +322,6 @@ export class Bearers extends Context.Service<
       }
 
       const resolve = (secret: string, context: BearerContext = {}) => resolveAs(secret, context, false)
-      const resolveUnconfirmed = (secret: string, context: BearerContext = {}) =>
-        resolveAs(secret, context, true)
 
       // hot path
       const principalOf = (
@@ -340,7 +332,7 @@ export class Bearers extends Context.Service<
           : Effect.fail(found.principal.failure)
       const authenticate = (secret: string, context: BearerContext = {}) =>
         Effect.flatMap(resolveAs(secret, context, false), principalOf)
-      const authenticateUnconfirmed = (secret: string, context: BearerContext = {}) =>
+      const authenticateToCharge = (secret: string, context: BearerContext = {}) =>
         Effect.flatMap(resolveAs(secret, context, true), principalOf)
 
       const clientAddress = (request: HttpServerRequest.HttpServerRequest) =>
@@ -367,9 +359,8 @@ export class Bearers extends Context.Service<
 
       return Bearers.of({
         resolve,
-        resolveUnconfirmed,
         authenticate,
-        authenticateUnconfirmed,
+        authenticateToCharge,
         governor,
         clientAddress,
         clientIp: ipKeyOf

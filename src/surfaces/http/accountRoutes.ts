@@ -1,4 +1,4 @@
-import { Effect, Schema } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, links } from "../../config.ts"
@@ -15,9 +15,9 @@ import { Usage } from "../../services/Usage.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
-import { currentUsage } from "../usageReport.ts"
+import { usageReport } from "../usageReport.ts"
 import { bearerCredential } from "./dataRoutes.ts"
-import { noStore } from "./middleware.ts"
+import { callerOf, noStore } from "./middleware.ts"
 import { parseQuery } from "./queryString.ts"
 
 export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
@@ -131,21 +131,25 @@ export const UsageRead = HttpRouter.use((router) =>
       const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
       if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
       const ip = bearers.clientIp(request)
-      const at = request.url.indexOf("?")
-      const refused = at === -1 ? undefined : controlCharacterInput(parseQuery(request.url.slice(at + 1)))
-      // The caller may come from memory unconfirmed: the usage read confirms it (`currentUsage`).
-      return bearers.authenticateUnconfirmed(bearerCredential(request.headers.authorization)).pipe(
-        Effect.flatMap((principal) =>
-          refused !== undefined
-            ? Effect.succeed(problems.render(refused))
-            : Effect.flatMap(currentUsage(usage, config, { ...principal, ip }), (report) =>
-                Effect.map(Effect.orDie(encode(report)), (body) =>
+      return Effect.map(
+        Effect.flatMap(
+          Effect.result(callerOf(bearers, bearerCredential(request.headers.authorization), ip)),
+          (caller) => {
+            if (caller._tag === "Failure") return Effect.succeed(problems.render(caller.failure))
+            const at = request.url.indexOf("?")
+            const refused =
+              at === -1 ? undefined : controlCharacterInput(parseQuery(request.url.slice(at + 1)))
+            if (refused !== undefined) return Effect.succeed(problems.render(refused))
+            return Effect.flatMap(Effect.orDie(usage.facts(caller.success.account.id, ip)), (facts) =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
                   HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
                 )
               )
+            )
+          }
         ),
-        Effect.catch((error) => Effect.succeed(problems.render(error))),
-        Effect.map(noStore)
+        noStore
       )
     })
     yield* router.add("GET", "/v1/usage", answer)

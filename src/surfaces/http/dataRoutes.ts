@@ -132,7 +132,7 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
           if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
           const ip = bearers.clientIp(request)
-          return bearers.authenticateUnconfirmed(bearerCredential(request.headers.authorization)).pipe(
+          return bearers.authenticateToCharge(bearerCredential(request.headers.authorization)).pipe(
             Effect.flatMap((principal) => meterDataCall(operation, { ...principal, ip }, input(request))),
             Effect.map((metered) => meteredResponse(problems, metered)),
             Effect.catch((error) =>

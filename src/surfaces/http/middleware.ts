@@ -52,7 +52,7 @@ export const noStore = (response: HttpServerResponse.HttpServerResponse) =>
     : response
 
 /** The caller of a spend-key route: the principal behind the bearer credential, at the client's IP. */
-const callerOf = (
+export const callerOf = (
   bearers: Bearers["Service"],
   credential: string,
   ip: string

@@ -10,7 +10,6 @@ import {
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
-import type { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.ts"
 import { type McpMount, mcpMounts, mountUrl } from "../../contract/mcpMounts.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
@@ -21,7 +20,7 @@ import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { challengeResponse, protectedResourceMetadata, protectedResourcePath } from "./auth.ts"
-import { confirmedBearer, McpBearer, resolveBearer, watchedBearer } from "./bearer.ts"
+import { McpBearer, resolveBearer } from "./bearer.ts"
 import {
   answerAgain,
   type FastAnswer,
@@ -150,44 +149,27 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         if (announced !== undefined) return answered(problems.render(announced))
 
         const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
-        const challenge = (failure: KeyRequired | Unauthorized | AuthRequired) =>
-          challengeResponse(
-            problems,
-            failure,
-            config.baseUrl,
-            `${config.baseUrl}${protectedResourcePath(mount.path)}`
-          )
         const found = yield* Effect.result(
           resolveBearer(bearers, secret, bearers.clientIp(request), resource)
         )
-        if (found._tag === "Failure") return answered(challenge(found.failure))
+        if (found._tag === "Failure") {
+          const metadataUrl = `${config.baseUrl}${protectedResourcePath(mount.path)}`
+          return answered(challengeResponse(problems, found.failure, config.baseUrl, metadataUrl))
+        }
+        const bearer = found.success
         // A management token's connection adds the management tools (spec rule 7).
-        const served = found.success.governor === undefined ? handlers.data : handlers.management
+        const served = bearer.governor === undefined ? handlers.data : handlers.management
         const body = yield* announcedBody(request)
         if (HttpServerResponse.isHttpServerResponse(body)) return answered(body)
         const fast =
           body === undefined
             ? undefined
             : fastCallOf(served.fast, request.headers as RequestHeaders, body.json)
-        // A spend key from memory is confirmed first, but for a plain call of a tool that confirms
-        // it itself; a key that call finds unable to spend is refused as ever, not as its error.
-        let unableToSpend: Unauthorized | undefined
-        const confirmed =
-          fast?.tool.confirmsCaller === true
-            ? Result.succeed(
-                watchedBearer(found.success, (failure) => {
-                  unableToSpend = failure
-                })
-              )
-            : yield* Effect.result(confirmedBearer(found.success))
-        if (confirmed._tag === "Failure") return answered(challenge(confirmed.failure))
-        const bearer = confirmed.success
         if (fast !== undefined) {
           // A plain tool call, run here as this bearer, in this request's fiber.
           const call: Answer = Effect.map(
             Effect.provideService(fast.tool.call(fast.args), McpBearer, bearer),
-            (result) =>
-              unableToSpend === undefined ? fastResponse(fast.answer(result)) : challenge(unableToSpend)
+            (result) => fastResponse(fast.answer(result))
           )
           return call
         }

@@ -1,5 +1,5 @@
 import type { CallToolResult, StandardSchemaWithJSON, ToolAnnotations } from "@modelcontextprotocol/server"
-import { Effect, Result } from "effect"
+import { Clock, Effect, Result } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
 import type { McpMount } from "../../contract/mcpMounts.ts"
@@ -9,7 +9,7 @@ import { type MeteringServices, meterDataCall } from "../../metering/meterDataCa
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Ids } from "../../services/Ids.ts"
 import { Usage } from "../../services/Usage.ts"
-import { currentUsage } from "../usageReport.ts"
+import { usageReport } from "../usageReport.ts"
 import { McpBearer } from "./bearer.ts"
 import { toolArgumentsDecoder } from "./toolArguments.ts"
 import { meteredResult, settledResult, toToolResult } from "./toolResults.ts"
@@ -36,12 +36,6 @@ export interface McpTool<R> {
   readonly inputSchema: StandardSchemaWithJSON<Record<string, unknown>>
   readonly outputSchema: StandardSchemaWithJSON
   readonly annotations: ToolAnnotations
-  /**
-   * The tool confirms a caller taken from memory unconfirmed itself (`meterDataCall`,
-   * `currentUsage`), so the hot path may run it as one (`Principal.unconfirmed`); any other tool
-   * runs only as a confirmed caller.
-   */
-  readonly confirmsCaller?: true
   /** Never fails: metered failures and defects are error results. */
   readonly call: (args: Record<string, unknown>) => Effect.Effect<CallToolResult, never, R>
 }
@@ -59,8 +53,7 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     inputSchema: inputSchema(rehostJson(hosts, toolInputJsonSchema(operation))),
     outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
     annotations: dataAnnotations,
-    confirmsCaller: true,
-    // hot path: the caller may be unconfirmed (`callingAsBearer`).
+    // hot path
     call: (args: Record<string, unknown>) =>
       settledResult(
         Effect.flatMap(Caller, (caller) =>
@@ -85,10 +78,11 @@ export const usageTool: McpTool<ToolServices> = {
   inputSchema: inputSchema(noArguments),
   outputSchema: outputSchema(usageOutputJsonSchema),
   annotations: dataAnnotations,
-  confirmsCaller: true,
-  // The caller may be unconfirmed (`callingAsBearer`).
   call: Effect.fn("mcp.get_usage")(function* () {
-    return yield* currentUsage(yield* Usage, yield* AppConfig, yield* Caller)
+    const caller = yield* Caller
+    const config = yield* AppConfig
+    const facts = yield* Effect.orDie((yield* Usage).facts(caller.account.id, caller.ip))
+    return usageReport(caller, facts, yield* Clock.currentTimeMillis, config)
   }, toToolResult)
 }
 
@@ -96,11 +90,7 @@ export const usageTool: McpTool<ToolServices> = {
 export const registryTools = <R>(operations: ReadonlyArray<AnyOperation<R>>, hosts: Hosts) =>
   [...operations.map((operation) => operationTool(operation, hosts)), usageTool].map(callingAsBearer)
 
-/**
- * A data tool run as the bearer's caller, or answering why the bearer cannot spend. The caller is
- * the bearer's as the route resolved it: unconfirmed (`MeteredCaller`) only for a tool that
- * `confirmsCaller`.
- */
+/** A data tool run as the bearer's caller, or answering why the bearer cannot spend. */
 export const callingAsBearer = <R>(
   tool: McpTool<R>
 ): McpTool<Exclude<R, Caller> | McpBearer | AppConfig | Ids> => ({

@@ -1,10 +1,10 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../../config.ts"
 import type { Account, Governor } from "../../../domain/accounts.ts"
 import { Usage } from "../../../services/Usage.ts"
 import { Bearers } from "../../common/bearers.ts"
-import { currentUsage } from "../../usageReport.ts"
+import { usageReport } from "../../usageReport.ts"
 
 /**
  * The account's `get_usage` report (plan, credits, free budget, history, subscription), as the
@@ -17,7 +17,9 @@ export const usageReporter = Effect.gen(function* () {
   return (governor: Governor, account: Account) =>
     Effect.gen(function* () {
       const ip = bearers.clientIp(yield* HttpServerRequest.HttpServerRequest)
+      const facts = yield* usage.facts(account.id, ip)
+      const now = yield* Clock.currentTimeMillis
       const key = { id: governor.tokenId, accountId: account.id, hint: governor.hint, revoked: false }
-      return yield* currentUsage(usage, config, { account, key, ip })
+      return usageReport({ account, key, ip }, facts, now, config)
     })
 })
