@@ -7,8 +7,13 @@ import * as Row from "../store/rows.ts"
 import { type ResultMemory, resultMemory } from "./ResultMemory.ts"
 import { CallRow } from "./receipt.ts"
 
-/** Completed results kept in memory per instance: a ring of this many bytes, outside V8's heap. */
-const resultMemoryBytes = 16 * 1024 * 1024
+/**
+ * Completed results kept in memory per instance: a ring of this many bytes, outside V8's heap,
+ * resident once it has filled. A replay is mostly a retry soon after the call; 8 MiB holds some
+ * thousands of results (16 MiB cost 6-12 MiB more peak RSS in the bench, round 26), and an older
+ * one is replayed from the database.
+ */
+const resultMemoryBytes = 8 * 1024 * 1024
 
 export type BeginResult =
   | { readonly _tag: "Fresh" }
