@@ -10,8 +10,8 @@ import { CallRow } from "./receipt.ts"
 /**
  * Completed results kept in memory per instance: a ring of this many bytes, outside V8's heap,
  * resident once it has filled. A replay is mostly a retry soon after the call; 8 MiB holds some
- * thousands of results (16 MiB cost 6-12 MiB more peak RSS in the bench, round 26), and an older
- * one is replayed from the database.
+ * thousands of results (16 MiB cost 6-12 MiB more peak RSS in the bench: docs/performance.md,
+ * round 26), and an older one is replayed from the database.
  */
 const resultMemoryBytes = 8 * 1024 * 1024
 
