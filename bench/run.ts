@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
 import { join } from "node:path"
 import { checkoutReport, compareCheckouts } from "./against.ts"
+import { type Calibration, calibrate, calibrationLine } from "./calibration.ts"
 import {
   type CaseResult,
   errorsOf,
@@ -171,24 +172,30 @@ const runSoak = async (options: Options, seconds: number, stamp: string) => {
 }
 
 /** A comparison's results written to .bench/, and its report printed with the machine's load over the run. */
-const comparisonDone = (
+const comparisonDone = async (
   stamp: string,
   kind: string,
   startMachine: ReturnType<typeof machine>,
+  startCalibration: Calibration,
   options: Options,
   tool: "wrk" | "autocannon",
   comparison: object,
   report: string
 ) => {
+  const endCalibration = await calibrate()
   const file = write(stamp, {
     kind,
-    machine: { ...startMachine, loadavgAtEnd: machine().loadavg },
+    machine: {
+      ...startMachine,
+      loadavgAtEnd: machine().loadavg,
+      calibration: { start: startCalibration, end: endCalibration }
+    },
     options,
     tool,
     comparison
   })
   process.stdout.write(
-    `\n${report}\nmachine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end\n\nwritten to ${file}\n`
+    `\n${report}\nmachine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end\n${calibrationLine(startCalibration, endCalibration)}\n\nwritten to ${file}\n`
   )
 }
 
@@ -199,14 +206,16 @@ const runMetricsComparison = async (
   stamp: string
 ) => {
   const startMachine = machine()
+  const startCalibration = await calibrate()
   const database = await benchDatabase(options, stamp)
   const comparison = await compareMetrics(rounds, database?.url, options, tool, log, (cleanup) =>
     cleanups.push(cleanup)
   )
-  comparisonDone(
+  await comparisonDone(
     stamp,
     "metrics-comparison",
     startMachine,
+    startCalibration,
     options,
     tool,
     comparison,
@@ -221,6 +230,7 @@ const runCheckoutComparison = async (
   stamp: string
 ) => {
   const startMachine = machine()
+  const startCalibration = await calibrate()
   const thisDb = await benchDatabase(options, stamp, "svc_bench_this")
   const otherDb = await benchDatabase(options, stamp, "svc_bench_other")
   const comparison = await compareCheckouts({
@@ -233,10 +243,11 @@ const runCheckoutComparison = async (
     log,
     defer: (cleanup) => cleanups.push(cleanup)
   })
-  comparisonDone(
+  await comparisonDone(
     stamp,
     "checkout-comparison",
     startMachine,
+    startCalibration,
     options,
     tool,
     comparison,
@@ -250,6 +261,7 @@ const cpuPerRequest = (profile: ProfileResult) =>
 
 const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp: string) => {
   const startMachine = machine()
+  const startCalibration = await calibrate()
   const startups = options.startup ? await startup(options, stamp) : undefined
   log(`baseline: node:http, ${options.duration} s, ${options.connections} connections, ${tool}`)
   const before = await baseline(options, tool)
@@ -284,6 +296,7 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   }
   log("baseline again, to see how much the machine's load moved")
   const after = await baseline(options, tool)
+  const endCalibration = await calibrate()
   const baselineRps = (before.load.rps + after.load.rps) / 2
   const baselineRows: Array<CaseResult> = [before, after].map(({ load, cpuUsPerRequest, warmUpRps }, i) => ({
     store: "node:http",
@@ -322,7 +335,8 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     ...stores.map(
       (store) => `${store.store}: peak RSS of the service (VmHWM) ${store.peakRssMb?.toFixed(0) ?? "?"} MiB`
     ),
-    `machine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end`
+    `machine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end`,
+    calibrationLine(startCalibration, endCalibration)
   ]
   if (startups !== undefined) out.push("", startupTable(startups))
   if (roundTrips !== undefined)
@@ -341,7 +355,11 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   }
   const file = write(stamp, {
     kind: "load",
-    machine: { ...startMachine, loadavgAtEnd: machine().loadavg },
+    machine: {
+      ...startMachine,
+      loadavgAtEnd: machine().loadavg,
+      calibration: { start: startCalibration, end: endCalibration }
+    },
     options,
     tool,
     baselineRps,
