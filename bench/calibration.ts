@@ -32,7 +32,7 @@ const envelopeOf = (n: number) => ({
 /**
  * One round of the fixed work: an envelope made, serialised and parsed again, its parts read, and
  * its size kept in a bounded map by its call id (as the service's memories do). Returns a number
- * that depends on all of it, so that none of it can be left out by the compiler.
+ * that depends on all of it: the checksum the test pins, so that a change to the work shows.
  */
 export const calibrationRound = (n: number, kept: Map<string, number>): number => {
   const text = JSON.stringify(envelopeOf(n))
@@ -78,7 +78,7 @@ export const calibrate = async (): Promise<Calibration> => {
   return result
 }
 
-/** Times batches of rounds for `batchMs` each, after `warmUpMs` of the same; the median batch. */
+/** Times batches of rounds for `batchMs` each, after `warmUpMs` of the same: the median, fastest and slowest batch. */
 export const timeRounds = (warmUpMs: number, batchMs: number, batches: number): Calibration => {
   const kept = new Map<string, number>()
   let n = 0

@@ -171,6 +171,25 @@ const runSoak = async (options: Options, seconds: number, stamp: string) => {
   return result.pass
 }
 
+/**
+ * The machine at the end of a run: what the results file keeps (the start's description, the load
+ * average at the end, the JavaScript calibration before and after) and the report's closing lines.
+ */
+const machineAtEnd = (
+  start: ReturnType<typeof machine>,
+  startCalibration: Calibration,
+  endCalibration: Calibration
+) => {
+  const loadavgAtEnd = machine().loadavg
+  return {
+    record: { ...start, loadavgAtEnd, calibration: { start: startCalibration, end: endCalibration } },
+    lines: [
+      `machine: ${start.cores} cores (${start.cpu}), ${start.pinned}, load average ${start.loadavg.join(" ")} at the start, ${loadavgAtEnd.join(" ")} at the end`,
+      calibrationLine(startCalibration, endCalibration)
+    ]
+  }
+}
+
 /** A comparison's results written to .bench/, and its report printed with the machine's load over the run. */
 const comparisonDone = async (
   stamp: string,
@@ -182,21 +201,9 @@ const comparisonDone = async (
   comparison: object,
   report: string
 ) => {
-  const endCalibration = await calibrate()
-  const file = write(stamp, {
-    kind,
-    machine: {
-      ...startMachine,
-      loadavgAtEnd: machine().loadavg,
-      calibration: { start: startCalibration, end: endCalibration }
-    },
-    options,
-    tool,
-    comparison
-  })
-  process.stdout.write(
-    `\n${report}\nmachine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end\n${calibrationLine(startCalibration, endCalibration)}\n\nwritten to ${file}\n`
-  )
+  const end = machineAtEnd(startMachine, startCalibration, await calibrate())
+  const file = write(stamp, { kind, machine: end.record, options, tool, comparison })
+  process.stdout.write(`\n${report}\n${end.lines.join("\n")}\n\nwritten to ${file}\n`)
 }
 
 const runMetricsComparison = async (
@@ -296,7 +303,6 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   }
   log("baseline again, to see how much the machine's load moved")
   const after = await baseline(options, tool)
-  const endCalibration = await calibrate()
   const baselineRps = (before.load.rps + after.load.rps) / 2
   const baselineRows: Array<CaseResult> = [before, after].map(({ load, cpuUsPerRequest, warmUpRps }, i) => ({
     store: "node:http",
@@ -324,6 +330,7 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     })
   }
   const rows = [...baselineRows, ...stores.flatMap((store) => store.rows)]
+  const end = machineAtEnd(startMachine, startCalibration, await calibrate())
 
   const out: Array<string> = [
     "",
@@ -335,8 +342,7 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     ...stores.map(
       (store) => `${store.store}: peak RSS of the service (VmHWM) ${store.peakRssMb?.toFixed(0) ?? "?"} MiB`
     ),
-    `machine: ${startMachine.cores} cores (${startMachine.cpu}), ${startMachine.pinned}, load average ${startMachine.loadavg.join(" ")} at the start, ${machine().loadavg.join(" ")} at the end`,
-    calibrationLine(startCalibration, endCalibration)
+    ...end.lines
   ]
   if (startups !== undefined) out.push("", startupTable(startups))
   if (roundTrips !== undefined)
@@ -355,11 +361,7 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   }
   const file = write(stamp, {
     kind: "load",
-    machine: {
-      ...startMachine,
-      loadavgAtEnd: machine().loadavg,
-      calibration: { start: startCalibration, end: endCalibration }
-    },
+    machine: end.record,
     options,
     tool,
     baselineRps,
