@@ -8,11 +8,12 @@ import { probeMcp } from "./mcp.ts"
 import { defaultWarmup, type Options } from "./options.ts"
 import { benchDir, cpuUsBetween, isLocalServer, postgresCpu, postgresCpuUsBetween } from "./proc.ts"
 import { type ProfileSummary, summariseProfile } from "./profile.ts"
+import type { Reference } from "./reference.ts"
 import { call, expectStatus, type Service, type Store, startService } from "./service.ts"
 import { query, sampleWorld } from "./world.ts"
 
 export interface CaseResult {
-  readonly store: Store | "node:http"
+  readonly store: Store | Reference
   readonly name: string
   /** The status every response should have. */
   readonly expected: number

@@ -21,6 +21,7 @@ import { type Options, parseOptions, usage } from "./options.ts"
 import { createBenchDatabase, pgSession } from "./pg.ts"
 import { type PgbenchResult, runPgbench, serviceConnections } from "./pgbench.ts"
 import { benchDir, cpuUsBetween, freePort, has, serviceEnv, startNode } from "./proc.ts"
+import { type Reference, referenceServers } from "./reference.ts"
 import {
   ledgerLines,
   linesTable,
@@ -46,13 +47,14 @@ const machine = () => ({
 })
 
 /**
- * The bare node:http server under the same load; with `rate`, at that fixed rate through the
- * half-rate row's runner instead: the latency the runner itself adds (its floor).
+ * A reference server under the same load; with `rate`, at that fixed rate through the half-rate
+ * row's runner instead: the latency the runner itself adds (its floor).
  */
 const baseline = async (
   options: Options,
   tool: "wrk" | "autocannon",
-  rate?: number
+  rate?: number,
+  reference: Reference = "node:http"
 ): Promise<{
   readonly load: LoadResult
   readonly cpuUsPerRequest: number | undefined
@@ -61,7 +63,7 @@ const baseline = async (
   const port = await freePort()
   const server = await startNode({
     label: "baseline",
-    args: ["bench/baseline-server.ts", String(port)],
+    args: [referenceServers[reference], String(port)],
     port,
     readyPath: "/",
     env: serviceEnv({})
@@ -272,6 +274,8 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   const startups = options.startup ? await startup(options, stamp) : undefined
   log(`baseline: node:http, ${options.duration} s, ${options.connections} connections, ${tool}`)
   const before = await baseline(options, tool)
+  log(`the framework's floor: one route of Effect's HTTP server, ${options.duration} s`)
+  const floor = await baseline(options, tool, undefined, "effect/http")
   const stores: Array<StoreResult> = []
   stores.push(await measureStore("pglite", undefined, options, tool, log, stamp))
   const database = await benchDatabase(options, stamp)
@@ -313,18 +317,28 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     cpuUsPerRequest,
     warmUpRps
   }))
+  baselineRows.push({
+    store: "effect/http",
+    name: "floor: one route, no work",
+    expected: 200,
+    load: floor.load,
+    errors: errorsOf(floor.load, 200),
+    cpuUsPerRequest: floor.cpuUsPerRequest,
+    warmUpRps: floor.warmUpRps,
+    note: "the same body from Effect's HTTP server, built as the service's: no case can be cheaper"
+  })
   // The fixed-rate runner's own floor: the bare server at the highest rate a half-rate row was sent at.
   const fixedRate = Math.max(0, ...stores.flatMap((store) => store.rows.map((row) => row.fixedRate ?? 0)))
   if (fixedRate > 0) {
     log(`baseline at ${fixedRate} req/s, evenly spaced: the fixed-rate runner's own floor`)
-    const floor = await baseline(options, tool, fixedRate)
+    const runnerFloor = await baseline(options, tool, fixedRate)
     baselineRows.push({
       store: "node:http",
       name: "baseline at the half-rate row's rate",
       expected: 200,
-      load: floor.load,
-      errors: errorsOf(floor.load, 200),
-      cpuUsPerRequest: floor.cpuUsPerRequest,
+      load: runnerFloor.load,
+      errors: errorsOf(runnerFloor.load, 200),
+      cpuUsPerRequest: runnerFloor.cpuUsPerRequest,
       fixedRate,
       note: "the fixed-rate runner's own latency"
     })
