@@ -1,13 +1,19 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
+import { fileURLToPath } from "node:url"
 import { type BenchAccount, paidAccounts, pool } from "./accounts.ts"
 import { type Preload, preloadPglite, preloadPostgres } from "./ledger.ts"
 import { type Entry, type LoadResult, runLoad } from "./load.ts"
 import { probeMcp } from "./mcp.ts"
 import { defaultWarmup, type Options } from "./options.ts"
 import { benchDir, cpuUsBetween, isLocalServer, postgresCpu, postgresCpuUsBetween } from "./proc.ts"
-import { type ProfileSummary, summariseProfile } from "./profile.ts"
+import {
+  type AllocationSummary,
+  type ProfileSummary,
+  summariseAllocation,
+  summariseProfile
+} from "./profile.ts"
 import type { Reference } from "./reference.ts"
 import { call, expectStatus, type Service, type Store, startService } from "./service.ts"
 import { query, sampleWorld } from "./world.ts"
@@ -474,6 +480,65 @@ export interface ProfileResult {
   readonly caseName: string
   readonly load: LoadResult
   readonly summary: ProfileSummary
+}
+
+export interface AllocationProfileResult {
+  readonly store: Store
+  readonly caseName: string
+  readonly load: LoadResult
+  readonly summary: AllocationSummary
+}
+
+const allocationSampler = fileURLToPath(new URL("./allocation-sampler.ts", import.meta.url))
+
+/**
+ * The profiled case once more on a service of its own under V8's sampling heap profiler
+ * (`bench/allocation-sampler.ts`), sampling only over the case's load: where its bytes are
+ * allocated, a request.
+ */
+export const allocationProfileStore = async (
+  store: Store,
+  databaseUrl: string | undefined,
+  options: Options,
+  tool: "wrk" | "autocannon"
+): Promise<AllocationProfileResult> => {
+  mkdirSync(benchDir, { recursive: true })
+  const file = join(benchDir, `heap-${store}-${process.pid}-${Date.now()}.heapprofile`)
+  const service = await startService({
+    label: `allocation-profile-${store}`,
+    store,
+    databaseUrl,
+    nodeFlags: ["--import", allocationSampler],
+    env: { BENCH_HEAP_PROFILE_FILE: file }
+  })
+  try {
+    const profiled = (await prepareCases(service, options.accounts)).find((c) =>
+      c.name.startsWith(`(${options.profileCase})`)
+    )
+    if (profiled === undefined || "unavailable" in profiled.entries)
+      throw new Error(`no case (${options.profileCase}) to profile`)
+    await warmUp(service, `${store}-allocation-profile`, profiled, options.warmup, options, tool)
+    service.signal("SIGUSR2")
+    const load = await runLoad({
+      label: `${store}-allocation-profile`,
+      baseUrl: service.url,
+      method: profiled.method,
+      entries: profiled.entries,
+      duration: options.duration,
+      connections: options.connections,
+      tool,
+      countStatuses: true
+    })
+    service.signal("SIGUSR2")
+    for (let waited = 0; !existsSync(file); waited += 50) {
+      if (waited > 30_000) throw new Error(`the service wrote no heap profile to ${file}`)
+      await sleep(50)
+    }
+    return { store, caseName: profiled.name, load, summary: summariseAllocation(file, load.requests) }
+  } finally {
+    await service.stop()
+    rmSync(file, { force: true })
+  }
 }
 
 /** One case once more (the cache hit unless `--profile-case` names another), with the service under `--cpu-prof`. */

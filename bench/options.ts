@@ -16,6 +16,8 @@ export interface Options {
   readonly profile: boolean
   /** The case the CPU profile loads: its letter, a to e (default a, the cache hit). */
   readonly profileCase: string
+  /** Also where that case's bytes are allocated, in a run of its own under V8's sampling heap profiler. */
+  readonly allocationProfile: boolean
   /** Settled receipts to add to the ledger before measuring the cache-hit case a second time. */
   readonly ledgerRows: number | undefined
   /** Time the service's start-up (spawn to the first 200 from /readyz) before the load. */
@@ -49,6 +51,8 @@ export const usage = `npm run bench -- [options]
   --soak N          soak mode: N seconds of mixed load, then ledger invariants and memory growth
   --no-profile      skip the CPU profile of the cache-hit case
   --profile-case X  profile case X (a to e) instead of the cache hit
+  --alloc-profile   also where that case allocates its bytes, a request, by area and function (V8's
+                    sampling heap profiler, in a run of its own: no measured case runs with it)
   --ledger-rows N   run the cache-hit case again after N settled receipts (and their idempotency
                     keys) were added to each store's ledger, to see whether the rate falls as it grows
   --no-startup      skip timing the service's start-up (spawn to the first 200 from /readyz)
@@ -80,6 +84,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
       soak: { type: "string" },
       "no-profile": { type: "boolean" },
       "profile-case": { type: "string" },
+      "alloc-profile": { type: "boolean" },
       "ledger-rows": { type: "string" },
       "no-startup": { type: "boolean" },
       tool: { type: "string" },
@@ -108,6 +113,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
     soak: values.soak === undefined ? undefined : positiveInt("soak", values.soak, 60),
     profile: values["no-profile"] !== true,
     profileCase,
+    allocationProfile: values["alloc-profile"] === true,
     ledgerRows:
       values["ledger-rows"] === undefined ? undefined : positiveInt("ledger-rows", values["ledger-rows"], 0),
     startup: values["no-startup"] !== true,

@@ -185,3 +185,63 @@ export const summariseProfile = (
     topSrcInclusive: top(inclusive, totalMs, n)
   }
 }
+
+/** A node of V8's sampling heap profile: bytes allocated by a function, under its callers. */
+interface HeapNode {
+  readonly callFrame: ProfileNode["callFrame"]
+  readonly selfSize: number
+  readonly children: ReadonlyArray<HeapNode>
+}
+
+export interface AllocationLine {
+  readonly name: string
+  readonly bytesPerRequest: number
+  readonly percent: number
+}
+
+export interface AllocationSummary {
+  readonly file: string
+  /** What the samples add up to, a request (an estimate: one sample per ~1 KB allocated). */
+  readonly kbPerRequest: number
+  /** Where it was allocated, by package or folder (as `byArea` of a CPU profile). */
+  readonly byArea: ReadonlyArray<AllocationLine>
+  /** Functions by the bytes they allocated themselves. */
+  readonly topSelf: ReadonlyArray<AllocationLine>
+}
+
+/**
+ * Aggregates a sampling heap profile (`bench/allocation-sampler.ts`) taken over `requests`
+ * requests: bytes a request by area and by function, frames of the bundled start given back their
+ * module and line.
+ */
+export const summariseAllocation = (file: string, requests: number, n = 20): AllocationSummary => {
+  const root = (JSON.parse(readFileSync(file, "utf8")) as { readonly head: HeapNode }).head
+  const self = new Map<string, number>()
+  const area = new Map<string, number>()
+  let total = 0
+  const stack: Array<HeapNode> = [root]
+  for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
+    stack.push(...node.children)
+    if (node.selfSize === 0) continue
+    const frame = { id: 0, callFrame: unbundled(node.callFrame) }
+    total += node.selfSize
+    self.set(nameOf(frame), (self.get(nameOf(frame)) ?? 0) + node.selfSize)
+    area.set(areaOf(frame), (area.get(areaOf(frame)) ?? 0) + node.selfSize)
+  }
+  const per = Math.max(1, requests)
+  const lines = (totals: Map<string, number>): Array<AllocationLine> =>
+    [...totals.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, bytes]) => ({
+        name,
+        bytesPerRequest: Math.round(bytes / per),
+        percent: Math.round((bytes / Math.max(1, total)) * 1000) / 10
+      }))
+  return {
+    file,
+    kbPerRequest: Math.round((total / per / 1024) * 10) / 10,
+    byArea: lines(area),
+    topSelf: lines(self)
+  }
+}

@@ -1,6 +1,6 @@
 import type { CaseResult, StoreResult } from "./cases.ts"
 import type { PgbenchResult } from "./pgbench.ts"
-import type { Line } from "./profile.ts"
+import type { AllocationLine, Line } from "./profile.ts"
 import type { RoundTrips } from "./roundtrips.ts"
 import type { SoakResult } from "./soak.ts"
 import type { StartupResult } from "./startup.ts"
@@ -149,6 +149,14 @@ export const linesTable = (title: string, lines: ReadonlyArray<Line>): string =>
   `${title}\n${table(
     ["ms", "%", "where"],
     lines.map((line) => [String(line.ms), fixed(line.percent, 1), line.name]),
+    [true, true, false]
+  )}`
+
+/** Bytes a request by area or function, from an allocation profile. */
+export const allocationTable = (title: string, lines: ReadonlyArray<AllocationLine>): string =>
+  `${title}\n${table(
+    ["B/req", "%", "where"],
+    lines.map((line) => [String(line.bytesPerRequest), fixed(line.percent, 1), line.name]),
     [true, true, false]
   )}`
 

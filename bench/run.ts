@@ -6,6 +6,8 @@ import { join } from "node:path"
 import { checkoutReport, compareCheckouts } from "./against.ts"
 import { type Calibration, calibrate, calibrationLine } from "./calibration.ts"
 import {
+  type AllocationProfileResult,
+  allocationProfileStore,
   type CaseResult,
   errorsOf,
   measureStore,
@@ -23,6 +25,7 @@ import { type PgbenchResult, runPgbench, serviceConnections } from "./pgbench.ts
 import { benchDir, cpuUsBetween, freePort, has, serviceEnv, startNode } from "./proc.ts"
 import { type Reference, referenceServers } from "./reference.ts"
 import {
+  allocationTable,
   ledgerLines,
   linesTable,
   loadTable,
@@ -305,6 +308,15 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
       profiles.push(await profileStore(store, url, options, tool, join(benchDir, `profiles-${stamp}`)))
     }
   }
+  const allocationProfiles: Array<AllocationProfileResult> = []
+  if (options.allocationProfile) {
+    const targets: Array<readonly [Store, string | undefined]> = [["pglite", undefined]]
+    if (database !== undefined) targets.push(["postgres", database.url])
+    for (const [store, url] of targets) {
+      log(`${store}: case (${options.profileCase}) again under V8's sampling heap profiler`)
+      allocationProfiles.push(await allocationProfileStore(store, url, options, tool))
+    }
+  }
   log("baseline again, to see how much the machine's load moved")
   const after = await baseline(options, tool)
   const baselineRps = (before.load.rps + after.load.rps) / 2
@@ -373,6 +385,17 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
       )
     )
   }
+  for (const profile of allocationProfiles) {
+    out.push(
+      "",
+      `allocation profile, ${profile.store}, ${profile.caseName}: ${profile.load.requests} requests, ${profile.summary.kbPerRequest} KB a request sampled (one sample per ~1 KB allocated, collected or kept)`,
+      allocationTable(
+        "by area (bytes allocated by the area's own functions)",
+        profile.summary.byArea.slice(0, 12)
+      ),
+      allocationTable("functions by the bytes they allocated", profile.summary.topSelf.slice(0, 15))
+    )
+  }
   const file = write(stamp, {
     kind: "load",
     machine: end.record,
@@ -396,7 +419,8 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     ledger: Object.fromEntries(stores.map((store) => [store.store, store.ledger ?? null])),
     startup: startups ?? null,
     roundTrips: roundTrips ?? null,
-    profiles
+    profiles,
+    allocationProfiles
   })
   process.stdout.write(`${out.join("\n")}\n\nwritten to ${file}\n`)
 }
