@@ -482,6 +482,37 @@ export interface ProfileResult {
   readonly summary: ProfileSummary
 }
 
+/**
+ * The profiled case (`--profile-case`) on a service of its own: its accounts set up, its warm-up,
+ * then its load once, `starting` called just before the load.
+ */
+const loadProfiledCase = async (
+  service: Service,
+  label: string,
+  options: Options,
+  tool: "wrk" | "autocannon",
+  starting: () => void
+): Promise<{ readonly caseName: string; readonly load: LoadResult }> => {
+  const profiled = (await prepareCases(service, options.accounts)).find((c) =>
+    c.name.startsWith(`(${options.profileCase})`)
+  )
+  if (profiled === undefined || "unavailable" in profiled.entries)
+    throw new Error(`no case (${options.profileCase}) to profile`)
+  await warmUp(service, label, profiled, options.warmup, options, tool)
+  starting()
+  const load = await runLoad({
+    label,
+    baseUrl: service.url,
+    method: profiled.method,
+    entries: profiled.entries,
+    duration: options.duration,
+    connections: options.connections,
+    tool,
+    countStatuses: true
+  })
+  return { caseName: profiled.name, load }
+}
+
 export interface AllocationProfileResult {
   readonly store: Store
   readonly caseName: string
@@ -512,29 +543,19 @@ export const allocationProfileStore = async (
     env: { BENCH_HEAP_PROFILE_FILE: file }
   })
   try {
-    const profiled = (await prepareCases(service, options.accounts)).find((c) =>
-      c.name.startsWith(`(${options.profileCase})`)
-    )
-    if (profiled === undefined || "unavailable" in profiled.entries)
-      throw new Error(`no case (${options.profileCase}) to profile`)
-    await warmUp(service, `${store}-allocation-profile`, profiled, options.warmup, options, tool)
-    service.signal("SIGUSR2")
-    const load = await runLoad({
-      label: `${store}-allocation-profile`,
-      baseUrl: service.url,
-      method: profiled.method,
-      entries: profiled.entries,
-      duration: options.duration,
-      connections: options.connections,
+    const { caseName, load } = await loadProfiledCase(
+      service,
+      `${store}-allocation-profile`,
+      options,
       tool,
-      countStatuses: true
-    })
+      () => service.signal("SIGUSR2")
+    )
     service.signal("SIGUSR2")
     for (let waited = 0; !existsSync(file); waited += 50) {
       if (waited > 30_000) throw new Error(`the service wrote no heap profile to ${file}`)
       await sleep(50)
     }
-    return { store, caseName: profiled.name, load, summary: summariseAllocation(file, load.requests) }
+    return { store, caseName, load, summary: summariseAllocation(file, load.requests) }
   } finally {
     await service.stop()
     rmSync(file, { force: true })
@@ -557,27 +578,12 @@ export const profileStore = async (
     databaseUrl,
     nodeFlags: ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-name", name]
   })
-  let load: LoadResult
-  let caseName: string
+  let profiled: { readonly caseName: string; readonly load: LoadResult }
   let window: { fromMs: number; toMs: number }
   try {
-    const profiled = (await prepareCases(service, options.accounts)).find((c) =>
-      c.name.startsWith(`(${options.profileCase})`)
-    )
-    if (profiled === undefined || "unavailable" in profiled.entries)
-      throw new Error(`no case (${options.profileCase}) to profile`)
-    caseName = profiled.name
-    await warmUp(service, `${store}-profile`, profiled, options.warmup, options, tool)
-    const started = performance.now()
-    load = await runLoad({
-      label: `${store}-profile`,
-      baseUrl: service.url,
-      method: profiled.method,
-      entries: profiled.entries,
-      duration: options.duration,
-      connections: options.connections,
-      tool,
-      countStatuses: true
+    let started = 0
+    profiled = await loadProfiledCase(service, `${store}-profile`, options, tool, () => {
+      started = performance.now()
     })
     // The profile starts with the process; half a second off each end of the load for slack.
     window = { fromMs: started - service.spawnedAt + 500, toMs: performance.now() - service.spawnedAt - 500 }
@@ -585,5 +591,5 @@ export const profileStore = async (
     await service.stop()
   }
   if (!readdirSync(dir).includes(name)) throw new Error(`the service wrote no ${name} into ${dir}`)
-  return { store, caseName, load, summary: summariseProfile(join(dir, name), window) }
+  return { store, ...profiled, summary: summariseProfile(join(dir, name), window) }
 }
