@@ -224,20 +224,20 @@ export const summariseAllocation = (file: string, requests: number, n = 20): All
     stack.push(...node.children)
     if (node.selfSize === 0) continue
     const frame = { id: 0, callFrame: unbundled(node.callFrame) }
+    const name = nameOf(frame)
+    const where = areaOf(frame)
     total += node.selfSize
-    self.set(nameOf(frame), (self.get(nameOf(frame)) ?? 0) + node.selfSize)
-    area.set(areaOf(frame), (area.get(areaOf(frame)) ?? 0) + node.selfSize)
+    self.set(name, (self.get(name) ?? 0) + node.selfSize)
+    area.set(where, (area.get(where) ?? 0) + node.selfSize)
   }
   const per = Math.max(1, requests)
+  // Ranked as a CPU profile's lines are, the bytes in place of the milliseconds.
   const lines = (totals: Map<string, number>): Array<AllocationLine> =>
-    [...totals.entries()]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, n)
-      .map(([name, bytes]) => ({
-        name,
-        bytesPerRequest: Math.round(bytes / per),
-        percent: Math.round((bytes / Math.max(1, total)) * 1000) / 10
-      }))
+    top(totals, Math.max(1, total), n).map(({ name, ms: bytes, percent }) => ({
+      name,
+      bytesPerRequest: Math.round(bytes / per),
+      percent
+    }))
   return {
     file,
     kbPerRequest: Math.round((total / per / 1024) * 10) / 10,

@@ -299,20 +299,19 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     log("postgres: counting database round trips of single calls")
     roundTrips = await countRoundTrips(database.url)
   }
+  // Each profile runs its case on every store measured.
+  const profileTargets: Array<readonly [Store, string | undefined]> = [["pglite", undefined]]
+  if (database !== undefined) profileTargets.push(["postgres", database.url])
   const profiles: Array<ProfileResult> = []
   if (options.profile) {
-    const targets: Array<readonly [Store, string | undefined]> = [["pglite", undefined]]
-    if (database !== undefined) targets.push(["postgres", database.url])
-    for (const [store, url] of targets) {
+    for (const [store, url] of profileTargets) {
       log(`${store}: case (${options.profileCase}) again under --cpu-prof`)
       profiles.push(await profileStore(store, url, options, tool, join(benchDir, `profiles-${stamp}`)))
     }
   }
   const allocationProfiles: Array<AllocationProfileResult> = []
   if (options.allocationProfile) {
-    const targets: Array<readonly [Store, string | undefined]> = [["pglite", undefined]]
-    if (database !== undefined) targets.push(["postgres", database.url])
-    for (const [store, url] of targets) {
+    for (const [store, url] of profileTargets) {
       log(`${store}: case (${options.profileCase}) again under V8's sampling heap profiler`)
       allocationProfiles.push(await allocationProfileStore(store, url, options, tool))
     }
