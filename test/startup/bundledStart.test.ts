@@ -91,6 +91,21 @@ describe("the bundled start (src/bundledStart.ts)", { timeout: 120_000 }, () => 
     assert.deepStrictEqual(made(), [dirOf(after!.url), dirOf(third!.url)].sort())
   })
 
+  it("keeps the service's own bundle at one byte a character", () => {
+    // The bundler writes string literals in ASCII but leaves a template literal's text as it is
+    // (a tag may read its raw text), so one character past Latin-1 in a page's template would
+    // make V8 hold the whole bundle's text at two bytes a character: 2 MB more for as long as the
+    // service runs (docs/performance.md, round 29). Such text is written as an entity or escape.
+    const repo = fileURLToPath(new URL("../../", import.meta.url))
+    const service = bundled(repo, join(repo, "src", "launch.ts"), join(root, "cache-service"))
+    assert.isDefined(service)
+    const text = readFileSync(fileURLToPath(service!.url), "utf8")
+    const wide = [...text.matchAll(/[^\u0000-\u00ff]/g)].map(
+      (found) => `${JSON.stringify(found[0])} in ${JSON.stringify(text.slice(found.index - 60, found.index + 10))}`
+    )
+    assert.deepStrictEqual(wide, [])
+  })
+
   it("gives none when the bundler fails or Node runs with source maps: the modules then load one by one", () => {
     const broken = join(root, "src", "broken.ts")
     writeFileSync(broken, `import { missing } from "./nowhere.ts"\nexport const x = missing\n`)

@@ -22,13 +22,13 @@ import {
 } from "./layout.ts"
 
 const revokeButton = (frame: Frame, key: KeyListing, what: string) =>
-  html`<form method="post" action="${frame.baseUrl}/dashboard/keys/revoke" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" class="danger" aria-label="Revoke ${what} ${key.hint}">Revoke…</button></form>`
+  html`<form method="post" action="${frame.baseUrl}/dashboard/keys/revoke" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" class="danger" aria-label="Revoke ${what} ${key.hint}">Revoke&hellip;</button></form>`
 
 const keyActions = (frame: Frame, key: KeyListing) =>
   key.revoked_at !== null
     ? html`<p>Revoked ${dateOf(key.revoked_at)}.</p>`
     : html`<a href="${frame.baseUrl}/dashboard/keys/edit?${accountQuery(frame.account)}&amp;key=${key.key_id}" aria-label="Edit limits of key ${key.hint}">Edit limits</a>
-<form method="post" action="${frame.baseUrl}/dashboard/keys/rotate" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Rotate key ${key.hint}">Rotate…</button></form>${revokeButton(frame, key, "key")}`
+<form method="post" action="${frame.baseUrl}/dashboard/keys/rotate" class="inline">${formFields(frame.csrf, frame.account)}${hidden("key_id", key.key_id)}<button type="submit" aria-label="Rotate key ${key.hint}">Rotate&hellip;</button></form>${revokeButton(frame, key, "key")}`
 
 /** A key's facts: its hint, limits, and when it was made and last used. */
 const keyFacts = (key: KeyListing): ReadonlyArray<readonly [string, ReturnType<typeof html> | string]> => [
