@@ -100,8 +100,9 @@ describe("the bundled start (src/bundledStart.ts)", { timeout: 120_000 }, () => 
     const service = bundled(repo, join(repo, "src", "launch.ts"), join(root, "cache-service"))
     assert.isDefined(service)
     const text = readFileSync(fileURLToPath(service!.url), "utf8")
-    const wide = [...text.matchAll(/[^\u0000-\u00ff]/g)].map(
-      (found) => `${JSON.stringify(found[0])} in ${JSON.stringify(text.slice(found.index - 60, found.index + 10))}`
+    const wide = [...text.matchAll(/[\u0100-\uffff]/g)].map(
+      (found) =>
+        `${JSON.stringify(found[0])} in ${JSON.stringify(text.slice(found.index - 60, found.index + 10))}`
     )
     assert.deepStrictEqual(wide, [])
   })
