@@ -6,6 +6,7 @@ import { type BenchAccount, paidAccounts, pool } from "./accounts.ts"
 import { type Preload, preloadPglite, preloadPostgres } from "./ledger.ts"
 import { type Entry, type LoadResult, runLoad } from "./load.ts"
 import { probeMcp } from "./mcp.ts"
+import { type ResidentParts, residentPartsOf } from "./memoryMap.ts"
 import { defaultWarmup, type Options } from "./options.ts"
 import { benchDir, cpuUsBetween, isLocalServer, postgresCpu, postgresCpuUsBetween } from "./proc.ts"
 import {
@@ -112,6 +113,8 @@ export interface StoreResult {
   readonly rows: ReadonlyArray<CaseResult>
   /** VmHWM of the service at the end of its cases. */
   readonly peakRssMb: number | undefined
+  /** What its RSS was made of then (`bench/memoryMap.ts`). */
+  readonly residentAtEnd?: ResidentParts | undefined
   readonly accounts: number
   readonly ledger?: LedgerResult | undefined
 }
@@ -468,7 +471,8 @@ export const measureStore = async (
       }
     }
     notePeak()
-    return { store, rows, peakRssMb, accounts: options.accounts, ledger }
+    const residentAtEnd = residentPartsOf(service.pid)
+    return { store, rows, peakRssMb, residentAtEnd, accounts: options.accounts, ledger }
   } finally {
     await service.stop()
     if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true })

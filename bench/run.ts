@@ -19,6 +19,7 @@ import {
 import { compareMetrics, comparisonReport } from "./compareMetrics.ts"
 import { harness, runStamp } from "./harness.ts"
 import { type LoadResult, runLoad } from "./load.ts"
+import { residentPartsLine } from "./memoryMap.ts"
 import { type Options, parseOptions, usage } from "./options.ts"
 import { createBenchDatabase, pgSession } from "./pg.ts"
 import { type PgbenchResult, runPgbench, serviceConnections } from "./pgbench.ts"
@@ -364,9 +365,12 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     `x baseline: req/s over the mean of the two baseline runs (${baselineRps.toFixed(0)} req/s)`,
     ...(pgbenchResult === undefined ? [] : pgbenchLines(pgbenchResult, pgCacheHitRps)),
     ...ledgerLines(stores),
-    ...stores.map(
-      (store) => `${store.store}: peak RSS of the service (VmHWM) ${store.peakRssMb?.toFixed(0) ?? "?"} MiB`
-    ),
+    ...stores.flatMap((store) => [
+      `${store.store}: peak RSS of the service (VmHWM) ${store.peakRssMb?.toFixed(0) ?? "?"} MiB`,
+      ...(store.residentAtEnd === undefined
+        ? []
+        : [`${store.store}: its RSS at the end, by part (MiB): ${residentPartsLine(store.residentAtEnd)}`])
+    ]),
     ...end.lines
   ]
   if (startups !== undefined) out.push("", startupTable(startups))
