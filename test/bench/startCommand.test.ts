@@ -34,7 +34,7 @@ describe("the bench runs the service as npm start does", () => {
   it("this checkout's npm start sets malloc's arenas and its mmap threshold", () => {
     expect(startCommand(join(import.meta.dirname, "../..")).env).toEqual({
       MALLOC_ARENA_MAX: "2",
-      MALLOC_MMAP_THRESHOLD_: "131072"
+      MALLOC_MMAP_THRESHOLD_: "32768"
     })
   })
 })
