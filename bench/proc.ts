@@ -65,7 +65,7 @@ export interface Started {
   readonly exitCode: () => number | null
 }
 
-const statusKb = (pid: number, field: string): number | undefined => {
+export const statusKb = (pid: number, field: string): number | undefined => {
   try {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))
     return match === null ? undefined : Number(match[1])

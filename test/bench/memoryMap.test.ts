@@ -1,6 +1,6 @@
-import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 import { residentParts, residentPartsLine, residentPartsOf } from "../../bench/memoryMap.ts"
+import { statusKb } from "../../bench/proc.ts"
 
 const node = "/opt/node/bin/node"
 
@@ -61,7 +61,7 @@ describe("bench: what a process's resident memory is made of", () => {
     const parts = residentPartsOf(process.pid)
     expect(parts).toBeDefined()
     const total = Object.values(parts!).reduce((sum, mib) => sum + mib, 0)
-    const rssMib = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync("/proc/self/status", "utf8"))![1]) / 1024
+    const rssMib = statusKb(process.pid, "VmRSS")! / 1024
     expect(Math.abs(total - rssMib)).toBeLessThan(0.2 * rssMib)
     expect(parts!["Node's binary"]).toBeGreaterThan(1)
     expect(parts!["V8's heap and the rest"]).toBeGreaterThan(1)
