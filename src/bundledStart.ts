@@ -197,18 +197,26 @@ const makeTimeoutMs = 120_000
 /**
  * The bundle of `entry` (a module of the project at `root`) kept in `cacheDir`, made when there is
  * none true to its modules; `undefined` when none can be had (the modules then load as they are).
+ * `onMake` is called as a bundle begins to be made, and what it returns once that is over (with
+ * what came of it when no bundle was made).
  */
-export const bundled = (root: string, entry: string, cacheDir: string): Bundled | undefined => {
+export const bundled = (
+  root: string,
+  entry: string,
+  cacheDir: string,
+  onMake: () => (outcome?: string) => void = () => () => {}
+): Bundled | undefined => {
   if (process.sourceMapsEnabled) return undefined
   const key = keyOf(root)
   const found = kept(root, cacheDir, key)
   if (found !== undefined) return { url: pathToFileURL(found).href, made: false }
+  const done = onMake()
   const made = spawnSync(process.execPath, [fileURLToPath(import.meta.url), root, entry, cacheDir], {
     stdio: "ignore",
     timeout: makeTimeoutMs
   })
-  if (made.status !== 0) return undefined
-  const fresh = kept(root, cacheDir, key)
+  const fresh = made.status === 0 ? kept(root, cacheDir, key) : undefined
+  done(fresh === undefined ? "none made: the modules load one by one" : undefined)
   return fresh === undefined ? undefined : { url: pathToFileURL(fresh).href, made: true }
 }
 

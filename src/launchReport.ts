@@ -29,7 +29,10 @@ const describeUpstream = Effect.gen(function* () {
   return `simulated world ${yield* Config.String("WORLD_SEED").pipe(Config.withDefault("svc-world-1"))}`
 })
 
-/** The one start line: address, store (never a password), upstream and MCP mounts. */
+/**
+ * The one start line: address, store (never a password), upstream, MCP mounts, and how long after
+ * Node started the service was ready.
+ */
 export const logStarted = Effect.gen(function* () {
   const config = yield* AppConfig
   const server = yield* HttpServer.HttpServer
@@ -37,7 +40,7 @@ export const logStarted = Effect.gen(function* () {
   const listening = "port" in address ? `http://${config.host}:${address.port}` : "a unix socket"
   const store = describeStore(Option.map(config.databaseUrl, Redacted.value), config.dataDir)
   yield* Effect.logInfo(
-    `listening on ${listening} (public ${config.baseUrl}); store: ${store}; upstream: ${yield* describeUpstream}; MCP: ${mcpMounts.map((mount) => mount.path).join(", ")}`
+    `listening on ${listening} (public ${config.baseUrl}); store: ${store}; upstream: ${yield* describeUpstream}; MCP: ${mcpMounts.map((mount) => mount.path).join(", ")}; ready ${process.uptime().toFixed(1)} s after Node started`
   )
 })
 

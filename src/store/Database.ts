@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Migrator from "effect/sql/Migrator"
 import { AppConfig } from "../config.ts"
@@ -58,6 +58,30 @@ export const loadMigrations: Migrator.Loader = Effect.sync(() =>
 
 export const runMigrations = Migrator.make({})({ loader: loadMigrations })
 
+const seconds = (duration: Duration.Duration) => `${(Duration.toMillis(duration) / 1000).toFixed(1)} s`
+
+/** The migrations run at start-up, said in one line: how many were applied and how long they took. */
+const runMigrationsSaid = Effect.timed(runMigrations).pipe(
+  Effect.tap(([duration, applied]) =>
+    Effect.logInfo(
+      applied.length === 0
+        ? `migrations: none to apply (${seconds(duration)})`
+        : `migrations: ${applied.length} applied, ${applied[0]![0]}-${applied.at(-1)![0]} (${seconds(duration)})`
+    )
+  )
+)
+
+/** The template made for a new store by a process of its own, said as it begins and once done. */
+const makeTemplateSaid = Effect.logInfo(
+  "creating the PGlite template a new store starts from (initdb and every migration, once per set of migrations; `npm install` makes it)…"
+).pipe(
+  Effect.andThen(Effect.timed(makeTemplateApart())),
+  Effect.tap(([duration, file]) =>
+    Effect.logInfo(`PGlite template ${file === undefined ? "not made" : "made"} (${seconds(duration)})`)
+  ),
+  Effect.map(([, file]) => file)
+)
+
 export type Migrated = SqlClient.SqlClient
 
 /** The one SqlClient every service sees, migrated before anything else is built. */
@@ -74,7 +98,7 @@ export const layer: Layer.Layer<Migrated, unknown, AppConfig> = Layer.unwrap(
 export const migrated = <E, R>(
   sqlLayer: Layer.Layer<SqlClient.SqlClient, E, R>
 ): Layer.Layer<Migrated, unknown, R> =>
-  sqlLayer.pipe(Layer.tap((context) => Effect.provide(runMigrations, context)))
+  sqlLayer.pipe(Layer.tap((context) => Effect.provide(runMigrationsSaid, context)))
 
 /**
  * A PGlite store at `dataDir`, migrated: from the template at `template` when it is new and one
@@ -87,7 +111,7 @@ const pgliteStore = (
   templates = templateDir
 ) =>
   PgliteClient.layer({ dataDir, template }).pipe(
-    Layer.tap((context) => Effect.provide(runMigrations, context)),
+    Layer.tap((context) => Effect.provide(runMigrationsSaid, context)),
     Layer.tap((context) =>
       fresh && template === undefined
         ? writeTemplate(Context.get(context, PgliteClient.PgliteClient).pglite, templates)
@@ -108,7 +132,7 @@ export const pglite = (
   Layer.unwrap(
     Effect.gen(function* () {
       const fresh = isNewStore(dataDir)
-      const template = fresh ? ((yield* findTemplate()) ?? (yield* makeTemplateApart())) : undefined
+      const template = fresh ? ((yield* findTemplate()) ?? (yield* makeTemplateSaid)) : undefined
       return PgliteCheckpoints.layer.pipe(Layer.provideMerge(pgliteStore(dataDir, fresh, template)))
     })
   )

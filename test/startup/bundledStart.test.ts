@@ -49,7 +49,14 @@ const answerOf = async (url: string): Promise<string> => ((await import(url)) as
 
 describe("the bundled start (src/bundledStart.ts)", { timeout: 120_000 }, () => {
   it("makes a bundle whose modules keep their own import.meta.url, then reuses it while their text is unchanged", async () => {
-    const first = bundled(root, entry, cacheDir)
+    // Making one is said as it begins and once done (main.ts prints both); a kept one says nothing.
+    const said: Array<string> = []
+    const onMake = () => {
+      said.push("begun")
+      return (outcome?: string) => said.push(`done: ${outcome ?? "made"}`)
+    }
+    const first = bundled(root, entry, cacheDir, onMake)
+    assert.deepStrictEqual(said, ["begun", "done: made"])
     assert.isDefined(first)
     assert.isTrue(first?.made)
     assert.strictEqual(await answerOf(first!.url), "hello, bundle found")
@@ -62,8 +69,9 @@ describe("the bundled start (src/bundledStart.ts)", { timeout: 120_000 }, () => 
 
     // Rewriting a module with the same text changes nothing: the bundle is kept by content.
     writeGreeting("hello")
-    const again = bundled(root, entry, cacheDir)
+    const again = bundled(root, entry, cacheDir, onMake)
     assert.deepStrictEqual(again, { url: first!.url, made: false })
+    assert.deepStrictEqual(said, ["begun", "done: made"])
   })
 
   it("makes a new one when a module it was made from changes, and leaves the old one to age out (a week)", async () => {
@@ -110,7 +118,12 @@ describe("the bundled start (src/bundledStart.ts)", { timeout: 120_000 }, () => 
   it("gives none when the bundler fails or Node runs with source maps: the modules then load one by one", () => {
     const broken = join(root, "src", "broken.ts")
     writeFileSync(broken, `import { missing } from "./nowhere.ts"\nexport const x = missing\n`)
-    assert.isUndefined(bundled(root, broken, join(root, "cache-broken")))
+    let outcome: string | undefined
+    const none = bundled(root, broken, join(root, "cache-broken"), () => (said) => {
+      outcome = said
+    })
+    assert.isUndefined(none)
+    assert.strictEqual(outcome, "none made: the modules load one by one")
 
     process.setSourceMapsEnabled(true)
     try {

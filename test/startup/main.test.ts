@@ -85,7 +85,7 @@ afterAll(() => {
 })
 
 describe("node src/main.ts", { timeout: 90_000 }, () => {
-  it("accepts a lower-case LOG_LEVEL and says in one line where it listens, its store, upstream and MCP mounts", async () => {
+  it("accepts a lower-case LOG_LEVEL and says in one line where it listens, its store, upstream, MCP mounts and how long it took", async () => {
     const dir = tempDir()
     const port = await freePort()
     const run = start({ LOG_LEVEL: "info", PORT: String(port), DATA_DIR: dir, ADMIN_TOKEN: "t" })
@@ -95,6 +95,10 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     assert.include(line, `store: PGlite in ${dir}`)
     assert.include(line, "upstream: simulated world svc-world-1")
     assert.include(line, "MCP: /mcp, /mcp/profnet, /mcp/forum, /mcp/microblog")
+    assert.match(line, /; ready \d+\.\d s after Node started$/)
+    // The steps before it, one line each with its time: the migrations (a new store starts from the
+    // template, made by `npm install` or by the first new store, said as it is made).
+    assert.match(output, /INFO \(#\d+\): migrations: (none to apply|\d+ applied, \d+-\d+) \(\d+\.\d s\)\n/)
     run.child.kill("SIGTERM")
     await run.exited
     assert.isFalse(existsSync(join(dir, lockFileName)), "the lock is released on exit")
@@ -122,6 +126,20 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     } finally {
       blocker.close()
     }
+  })
+
+  it("npm install's postinstall makes the bundle and the PGlite template beforehand, and says when they are up to date", async () => {
+    // A start above made (or found) both, so both are up to date; making them is said in one line each.
+    const prepare = spawn(node, [join(import.meta.dirname, "../../scripts/prepareStart.ts")], {
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    prepare.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    const code = await new Promise<number | null>((resolve) => prepare.on("exit", resolve))
+    assert.strictEqual(code, 0)
+    assert.strictEqual(output, "the service bundle is up to date\nthe PGlite template is up to date\n")
   })
 
   it("LOG_LEVEL=debug adds a line per request: method, path, status, milliseconds, account, receipt", async () => {
