@@ -145,7 +145,7 @@ export const errorCatalog = {
     status: 401,
     retriable: false,
     offer: "never",
-    title: "Management token required",
+    title: "Management token, or the account it acts on, required",
     next: "Account management (keys, alert, billing portal, sign-in tokens) takes a management token (`svcm_...`), not a spend key: sign in with `POST {base_url}/v1/auth/email/start` and `/v1/auth/email/verify`, or at {base_url}/login. When the sign-in governs several accounts, send `account_id`, one of `account_ids`."
   },
   KEY_REQUIRED: {

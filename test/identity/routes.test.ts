@@ -382,6 +382,13 @@ describe(`identity routes and their errors (${storeName})`, () => {
           assert.strictEqual(ask.status, 401)
           assert.strictEqual(ask.body.code, "AUTH_REQUIRED")
           assert.deepStrictEqual([...ask.body.account_ids].sort(), both)
+          // Not "sign in": the token is a management token; it only lacks the account to act on.
+          assert.match(
+            ask.body.message,
+            /^This management token governs 2 accounts \(acct_[^)]+\): send `account_id`/
+          )
+          for (const id of both) assert.include(ask.body.message, id)
+          assert.strictEqual(ask.body.title, "Management token, or the account it acts on, required")
         }
         for (const [path, body] of [
           ["/v1/keys", { label: "x" }],

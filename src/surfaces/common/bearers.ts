@@ -162,7 +162,7 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
 /** The ids a governor may name with `account_id`, in the error that asks for one. */
 const chooseAccount = (governor: Governor) =>
   new AuthRequired({
-    message: `This sign-in governs ${governor.accounts.length} accounts; send \`account_id\` (one of account_ids) or use a spend key of the account.`,
+    message: `This management token governs ${governor.accounts.length} accounts (${governor.accounts.map((account) => account.id).join(", ")}): send \`account_id\`, one of account_ids, to say which one to act on, or use a spend key of that account.`,
     account_ids: governor.accounts.map((account) => account.id)
   })
 
