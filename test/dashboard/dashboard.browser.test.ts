@@ -213,7 +213,7 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
             await page.goto(dashboard())
             const before = await spendable(page)
             await page.goto(dashboard("/billing"))
-            await page.getByRole("button", { name: /^Buy flex/ }).click()
+            await page.getByRole("button", { name: /^Buy Flex/ }).click()
             assert.match(new URL(page.url()).pathname, /^\/checkout\//)
             await page.getByRole("button", { name: /^Pay / }).click()
             await page.goto(dashboard())

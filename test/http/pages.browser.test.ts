@@ -121,7 +121,7 @@ describe(`pages in Chromium (${storeName})`, () => {
               2,
               "each form carries the account"
             )
-            for (const name of ["Buy flex ($20.00)", "Subscribe to production ($99.00 a month)"]) {
+            for (const name of ["Buy Flex ($20.00)", "Subscribe to Production ($99.00 a month)"]) {
               assert.strictEqual(await page.getByRole("button", { name }).count(), 1, name)
             }
             for (const href of upgrade.hrefs) links.add(href)

@@ -73,7 +73,7 @@ describe(`checkout, upgrade and portal pages in Chromium (${storeName})`, () => 
             const picker = await textOf(page)
             assert.include(picker, `For account ${account_id}.`)
             assert.notInclude(picker, "not available yet")
-            await page.getByRole("button", { name: "Buy flex ($20.00)" }).click()
+            await page.getByRole("button", { name: "Buy Flex ($20.00)" }).click()
             assert.strictEqual(lastStatus(run, "POST", "/upgrade"), 303)
             assert.match(page.url(), /^http:\/\/svc\.test\/checkout\/cs_[0-9A-Za-z]{43}$/)
             await checkPage(page, "the checkout")
@@ -119,7 +119,7 @@ describe(`checkout, upgrade and portal pages in Chromium (${storeName})`, () => 
             await checkPage(page, "/upgrade")
             assert.include(await textOf(page), "a checkout from here makes a new account")
             assert.strictEqual(await page.locator("input[name=account]").count(), 0)
-            await page.getByRole("button", { name: "Buy flex ($20.00)" }).click()
+            await page.getByRole("button", { name: "Buy Flex ($20.00)" }).click()
             const checkoutUrl = page.url()
             assert.include(await textOf(page), "the next page shows the new account's key once")
             await page.getByRole("button", { name: "Pay $20.00 (test mode)" }).click()
@@ -140,7 +140,7 @@ describe(`checkout, upgrade and portal pages in Chromium (${storeName})`, () => 
             assert.strictEqual(await page.locator("#api-key").count(), 0)
 
             await page.goto(`${baseUrl}/upgrade?account=acct_doesnotexist`)
-            await page.getByRole("button", { name: "Buy flex ($20.00)" }).click()
+            await page.getByRole("button", { name: "Buy Flex ($20.00)" }).click()
             assert.strictEqual(lastStatus(run, "POST", "/upgrade"), 404)
             await checkPage(page, "unknown account")
             assert.include(await textOf(page), "There is no account acct_doesnotexist here")
@@ -177,7 +177,7 @@ describe(`checkout, upgrade and portal pages in Chromium (${storeName})`, () => 
           yield* withBrowser(app.url, { ip, viewport: phone }, async (run) => {
             const { page } = run
             await page.goto(`${baseUrl}/upgrade?account=${account_id}`)
-            await page.getByRole("button", { name: "Subscribe to production ($99.00 a month)" }).click()
+            await page.getByRole("button", { name: "Subscribe to Production ($99.00 a month)" }).click()
             await page.getByRole("button", { name: "Pay $99.00 (test mode)" }).click()
             assert.include(await textOf(page), "Payment received")
 
@@ -239,7 +239,7 @@ describe(`the pack picker with two rails in Chromium (${storeName})`, () => {
             assert.isTrue(await flex.getByLabel("Test-mode checkout (no card, no money moves)").isChecked())
             await flex.getByLabel("Card, through Stripe").check()
             await flex.getByLabel("Test-mode checkout (no card, no money moves)").check()
-            await flex.getByRole("button", { name: "Buy flex ($20.00)" }).click()
+            await flex.getByRole("button", { name: "Buy Flex ($20.00)" }).click()
             assert.include(await textOf(page), "Checkout (test mode)")
             await page.getByRole("button", { name: "Pay $20.00 (test mode)" }).click()
             assert.include(await textOf(page), "Payment received")

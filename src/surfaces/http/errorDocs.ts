@@ -5,7 +5,8 @@ import { html, inlineCode, page } from "./pages/html.ts"
 const entries = Object.entries(errorCatalog) as Array<[ErrorCode, ErrorSpec]>
 
 /**
- * `/docs/errors`: one anchor per code, the target of every problem's `doc_url`. The catalogue's
+ * `/docs/errors`: a table of the codes (status, meaning, whether a retry can succeed), then one
+ * anchor per code, the target of every problem's `doc_url`. The catalogue's
  * prose is rendered with the configured base URL in place of `{base_url}` and its backticked
  * spans as code.
  */
@@ -25,7 +26,14 @@ export const errorDocsPage = ({ baseUrl, policy }: Pick<AppConfigShape, "baseUrl
 content as an error result. A failed call is never charged.</p>
 <p>Errors a payment can fix also carry <code>upgrade_url</code> and an <code>offer</code> whose packs are listed at
 <a href="${link.upgrade}">${link.upgrade}</a>.</p>
-<nav aria-label="Codes"><ul>${entries.map(([code]) => html`<li><a href="#${code}"><code>${code}</code></a></li>`)}</ul></nav>
+<table><caption>The ${entries.length} codes</caption>
+<thead><tr><th scope="col">Code</th><th scope="col">HTTP</th><th scope="col">Meaning</th><th scope="col">Retry?</th></tr></thead>
+<tbody>${entries.map(
+  ([code, spec]) =>
+    html`<tr><td><a href="#${code}"><code>${code}</code></a></td><td>${spec.status}</td><td>${spec.title}</td><td>${
+      spec.retriable ? "retriable" : "no"
+    }</td></tr>`
+)}</tbody></table>
 ${entries.map(
   ([code, spec]) => html`<section id="${code}"><h2><code>${code}</code> &middot; HTTP ${spec.status}${
     spec.retriable ? " · retriable" : ""

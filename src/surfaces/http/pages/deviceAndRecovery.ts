@@ -25,9 +25,11 @@ ${hidden("csrf", options.csrf)}
 <label for="user_code">Code shown by the client</label>
 <input id="user_code" name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" required maxlength="20" value="${options.userCode}">
 <button type="submit" name="decision" value="approve">Approve</button>
-<button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
 </form>
-${signOutForm(config, options.csrf)}`
+${signOutForm(config, options.csrf)}`,
+    // Signed in: the header leads to the dashboard, not to a sign-in.
+    { signedIn: true }
   )
 
 export const activatedPage = (config: Config, userCode: string, approved: boolean) =>

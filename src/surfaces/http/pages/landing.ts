@@ -1,44 +1,90 @@
 import { type AppConfigShape, links } from "../../../config.ts"
+import { responseExamples } from "../../../contract/examples/index.ts"
+import { getProfile } from "../../../contract/operations/profnet.ts"
+import { declarations } from "../../../contract/operations/index.ts"
 import { html, page } from "./html.ts"
 
-/** `/`: what the service is and where everything is, for a person who opened the base URL. */
+/** What each platform serves, in the words of its operations (their ids are the contract's). */
+const platforms = [
+  ["profnet", "a professional network", "people's profiles, people search, companies, posts"],
+  ["forum", "a forum", "search, communities and their posts, users and their posts"],
+  ["microblog", "a microblog", "search, profiles, posts and their replies"]
+] as const
+
+/**
+ * The sample answer: the contract's request sample of `getProfile` as the service answered it
+ * (`npm run examples`), the profile's long sections left out.
+ */
+const sample = (baseUrl: string) => {
+  const answer = responseExamples.data.getProfile as {
+    readonly kind: string
+    readonly data: Record<string, unknown>
+    readonly cost: unknown
+    readonly receipt: { readonly id: string }
+  }
+  const { name, headline, location, follower_count } = answer.data
+  const shown = { kind: answer.kind, data: { name, headline, location, follower_count }, cost: answer.cost }
+  const text = JSON.stringify(shown, null, 2)
+    .replace(/\n {2}\},\n {2}"cost"/, `,\n    "...": "about, experience, skills"\n  },\n  "cost"`)
+    .replace(/\n\}$/, `,\n  "receipt": { "id": "${answer.receipt.id}", ... }\n}`)
+  const { identifier, sections } = getProfile.examples as { identifier: string; sections: ReadonlyArray<string> }
+  return {
+    request: `curl -s -H "Authorization: Bearer $KEY" \\\n  "${baseUrl}/v1/profnet/profiles?identifier=${identifier}&sections=${sections.join(",")}"`,
+    text
+  }
+}
+
+/** `/`: for an agent's developer who opened the base URL: the key, what it reaches, an answer, the price. */
 export const landingPage = (
   config: Pick<AppConfigShape, "baseUrl" | "policy">,
   signedIn: boolean
 ): string => {
   const link = links(config.baseUrl)
+  const example = sample(config.baseUrl)
+  const pack = config.policy.packs.find((candidate) => candidate.credits !== undefined)
   return page(
     config.baseUrl,
     "Data API for AI agents",
-    html`<p class="lead">Public data from a professional network, a forum and a microblog, as JSON over REST (<code>/v1</code>)
-and as MCP tools. Every call is quoted in credits before it runs and answered with a receipt.</p>
-<p>${
-      signedIn
-        ? html`<a class="button" href="${config.baseUrl}/dashboard">Open your dashboard</a>`
-        : html`<a class="button" href="${link.login}">Sign in</a> <a class="button secondary" href="${config.baseUrl}/dashboard">Dashboard</a>`
+    html`<p class="lead">Public data from three platforms as JSON over REST (<code>/v1</code>) and as MCP tools
+(<code>${link.mcp}</code>). Every call is quoted in credits before it runs and answered with a receipt.</p>
+<ul class="platforms">${platforms.map(
+      ([id, what, serves]) => html`<li><strong>${id}</strong>, ${what}: ${serves}</li>`
+    )}</ul>
+<h2 id="mint">Mint a key: one call, no signup</h2>
+<pre class="primary"><code>curl -s -X POST ${config.baseUrl}/v1/keys/mint</code></pre>
+<p>The answer holds the key (shown once: store it) and the lines to set it up for REST and MCP. Send it on every call
+as <code>Authorization: Bearer &lt;key&gt;</code>; an MCP client connects to <code>${link.mcp}</code> with the same header.</p>
+<h2>A call and its answer</h2>
+<pre><code>${example.request}</code></pre>
+<pre><code>${example.text}</code></pre>
+<h2 id="price">Price</h2>
+<p>Each call costs a few credits, quoted before it runs (set <code>max_credits</code> to cap it); a failed call costs nothing.
+Free keys of one IP share <strong>${config.policy.freeCreditsPerIpDay} credits per UTC day</strong> (cached data, first pages).${
+      pack === undefined
+        ? ""
+        : html` After that, <a href="${link.upgrade}">credit packs</a> start at ${pack.credits ?? 0} credits.`
     }</p>
-<h2>Start</h2>
-<ol>
-<li>Mint a free trial key (no signup, no body):
-<pre><code>curl -s -X POST ${config.baseUrl}/v1/keys/mint</code></pre>
-The key is shown once; store it. Free keys of one IP share ${config.policy.freeCreditsPerIpDay} credits per UTC day, cached data and first pages only.</li>
-<li>Send it on every call: <code>Authorization: Bearer &lt;key&gt;</code>. <code>GET ${config.baseUrl}/v1/usage</code> shows what the key can do.</li>
-<li>Or connect an MCP client to <code>${link.mcp}</code> with the same header.</li>
-</ol>
-<h2>Documentation</h2>
+<table><caption>Credits per call</caption><thead><tr><th scope="col">Operation</th><th scope="col">Platform</th><th scope="col">Credits</th></tr></thead>
+<tbody>${declarations.map(
+      (operation) =>
+        html`<tr><td><code>${operation.id}</code></td><td>${operation.platform}</td><td>${operation.price.summary}</td></tr>`
+    )}</tbody></table>
+<p><a class="button" href="${link.docs}">API reference</a> ${
+      signedIn
+        ? html`<a class="button secondary" href="${config.baseUrl}/dashboard">Your dashboard</a>`
+        : html`<a class="button secondary" href="${link.login}">Sign in</a>`
+    }</p>
+<h2>More</h2>
 <ul>
-<li><a href="${link.docs}">API reference</a> (every operation, its parameters and price)</li>
 <li><a href="${link.openapi}">OpenAPI 3.1 document</a></li>
 <li><a href="${config.baseUrl}/docs/errors">Error codes</a> and what to do about each</li>
-<li><a href="${link.upgrade}">Credit packs</a> and how to get them</li>
-<li><a href="${link.claim}">Claiming a trial account</a></li>
-</ul>
-<h2>Your account</h2>
-<p>${
+<li><a href="${link.claim}">Claiming a trial account</a> with your email, to keep its keys and see them on the dashboard</li>
+<li>${
       signedIn
         ? html`You are signed in: <a href="${config.baseUrl}/dashboard">the dashboard</a> shows your keys, usage, receipts and billing.`
-        : html`<a href="${link.login}">Sign in with your email</a> to see <a href="${config.baseUrl}/dashboard">the dashboard</a>: keys, usage, receipts and billing. No password: a code by email.`
-    }</p>`,
+        : html`<a href="${link.login}">Sign in with your email</a> (a code by email, no password) for the dashboard: keys, usage, receipts and billing.`
+    }</li>
+</ul>`,
     { signedIn }
   )
 }

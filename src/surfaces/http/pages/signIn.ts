@@ -158,7 +158,7 @@ const accountTable = (accounts: ReadonlyArray<AccountLine>) =>
       )}</tbody></table></div>`
 
 export const signOutForm = (config: Config, csrf: string) =>
-  html`<form method="post" action="${config.baseUrl}/logout">${hidden("csrf", csrf)}<button type="submit">Sign out</button></form>`
+  html`<form method="post" action="${config.baseUrl}/logout">${hidden("csrf", csrf)}<button type="submit" class="secondary">Sign out</button></form>`
 
 /** What a claim's sign-in did, in words. */
 const claimOutcome = (

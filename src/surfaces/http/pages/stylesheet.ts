@@ -23,14 +23,15 @@ li{margin:.2rem 0}
 code{font:.9em/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:var(--soft);border:1px solid var(--line);border-radius:4px;padding:0 .25em}
 pre{background:var(--soft);border:1px solid var(--line);border-radius:var(--radius);padding:.75rem;overflow-x:auto;max-width:100%}
 pre code{border:0;padding:0;background:none;white-space:pre}
+pre.primary{border:2px solid var(--brand);background:#fff;font-size:1.05rem}
 .site{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem 1.25rem;padding:.75rem 1rem;border-bottom:1px solid var(--line);background:#fff}
 .brand{font-weight:700;color:var(--ink);text-decoration:none;font-size:1.05rem;margin-right:auto}
 .brand:hover{color:var(--brand)}
 .site nav ul,.tabs ul{list-style:none;display:flex;flex-wrap:wrap;gap:.25rem 1rem;margin:0;padding:0}
 .site nav a{color:var(--ink);text-decoration:none;padding:.35rem 0;display:inline-block}
 .site nav a:hover{color:var(--brand);text-decoration:underline}
-.site nav a.cta{color:#fff;background:var(--brand);border-radius:999px;padding:.35rem .9rem}
-.site nav a.cta:hover{background:var(--brand-dark);color:#fff}
+.site nav a.cta{color:var(--brand);border:1px solid var(--brand);border-radius:999px;padding:.35rem .9rem}
+.site nav a.cta:hover{background:var(--soft);color:var(--brand-dark)}
 .badge{display:inline-block;font-size:.8rem;font-weight:700;letter-spacing:.03em;text-transform:uppercase;color:var(--warn-ink);background:var(--warn-bg);border:1px solid #e8c27a;border-radius:999px;padding:.1rem .6rem}
 .who{display:flex;flex-wrap:wrap;align-items:center;gap:.5rem .75rem;color:var(--muted);font-size:.95rem}
 .who strong{color:var(--ink)}
@@ -66,13 +67,15 @@ form.inline{display:inline}
 .figure{border:1px solid var(--line);border-radius:var(--radius);padding:.85rem 1rem;background:#fff;box-shadow:0 1px 2px rgba(27,31,36,.06)}
 .figure strong{display:block;font-size:1.5rem;line-height:1.3;font-variant-numeric:tabular-nums}
 .card{border:1px solid var(--line);border-radius:var(--radius);padding:1rem;margin:0 0 var(--space)}
+.pack h2{margin-top:0}.pack .price strong{font-size:1.5rem}
+.note-test{color:var(--warn-ink);background:var(--warn-bg);border:1px solid #e8c27a;border-radius:var(--radius);padding:.65rem .9rem}
 .items{list-style:none;padding:0}
 .items>li{border:1px solid var(--line);border-radius:var(--radius);padding:.85rem 1rem;margin:.75rem 0}
 .items dl{display:grid;grid-template-columns:max-content 1fr;gap:.15rem .75rem;margin:.4rem 0}
 .items dt{color:var(--muted)}.items dd{margin:0}
 table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}
 caption{text-align:left;font-weight:600;padding:.25rem 0 .5rem}
-th,td{border-bottom:1px solid var(--line);padding:.5rem .6rem;text-align:left;vertical-align:top}
+th,td{border-bottom:1px solid var(--line);padding:.5rem .6rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
 thead th{background:var(--soft);font-weight:600;border-bottom-width:2px}
 td.n{text-align:right}
 .wide{overflow-x:auto;max-width:100%}
