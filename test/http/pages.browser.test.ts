@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { type Browser, chromium, type Page } from "playwright-core"
+import { errorCatalog } from "../../src/contract/errors.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
@@ -87,7 +88,29 @@ describe(`pages in Chromium (${storeName})`, () => {
             const links = new Set<string>()
 
             const landing = await open(page, "/")
-            assert.include(landing.text, "Mint a free trial key")
+            // What an agent's developer came for, first: the mint, the platforms, an answer, the price.
+            assert.include(landing.text, "Mint a key: one call, no signup")
+            for (const platform of [
+              "profnet, a professional network",
+              "forum, a forum",
+              "microblog, a microblog"
+            ]) {
+              assert.include(landing.text, platform)
+            }
+            assert.include(landing.text, '"name": "Richard Lewis"')
+            assert.include(landing.text, "200 credits per UTC day")
+            assert.include(landing.text, "4 credits including 2 sections")
+            assert.strictEqual(
+              await page.locator("main pre.primary").count(),
+              1,
+              "the mint is the one emphasised block"
+            )
+            // Sign in is secondary, in the body and in the header alike.
+            assert.strictEqual(
+              await page.locator("main a.button:not(.secondary)").textContent(),
+              "API reference"
+            )
+            assert.strictEqual(await page.locator("main a.button.secondary").textContent(), "Sign in")
             assert.include(landing.text, `curl -s -X POST ${baseUrl}/v1/keys/mint`)
             assert.include(landing.text, `${baseUrl}/mcp`)
             for (const href of [`${baseUrl}/docs`, `${baseUrl}/docs/errors`, `${baseUrl}/v1/openapi.json`]) {
@@ -113,7 +136,14 @@ describe(`pages in Chromium (${storeName})`, () => {
               assert.include(upgrade.text, text)
             }
             assert.notInclude(upgrade.text, "not available yet")
-            assert.strictEqual(await page.locator("table tbody tr").count(), 2, "one row per pack")
+            assert.strictEqual(await page.locator("section.pack").count(), 2, "each pack shown once")
+            assert.strictEqual(await page.locator("section.pack code").count(), 0, "pack names as words")
+            assert.include(upgrade.text, "10,000 credits: 2,500 profiles")
+            // The value comes before where the credits land and the test rail's caveat.
+            assert.isBelow(
+              upgrade.text.indexOf("10,000 credits"),
+              upgrade.text.indexOf("The credits land on this account")
+            )
             const forms = page.locator(`main form[method=post][action="${baseUrl}/upgrade"]`)
             assert.strictEqual(await forms.count(), 2, "one checkout form per pack")
             assert.strictEqual(
@@ -150,6 +180,19 @@ describe(`pages in Chromium (${storeName})`, () => {
             assert.strictEqual(await section.locator("code", { hasText: "param" }).count(), 1)
             const top = await section.evaluate((element) => element.getBoundingClientRect().top)
             assert.isBelow(Math.abs(top), 5, "the anchor is scrolled to")
+            // The index is a table of every code of the catalogue: status, meaning, whether a retry can succeed.
+            const rows = page.locator("main table tbody tr")
+            assert.strictEqual(await rows.count(), Object.keys(errorCatalog).length)
+            for (const [code, spec] of Object.entries(errorCatalog)) {
+              const row = rows.filter({ has: page.locator(`a[href="#${code}"]`) })
+              const cells = await row.locator("td").allInnerTexts()
+              assert.deepStrictEqual(cells, [
+                code,
+                String(spec.status),
+                spec.title,
+                spec.retriable ? "retriable" : "no"
+              ])
+            }
             for (const href of errors.hrefs) links.add(href)
 
             for (const href of links) {

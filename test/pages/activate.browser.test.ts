@@ -96,6 +96,16 @@ describe(`/activate in Chromium (${storeName})`, () => {
             await page.getByLabel("Code shown by the client").inputValue(),
             started.body.user_code
           )
+          // One primary action: Approve; Deny and Sign out are secondary. The header, like the body,
+          // knows the visitor is signed in.
+          assert.deepStrictEqual(await page.locator("main button:not(.secondary)").allTextContents(), [
+            "Approve"
+          ])
+          assert.deepStrictEqual(await page.locator("main button.secondary").allTextContents(), [
+            "Deny",
+            "Sign out"
+          ])
+          assert.strictEqual(await page.locator("header.site a.cta").textContent(), "Dashboard")
           await page.getByRole("button", { name: "Deny" }).click()
           assert.include(await textOf(page), "was refused")
         })

@@ -29,11 +29,11 @@ content as an error result. A failed call is never charged.</p>
 <table><caption>The ${entries.length} codes</caption>
 <thead><tr><th scope="col">Code</th><th scope="col">HTTP</th><th scope="col">Meaning</th><th scope="col">Retry?</th></tr></thead>
 <tbody>${entries.map(
-  ([code, spec]) =>
-    html`<tr><td><a href="#${code}"><code>${code}</code></a></td><td>${spec.status}</td><td>${spec.title}</td><td>${
-      spec.retriable ? "retriable" : "no"
-    }</td></tr>`
-)}</tbody></table>
+      ([code, spec]) =>
+        html`<tr><td><a href="#${code}"><code>${code}</code></a></td><td>${spec.status}</td><td>${spec.title}</td><td>${
+          spec.retriable ? "retriable" : "no"
+        }</td></tr>`
+    )}</tbody></table>
 ${entries.map(
   ([code, spec]) => html`<section id="${code}"><h2><code>${code}</code> &middot; HTTP ${spec.status}${
     spec.retriable ? " · retriable" : ""

@@ -1,7 +1,8 @@
 import { type AppConfigShape, links } from "../../../config.ts"
 import { responseExamples } from "../../../contract/examples/index.ts"
-import { getProfile } from "../../../contract/operations/profnet.ts"
 import { declarations } from "../../../contract/operations/index.ts"
+import { getProfile } from "../../../contract/operations/profnet.ts"
+import { count } from "../checkout/format.ts"
 import { html, page } from "./html.ts"
 
 /** What each platform serves, in the words of its operations (their ids are the contract's). */
@@ -27,7 +28,10 @@ const sample = (baseUrl: string) => {
   const text = JSON.stringify(shown, null, 2)
     .replace(/\n {2}\},\n {2}"cost"/, `,\n    "...": "about, experience, skills"\n  },\n  "cost"`)
     .replace(/\n\}$/, `,\n  "receipt": { "id": "${answer.receipt.id}", ... }\n}`)
-  const { identifier, sections } = getProfile.examples as { identifier: string; sections: ReadonlyArray<string> }
+  const { identifier, sections } = getProfile.examples as {
+    identifier: string
+    sections: ReadonlyArray<string>
+  }
   return {
     request: `curl -s -H "Authorization: Bearer $KEY" \\\n  "${baseUrl}/v1/profnet/profiles?identifier=${identifier}&sections=${sections.join(",")}"`,
     text
@@ -54,6 +58,11 @@ export const landingPage = (
 <pre class="primary"><code>curl -s -X POST ${config.baseUrl}/v1/keys/mint</code></pre>
 <p>The answer holds the key (shown once: store it) and the lines to set it up for REST and MCP. Send it on every call
 as <code>Authorization: Bearer &lt;key&gt;</code>; an MCP client connects to <code>${link.mcp}</code> with the same header.</p>
+<p><a class="button" href="${link.docs}">API reference</a> ${
+      signedIn
+        ? html`<a class="button secondary" href="${config.baseUrl}/dashboard">Your dashboard</a>`
+        : html`<a class="button secondary" href="${link.login}">Sign in</a>`
+    }</p>
 <h2>A call and its answer</h2>
 <pre><code>${example.request}</code></pre>
 <pre><code>${example.text}</code></pre>
@@ -62,18 +71,13 @@ as <code>Authorization: Bearer &lt;key&gt;</code>; an MCP client connects to <co
 Free keys of one IP share <strong>${config.policy.freeCreditsPerIpDay} credits per UTC day</strong> (cached data, first pages).${
       pack === undefined
         ? ""
-        : html` After that, <a href="${link.upgrade}">credit packs</a> start at ${pack.credits ?? 0} credits.`
+        : html` After that, <a href="${link.upgrade}">credit packs</a> start at ${count(pack.credits ?? 0)} credits.`
     }</p>
 <table><caption>Credits per call</caption><thead><tr><th scope="col">Operation</th><th scope="col">Platform</th><th scope="col">Credits</th></tr></thead>
 <tbody>${declarations.map(
       (operation) =>
         html`<tr><td><code>${operation.id}</code></td><td>${operation.platform}</td><td>${operation.price.summary}</td></tr>`
     )}</tbody></table>
-<p><a class="button" href="${link.docs}">API reference</a> ${
-      signedIn
-        ? html`<a class="button secondary" href="${config.baseUrl}/dashboard">Your dashboard</a>`
-        : html`<a class="button secondary" href="${link.login}">Sign in</a>`
-    }</p>
 <h2>More</h2>
 <ul>
 <li><a href="${link.openapi}">OpenAPI 3.1 document</a></li>
