@@ -152,6 +152,7 @@ describe("the house's structure", () => {
       "domain",
       "strippedTypes.ts",
       "bundledStart.ts",
+      "startSteps.ts",
       "config.ts",
       "contract",
       "store",

@@ -131,7 +131,10 @@ describe(`a service on other hosts (${storeName})`, () => {
         const document = JSON.stringify(openapi.body)
         for (const host of Object.values(hosts)) assert.include(document, host)
         assert.notMatch(document, defaultHostNames)
-        assert.include(openapi.body.paths["/v1/forum/resolve-url"].get.description, `a ${hosts.forum} URL`)
+        assert.include(
+          openapi.body.paths["/v1/forum/resolve-url"].get.description,
+          `${hosts.forum} (forum): what a URL`
+        )
         const docs = yield* app.call("/docs")
         assert.include(String(docs.body), hosts.microblog)
 
@@ -140,7 +143,7 @@ describe(`a service on other hosts (${storeName})`, () => {
         const client = yield* connect(`${app.url}/mcp`, { key, ip }, modes[0])
         const { tools } = yield* Effect.promise(() => client.listTools())
         const resolveUrl = tools.find((tool) => tool.name === "resolveUrl")!
-        assert.include(resolveUrl.description, `a ${hosts.profnet} URL`)
+        assert.include(resolveUrl.description, `${hosts.profnet} (professional network): what a URL`)
         assert.include(JSON.stringify(resolveUrl.inputSchema), `A ${hosts.profnet} profile`)
         assert.notMatch(JSON.stringify(tools), defaultHostNames)
         // A tool call cleans its identifiers against the configured hosts too.

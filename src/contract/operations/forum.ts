@@ -25,7 +25,7 @@ export const ForumSearchData = pageData("results", ForumSearchItem)
 export const forumSearch = declareOperation({
   id: "forumSearch",
   summary: "Search forum posts, communities or users",
-  description: `Search ${defaultHosts.forum} by free text for posts (default), comments, communities or users. 6 credits per page of up to 10 summaries (author, title or comment text, upvotes, comment_count, created_at, permalink, id) plus a cursor; each cursor page is a new 6-credit call (paid keys only; trial keys get first pages). sort: relevance (default), top, new, hot or comment_count for posts; relevance, top or new for comments; not accepted for communities and users. range (past_hour, today, past_week, past_month, past_year, all_time; default all_time) applies to posts only. Comment search has no time window: filter on created_at yourself and poll with sort=new. Depth is capped upstream at a few hundred results per query. query is free text, never a URL: identify a URL with resolveForumUrl, read posts and their discussion with getForumPosts, and use getCommunity or getCommunityPosts for a known community.`,
+  description: `${defaultHosts.forum} (forum): posts (default), comments, communities or users matching free text. 6 credits per page of up to 10 summaries (author, title or comment text, upvotes, comment_count, created_at, permalink, id) plus a cursor; each cursor page is a new 6-credit call (paid keys only; trial keys get first pages). sort: relevance (default), top, new, hot or comment_count for posts; relevance, top or new for comments; not accepted for communities and users. range (past_hour, today, past_week, past_month, past_year, all_time; default all_time) applies to posts only. Comment search has no time window: filter on created_at yourself and poll with sort=new. Depth is capped upstream at a few hundred results per query. query is free text, never a URL: identify a URL with resolveForumUrl, read posts and their discussion with getForumPosts, and use getCommunity or getCommunityPosts for a known community.`,
   platform: "forum",
   path: "/forum/search",
   kind: "forum_search",
@@ -58,7 +58,7 @@ const CommunityName = Schema.String.annotate({
 export const getCommunity = declareOperation({
   id: "getCommunity",
   summary: "Get a forum community",
-  description: `One ${defaultHosts.forum} community's details: title, description, subscribers, active_users, age (created_at), NSFW flag and topics. 4 credits; include_settings=true adds the rules and the moderator list for +2. It returns no posts: read the feed with getCommunityPosts, search inside it with forumSearch. community_name: the name without the prefix, or a community URL (tracking parameters, www/m hosts and trailing slashes are cleaned). Find communities by topic with forumSearch type=communities.`,
+  description: `${defaultHosts.forum} (forum): one community's details: title, description, subscribers, active_users, age (created_at), NSFW flag and topics. 4 credits; include_settings=true adds the rules and the moderator list for +2. It returns no posts: read the feed with getCommunityPosts, search inside it with forumSearch. community_name: the name without the prefix, or a community URL (tracking parameters, www/m hosts and trailing slashes are cleaned). Find communities by topic with forumSearch type=communities.`,
   platform: "forum",
   path: "/forum/communities",
   kind: "community",
@@ -79,7 +79,7 @@ export const CommunityPostsData = pageData("posts", ForumPostSummary)
 export const getCommunityPosts = declareOperation({
   id: "getCommunityPosts",
   summary: "List a community's posts",
-  description: `One page (up to 10) of a ${defaultHosts.forum} community's feed: post summaries (id, title, author, upvotes, comment_count, created_at, permalink) and a cursor. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). sort: hot (default), new, top or rising; range (past_hour, today, past_week, past_month, past_year, all_time; default all_time) only with sort=top. The feed reaches back at most about 1,000 posts. Use forumSearch to find posts by keywords across communities, getCommunity for the community's details, and getForumPosts (thread=true) to read a post with its discussion.`,
+  description: `${defaultHosts.forum} (forum): one page (up to 10) of a community's feed: post summaries (id, title, author, upvotes, comment_count, created_at, permalink) and a cursor. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). sort: hot (default), new, top or rising; range (past_hour, today, past_week, past_month, past_year, all_time; default all_time) only with sort=top. The feed reaches back at most about 1,000 posts. Use forumSearch to find posts by keywords across communities, getCommunity for the community's details, and getForumPosts (thread=true) to read a post with its discussion.`,
   platform: "forum",
   path: "/forum/communities/posts",
   kind: "community_posts",
@@ -101,7 +101,7 @@ export const getCommunityPosts = declareOperation({
 export const getForumUser = declareOperation({
   id: "getForumUser",
   summary: "Get a forum user",
-  description: `One ${defaultHosts.forum} user: id, username, karma (post and comment), account age and profile URL, plus the sections you ask for: posts (their recent post summaries) and comments (their recent comments). 4 credits, +2 per section (at most 2: 8 with both). username: the name with or without u/, or a profile URL (\`${defaultHosts.forum}/user/<name>\`). Find users by keywords with forumSearch type=users.`,
+  description: `${defaultHosts.forum} (forum): one user, their id, username, karma (post and comment), account age and profile URL, plus the sections you ask for: posts (their recent post summaries) and comments (their recent comments). 4 credits, +2 per section (at most 2: 8 with both). username: the name with or without u/, or a profile URL (\`${defaultHosts.forum}/user/<name>\`). Find users by keywords with forumSearch type=users.`,
   platform: "forum",
   path: "/forum/users",
   kind: "forum_user",
@@ -128,7 +128,7 @@ export const ForumPostsData = Schema.Struct({
 export const getForumPosts = declareOperation({
   id: "getForumPosts",
   summary: "Get forum posts by id",
-  description: `Read ${defaultHosts.forum} posts in full (title, body, author, community, upvotes, comment_count, created_at, permalink) by id or permalink, 1 to 100 per call; ids that do not exist are listed in missing (NOT_FOUND only when none exists). 4 credits for up to 10 ids, +1 per further 10. thread=true reads one post's full discussion (exactly one id): comments in reading order, each after its parent, with parent_id and depth; comment_limit 1-500 (default 100), comment_sort top (default), new or old; it adds 4 credits (8 in all). A comment permalink reads the post it belongs to. Find posts with forumSearch or getCommunityPosts.`,
+  description: `${defaultHosts.forum} (forum): posts in full (title, body, author, community, upvotes, comment_count, created_at, permalink) by id or permalink, 1 to 100 per call; ids that do not exist are listed in missing (NOT_FOUND only when none exists). 4 credits for up to 10 ids, +1 per further 10. thread=true reads one post's full discussion (exactly one id): comments in reading order, each after its parent, with parent_id and depth; comment_limit 1-500 (default 100), comment_sort top (default), new or old; it adds 4 credits (8 in all). A comment permalink reads the post it belongs to. Find posts with forumSearch or getCommunityPosts.`,
   platform: "forum",
   path: "/forum/posts",
   kind: "forum_posts",
@@ -158,7 +158,7 @@ export const getForumPosts = declareOperation({
 export const resolveForumUrl = declareOperation({
   id: "resolveForumUrl",
   summary: "Resolve a forum URL",
-  description: `Identify what a ${defaultHosts.forum} URL points at (post, comment, community or user) before fetching: type, id, community, post_id, username and canonical_url. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Then read a post (or a comment's post_id) with getForumPosts, a community with getCommunity or getCommunityPosts, a user with getForumUser. Skip it when you already have a permalink or name: those operations take URLs directly.`,
+  description: `${defaultHosts.forum} (forum): what a URL points at (post, comment, community or user), before fetching: type, id, community, post_id, username and canonical_url. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Then read a post (or a comment's post_id) with getForumPosts, a community with getCommunity or getCommunityPosts, a user with getForumUser. Skip it when you already have a permalink or name: those operations take URLs directly.`,
   platform: "forum",
   path: "/forum/resolve-url",
   kind: "forum_url_resolution",

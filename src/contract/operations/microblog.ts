@@ -10,7 +10,7 @@ export const MicroblogSearchData = pageData("results", Tweet)
 export const microblogSearch = declareOperation({
   id: "microblogSearch",
   summary: "Search tweets",
-  description: `Search ${defaultHosts.microblog} tweets by free text (words or @handles). 6 credits per page of up to 20 tweets (id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url) plus a cursor; each cursor page is a new 6-credit call (paid keys only; trial keys get first pages). sort: latest (default, newest first) or top (most liked among recent matches). Depth is capped upstream per query. To read one account's timeline use getTweets; for one tweet by id or URL use getTweet.`,
+  description: `${defaultHosts.microblog} (microblog): tweets matching free text (words or @handles). 6 credits per page of up to 20 tweets (id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url) plus a cursor; each cursor page is a new 6-credit call (paid keys only; trial keys get first pages). sort: latest (default, newest first) or top (most liked among recent matches). Depth is capped upstream per query. To read one account's timeline use getTweets; for one tweet by id or URL use getTweet.`,
   platform: "microblog",
   path: "/microblog/search",
   kind: "microblog_search",
@@ -34,7 +34,7 @@ const MicroblogIdentifier = Schema.String.annotate({
 export const getMicroblogProfile = declareOperation({
   id: "getMicroblogProfile",
   summary: "Get a microblog account",
-  description: `One ${defaultHosts.microblog} account: id, handle, name, bio, location, followers, following, tweet_count, created_at, verified and url. 4 credits. identifier: the handle (with or without @), a profile URL (tracking parameters, www/m hosts cleaned) or the numeric user id. It returns no tweets: use getTweets for the timeline. There is no search by name; find accounts through microblogSearch results.`,
+  description: `${defaultHosts.microblog} (microblog): one account, its id, handle, name, bio, location, followers, following, tweet_count, created_at, verified and url. 4 credits. identifier: the handle (with or without @), a profile URL (tracking parameters, www/m hosts cleaned) or the numeric user id. It returns no tweets: use getTweets for the timeline. There is no search by name; find accounts through microblogSearch results.`,
   platform: "microblog",
   path: "/microblog/profiles",
   kind: "microblog_profile",
@@ -52,7 +52,7 @@ export const TweetsData = pageData("tweets", Tweet)
 export const getTweets = declareOperation({
   id: "getTweets",
   summary: "List an account's tweets",
-  description: `One page (up to 20, newest first) of a ${defaultHosts.microblog} account's tweets, with full metrics (likes, reposts, replies, quotes, views), and a cursor for older ones. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). Replies are left out unless include_replies=true; reposts are included (is_repost). identifier: handle (with or without @), profile URL or numeric user id. For one tweet use getTweet; for tweets by keywords use microblogSearch; for the account's details use getMicroblogProfile.`,
+  description: `${defaultHosts.microblog} (microblog): one page (up to 20, newest first) of an account's tweets, with full metrics (likes, reposts, replies, quotes, views), and a cursor for older ones. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). Replies are left out unless include_replies=true; reposts are included (is_repost). identifier: handle (with or without @), profile URL or numeric user id. For one tweet use getTweet; for tweets by keywords use microblogSearch; for the account's details use getMicroblogProfile.`,
   platform: "microblog",
   path: "/microblog/tweets",
   kind: "tweets",
@@ -76,7 +76,7 @@ const TweetId = Schema.String.annotate({
 export const getTweet = declareOperation({
   id: "getTweet",
   summary: "Get one tweet",
-  description: `One ${defaultHosts.microblog} tweet with full metrics: id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url. 4 credits. id: the numeric tweet id or a status URL (\`${defaultHosts.microblog}/<handle>/status/<id>\`; tracking parameters and www/m hosts cleaned). For an account's timeline use getTweets; to search tweets use microblogSearch.`,
+  description: `${defaultHosts.microblog} (microblog): one tweet with full metrics: id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url. 4 credits. id: the numeric tweet id or a status URL (\`${defaultHosts.microblog}/<handle>/status/<id>\`; tracking parameters and www/m hosts cleaned). For an account's timeline use getTweets; to search tweets use microblogSearch.`,
   platform: "microblog",
   path: "/microblog/tweet",
   kind: "tweet",
@@ -90,7 +90,7 @@ export const getTweet = declareOperation({
 export const resolveMicroblogUrl = declareOperation({
   id: "resolveMicroblogUrl",
   summary: "Resolve a microblog URL",
-  description: `Identify what a ${defaultHosts.microblog} URL points at (profile or tweet) before fetching: type, id, handle and canonical_url. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Then use the handle or id with getMicroblogProfile or getTweets, or the tweet id with getTweet. Skip it when a handle, id or clean URL is already known: those operations take URLs directly.`,
+  description: `${defaultHosts.microblog} (microblog): what a URL points at (profile or tweet), before fetching: type, id, handle and canonical_url. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Then use the handle or id with getMicroblogProfile or getTweets, or the tweet id with getTweet. Skip it when a handle, id or clean URL is already known: those operations take URLs directly.`,
   platform: "microblog",
   path: "/microblog/resolve-url",
   kind: "microblog_url_resolution",
@@ -108,7 +108,7 @@ export const TweetRepliesData = pageData("replies", Tweet)
 export const getTweetReplies = declareOperation({
   id: "getTweetReplies",
   summary: "List replies to a tweet",
-  description: `One page (up to 20) of the replies to a ${defaultHosts.microblog} tweet, each a full tweet (same fields as getTweet; is_reply=true, text starting with @ the parent's author), and a cursor for more; a tweet without replies gives an empty page. sort: top (default, most liked first) or latest (newest first). At most 100 replies per tweet are listed (5 pages), even when its replies count is higher. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). id: the numeric tweet id or a status URL (\`${defaultHosts.microblog}/<handle>/status/<id>\`). For the tweet itself use getTweet.`,
+  description: `${defaultHosts.microblog} (microblog): one page (up to 20) of the replies to a tweet, each a full tweet (same fields as getTweet; is_reply=true, text starting with @ the parent's author), and a cursor for more; a tweet without replies gives an empty page. sort: top (default, most liked first) or latest (newest first). At most 100 replies per tweet are listed (5 pages), even when its replies count is higher. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). id: the numeric tweet id or a status URL (\`${defaultHosts.microblog}/<handle>/status/<id>\`). For the tweet itself use getTweet.`,
   platform: "microblog",
   path: "/microblog/tweet/replies",
   kind: "tweet_replies",

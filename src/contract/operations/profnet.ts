@@ -15,7 +15,7 @@ import {
 export const resolveUrl = declareOperation({
   id: "resolveUrl",
   summary: "Resolve a profnet URL",
-  description: `Identify what a ${defaultHosts.profnet} URL points at (person, company or post) before fetching. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Use the returned handle or id with getProfile/getPosts for people, and the handle (not the id) with getCompany/getPosts for companies. Skip it when a slug, URN or clean URL is already known.`,
+  description: `${defaultHosts.profnet} (professional network): what a URL points at (person, company or post), before fetching. 2 credits. Tracking parameters, www/m hosts and trailing slashes are tolerated. Use the returned handle or id with getProfile/getPosts for people, and the handle (not the id) with getCompany/getPosts for companies. Skip it when a slug, URN or clean URL is already known.`,
   platform: "profnet",
   path: "/profnet/resolve-url",
   kind: "url_resolution",
@@ -43,7 +43,7 @@ export const PersonData = Schema.Struct({
 export const getProfile = declareOperation({
   id: "getProfile",
   summary: "Get a profnet profile",
-  description: `One ${defaultHosts.profnet} profile: the overview (name, headline, location, current position, follower counts) plus the sections you ask for. 4 credits including 2 sections; each further section +2 (at most 4). Identifier: profile URL, the slug after /in/, or \`urn:li:fsd_profile:<id>\`. It does not search by name (use searchPeople) and does not fetch companies (use getCompany). Search results with is_anonymous=true cannot be fetched.`,
+  description: `${defaultHosts.profnet} (professional network): one person's profile, the overview (name, headline, location, current position, follower counts) plus the sections you ask for. 4 credits including 2 sections; each further section +2 (at most 4). Identifier: profile URL, the slug after /in/, or \`urn:li:fsd_profile:<id>\`. It does not search by name (use searchPeople) and does not fetch companies (use getCompany). Search results with is_anonymous=true cannot be fetched.`,
   platform: "profnet",
   path: "/profnet/profiles",
   kind: "person",
@@ -72,7 +72,7 @@ export const PeopleSearchData = Schema.Struct({
 export const searchPeople = declareOperation({
   id: "searchPeople",
   summary: "Search profnet people",
-  description: `Search ${defaultHosts.profnet} people by keywords (name, title or both) and filters. 10 credits including the first 10 results; each further 10 add 1 (limit 1-30, default 10; trial keys at most 10); settled by the results returned. A school or company filter needs keywords (derived from first_name/last_name/title when omitted). current_company/past_company take a name, slug, numeric id or company URN; a past_company name or a company URL cannot combine with limit=30 (use 20 or the numeric id). Results with is_anonymous=true cannot be fetched with getProfile. Page with cursor: each page is a new call priced by its own limit.`,
+  description: `${defaultHosts.profnet} (professional network): people matching keywords (name, title or both) and filters. 10 credits including the first 10 results; each further 10 add 1 (limit 1-30, default 10; trial keys at most 10); settled by the results returned. A school or company filter needs keywords (derived from first_name/last_name/title when omitted). current_company/past_company take a name, slug, numeric id or company URN; a past_company name or a company URL cannot combine with limit=30 (use 20 or the numeric id). Results with is_anonymous=true cannot be fetched with getProfile. Page with cursor: each page is a new call priced by its own limit.`,
   platform: "profnet",
   path: "/profnet/search",
   kind: "people_search",
@@ -101,7 +101,7 @@ export const searchPeople = declareOperation({
 export const getCompany = declareOperation({
   id: "getCompany",
   summary: "Get a profnet company",
-  description: `One ${defaultHosts.profnet} company: name, description, industry, employee_count, headquarters, website, founding year, specialities, and its URN and numeric id (inputs for searchPeople's company filters only). 4 credits. Identifier: company URL, the slug after /company/, or a website domain; a domain is quoted 4 more (set max_credits accordingly) and that 4 is refunded when the domain was resolved before. An unverifiable domain gives INVALID_INPUT with the closest matches. Numeric ids and URNs are not fetchable; there is no search by name.`,
+  description: `${defaultHosts.profnet} (professional network): one company, its name, description, industry, employee_count, headquarters, website, founding year, specialities, and its URN and numeric id (inputs for searchPeople's company filters only). 4 credits. Identifier: company URL, the slug after /company/, or a website domain; a domain is quoted 4 more (set max_credits accordingly) and that 4 is refunded when the domain was resolved before. An unverifiable domain gives INVALID_INPUT with the closest matches. Numeric ids and URNs are not fetchable; there is no search by name.`,
   platform: "profnet",
   path: "/profnet/companies",
   kind: "company",
@@ -122,7 +122,7 @@ export const PostsData = pageData("posts", ProfnetPost)
 export const getPosts = declareOperation({
   id: "getPosts",
   summary: "List profnet posts",
-  description: `One page (up to 10, newest first) of a ${defaultHosts.profnet} person's or company's posts, with a cursor for older ones. 4 credits per page; a website-domain identifier is quoted 4 more, refunded when the domain was resolved before. Identifier: person or company URL, slug (the type is detected), person URN, or company domain. Company URNs and numeric ids are not accepted. There is no keyword search across posts and no reading one post by URL.`,
+  description: `${defaultHosts.profnet} (professional network): one page (up to 10, newest first) of a person's or company's posts, with a cursor for older ones. 4 credits per page; a website-domain identifier is quoted 4 more, refunded when the domain was resolved before. Identifier: person or company URL, slug (the type is detected), person URN, or company domain. Company URNs and numeric ids are not accepted. There is no keyword search across posts and no reading one post by URL.`,
   platform: "profnet",
   path: "/profnet/posts",
   kind: "posts",
