@@ -6,7 +6,15 @@ import { HttpApiScalar } from "effect/http-api"
 import { makeApi } from "../../src/contract/api.ts"
 import { defaultPublication, publishedApi } from "../../src/contract/openapi.ts"
 import { operations } from "../../src/operations/registry.ts"
-import { docsLayer, evalProbe, phoneStyle, withoutEvalProbe } from "../../src/surfaces/http/docsPage.ts"
+import {
+  docsHeader,
+  docsLayer,
+  docsScalarConfig,
+  evalProbe,
+  freshIdempotencyKeys,
+  phoneStyle,
+  withoutEvalProbe
+} from "../../src/surfaces/http/docsPage.ts"
 
 /**
  * The page loads Scalar's bundle at its first request; what it serves must be effect's page, but
@@ -18,7 +26,8 @@ describe("the /docs page", () => {
     baseUrl: "http://svc.test",
     upgradeUrl: "http://svc.test/upgrade"
   })
-  const options = { path: "/docs", scalar: { withDefaultFonts: false } } as const
+  const options = { path: "/docs", scalar: docsScalarConfig } as const
+  const header = docsHeader("http://svc.test")
   const serve = (routes: Layer.Layer<never, never, HttpRouter.HttpRouter>) =>
     Effect.acquireRelease(
       Effect.sync(() => HttpRouter.toWebHandler(routes.pipe(Layer.provide(HttpServer.layerServices)))),
@@ -36,7 +45,9 @@ describe("the /docs page", () => {
     "is effect's HttpApiScalar page without the eval probe, with a policy naming its two scripts",
     () =>
       Effect.gen(function* () {
-        const ours = yield* serve(docsLayer(api, options))
+        const ours = yield* serve(
+          docsLayer(api, { ...options, header, onBeforeRequest: freshIdempotencyKeys })
+        )
         const effects = yield* serve(HttpApiScalar.layer(api, options))
         assert.strictEqual(ours.status, 200)
         const csp = ours.headers.find(([name]) => name === "content-security-policy")?.[1] ?? ""
@@ -48,12 +59,27 @@ describe("the /docs page", () => {
         assert.notInclude(ours.body, evalProbe)
         assert.isTrue(
           ours.body ===
-            withoutEvalProbe(effects.body).replace(
-              'content="width=device-width, initial-scale=1" />',
-              `content="width=device-width, initial-scale=1" />${phoneStyle}`
-            ),
-          "the same HTML but for the probe and the phone style"
+            withoutEvalProbe(effects.body)
+              .replace(
+                'content="width=device-width, initial-scale=1" />',
+                `content="width=device-width, initial-scale=1" />${phoneStyle}`
+              )
+              .replace("<body>", `<body>${header}`)
+              .replace(
+                /(content: [^\n]*)\n(\s*)\}\)/,
+                (_, content: string, indent: string) =>
+                  `${content},\n        onBeforeRequest: ${freshIdempotencyKeys}\n${indent}})`
+              ),
+          "the same HTML but for the probe, the phone style and the site's header"
         )
+        // The site's header (a way back), how to authenticate before anything else, and Scalar
+        // without its toolbar (Generate SDKs, Share), the bearer scheme chosen, a fresh
+        // Idempotency-Key per request sent from the page.
+        assert.include(ours.body, '<a class="brand" href="http://svc.test/">svc data API</a>')
+        assert.isBelow(ours.body.indexOf("Authenticate first."), ours.body.indexOf("api-reference-container"))
+        assert.include(ours.body, '"showDeveloperTools":"never"')
+        assert.include(ours.body, '"preferredSecurityScheme":"bearer"')
+        assert.include(ours.body, "onBeforeRequest: ({ request }) => {")
         assert.include(ours.body, "window.Scalar.createApiReference")
         assert.isAbove(ours.body.length, 1_000_000, "Scalar's bundle is inline")
         // Each inline script is allowed by its hash, and nothing else runs.

@@ -45,7 +45,41 @@ describe("the /docs page in Chromium", () => {
               .first()
               .click()
             await sent
+            // A data operation's "Send", twice: each request carries a fresh Idempotency-Key, not the
+            // sample's fixed one (which would be IDEMPOTENCY_KEY_REUSED with other arguments).
+            const keys: Array<string> = []
+            page.on("request", (request) => {
+              const key = request.headers()["idempotency-key"]
+              if (request.url().startsWith(`${baseUrl}/v1/profnet/test-echo`) && key !== undefined)
+                keys.push(key)
+            })
+            await page.keyboard.press("Escape")
+            await page.evaluate(() => {
+              ;(globalThis as unknown as { location: { hash: string } }).location.hash =
+                "#tag/profnet/GET/v1/profnet/test-echo"
+            })
+            const echo = page.locator("section", {
+              has: page.locator("pre code", { hasText: "/v1/profnet/test-echo" })
+            })
+            await echo
+              .getByRole("button", { name: /Test Request/i })
+              .first()
+              .click()
+            for (const _ of [1, 2]) {
+              const echoed = page.waitForResponse(
+                (answer) => answer.url().includes("/v1/profnet/test-echo"),
+                {
+                  timeout: 15_000
+                }
+              )
+              await page
+                .getByRole("button", { name: /Send get request to/ })
+                .first()
+                .click()
+              await echoed
+            }
             return {
+              keys,
               violations,
               csp: response?.headers()["content-security-policy"] ?? "",
               rendered,
@@ -57,6 +91,10 @@ describe("the /docs page in Chromium", () => {
           assert.deepStrictEqual(seen.elsewhere, [])
           assert.include(seen.rendered, "Mint a free trial key")
           assert.strictEqual(seen.mint, 200)
+          assert.lengthOf(seen.keys, 2)
+          for (const key of seen.keys) assert.match(key, /^docs-[0-9a-f]{32}$/)
+          assert.notStrictEqual(seen.keys[0], seen.keys[1])
+          assert.include(seen.rendered, "Authenticate first.")
           assert.match(
             seen.csp,
             /^default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-[^']+' 'sha256-[^']+'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'$/

@@ -16,7 +16,7 @@ import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
 import { bearerCredential, DataRoutes } from "./dataRoutes.ts"
-import { docsLayer } from "./docsPage.ts"
+import { docsHeader, docsLayer, docsScalarConfig, freshIdempotencyKeys } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
   ClientLayer,
@@ -133,7 +133,12 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     UsageRead,
     openApiRoute(() => OpenApi.fromApi(api)),
     // No fonts from the Scalar CDN: the page works offline and loads nothing from other hosts.
-    docsLayer(api, { path: "/docs", scalar: { withDefaultFonts: false } }),
+    docsLayer(api, {
+      path: "/docs",
+      scalar: docsScalarConfig,
+      header: docsHeader(publication.baseUrl),
+      onBeforeRequest: freshIdempotencyKeys
+    }),
     AdminRpcRoutes,
     McpRoutes(operations),
     PageRoutes,
