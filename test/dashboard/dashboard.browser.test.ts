@@ -213,6 +213,13 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
             await page.goto(dashboard())
             const before = await spendable(page)
             await page.goto(dashboard("/billing"))
+            // One primary action on Billing: the first pack; the others are secondary.
+            assert.deepStrictEqual(
+              (await page.locator("main button:not(.secondary):not([hidden])").allTextContents()).map(
+                (text) => text.slice(0, 8)
+              ),
+              ["Buy Flex"]
+            )
             await page.getByRole("button", { name: /^Buy Flex/ }).click()
             assert.match(new URL(page.url()).pathname, /^\/checkout\//)
             await page.getByRole("button", { name: /^Pay / }).click()
@@ -322,8 +329,20 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
           await page.goto(dashboard())
           const options = await page.locator("#account-switch option").allInnerTexts()
           assert.strictEqual(options.length, 2)
-          await page.getByLabel("Account").selectOption(trial.account_id)
-          await page.getByRole("button", { name: "Switch" }).click()
+          // Each account named as a person tells it apart (plan, email, since when), not by its raw id.
+          for (const option of options) {
+            assert.match(
+              option,
+              /^(Trial|Flex|Production) account, .+, since \d{4}-\d{2}-\d{2} \(\.\.\..{4}\)$/
+            )
+          }
+          assert.notInclude(options.join(" "), trial.account_id)
+          // With scripts, choosing switches at once; the Switch button (for a browser without) is hidden.
+          assert.isFalse(await page.getByRole("button", { name: "Switch" }).isVisible())
+          await Promise.all([
+            page.waitForURL((url) => url.search.includes(`account=${trial.account_id}`)),
+            page.getByLabel("Account").selectOption(trial.account_id)
+          ])
           assert.include(new URL(page.url()).search, `account=${trial.account_id}`)
           await page.goto(dashboard("/keys", trial.account_id))
           assert.include(await textOf(page), trial.key.slice(-4))

@@ -30,17 +30,21 @@ type Config = Pick<AppConfigShape, "baseUrl" | "policy" | "checkoutRails">
 const paymentOrigins = (rails: ReadonlyArray<string>) =>
   rails.includes("stripe") ? ["https://checkout.stripe.com", "https://billing.stripe.com"] : []
 
-const packForm = (config: Config, frame: Frame, pack: Pack) =>
+/** A pack's name as a word (its id stays the form's value). */
+const packName = (pack: Pack) => `${pack.pack.charAt(0).toUpperCase()}${pack.pack.slice(1)}`
+
+/** The first pack's button is the page's one primary action; every other button is secondary. */
+const packForm = (config: Config, frame: Frame, pack: Pack, index: number) =>
   html`<form method="post" action="${config.baseUrl}/dashboard/packs">${formFields(frame.csrf, frame.account)}${hidden("pack", pack.pack)}${
     config.checkoutRails.length < 2
       ? ""
       : html`<label for="rail-${pack.pack}">Pay with</label><select id="rail-${pack.pack}" name="rail">${config.checkoutRails.map(
           (rail) => html`<option value="${rail}">${railLabel(rail)}</option>`
         )}</select>`
-  }<button type="submit">${
+  }<button type="submit"${index === 0 ? "" : html` class="secondary"`}>${
     pack.mode === "subscription"
-      ? `Subscribe to ${pack.pack}: ${dollars(pack.price_usd_cents)} a month for ${count(pack.credits_per_month ?? 0)} credits a month`
-      : `Buy ${pack.pack}: ${dollars(pack.price_usd_cents)} for ${count(pack.credits ?? 0)} credits`
+      ? `Subscribe to ${packName(pack)}: ${dollars(pack.price_usd_cents)} a month for ${count(pack.credits_per_month ?? 0)} credits a month`
+      : `Buy ${packName(pack)}: ${dollars(pack.price_usd_cents)} for ${count(pack.credits ?? 0)} credits`
   }</button></form>`
 
 /** Automatic top-up: its state, this month's spend, the last top-up; the form that arms it and the one that stops it. */
@@ -62,9 +66,9 @@ const topupSection = (config: Config, frame: Frame, topup: TopupView) => {
 <form method="post" action="${config.baseUrl}/dashboard/topup" class="row">${formFields(frame.csrf, frame.account)}${hidden("pack", pack?.pack ?? "flex")}
 <div><label for="below-credits">Top up below (credits)</label><input id="below-credits" name="below_credits" type="number" min="1" step="1" inputmode="numeric" required value="${topup.below_credits ?? 1000}"></div>
 <div><label for="monthly-max">At most a month (USD)</label><input id="monthly-max" name="monthly_max_usd" type="number" min="1" step="1" inputmode="numeric" required value="${Math.round((topup.monthly_max_usd_cents ?? (pack?.price_usd_cents ?? 2000) * 3) / 100)}"></div>
-<button type="submit">${topup.enabled ? "Update automatic top-up" : "Turn on automatic top-up"}</button></form>${
+<button type="submit" class="secondary">${topup.enabled ? "Update automatic top-up" : "Turn on automatic top-up"}</button></form>${
     topup.enabled
-      ? html`<form method="post" action="${config.baseUrl}/dashboard/topup/off">${formFields(frame.csrf, frame.account)}<button type="submit">Turn off automatic top-up</button></form>`
+      ? html`<form method="post" action="${config.baseUrl}/dashboard/topup/off">${formFields(frame.csrf, frame.account)}<button type="submit" class="secondary">Turn off automatic top-up</button></form>`
       : ""
   }</section>`
 }
@@ -89,10 +93,10 @@ purchased ${count(usage.balance?.purchased ?? 0)}). Plan <code>${usage.plan}</co
 ${frame.account.alertThreshold === 0 ? "The alert is off." : `The alert is set at ${count(frame.account.alertThreshold)} credits.`}</p>
 <form method="post" action="${config.baseUrl}/dashboard/alert" class="row">${formFields(frame.csrf, frame.account)}
 <div><label for="threshold">Threshold (credits)</label><input id="threshold" name="threshold" type="number" min="0" step="1" inputmode="numeric" value="${frame.account.alertThreshold}" required></div>
-<button type="submit">Set alert</button></form></section>
+<button type="submit" class="secondary">Set alert</button></form></section>
 ${topupSection(config, frame, topup)}
 <section aria-labelledby="packs"><h2 id="packs">Buy credits</h2>
-${config.policy.packs.map((pack) => packForm(config, frame, pack))}
+${config.policy.packs.map((pack, index) => packForm(config, frame, pack, index))}
 <p>The credits land on this account; its keys keep working. <a href="${config.baseUrl}/upgrade?${accountQuery(frame.account)}">Compare the packs</a>.</p></section>
 <section aria-labelledby="portal"><h2 id="portal">Billing portal</h2>
 <p>Purchases, the subscription and its cancellation.${
@@ -100,7 +104,7 @@ ${config.policy.packs.map((pack) => packForm(config, frame, pack))}
         ? " This account has bought nothing yet."
         : ` ${usage.purchases.count} ${usage.purchases.count === 1 ? "purchase" : "purchases"} so far.`
     }</p>
-<form method="post" action="${config.baseUrl}/dashboard/portal">${formFields(frame.csrf, frame.account)}<button type="submit">Open the billing portal</button></form></section>`
+<form method="post" action="${config.baseUrl}/dashboard/portal">${formFields(frame.csrf, frame.account)}<button type="submit" class="secondary">Open the billing portal</button></form></section>`
   )
 
 /** Management tokens: every sign-in of this email, and its revocation. */

@@ -19,10 +19,14 @@ const niceMax = (max: number) => {
 }
 
 /**
- * Credits per day for 30 days as stacked bars, drawn on the server. The SVG is one image with a
- * text alternative; the numbers themselves are in the table after it.
+ * Credits per day as stacked bars, drawn on the server: the days of the last 30 from the first with
+ * any use, left to right, each bar at most a seventh of the plot wide (one day of data is one bar at
+ * the left, under its date, not a sliver at the far right of 29 empty days). The SVG is one image
+ * with a text alternative; the numbers themselves are in the table after it.
  */
-export const usageChart = (days: ReadonlyArray<DayUsage>, platforms: ReadonlyArray<string>) => {
+export const usageChart = (all: ReadonlyArray<DayUsage>, platforms: ReadonlyArray<string>) => {
+  const firstUsed = all.findIndex((day) => day.total > 0 || day.calls > 0)
+  const days = firstUsed < 0 ? all : all.slice(firstUsed)
   // Small enough that its 12-unit labels stay readable on a 360 px phone.
   const width = 400
   const height = 180
@@ -31,7 +35,7 @@ export const usageChart = (days: ReadonlyArray<DayUsage>, platforms: ReadonlyArr
   const plotWidth = width - left - 8
   const plotHeight = height - bottom - 10
   const top = niceMax(Math.max(0, ...days.map((day) => day.total)))
-  const barWidth = plotWidth / Math.max(1, days.length)
+  const barWidth = plotWidth / Math.max(7, days.length)
   const y = (credits: number) => (credits / top) * plotHeight
   const total = days.reduce((sum, day) => sum + day.total, 0)
   const bars = days.map((day, index) => {
@@ -53,7 +57,12 @@ export const usageChart = (days: ReadonlyArray<DayUsage>, platforms: ReadonlyArr
   return html`<figure class="chart"><svg viewBox="0 0 ${width} ${height}" role="img" aria-labelledby="chart-title">
 <title id="chart-title">Credits per day from ${first} to ${last}: ${total} in all. The table below has each day's numbers.</title>
 ${ticks}${bars}
-<text x="${left}" y="${height - 6}" font-size="12" fill="#1a1a1a">${first}</text><text x="${width - 8}" y="${height - 6}" font-size="12" text-anchor="end" fill="#1a1a1a">${last}</text>
+<text x="${left}" y="${height - 6}" font-size="12" fill="#1a1a1a">${first}</text>${
+    // Two dates side by side would overlap under two or three bars: the first says where they start.
+    days.length < 4
+      ? ""
+      : html`<text x="${(left + days.length * barWidth).toFixed(1)}" y="${height - 6}" font-size="12" text-anchor="end" fill="#1a1a1a">${last}</text>`
+  }
 </svg><figcaption class="legend">${platforms.map(
     (platform, p) => html`<span style="background:${colours[p % colours.length]!}"></span>${platform}`
   )}</figcaption></figure>`

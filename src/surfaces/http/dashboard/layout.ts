@@ -28,9 +28,30 @@ const copyScript =
   "for(const b of document.querySelectorAll('button[data-copy]')){b.hidden=false;b.addEventListener('click',()=>{const t=document.getElementById(b.dataset.copy);const done=()=>{b.textContent='Copied'};const fail=()=>{b.textContent='Select the text to copy it'};if(navigator.clipboard){navigator.clipboard.writeText(t.textContent).then(done,fail)}else{getSelection().selectAllChildren(t);document.execCommand('copy')?done():fail()}})}"
 const copyScriptHash = `sha256-${createHash("sha256").update(copyScript).digest("base64")}`
 
-/** As the sign-in pages' policy, plus the copy script by its hash and forms that may end at a payment provider. */
+/**
+ * The account switcher's script: choosing an account switches to it (the form is sent on change),
+ * and the Switch button, there for a browser without scripts, is hidden.
+ */
+const switchScript =
+  "const s=document.getElementById('account-switch');if(s){for(const b of s.form.querySelectorAll('button'))b.hidden=true;s.addEventListener('change',()=>s.form.submit())}"
+const switchScriptHash = `sha256-${createHash("sha256").update(switchScript).digest("base64")}`
+
+/** As the sign-in pages' policy, plus the two scripts by their hashes and forms that may end at a payment provider. */
 export const dashboardCsp = (formTargets: ReadonlyArray<string>) =>
-  contentSecurityPolicy({ scripts: [`'${copyScriptHash}'`], images: ["'self'"], formTargets })
+  contentSecurityPolicy({
+    scripts: [`'${copyScriptHash}'`, `'${switchScriptHash}'`],
+    images: ["'self'"],
+    formTargets
+  })
+
+/** The day an account was made, as the switcher names it. */
+const day = (millis: number) => new Date(millis).toISOString().slice(0, 10)
+
+/** An account as a person tells it apart: plan, who claimed it (or not), since when, its id's end. */
+export const accountLabel = (account: Account) =>
+  `${account.plan.charAt(0).toUpperCase()}${account.plan.slice(1)} account, ${
+    account.email ?? "unclaimed"
+  }, since ${day(account.createdAt)} (...${account.id.slice(-4)})`
 
 /** `?account=` on a dashboard link. */
 export const accountQuery = (account: Account) => `account=${encodeURIComponent(account.id)}`
@@ -82,14 +103,17 @@ export const notes = (options: Notes) => html`${okNote(options.ok)}${errorNote(o
 export const dateOf = (iso: string | null) =>
   iso === null ? "never" : `${iso.slice(0, 16).replace("T", " ")} UTC`
 
-/** A plain `GET` form: several accounts are switched without any script. */
+/**
+ * A plain `GET` form: several accounts are switched without any script (its button), and with it as
+ * soon as one is chosen (`switchScript`).
+ */
 const switcher = (baseUrl: string, section: Section, accounts: ReadonlyArray<Account>, current: Account) => {
   if (accounts.length < 2) return html`<span>Account <code>${current.id}</code> (${current.plan})</span>`
   const path = sections.find((entry) => entry.id === section)?.path ?? "/dashboard"
   return html`<form method="get" action="${baseUrl}${path}" class="row"><div><label for="account-switch">Account</label>
 <select id="account-switch" name="account">${accounts.map(
     (account) =>
-      html`<option value="${account.id}"${account.id === current.id ? html` selected` : ""}>${account.id} (${account.plan})</option>`
+      html`<option value="${account.id}"${account.id === current.id ? html` selected` : ""}>${accountLabel(account)}</option>`
   )}</select></div><button type="submit" class="secondary">Switch</button></form>`
 }
 
@@ -130,8 +154,9 @@ export const dashboardPage = (
     )}<li><a href="${frame.baseUrl}/docs">API reference</a></li></ul></nav>
 <main><h1>${title}</h1>
 ${body}
-</main>${options.copy === true ? html`<script>${{ _tag: "Html", value: copyScript }}</script>` : ""}</body></html>`
-      .value
+</main>${options.copy === true ? html`<script>${{ _tag: "Html", value: copyScript }}</script>` : ""}${
+      frame.accounts.length < 2 ? "" : html`<script>${{ _tag: "Html", value: switchScript }}</script>`
+    }</body></html>`.value
   )
 
 /** A dashboard request that could not be done, with what to do next. */

@@ -11,6 +11,7 @@ const css = `
 --danger:#b42318;--ok:#116329;--warn-ink:#7a4100;--warn-bg:#fff1d6;--radius:8px;--space:1rem;
 color-scheme:light}
 *,*::before,*::after{box-sizing:border-box}
+[hidden]{display:none!important}
 html{-webkit-text-size-adjust:100%}
 body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:#fff;overflow-wrap:anywhere}
 a{color:var(--brand);text-underline-offset:2px}a:hover{color:var(--brand-dark)}
