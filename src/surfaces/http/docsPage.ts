@@ -53,7 +53,8 @@ export const docsHeader = (baseUrl: string): string => {
 .svc-site a{color:#1b1f24;text-decoration:none}.svc-site a:hover{text-decoration:underline}.svc-site .brand{font-weight:700;margin-right:auto}
 .svc-site nav{display:flex;flex-wrap:wrap;gap:.25rem 1rem}
 .svc-auth{max-width:60rem;margin:.75rem auto;padding:.75rem 1rem;border:1px solid #d0d7de;border-radius:8px;font:15px/1.55 system-ui,sans-serif;color:#1b1f24;background:#f6f8fa}
-.svc-auth code{font:.9em ui-monospace,monospace;overflow-wrap:anywhere}.svc-auth p{margin:.25rem 0}</style>
+.svc-auth code{font:.9em ui-monospace,monospace;overflow-wrap:anywhere}.svc-auth p{margin:.25rem 0}
+@media (max-width:62rem){.svc-auth{margin:.75rem}}</style>
 <header class="svc-site"><a class="brand" href="${base}/">svc data API</a><nav aria-label="Site"><a href="${base}/docs">API reference</a><a href="${base}/docs/errors">Error codes</a><a href="${base}/upgrade">Pricing</a><a href="${base}/dashboard">Dashboard</a></nav></header>
 <section class="svc-auth" aria-label="How to authenticate"><p><strong>Authenticate first.</strong> Mint a free key (no signup):
 <code>curl -s -X POST ${base}/v1/keys/mint</code>, then paste its <code>key</code> under Authentication, Bearer Token, below:

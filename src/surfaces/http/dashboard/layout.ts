@@ -47,11 +47,12 @@ export const dashboardCsp = (formTargets: ReadonlyArray<string>) =>
 /** The day an account was made, as the switcher names it. */
 const day = (millis: number) => new Date(millis).toISOString().slice(0, 10)
 
-/** An account as a person tells it apart: plan, who claimed it (or not), since when, its id's end. */
+/**
+ * An account as a person tells it apart: plan, since when, its id's end (the accounts of one sign-in
+ * share its email, shown beside the switcher).
+ */
 export const accountLabel = (account: Account) =>
-  `${account.plan.charAt(0).toUpperCase()}${account.plan.slice(1)} account, ${
-    account.email ?? "unclaimed"
-  }, since ${day(account.createdAt)} (...${account.id.slice(-4)})`
+  `${account.plan.charAt(0).toUpperCase()}${account.plan.slice(1)} account since ${day(account.createdAt)} (...${account.id.slice(-4)})`
 
 /** `?account=` on a dashboard link. */
 export const accountQuery = (account: Account) => `account=${encodeURIComponent(account.id)}`
