@@ -118,6 +118,7 @@ export const makeTour = (app: TestApp["Service"], baseUrl: string, ip: string) =
       { name: "login", path: "/login", cookie: "" },
       { name: "claim", path: `/claim?${account}`, cookie: "" },
       { name: "activate", path: "/activate?user_code=BCDF-GHJK", cookie: "" },
+      { name: "activate-signed-in", path: "/activate?user_code=BCDF-GHJK", cookie: session_ },
       { name: "recover", path: "/recover", cookie: "" },
       { name: "upgrade", path: "/upgrade", cookie: "" },
       { name: "upgrade-account", path: `/upgrade?${account}`, cookie: "" },

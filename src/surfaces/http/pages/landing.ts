@@ -73,11 +73,12 @@ Free keys of one IP share <strong>${config.policy.freeCreditsPerIpDay} credits p
         ? ""
         : html` After that, <a href="${link.upgrade}">credit packs</a> start at ${count(pack.credits ?? 0)} credits.`
     }</p>
-<table><caption>Credits per call</caption><thead><tr><th scope="col">Operation</th><th scope="col">Platform</th><th scope="col">Credits</th></tr></thead>
-<tbody>${declarations.map(
-      (operation) =>
-        html`<tr><td><code>${operation.id}</code></td><td>${operation.platform}</td><td>${operation.price.summary}</td></tr>`
-    )}</tbody></table>
+${platforms.map(
+  ([id, what]) => html`<h3>Credits per call on ${id} (${what})</h3>
+<ul>${declarations
+    .filter((operation) => operation.platform === id)
+    .map((operation) => html`<li><code>${operation.id}</code>: ${operation.price.summary}</li>`)}</ul>`
+)}
 <h2>More</h2>
 <ul>
 <li><a href="${link.openapi}">OpenAPI 3.1 document</a></li>
