@@ -112,7 +112,7 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
 )
 
 /**
- * `GET /v1/usage` (the contract's `usage.getUsage`), the route an agent polls: a wire adapter on
+ * `GET /v1/usage` (the contract's `get_usage`), the route an agent polls: a wire adapter on
  * the router, as the data routes are, doing what the HttpApi's middlewares do for the usage group
  * in their order (`Client`: a body announced too large, the client IP, no-store; `SpendKeyAuth`:
  * the bearer; `PlainInput`: no control characters in the query) and encoding the answer with the
