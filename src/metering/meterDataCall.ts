@@ -23,6 +23,7 @@ import { fingerprint } from "../domain/fingerprint.ts"
 import { platformsOf } from "../domain/keyLimits.ts"
 import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Plan, type Platform } from "../domain/plans.ts"
+import { windowWords } from "../domain/policy.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
 import { callsHeld, recordMeteredCall } from "../observability/metrics.ts"
 import type { AnyOperation, Freshness, RunError, RunResult } from "../operations/Operation.ts"
@@ -779,12 +780,13 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
         retry_after_seconds: begun.retryAfterSeconds,
         account: call.who
       })
-    case "Expired":
+    case "Expired": {
+      const { policy } = yield* AppConfig
       return yield* new NotFound({
-        message:
-          "The stored result of this Idempotency-Key has expired (24 hours). Resend with a fresh Idempotency-Key.",
+        message: `The stored result of this Idempotency-Key has expired (results are kept ${windowWords(policy.replayWindowMs)}). Resend with a fresh Idempotency-Key.`,
         account: call.who
       })
+    }
   }
 })
 
