@@ -23,7 +23,7 @@ import { fingerprint } from "../domain/fingerprint.ts"
 import { platformsOf } from "../domain/keyLimits.ts"
 import { heartbeatMs } from "../domain/lease.ts"
 import { isPaid, type Plan, type Platform } from "../domain/plans.ts"
-import { windowWords } from "../domain/policy.ts"
+import { planRateWindowMs, windowWords } from "../domain/policy.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
 import { callsHeld, recordMeteredCall } from "../observability/metrics.ts"
 import type { AnyOperation, Freshness, RunError, RunResult } from "../operations/Operation.ts"
@@ -656,7 +656,7 @@ const takeRateToken = <R>(call: Admitted<R>, meter: Meter) =>
         meter.rate = {
           plan: account.plan,
           limit,
-          windowSeconds: 60,
+          windowSeconds: rateWindowSeconds,
           remaining: token.allowed ? token.remaining : 0,
           resetSeconds: token.allowed ? token.resetSeconds : token.retryAfterSeconds
         }
@@ -675,8 +675,9 @@ const takeRateToken = <R>(call: Admitted<R>, meter: Meter) =>
 
 const rateKey = (accountId: string) => `plan:${accountId}`
 
-/** The plan's window, as a Duration: the limiter would parse "1 minute" on every call. */
-const rateWindow = Duration.minutes(1)
+/** The plan's window, as a Duration: the limiter would parse a duration text on every call. */
+const rateWindow = Duration.millis(planRateWindowMs)
+const rateWindowSeconds = planRateWindowMs / 1000
 
 /** The rate limit of an answer given before the call took its token. */
 // hot path
@@ -686,7 +687,7 @@ const peekRate = (account: Account): Effect.Effect<RateState, never, AppConfig |
     return Effect.flatMap(RateLimits, (limits) =>
       Effect.map(
         limits.peek({ key: rateKey(account.id), limit, window: rateWindow }),
-        (state): RateState => ({ plan: account.plan, limit, windowSeconds: 60, ...state })
+        (state): RateState => ({ plan: account.plan, limit, windowSeconds: rateWindowSeconds, ...state })
       )
     )
   })
