@@ -10,6 +10,7 @@ import { envelopeOf, ReceiptSchema } from "./envelope.ts"
 import type { ErrorCode } from "./errors.ts"
 import { answerExample, responseExamples } from "./examples/index.ts"
 import { AuthGroup, ChildKeysGroup, ManagementGroup, SessionsGroup } from "./governance.ts"
+import { IdempotencyKey } from "./idempotencyKey.ts"
 import { Client, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
@@ -146,12 +147,9 @@ export const commonFields = {
   })
 }
 
-/** An Idempotency-Key's length, as the metering front door checks it and the contract states it. */
-export const idempotencyKeyLength = { min: 8, max: 128 } as const
-
 export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": Schema.optionalKey(Schema.String).annotate({
-    description: "8 to 128 characters, unique per logical call (UUID recommended). Required on paid keys."
+  "idempotency-key": Schema.optionalKey(IdempotencyKey).annotate({
+    description: "Unique per logical call (UUID recommended). Required on paid keys."
   })
 })
 

@@ -1,6 +1,6 @@
 import { OpenApi } from "effect/http-api"
 import { rehostJson } from "../domain/identifiers/index.ts"
-import { type Api, idempotencyKeyLength, makeApi } from "./api.ts"
+import { type Api, makeApi } from "./api.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { withResponseExamples } from "./examples/publish.ts"
 import { defaultPublication, type Publication } from "./publication.ts"
@@ -29,22 +29,12 @@ const withoutSafeIntegerBounds = (node: unknown): unknown => {
 }
 
 /**
- * What the server enforces beyond the query codec, stated where a client reads the parameters: the
- * Idempotency-Key's length (checked by the metering front door, `idempotencyKeyLength`) and, for a
- * list of named sections, each at most once (`sectionList`), so at most as many as there are names.
+ * What the server enforces beyond the query codec, stated where a client reads the parameters: for
+ * a list of named sections, each at most once (`sectionList`), so at most as many as there are names.
  */
 const withStatedLimits = (spec: Json): Json => {
   const parameter = (node: Json): Json => {
     const schema = node.schema as Json | undefined
-    if (node.in === "header" && String(node.name).toLowerCase() === "idempotency-key")
-      return {
-        ...node,
-        schema: {
-          ...schema,
-          minLength: idempotencyKeyLength.min,
-          maxLength: idempotencyKeyLength.max
-        }
-      }
     const items = schema?.items as Json | undefined
     if (node.in === "query" && schema?.type === "array" && Array.isArray(items?.enum))
       return { ...node, schema: { ...schema, maxItems: items.enum.length, uniqueItems: true } }

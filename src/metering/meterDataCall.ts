@@ -1,6 +1,6 @@
 import { Clock, Duration, Effect, Exit, Result, Tracer } from "effect"
 import { AppConfig } from "../config.ts"
-import { type Caller, idempotencyKeyLength } from "../contract/api.ts"
+import type { Caller } from "../contract/api.ts"
 import type { Envelope } from "../contract/envelope.ts"
 import {
   ConcurrencyLimit,
@@ -17,6 +17,7 @@ import {
   TrialCapExceeded,
   type Unauthorized
 } from "../contract/errors.ts"
+import { hasIdempotencyKeyLength, idempotencyKeyLengthText } from "../contract/idempotencyKey.ts"
 import type { Account, IdentityVersions, KeyRecord } from "../domain/accounts.ts"
 import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
@@ -330,14 +331,11 @@ const admit = <R>(
     const idempotencyKey = input.idempotencyKey
     if (
       idempotencyKey !== undefined &&
-      (idempotencyKey.length < idempotencyKeyLength.min ||
-        idempotencyKey.length > idempotencyKeyLength.max ||
-        hasControlCharacter(idempotencyKey))
+      (!hasIdempotencyKeyLength(idempotencyKey) || hasControlCharacter(idempotencyKey))
     ) {
       return Effect.fail(
         new InvalidInput({
-          message:
-            "Idempotency-Key must be 8 to 128 characters without control characters; a UUID is recommended.",
+          message: `Idempotency-Key must be ${idempotencyKeyLengthText} without control characters; a UUID is recommended.`,
           param: "Idempotency-Key"
         })
       )
@@ -740,8 +738,7 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
   if (key === undefined) {
     if (!isPaid(account.plan)) return { _tag: "Claimed" } satisfies Claim
     return yield* new IdempotencyKeyRequired({
-      message:
-        "Paid keys must send an Idempotency-Key header (8 to 128 characters, a UUID is best) on metered calls.",
+      message: `Paid keys must send an Idempotency-Key header (${idempotencyKeyLengthText}, a UUID is best) on metered calls.`,
       account: call.who
     })
   }

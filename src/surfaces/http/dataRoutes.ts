@@ -1,8 +1,8 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { dataQueryDecoder, IdempotencyHeaders } from "../../contract/api.ts"
+import { dataQueryDecoder } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { type InvalidInput, isApiError } from "../../contract/errors.ts"
 import {
@@ -86,28 +86,26 @@ export const bearerCredential = (authorization: string | undefined): string => {
 }
 
 /**
- * How REST carries a data call: its query string and `Idempotency-Key` header, read with the
- * endpoint's own schemas (the contract's), refusing control characters first.
+ * How REST carries a data call: its query string, read with the endpoint's own schema (the
+ * contract's), refusing control characters first, and its `Idempotency-Key` header as sent (its
+ * length is the metering front door's check, the same for MCP's `idempotency_key`).
  */
 const restInput = (operation: AnyOperation) => {
   const query = dataQueryDecoder(operation)
-  const headers = Schema.decodeUnknownEffect(IdempotencyHeaders)
   return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<CallInput, InvalidInput> =>
     Effect.suspend(() => {
       const at = request.url.indexOf("?")
       const parsed = parseQuery(at === -1 ? "" : request.url.slice(at + 1))
       const refused = controlCharacterInput(parsed)
       if (refused !== undefined) return Effect.fail(refused)
-      return Effect.all([
-        HttpApiError.HttpApiSchemaError.wrap("Headers", headers(request.headers)),
-        HttpApiError.HttpApiSchemaError.wrap("Query", query(parsed))
-      ]).pipe(
+      const idempotencyKey: string | undefined = request.headers["idempotency-key"]
+      return HttpApiError.HttpApiSchemaError.wrap("Query", query(parsed)).pipe(
         Effect.mapError(invalidInputFromSchemaError),
-        Effect.map(([decodedHeaders, { freshness, max_credits, ...params }]) => ({
+        Effect.map(({ freshness, max_credits, ...params }) => ({
           params,
           freshness: (freshness as Freshness | undefined) ?? "recent",
           maxCredits: max_credits as number | undefined,
-          idempotencyKey: decodedHeaders["idempotency-key"]
+          idempotencyKey
         }))
       )
     })
