@@ -12,11 +12,12 @@ import { Receipts } from "../../metering/Receipts.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { usageReport } from "../usageReport.ts"
-import { bearerCredential } from "./dataRoutes.ts"
+
 import { callerOf, noStore } from "./middleware.ts"
 import { parseQuery } from "./queryString.ts"
 
@@ -133,7 +134,7 @@ export const UsageRead = HttpRouter.use((router) =>
       const ip = bearers.clientIp(request)
       return Effect.map(
         Effect.flatMap(
-          Effect.result(callerOf(bearers, bearerCredential(request.headers.authorization), ip)),
+          Effect.result(callerOf(bearers, bearerCredential(request.headers.authorization) ?? "", ip)),
           (caller) => {
             if (caller._tag === "Failure") return Effect.succeed(problems.render(caller.failure))
             const at = request.url.indexOf("?")

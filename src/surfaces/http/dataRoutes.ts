@@ -13,6 +13,7 @@ import {
   type RateState
 } from "../../metering/meterDataCall.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
@@ -72,20 +73,6 @@ const meteredResponse = (problems: Problems["Service"], metered: Metered<Invalid
 }
 
 /**
- * The credential of `Authorization: Bearer <credential>` (RFC 9110 11.1: the scheme in any case,
- * then one or more spaces); empty for no header or another scheme, which the bearer chain answers
- * KEY_REQUIRED.
- */
-export const bearerCredential = (authorization: string | undefined): string => {
-  if (authorization === undefined || authorization.length <= 6 || authorization.charCodeAt(6) !== 32)
-    return ""
-  if (authorization.slice(0, 6).toLowerCase() !== "bearer") return ""
-  let start = 7
-  while (authorization.charCodeAt(start) === 32) start++
-  return authorization.slice(start)
-}
-
-/**
  * How REST carries a data call: its query string, read with the endpoint's own schema (the
  * contract's), refusing control characters first, and its `Idempotency-Key` header as sent (its
  * length is the metering front door's check, the same for MCP's `idempotency_key`).
@@ -130,7 +117,7 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
           if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
           const ip = bearers.clientIp(request)
-          return bearers.authenticateToCharge(bearerCredential(request.headers.authorization)).pipe(
+          return bearers.authenticateToCharge(bearerCredential(request.headers.authorization) ?? "").pipe(
             Effect.flatMap((principal) => meterDataCall(operation, { ...principal, ip }, input(request))),
             Effect.map((metered) => meteredResponse(problems, metered)),
             Effect.catch((error) =>
