@@ -4,13 +4,12 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, links } from "../../config.ts"
 import { BaseApi, Caller, ClientIp, ServedApi } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
-import { InvalidInput, NotFound, RateLimited } from "../../contract/errors.ts"
+import { InvalidInput, NotFound } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
 import { Usage as UsageBody } from "../../contract/schemas.ts"
 import { freeTier } from "../../domain/plans.ts"
 import { Receipts } from "../../metering/Receipts.ts"
 import { Accounts } from "../../services/Accounts.ts"
-import { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
 import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
@@ -25,26 +24,16 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const accounts = yield* Accounts
-    const limits = yield* RateLimits
     const problems = yield* Problems
     const link = links(config.baseUrl)
     return handlers.handle("mintKey", () =>
       Effect.gen(function* () {
         const ip = yield* ClientIp
-        const limit = yield* limits.take({
-          key: `mint:${ip}`,
-          limit: config.policy.mintPerIpHour,
-          window: "1 hour"
-        })
-        if (!limit.allowed) {
-          return problems.render(
-            new RateLimited({
-              message: `At most ${config.policy.mintPerIpHour} keys per IP per hour. Keys from one IP share one free budget, so another key gains nothing; reuse the key you have.`,
-              retry_after_seconds: limit.retryAfterSeconds
-            })
-          )
-        }
-        const minted = yield* Effect.orDie(accounts.mintTrial(ip))
+        const result = yield* Effect.result(
+          accounts.mintTrial(ip).pipe(Effect.catchTag("SqlError", Effect.die))
+        )
+        if (result._tag === "Failure") return problems.render(result.failure)
+        const minted = result.success
         return {
           key: minted.secret,
           key_hint: minted.key.hint,
