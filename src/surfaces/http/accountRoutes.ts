@@ -7,7 +7,7 @@ import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { InvalidInput, NotFound } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
 import { Usage as UsageBody } from "../../contract/schemas.ts"
-import { freeTier } from "../../domain/plans.ts"
+import { freeTier, freeTierSentence } from "../../domain/plans.ts"
 import { Receipts } from "../../metering/Receipts.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { Usage } from "../../services/Usage.ts"
@@ -50,7 +50,7 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
             rest: `curl -s -H "Authorization: Bearer ${minted.secret}" ${config.baseUrl}/v1/usage`,
             mcp: { url: link.mcp, headers: { Authorization: `Bearer ${minted.secret}` } }
           },
-          note: `This key is shown once; store it now. Free keys from one IP share ${config.policy.freeCreditsPerIpDay} credits per UTC day, recent (cached) data only, first page only. Buy a pack at upgrade_url to lift the caps on this same key.`,
+          note: `This key is shown once; store it now. ${freeTierSentence(config.policy.freeCreditsPerIpDay)} Buy a pack at upgrade_url to lift the caps on this same key.`,
           docs: link.docs
         }
       })
