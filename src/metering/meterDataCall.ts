@@ -23,7 +23,7 @@ import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { platformsOf } from "../domain/keyLimits.ts"
 import { heartbeatMs } from "../domain/lease.ts"
-import { isPaid, type Plan, type Platform } from "../domain/plans.ts"
+import { freeTier, isPaid, type Plan, type Platform } from "../domain/plans.ts"
 import { planRateWindowMs, windowWords } from "../domain/policy.ts"
 import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
 import { callsHeld, recordMeteredCall } from "../observability/metrics.ts"
@@ -356,12 +356,13 @@ const admit = <R>(
           )
         }
 
+        // The trial's caps, as the plan describes them (`freeTier`, shown in the mint's `free_tier`
+        // and `get_usage`) and the policy numbers them.
         if (!isPaid(account.plan)) {
-          if (input.freshness === "realtime") {
+          if (input.freshness !== freeTier.freshness) {
             return Effect.fail(
               new TrialCapExceeded({
-                message:
-                  "Trial keys cannot ask for realtime data: use freshness=recent (a recent cached copy, or a live fetch when there is none), or buy a pack.",
+                message: `Trial keys cannot ask for ${input.freshness} data: use freshness=${freeTier.freshness} (a recent cached copy, or a live fetch when there is none), or buy a pack.`,
                 param: "freshness",
                 account: who
               })
@@ -376,7 +377,7 @@ const admit = <R>(
               })
             )
           }
-          if (prepared.continuation === true) {
+          if (freeTier.firstPageOnly && prepared.continuation === true) {
             return Effect.fail(
               new TrialCapExceeded({
                 message: "Trial keys get first pages only; a cursor page needs a paid key.",
