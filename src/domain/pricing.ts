@@ -13,6 +13,22 @@ export interface Refund {
   readonly credits: number
 }
 
+/**
+ * What a call is charged when it settles: its quote less its refunds, never below zero, and the
+ * refunds that count (those of a credit or more). The one rule for the cache-hit path and settle.
+ */
+export const settlement = (
+  quoted: number,
+  refunds: ReadonlyArray<Refund>
+): { readonly charged: number; readonly refunds: ReadonlyArray<Refund> } => {
+  const kept = refunds.filter((refund) => refund.credits > 0)
+  const refunded = Math.min(
+    quoted,
+    kept.reduce((sum, refund) => sum + refund.credits, 0)
+  )
+  return { charged: quoted - refunded, refunds: kept }
+}
+
 const quote = (...lines: ReadonlyArray<readonly [string, number]>): Quote => {
   const kept = lines.filter(([, credits]) => credits > 0).map(([item, credits]) => ({ item, credits }))
   return { credits: kept.reduce((sum, line) => sum + line.credits, 0), lines: kept }

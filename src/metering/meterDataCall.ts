@@ -25,7 +25,7 @@ import { platformsOf } from "../domain/keyLimits.ts"
 import { heartbeatMs } from "../domain/lease.ts"
 import { freeTier, isPaid, type Plan, type Platform } from "../domain/plans.ts"
 import { planRateWindowMs, windowWords } from "../domain/policy.ts"
-import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
+import { type Refund, realtimeSurcharge, settlement, withFreshness } from "../domain/pricing.ts"
 import { callsHeld, recordMeteredCall } from "../observability/metrics.ts"
 import type { AnyOperation, Freshness, RunError, RunResult } from "../operations/Operation.ts"
 import { Speculating, type Speculation } from "../services/Cache.ts"
@@ -564,11 +564,7 @@ const speculate = <R>(
       if (Exit.isFailure(ran)) return Effect.succeed(undefined)
       const run = ran.value
       return Effect.flatMap(AppConfig, ({ maxResponseBytes }) => {
-        const refunds = refundsOf(run, input.freshness).filter((refund) => refund.credits > 0)
-        const refunded = Math.min(
-          call.quoted,
-          refunds.reduce((sum, refund) => sum + refund.credits, 0)
-        )
+        const { charged, refunds } = settlement(call.quoted, refundsOf(run, input.freshness))
         const result = resultOf(operation, input.freshness, run, now)
         const stored = JSON.stringify(result)
         // The data is no longer than the whole result; a longer one is measured by the full path.
@@ -581,7 +577,7 @@ const speculate = <R>(
             ip: caller.ip,
             operation: operation.id,
             quoted: call.quoted,
-            charged: call.quoted - refunded,
+            charged,
             refunds,
             idempotencyKey: key,
             fingerprint: call.fingerprint,
