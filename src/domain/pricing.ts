@@ -7,7 +7,8 @@ export interface Quote {
   readonly lines: ReadonlyArray<{ readonly item: string; readonly credits: number }>
 }
 
-export type RefundReason = "realtime_fallback" | "domain_resolved_before" | "fewer_results"
+export const refundReasons = ["realtime_fallback", "domain_resolved_before", "fewer_results"] as const
+export type RefundReason = (typeof refundReasons)[number]
 export interface Refund {
   readonly reason: RefundReason
   readonly credits: number
