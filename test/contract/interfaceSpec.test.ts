@@ -262,7 +262,13 @@ const statedSchema = (type: string): Json => {
 
 const freshIp = ipSequence("10.66")
 
-describe.skipIf(absent.length > 0 && !inCi)(`the contract pinned (${storeName})`, () => {
+// The title says why when the suite is skipped: vitest prints no console output of skipped tests.
+const title =
+  absent.length > 0 && !inCi
+    ? `the contract pinned: skipped, ${absent.join(", ")} not found (CI fails instead)`
+    : `the contract pinned (${storeName})`
+
+describe.skipIf(absent.length > 0 && !inCi)(title, () => {
   const read = (file: string) => {
     assert.isTrue(existsSync(file), `${file} is present (CI clones shared/ beside the repository)`)
     return readFileSync(file, "utf8")
