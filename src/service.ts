@@ -89,8 +89,8 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
       )
     ),
     Layer.provideMerge(Outbox.layer),
-    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
+    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Settings.layer),
     Layer.provideMerge(KeyMemory.layer),
     Layer.provideMerge(Notifications.layer),

@@ -1,11 +1,12 @@
 import { Schema } from "effect"
+import { refundReasons } from "../domain/pricing.ts"
 
 export const ReceiptSchema = Schema.Struct({
   id: Schema.String,
   operation: Schema.String,
   quoted: Schema.Int,
   charged: Schema.Int,
-  refunds: Schema.Array(Schema.Struct({ reason: Schema.String, credits: Schema.Int })),
+  refunds: Schema.Array(Schema.Struct({ reason: Schema.Literals(refundReasons), credits: Schema.Int })),
   funding: Schema.Struct({ free_tier: Schema.Int, grant: Schema.Int, balance: Schema.Int }),
   idempotency_key: Schema.NullOr(Schema.String),
   replayed: Schema.Boolean,

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { plans } from "../domain/plans.ts"
+import { idempotencyKeyLengthText } from "./idempotencyKey.ts"
 import { Offer } from "./offer.ts"
 
 /**
@@ -83,7 +84,7 @@ export const errorCatalog = {
     retriable: false,
     offer: "never",
     title: "Idempotency-Key required",
-    next: "Send an `Idempotency-Key` header (8 to 128 characters, a UUID is best) on every metered call of a paid key."
+    next: `Send an \`Idempotency-Key\` header (${idempotencyKeyLengthText}, a UUID is best) on every metered call of a paid key.`
   },
   IDEMPOTENCY_KEY_REUSED: {
     status: 409,

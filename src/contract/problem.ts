@@ -116,7 +116,10 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
   const carriesOffer =
     spec.offer === "always" ||
     (spec.offer === "trial" && error.account !== undefined && !isPaid(error.account.plan))
+  // The offer's checkout credits the account of the key that was refused; a free (trial-plan)
+  // key's `upgrade_url` is the public upgrade page instead (the contract's rule 11).
   const checkoutUrl = upgradeUrl(context.upgradeUrl, error.account?.accountId)
+  const freeKey = error.account !== undefined && !isPaid(error.account.plan)
   const body: { -readonly [K in keyof ProblemBody]: ProblemBody[K] } = {
     type: docUrl,
     title: spec.title,
@@ -128,7 +131,7 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
     doc_url: docUrl
   }
   if (carriesOffer) {
-    body.upgrade_url = checkoutUrl
+    body.upgrade_url = freeKey ? context.upgradeUrl : checkoutUrl
     body.offer = makeOffer(
       error.code,
       checkoutUrl,

@@ -8,6 +8,7 @@ import type { Pack, Plan } from "./plans.ts"
 export interface Policy {
   /** The free budget every trial key of one IP shares, per UTC day. */
   readonly freeCreditsPerIpDay: number
+  /** Calls per plan in each `planRateWindowMs`. */
   readonly ratePerMinute: Readonly<Record<Plan, number>>
   /** The largest search page a trial key may ask for. */
   readonly trialSearchLimit: number
@@ -140,6 +141,9 @@ export interface SignInLimits extends StartLimits {
   /** Wrong tries at one code from all clients but the one that started it. */
   readonly wrongTriesPerCodeOthers: number
 }
+
+/** The window of a plan's rate limit (`ratePerMinute`): the one home of its length. */
+export const planRateWindowMs = 60_000
 
 /** A window in words: "15 minutes", "1 hour". */
 export const windowWords = (ms: number) =>

@@ -13,7 +13,7 @@ import { upgradeUrl } from "../contract/problem.ts"
 import { type CapPeriod, capPeriods, capResetsAtIso } from "../domain/keyLimits.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import type { Plan } from "../domain/plans.ts"
-import type { Refund } from "../domain/pricing.ts"
+import { type Refund, settlement } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
 import { TopupWake } from "../payments/TopupWake.ts"
 import { alertMail } from "../services/mail/messages.ts"
@@ -345,21 +345,11 @@ export class Reservations extends Context.Service<
       ) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const kept = refunds.filter((refund) => refund.credits > 0)
-          const refunded = Math.min(
-            reservation.quoted,
-            kept.reduce((sum, refund) => sum + refund.credits, 0)
-          )
+          const { charged, refunds: kept } = settlement(reservation.quoted, refunds)
           const terms = yield* freeTierTerms(settings, policy.freeCreditsPerIpDay)
           return yield* sql.withTransaction(
             Effect.gen(function* () {
-              const settled = yield* finish(
-                reservation.callId,
-                reservation.quoted - refunded,
-                kept,
-                now,
-                terms
-              )
+              const settled = yield* finish(reservation.callId, charged, kept, now, terms)
               if (settled === undefined) return yield* new ReservationLost({ callId: reservation.callId })
               yield* alsoInTransaction(settled.receipt)
               return settled

@@ -1,35 +1,16 @@
 import { Schema } from "effect"
-import type { Envelope, FreshnessInfo } from "../contract/envelope.ts"
-import type { RefundReason } from "../domain/pricing.ts"
+import type { Envelope, FreshnessInfo, ReceiptSchema } from "../contract/envelope.ts"
+import { refundReasons } from "../domain/pricing.ts"
 import * as Row from "../store/rows.ts"
 
-/** Where a charge's credits came from (the database's `svc_draw` decides the split). */
-export interface Funding {
-  readonly free_tier: number
-  readonly grant: number
-  readonly balance: number
-}
+/** A receipt, as the contract's schema states it (`ReceiptSchema`). */
+export type Receipt = typeof ReceiptSchema.Type
 
-export interface Receipt {
-  readonly id: string
-  readonly operation: string
-  readonly quoted: number
-  readonly charged: number
-  readonly refunds: ReadonlyArray<{ readonly reason: RefundReason; readonly credits: number }>
-  readonly funding: Funding
-  readonly idempotency_key: string | null
-  readonly replayed: boolean
-  readonly created_at: string
-  /** The connected app (OAuth) the call was made through: its app id is the call's key. */
-  readonly app_id?: string
-}
+/** Where a charge's credits came from (the database's `svc_draw` decides the split). */
+export type Funding = Receipt["funding"]
 
 const RefundRow = Schema.Struct({
-  reason: Schema.Literals([
-    "realtime_fallback",
-    "domain_resolved_before",
-    "fewer_results"
-  ] satisfies ReadonlyArray<RefundReason>),
+  reason: Schema.Literals(refundReasons),
   credits: Row.Int
 })
 

@@ -1,11 +1,14 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import { RateLimited } from "../contract/errors.ts"
 import type { Account, IdentityVersions, KeyRecord } from "../domain/accounts.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import * as Row from "../store/rows.ts"
 import { Audit } from "./Audit.ts"
 import { Ids } from "./Ids.ts"
+import { RateLimits } from "./RateLimits.ts"
 
 export const AccountState = Schema.Literals(["active", "suspended"])
 
@@ -66,7 +69,8 @@ export const toAccount = (row: AccountRow): Account => ({
 export class Accounts extends Context.Service<
   Accounts,
   {
-    readonly mintTrial: (ip: string) => Effect.Effect<MintedKey, SqlError>
+    /** A trial account with one key, at most `policy.mintPerIpHour` per client IP per hour. */
+    readonly mintTrial: (ip: string) => Effect.Effect<MintedKey, RateLimited | SqlError>
     readonly findByKey: (
       secret: string
     ) => Effect.Effect<
@@ -88,6 +92,8 @@ export class Accounts extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
       const audit = yield* Audit
+      const limits = yield* RateLimits
+      const { policy } = yield* AppConfig
 
       const get = Effect.fn("Accounts.get")(function* (accountId: string) {
         const rows = yield* sql`SELECT * FROM accounts WHERE id = ${accountId}`.pipe(
@@ -108,6 +114,12 @@ export class Accounts extends Context.Service<
         )
 
       const mintTrial = Effect.fn("Accounts.mintTrial")(function* (ip: string) {
+        const limit = yield* limits.take({ key: `mint:${ip}`, limit: policy.mintPerIpHour, window: "1 hour" })
+        if (!limit.allowed)
+          return yield* new RateLimited({
+            message: `At most ${policy.mintPerIpHour} keys per IP per hour. Keys from one IP share one free budget, so another key gains nothing; reuse the key you have.`,
+            retry_after_seconds: limit.retryAfterSeconds
+          })
         const now = yield* Clock.currentTimeMillis
         const accountId = yield* ids.newId("acct")
         const keyId = yield* ids.newId("key")

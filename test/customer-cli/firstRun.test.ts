@@ -159,6 +159,12 @@ describe("svc's first run", () => {
           assert.strictEqual(notANumber.code, 2, notANumber.stderr)
           const help = yield* svc(["profnet", "search-people", "--help"], env)
           assert.match(help.stdout, /--limit integer/)
+          assert.include(help.stdout, "--max-credits")
+          // A resolve takes its url only (the contract's resolveUrl): no ceiling, no realtime.
+          const resolveHelp = yield* svc(["profnet", "resolve-url", "--help"], env)
+          assert.strictEqual(resolveHelp.code, 0, resolveHelp.stderr)
+          assert.notInclude(resolveHelp.stdout, "--max-credits")
+          assert.notInclude(resolveHelp.stdout, "--realtime")
           const five = yield* svc(["profnet", "search-people", "engineer", "--limit", "5", "--json"], env)
           assert.strictEqual(five.code, 0, five.stderr)
         }),

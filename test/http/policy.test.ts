@@ -206,8 +206,12 @@ describe(`a configured policy reaches every answer (${storeName})`, () => {
         const over = yield* app.call("/v1/profnet/test-echo?value=x&cost=4", { key, ip })
         assert.strictEqual(over.body.code, "TRIAL_CAP_EXCEEDED")
         assert.deepStrictEqual(over.body.offer.packs, packs)
-        assert.strictEqual(over.body.upgrade_url, `https://pay.example.test/buy?account=${minted.account_id}`)
-        assert.strictEqual(over.body.offer.checkout_url, over.body.upgrade_url)
+        // A free key's error: the public upgrade link, and the offer's checkout that credits this key.
+        assert.strictEqual(over.body.upgrade_url, "https://pay.example.test/buy")
+        assert.strictEqual(
+          over.body.offer.checkout_url,
+          `https://pay.example.test/buy?account=${minted.account_id}`
+        )
 
         assert.strictEqual((yield* app.call("/v1/keys/mint", { method: "POST", ip })).status, 200)
         const third = yield* app.call("/v1/keys/mint", { method: "POST", ip })

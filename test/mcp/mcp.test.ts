@@ -48,7 +48,7 @@ const expectedInput = (operation: AnyOperation) => {
   return {
     properties: [
       ...own.map(([name]) => name),
-      ...(operation.common ? ["freshness", "max_credits"] : ["max_credits"]),
+      ...(operation.common ? ["freshness", "max_credits"] : []),
       "idempotency_key"
     ].sort(),
     required: own
@@ -249,7 +249,8 @@ describe(`MCP (${storeName})`, () => {
         assert.strictEqual(cap.problem.code, "TRIAL_CAP_EXCEEDED")
         assert.strictEqual(cap.problem.status, 403)
         assert.strictEqual(cap.problem.param, "limit")
-        assert.include(cap.problem.upgrade_url, account_id)
+        assert.notInclude(cap.problem.upgrade_url, account_id)
+        assert.include(cap.problem.offer.checkout_url, account_id)
         assert.strictEqual(cap.problem.offer.offer_version, 1)
         assert.strictEqual(cap.problem.offer.reason, "TRIAL_CAP_EXCEEDED")
         assert.strictEqual(cap.problem.offer.resume.action, "retry_fresh_idempotency_key")

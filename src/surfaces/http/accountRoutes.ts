@@ -4,19 +4,19 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, links } from "../../config.ts"
 import { BaseApi, Caller, ClientIp, ServedApi } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
-import { InvalidInput, NotFound, RateLimited } from "../../contract/errors.ts"
+import { InvalidInput, NotFound } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
 import { Usage as UsageBody } from "../../contract/schemas.ts"
-import { freeTier } from "../../domain/plans.ts"
+import { freeTier, freeTierSentence } from "../../domain/plans.ts"
 import { Receipts } from "../../metering/Receipts.ts"
 import { Accounts } from "../../services/Accounts.ts"
-import { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { usageReport } from "../usageReport.ts"
-import { bearerCredential } from "./dataRoutes.ts"
+
 import { callerOf, noStore } from "./middleware.ts"
 import { parseQuery } from "./queryString.ts"
 
@@ -24,26 +24,16 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const accounts = yield* Accounts
-    const limits = yield* RateLimits
     const problems = yield* Problems
     const link = links(config.baseUrl)
     return handlers.handle("mintKey", () =>
       Effect.gen(function* () {
         const ip = yield* ClientIp
-        const limit = yield* limits.take({
-          key: `mint:${ip}`,
-          limit: config.policy.mintPerIpHour,
-          window: "1 hour"
-        })
-        if (!limit.allowed) {
-          return problems.render(
-            new RateLimited({
-              message: `At most ${config.policy.mintPerIpHour} keys per IP per hour. Keys from one IP share one free budget, so another key gains nothing; reuse the key you have.`,
-              retry_after_seconds: limit.retryAfterSeconds
-            })
-          )
-        }
-        const minted = yield* Effect.orDie(accounts.mintTrial(ip))
+        const result = yield* Effect.result(
+          accounts.mintTrial(ip).pipe(Effect.catchTag("SqlError", Effect.die))
+        )
+        if (result._tag === "Failure") return problems.render(result.failure)
+        const minted = result.success
         return {
           key: minted.secret,
           key_hint: minted.key.hint,
@@ -60,7 +50,7 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
             rest: `curl -s -H "Authorization: Bearer ${minted.secret}" ${config.baseUrl}/v1/usage`,
             mcp: { url: link.mcp, headers: { Authorization: `Bearer ${minted.secret}` } }
           },
-          note: `This key is shown once; store it now. Free keys from one IP share ${config.policy.freeCreditsPerIpDay} credits per UTC day, recent (cached) data only, first page only. Buy a pack at upgrade_url to lift the caps on this same key.`,
+          note: `This key is shown once; store it now. ${freeTierSentence(config.policy.freeCreditsPerIpDay)} Buy a pack at upgrade_url to lift the caps on this same key.`,
           docs: link.docs
         }
       })
@@ -112,7 +102,7 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
 )
 
 /**
- * `GET /v1/usage` (the contract's `usage.getUsage`), the route an agent polls: a wire adapter on
+ * `GET /v1/usage` (the contract's `get_usage`), the route an agent polls: a wire adapter on
  * the router, as the data routes are, doing what the HttpApi's middlewares do for the usage group
  * in their order (`Client`: a body announced too large, the client IP, no-store; `SpendKeyAuth`:
  * the bearer; `PlainInput`: no control characters in the query) and encoding the answer with the
@@ -133,7 +123,7 @@ export const UsageRead = HttpRouter.use((router) =>
       const ip = bearers.clientIp(request)
       return Effect.map(
         Effect.flatMap(
-          Effect.result(callerOf(bearers, bearerCredential(request.headers.authorization), ip)),
+          Effect.result(callerOf(bearers, bearerCredential(request.headers.authorization) ?? "", ip)),
           (caller) => {
             if (caller._tag === "Failure") return Effect.succeed(problems.render(caller.failure))
             const at = request.url.indexOf("?")

@@ -7,6 +7,7 @@ import { type Publication, publishedApi } from "../../contract/openapi.ts"
 import { Lifecycle } from "../../observability/Lifecycle.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import { MetricsPage, prometheusContentType } from "../../services/MetricsPage.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
@@ -15,7 +16,7 @@ import { AuditRoutes } from "./auditRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
-import { bearerCredential, DataRoutes } from "./dataRoutes.ts"
+import { DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
@@ -68,7 +69,7 @@ const opsRoutes = (methodsAt: (path: string) => ReadonlyArray<string>) =>
           "/metrics",
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
-            if (!metrics.allows(bearerCredential(request.headers.authorization)))
+            if (!metrics.allows(bearerCredential(request.headers.authorization) ?? ""))
               return problems.render(
                 new Unauthorized({
                   message:

@@ -10,6 +10,7 @@ import { spendKeyPattern } from "../../domain/secrets.ts"
 import { ManagementTokens } from "../../services/ManagementTokens.ts"
 import { Recovery } from "../../services/Recovery.ts"
 import { SignIn } from "../../services/SignIn.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import * as childKeys from "../common/childKeys.ts"
 import * as management from "../common/management.ts"
@@ -28,10 +29,8 @@ export const answering =
     )
 
 /** `Authorization: Bearer <secret>` if the request has one. */
-export const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
-  const match = /^bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")
-  return match?.[1]
-}
+export const bearerOf = (request: HttpServerRequest.HttpServerRequest) =>
+  bearerCredential(request.headers.authorization)
 
 /** Email sign-in, command-line sign-in and recovery: no credential needed. */
 export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>

@@ -1,5 +1,5 @@
 import { createMcpHandler, isJsonContentType, type McpHttpHandler } from "@modelcontextprotocol/server"
-import { Context, Effect, Redacted, Result } from "effect"
+import { Context, Effect, Result } from "effect"
 import {
   HttpEffect,
   HttpRouter,
@@ -7,7 +7,6 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "effect/http"
-import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
 import { type McpMount, mcpMounts, mountUrl } from "../../contract/mcpMounts.ts"
@@ -16,6 +15,7 @@ import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
 import type { Audit } from "../../services/Audit.ts"
 import type { Keys } from "../../services/Keys.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
@@ -148,7 +148,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         const announced = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
         if (announced !== undefined) return answered(problems.render(announced))
 
-        const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
+        const secret = bearerCredential(request.headers.authorization) ?? ""
         const found = yield* Effect.result(
           resolveBearer(bearers, secret, bearers.clientIp(request), resource)
         )

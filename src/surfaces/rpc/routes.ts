@@ -5,16 +5,15 @@ import { AppConfig } from "../../config.ts"
 import { Unauthorized } from "../../contract/errors.ts"
 import { AdminToken } from "../../services/AdminToken.ts"
 import { asActor } from "../../services/Audit.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { AdminAuth, AdminRpcs, AdminUnauthorized, adminRpcPath } from "./AdminRpc.ts"
 import { AdminHandlers } from "./handlers.ts"
 
-const bearer = /^Bearer\s+(\S+)\s*$/i
-
 /** Why a request's `Authorization` header does not carry the operator token, or undefined when it does. */
 const refusal = (token: AdminToken["Service"], authorization: string | undefined): string | undefined => {
-  const candidate = bearer.exec(authorization ?? "")?.[1]
+  const candidate = bearerCredential(authorization)
   if (candidate !== undefined && token.check(candidate)) return undefined
   return candidate === undefined
     ? "Send the operator token as `Authorization: Bearer <admin token>`."
