@@ -7,7 +7,7 @@ import { createKey, revokeKey, rotateKey, updateKey } from "../../common/managem
 import { count } from "../checkout/format.ts"
 import { html } from "../pages/html.ts"
 import { dashboardGuard } from "./guard.ts"
-import { capText, expiryText, limitArgsOf, limitFields, platformsText } from "./keyLimits.ts"
+import { capText, delegationText, limitArgsOf, limitFields, platformsText } from "./keyLimits.ts"
 import {
   accountQuery,
   dashboardPage,
@@ -35,7 +35,7 @@ const keyFacts = (key: KeyListing): ReadonlyArray<readonly [string, ReturnType<t
   ["Key", html`<code>${key.hint}</code>`],
   ["Spend cap", capText(key)],
   ["Platforms", platformsText(key)],
-  ["Expires", expiryText(key)],
+  ["May delegate", delegationText(key)],
   ["Created", dateOf(key.created_at)],
   ["Last used", dateOf(key.last_used_at)]
 ]
