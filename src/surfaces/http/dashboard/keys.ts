@@ -104,8 +104,8 @@ ${
 <label for="label">Label (optional)</label><input id="label" name="label" maxlength="100" autocomplete="off">
 ${limitFields(frame.account)}
 <button type="submit">Create key</button></form>
-<p>An agent makes child keys for its sub-agents with its own key (<code>POST /v1/keys/child</code> or the
-<code>create_child_key</code> tool); they appear here under the key that made them.</p>`,
+<p>An agent makes child keys for its sub-agents with its own key, if you let that key delegate ("May make child keys"; <code>POST /v1/keys/child</code> or the
+<code>create_child_key</code> tool on <code>/mcp</code>); they appear here under the key that made them.</p>`,
     { copy: options.issued !== undefined }
   )
 
