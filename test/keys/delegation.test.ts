@@ -220,8 +220,8 @@ describe(`delegation and the child key's bounds (${storeName})`, () => {
             headers: { "content-type": "application/x-www-form-urlencoded", origin: app.url },
             body: new URLSearchParams({ email, key: child.key }).toString()
           })
-          assert.notStrictEqual(page.status, 200, page.text.slice(0, 300))
-          assert.include(page.text, "child key")
+          assert.strictEqual(page.status, 403, page.text.slice(0, 300))
+          assert.include(page.text, "This is a child key: it never claims an account.")
         })
     )
 
