@@ -42,6 +42,9 @@ export interface KeyRecord {
   readonly mayDelegate?: true
 }
 
+/** Whether a key's record carries its owner's grant of making child keys (a child never does). */
+export const grantedDelegation = (key: KeyRecord) => key.mayDelegate === true && key.parentKeyId === undefined
+
 /** Who a management token stands for: an identity (a confirmed email) and the accounts it governs. */
 export interface Governor {
   readonly tokenId: string

@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
 import { InvalidInput, NotEntitled, NotFound, Unauthorized } from "../contract/errors.ts"
-import type { Account, KeyRecord } from "../domain/accounts.ts"
+import { type Account, grantedDelegation, type KeyRecord } from "../domain/accounts.ts"
 import {
   applyChanges,
   type CapPeriod,
@@ -561,8 +561,7 @@ export class Keys extends Context.Service<
        */
       const delegating = (parent: KeyRecord, lock: boolean) =>
         Effect.gen(function* () {
-          if (parent.mayDelegate !== true || parent.parentKeyId !== undefined)
-            return yield* notDelegating(parent)
+          if (!grantedDelegation(parent)) return yield* notDelegating(parent)
           const rows = yield* (
             lock
               ? sql`SELECT k.revoked_at, k.may_delegate, k.parent_key_id, k.platforms, a.claimed_at
@@ -592,8 +591,7 @@ export class Keys extends Context.Service<
         parent: { readonly key: KeyRecord; readonly account: Account },
         input: { readonly label: string | null; readonly limits: KeyLimits }
       ) {
-        if (parent.key.mayDelegate !== true || parent.key.parentKeyId !== undefined)
-          return yield* notDelegating(parent.key)
+        if (!grantedDelegation(parent.key)) return yield* notDelegating(parent.key)
         const now = yield* Clock.currentTimeMillis
         const asked = refuseLimits(input.limits, parent.account)
         if (asked !== undefined) return yield* refused(asked)
@@ -641,8 +639,7 @@ export class Keys extends Context.Service<
       })
 
       const revokeChild = Effect.fn("Keys.revokeChild")(function* (parent: KeyRecord, childKeyId: string) {
-        if (parent.mayDelegate !== true || parent.parentKeyId !== undefined)
-          return yield* notDelegating(parent)
+        if (!grantedDelegation(parent)) return yield* notDelegating(parent)
         return yield* revokeWhere(parent.accountId, childKeyId, {
           id: parent.id,
           check: delegating(parent, true)
@@ -654,8 +651,7 @@ export class Keys extends Context.Service<
         childKeyId: string,
         changes: ChildChanges
       ) {
-        if (parent.key.mayDelegate !== true || parent.key.parentKeyId !== undefined)
-          return yield* notDelegating(parent.key)
+        if (!grantedDelegation(parent.key)) return yield* notDelegating(parent.key)
         const now = yield* Clock.currentTimeMillis
         const accountId = parent.account.id
         return yield* sql.withTransaction(

@@ -11,6 +11,7 @@ import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
 import { type McpMount, mcpMounts, mountUrl } from "../../contract/mcpMounts.ts"
+import { grantedDelegation } from "../../domain/accounts.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
@@ -166,7 +167,8 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           bearer.governor !== undefined
             ? handlers.management
             : handlers.delegating !== undefined &&
-                Result.getOrUndefined(bearer.caller)?.key.mayDelegate === true
+                Result.isSuccess(bearer.caller) &&
+                grantedDelegation(bearer.caller.success.key)
               ? handlers.delegating
               : handlers.data
         const body = yield* announcedBody(request)
