@@ -218,10 +218,14 @@ export class Unauthorized extends ApiErrorClass<Unauthorized>()("Unauthorized", 
 }) {
   readonly code = "UNAUTHORIZED"
 }
+/**
+ * A platform the key or account is not enabled for (`platform`, `entitled`), or a capability the key
+ * was not granted (child keys without `may_delegate`: neither field).
+ */
 export class NotEntitled extends ApiErrorClass<NotEntitled>()("NotEntitled", {
   ...base,
-  platform: Schema.String,
-  entitled: Schema.Array(Schema.String)
+  platform: Schema.optional(Schema.String),
+  entitled: Schema.optional(Schema.Array(Schema.String))
 }) {
   readonly code = "NOT_ENTITLED"
 }

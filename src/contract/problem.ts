@@ -160,8 +160,8 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
       body.max_credits = error.max_credits
       break
     case "NotEntitled":
-      body.platform = error.platform
-      body.entitled = error.entitled
+      if (error.platform !== undefined) body.platform = error.platform
+      if (error.entitled !== undefined) body.entitled = error.entitled
       break
     case "ConcurrencyLimit":
     case "RateLimited":

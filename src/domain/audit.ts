@@ -10,6 +10,7 @@ export const auditActions = [
   "key.revoked",
   "child_key.created",
   "child_key.revoked",
+  "child_key.updated",
   "account.rekeyed",
   "alert.set",
   "credits.purchased",

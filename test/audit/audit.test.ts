@@ -95,7 +95,10 @@ describe(`the audit log (${storeName})`, () => {
         ok(yield* post(app, "/v1/keys/revoke", { key_id: rotated.key_id }, as))
         ok(yield* post(app, "/v1/alert", { threshold: 750 }, as))
 
-        // A sub-agent's key, made and revoked by the account's first key from another address.
+        // A sub-agent's key, made and revoked by the account's first key (its owner lets it
+        // delegate) from another address.
+        const firstKeyId = ok(yield* app.call("/v1/keys", as)).keys[0].key_id as string
+        ok(yield* post(app, "/v1/keys/update", { key_id: firstKeyId, may_delegate: true }, as))
         const agentIp = freshIp()
         const child = ok(
           yield* post(app, "/v1/keys/child", { spend_cap_credits: 50 }, { key: who.key, ip: agentIp }),
@@ -133,6 +136,7 @@ describe(`the audit log (${storeName})`, () => {
           ["key.rotated", ...byEmail, created.key_id, ip],
           ["key.revoked", ...byEmail, rotated.key_id, ip],
           ["alert.set", ...byEmail, "750", ip],
+          ["key.updated", ...byEmail, firstKeyId, ip],
           ["child_key.created", "key", child.parent_key_id, child.key_id, agentIp],
           ["child_key.revoked", "key", child.parent_key_id, child.key_id, agentIp],
           ["webhook.created", ...byEmail, hook.webhook_id, ip],

@@ -8,6 +8,7 @@ import { AuditGroup, AuditQuery } from "../../contract/audit.ts"
 import {
   AuthRequired,
   type InvalidInput,
+  type NotEntitled,
   type NotFound,
   type Unauthorized,
   type UpstreamUnavailable
@@ -67,7 +68,14 @@ const notSignedIn = new AuthRequired({
 
 type ManagementStepServices = Keys | Checkout | PaymentRails | Audit
 type ManagementServices = McpBearer | ManagementStepServices | AppConfig | Ids
-type StepError = AuthRequired | InvalidInput | NotFound | Unauthorized | UpstreamUnavailable | SqlError
+type StepError =
+  | AuthRequired
+  | InvalidInput
+  | NotEntitled
+  | NotFound
+  | Unauthorized
+  | UpstreamUnavailable
+  | SqlError
 
 /**
  * A REST route of the account side as a tool: its body (or query) as arguments and its answer as
@@ -154,7 +162,7 @@ const changes = { readOnlyHint: false, destructiveHint: false, idempotentHint: f
 
 /** What a management token's connection tells its client beyond the data tools. */
 export const managementInstructions =
-  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, expiry and platforms), rotate_key, revoke_key, set_balance_alert, billing_portal and list_audit_events (who changed what, newest first). A new key's secret is shown once; pass `account_id` when the sign-in governs several accounts."
+  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, platforms and may_delegate), rotate_key, revoke_key, set_balance_alert, billing_portal and list_audit_events (who changed what, newest first). A new key's secret is shown once; pass `account_id` when the sign-in governs several accounts."
 
 /** The management tools, built once: a management token's connection on every mount adds them. */
 export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
@@ -202,8 +210,9 @@ export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
 ]
 
 /**
- * The child-key tools, built once: a connection whose bearer is a spend key hands a sub-agent a
- * key bounded by its own (create_child_key), lists (list_child_keys) and revokes them.
+ * The child-key tools, built once: a connection on `/mcp` whose bearer is a spend key its owner
+ * lets delegate (`may_delegate`) hands a sub-agent a key bounded by its own (create_child_key),
+ * lists (list_child_keys), changes (update_child_key) and revokes them.
  */
 export const childKeyTools: ReadonlyArray<McpTool<ManagementServices>> = [
   childKeyTool("create_child_key", childEndpoints.createChildKey, changes, childKeys.createChildKey),
@@ -215,5 +224,11 @@ export const childKeyTools: ReadonlyArray<McpTool<ManagementServices>> = [
     childEndpoints.revokeChildKey,
     { ...changes, destructiveHint: true, idempotentHint: true },
     childKeys.revokeChildKey
+  ),
+  childKeyTool(
+    "update_child_key",
+    childEndpoints.updateChildKey,
+    { ...changes, idempotentHint: true },
+    childKeys.updateChildKey
   )
 ]

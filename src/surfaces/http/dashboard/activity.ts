@@ -18,6 +18,7 @@ const actionWords: Record<string, string> = {
   "key.revoked": "Key revoked",
   "child_key.created": "Child key created",
   "child_key.revoked": "Child key revoked",
+  "child_key.updated": "Child key changed by its parent",
   "account.rekeyed": "Account recovered (all keys replaced)",
   "alert.set": "Balance alert set",
   "credits.purchased": "Credits purchased",
