@@ -10,11 +10,11 @@ import {
   recordHitChargeWait
 } from "../observability/metrics.ts"
 import { TopupWake } from "../payments/TopupWake.ts"
-import { Settings } from "../services/Settings.ts"
+import { freeTierTerms, Settings } from "../services/Settings.ts"
 import { PgliteClient } from "../store/PgliteClient.ts"
 import { pipelinedClient } from "../store/Pipelined.ts"
 import * as Row from "../store/rows.ts"
-import { freeTierTerms, type Remaining } from "./Reservations.ts"
+import type { Remaining } from "./Reservations.ts"
 import { CallRow, type Receipt, receiptOf } from "./receipt.ts"
 
 /** A metered call whose data came from stored copies, charged without a reservation. */

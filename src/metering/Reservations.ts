@@ -18,7 +18,7 @@ import { dayOf } from "../domain/time.ts"
 import { TopupWake } from "../payments/TopupWake.ts"
 import { alertMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
-import { Settings } from "../services/Settings.ts"
+import { freeTierTerms, Settings, type Terms } from "../services/Settings.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { CallRow, type Funding, type Receipt, receiptOf } from "./receipt.ts"
@@ -121,16 +121,6 @@ export interface Settled {
   readonly receipt: Receipt
   readonly remaining: Remaining
 }
-
-/** The free tier's numbers a funding decision takes: the per-IP budget and the operator's switches. */
-export type Terms = Effect.Success<ReturnType<typeof freeTierTerms>>
-
-export const freeTierTerms = (settings: Settings["Service"], freePerIp: number) =>
-  Effect.map(settings.current, (operator) => ({
-    free_per_ip: freePerIp,
-    free_open: operator.freeTierOpen,
-    global_free: operator.globalDailyFreeCredits ?? null
-  }))
 
 /**
  * The full path's ledger moves of a metered call: reserve the whole quote (taking the account's

@@ -140,12 +140,14 @@ export const UsageRead = HttpRouter.use((router) =>
             const refused =
               at === -1 ? undefined : controlCharacterInput(parseQuery(request.url.slice(at + 1)))
             if (refused !== undefined) return Effect.succeed(problems.render(refused))
-            return Effect.flatMap(Effect.orDie(usage.facts(caller.success.account.id, ip)), (facts) =>
-              Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
-                  HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
+            return Effect.flatMap(
+              Effect.orDie(usage.facts(caller.success.account.id, caller.success.key.id, ip)),
+              (facts) =>
+                Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                  Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
+                    HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
+                  )
                 )
-              )
             )
           }
         ),
