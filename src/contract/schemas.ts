@@ -109,3 +109,9 @@ export const ReceiptPage = Schema.Struct({
   receipts: Schema.Array(ReceiptSchema),
   cursor: Schema.NullOr(Schema.String)
 }).annotate({ identifier: "ReceiptPage" })
+
+/** One key's receipts: a parent key or a management token may ask; a child key sees only its own. */
+export const ReceiptKeyId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)).annotate({
+  description:
+    "Only this key's receipts (a key_id from GET /v1/keys or a receipt). A child key always sees only its own."
+})

@@ -22,6 +22,8 @@ export interface HitInput {
   readonly callId: string
   readonly accountId: string
   readonly keyId: string
+  /** The key's parent, for a child key: its receipt names it. */
+  readonly parentKeyId?: string | undefined
   readonly ip: string
   readonly operation: string
   readonly quoted: number
@@ -177,7 +179,7 @@ export class HitCharges extends Context.Service<
                       : row.outcome === "charged" && row.call !== null
                         ? {
                             _tag: "Charged",
-                            receipt: receiptOf(row.call),
+                            receipt: receiptOf(row.call, false, input.parentKeyId),
                             remaining: { credits: row.spendable ?? 0, keyCap: row.cap_left ?? undefined }
                           }
                         : { _tag: "Declined", reason: row.outcome === "charged" ? "account" : row.outcome }

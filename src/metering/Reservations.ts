@@ -28,6 +28,8 @@ export interface Reservation {
   readonly callId: string
   readonly accountId: string
   readonly operation: string
+  /** The key's parent, for a child key: its receipt names it. */
+  readonly parentKeyId?: string | undefined
   readonly quoted: number
   /** Where the quote was drawn from (the database's funding order decided). */
   readonly reserved: Funding
@@ -41,6 +43,7 @@ export interface ReserveInput {
   readonly accountId: string
   readonly plan: Plan
   readonly keyId: string
+  readonly parentKeyId?: string | undefined
   readonly ip: string
   readonly operation: string
   readonly quoted: number
@@ -171,7 +174,8 @@ export class Reservations extends Context.Service<
         charged: number,
         refunds: ReadonlyArray<Refund>,
         now: number,
-        terms: Terms | null = null
+        terms: Terms | null = null,
+        parentKeyId: string | undefined = undefined
       ) =>
         Effect.gen(function* () {
           const [ended] =
@@ -198,7 +202,7 @@ export class Reservations extends Context.Service<
           }
           yield* TopupWake.armed(wake, ended.topup_id)
           return {
-            receipt: receiptOf(ended.call),
+            receipt: receiptOf(ended.call, false, parentKeyId),
             remaining: { credits: ended.spendable ?? 0, keyCap: ended.cap_left ?? undefined }
           } satisfies Settled
         })
@@ -276,6 +280,7 @@ export class Reservations extends Context.Service<
               callId: input.callId,
               accountId: input.accountId,
               operation: input.operation,
+              parentKeyId: input.parentKeyId,
               quoted: input.quoted,
               reserved: {
                 free_tier: found.reserved_free ?? 0,
@@ -348,7 +353,8 @@ export class Reservations extends Context.Service<
                 reservation.quoted - refunded,
                 kept,
                 now,
-                terms
+                terms,
+                reservation.parentKeyId
               )
               if (settled === undefined) return yield* new ReservationLost({ callId: reservation.callId })
               yield* alsoInTransaction(settled.receipt)

@@ -20,6 +20,10 @@ export interface Receipt {
   readonly idempotency_key: string | null
   readonly replayed: boolean
   readonly created_at: string
+  /** The key the call was made with (a connected app's calls: its app id). */
+  readonly key_id: string
+  /** For a child key's call: the key that made the child. */
+  readonly parent_key_id?: string
   /** The connected app (OAuth) the call was made through: its app id is the call's key. */
   readonly app_id?: string
 }
@@ -52,14 +56,24 @@ export const CallRow = Schema.Struct({
   charged_balance: Row.Int,
   refunds: Schema.fromJsonString(Schema.Array(RefundRow)),
   idempotency_key: Schema.NullOr(Schema.String),
-  created_at: Row.Int
+  created_at: Row.Int,
+  /** The call's key's parent, where a listing joined it (`api_keys.parent_key_id`). */
+  parent_key_id: Schema.optionalKey(Schema.NullOr(Schema.String))
 })
 export type CallRow = typeof CallRow.Type
 
 export const decodeCalls = Row.decoder(CallRow, "calls")
 
-/** The receipt of a call: the only place a receipt is made, for a first answer, a replay or a listing. */
-export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
+/**
+ * The receipt of a call: the only place a receipt is made, for a first answer, a replay or a
+ * listing. `parentKeyId` is the parent of the call's key when the row does not carry it (the
+ * charge's own row: the caller knows its key's parent).
+ */
+export const receiptOf = (
+  row: CallRow,
+  replayed = false,
+  parentKeyId: string | undefined = row.parent_key_id ?? undefined
+): Receipt => ({
   id: row.id,
   operation: row.operation,
   quoted: row.quoted,
@@ -69,6 +83,8 @@ export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
   idempotency_key: row.idempotency_key,
   replayed,
   created_at: new Date(row.created_at).toISOString(),
+  key_id: row.key_id,
+  ...(parentKeyId === undefined ? {} : { parent_key_id: parentKeyId }),
   ...(row.key_id.startsWith("app_") ? { app_id: row.key_id } : {})
 })
 

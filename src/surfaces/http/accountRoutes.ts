@@ -15,6 +15,7 @@ import { Usage } from "../../services/Usage.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
+import { receiptKeyOf } from "../common/receiptScope.ts"
 import { usageReport } from "../usageReport.ts"
 import { bearerCredential } from "./dataRoutes.ts"
 import { callerOf, noStore } from "./middleware.ts"
@@ -75,7 +76,9 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
     return handlers
       .handle("listReceipts", ({ query }) =>
         Effect.gen(function* () {
-          const { account } = yield* Caller
+          const { account, key } = yield* Caller
+          const keyId = receiptKeyOf(key, query.key_id)
+          if (keyId === null) return { receipts: [], cursor: null }
           const before = query.cursor === undefined ? undefined : decodeReceiptCursor(query.cursor)
           if (before === null) {
             return problems.render(
@@ -87,7 +90,7 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
             )
           }
           const limit = query.limit ?? 20
-          const rows = yield* Effect.orDie(receipts.list(account.id, { limit: limit + 1, before }))
+          const rows = yield* Effect.orDie(receipts.list(account.id, { limit: limit + 1, before, keyId }))
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
           return {
@@ -101,8 +104,10 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
       )
       .handle("getReceipt", ({ params }) =>
         Effect.gen(function* () {
-          const { account } = yield* Caller
-          const receipt = yield* Effect.orDie(receipts.get(account.id, params.id))
+          const { account, key } = yield* Caller
+          const receipt = yield* Effect.orDie(
+            receipts.get(account.id, params.id, { keyId: receiptKeyOf(key) ?? undefined })
+          )
           return (
             receipt ?? problems.render(new NotFound({ message: `No receipt ${params.id} on this account.` }))
           )
