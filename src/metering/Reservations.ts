@@ -1,7 +1,7 @@
 import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { AppConfig } from "../config.ts"
+import { AppConfig, links } from "../config.ts"
 import {
   BudgetExhausted,
   ConcurrencyLimit,
@@ -44,6 +44,8 @@ export interface ReserveInput {
   readonly plan: Plan
   readonly keyId: string
   readonly parentKeyId?: string | undefined
+  /** Whether the account has an owner (its trial's free budget spent, claiming it is the next step). */
+  readonly claimed?: boolean | undefined
   readonly ip: string
   readonly operation: string
   readonly quoted: number
@@ -105,6 +107,29 @@ const decodeCapReached = Row.decoder(
   "key_cap_events"
 )
 const decodeCallIds = Row.decoder(Schema.Struct({ id: Schema.String }), "calls.id")
+
+/**
+ * A key's cap refused the call: what is left, and who can lift it, with the route and tool that
+ * caller has. A child key's cap (or its parent's, which bounds it too) is raised by the agent
+ * holding its parent key; an ordinary key's by the account's owner. Only a day or month cap resets.
+ */
+const keyCapMessage = (
+  input: Pick<ReserveInput, "quoted" | "keyId" | "parentKeyId">,
+  period: CapPeriod | null,
+  left: number,
+  baseUrl: string
+) => {
+  const cap = period ?? "total"
+  const wait =
+    cap === "total"
+      ? ""
+      : ` or wait for it to reset at cap_resets_at (this ${cap === "day" ? "UTC day" : "UTC month"}'s end)`
+  const who =
+    input.parentKeyId === undefined
+      ? `The account's owner can raise it: POST /v1/keys/update with a management token (the update_key tool on /mcp), or the Keys page of the dashboard (${baseUrl}/dashboard/keys)`
+      : `This is a child key: the agent holding its parent key ${input.parentKeyId} can raise this key's cap (POST /v1/keys/child/update, the update_child_key tool), and the account's owner the parent's (POST /v1/keys/update, or ${baseUrl}/dashboard/keys)`
+  return `This call is quoted ${input.quoted} credits and the ${cap} spend cap bounding this key has ${left} left; buying credits does not lift it. ${who}${wait}; then retry with the SAME Idempotency-Key.`
+}
 
 /** `cap_resets_at` of a day or month cap (a total cap never resets). */
 const capResetsAt = (period: CapPeriod | null, now: number): { readonly cap_resets_at?: string } => {
@@ -304,7 +329,7 @@ export class Reservations extends Context.Service<
           case "key_cap":
             yield* capReached(input.keyId, now)
             return yield* new InsufficientCredits({
-              message: `This call is quoted ${input.quoted} credits and this key's ${found.cap_period ?? "total"} spend cap has ${found.cap_left ?? 0} left. Raise the cap (POST /v1/keys/update) or wait for it to reset (cap_resets_at), then retry with the SAME Idempotency-Key.`,
+              message: keyCapMessage(input, found.cap_period, found.cap_left ?? 0, config.baseUrl),
               credits_required: input.quoted,
               credits_available: found.cap_left ?? 0,
               limit: "key_cap",
@@ -319,7 +344,13 @@ export class Reservations extends Context.Service<
             })
           case "trial_cap":
             return yield* new TrialCapExceeded({
-              message: `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+              message:
+                input.claimed === false
+                  ? `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Claim this account at claim_url (sign in with this key) for ${policy.claimGrantCredits.toLocaleString("en-US")} free credits, then retry with a fresh Idempotency-Key; or buy a pack at upgrade_url, or wait for the UTC day to roll over.`
+                  : `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+              ...(input.claimed === false
+                ? { claim_url: `${links(config.baseUrl).claim}?account=${input.accountId}` }
+                : {}),
               account
             })
           default:

@@ -712,6 +712,7 @@ const hold = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) 
         plan: caller.account.plan,
         keyId: caller.key.id,
         parentKeyId: caller.key.parentKeyId,
+        claimed: caller.account.claimed,
         ip: caller.ip,
         operation: call.operation.id,
         quoted: call.quoted,
