@@ -2,6 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Admin } from "../../src/operator/Admin.ts"
 import { post, signIn } from "../identity/support.ts"
+import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -144,6 +145,18 @@ describe(`receipts name their key; a child sees its own (${storeName})`, () => {
             [childId]
           )
 
+          // The contract documents the filter on both routes.
+          const openapi = (yield* app.call("/v1/openapi.json")).body
+          for (const path of ["/v1/receipts", "/v1/receipts/export"]) {
+            const names = (openapi.paths[path].get.parameters as Array<{ name: string; in: string }>)
+              .filter((parameter) => parameter.in === "query")
+              .map((parameter) => parameter.name)
+            assert.include(names, "key_id", path)
+          }
+          const receiptSchema = JSON.stringify(openapi.components.schemas.Receipt)
+          assert.include(receiptSchema, "parent_key_id")
+          assert.include(openapi.components.schemas.Receipt.required, "key_id")
+
           // A child's usage: its own cap, period, spend and remainder, beside what the account can fund.
           const usage = yield* app.call("/v1/usage", { key: child.body.key, ip })
           assert.strictEqual(usage.status, 200, usage.text)
@@ -157,6 +170,12 @@ describe(`receipts name their key; a child sees its own (${storeName})`, () => {
           })
           assert.strictEqual(usage.body.key_cap_remaining, 12)
           assert.strictEqual(usage.body.credits_remaining, 10_000 - 3 - 3 - 8)
+          // MCP's get_usage says the same for the child.
+          const client = yield* connect(`${app.url}/mcp`, { key: child.body.key, ip }, modes[0])
+          const tool = yield* callTool(client, "get_usage", {})
+          assert.isFalse(tool.isError, tool.text)
+          assert.deepStrictEqual(tool.structured.key, usage.body.key)
+          assert.strictEqual(tool.structured.key_cap_remaining, 12)
           const parentUsage = yield* app.call("/v1/usage", { key: parent.body.key, ip })
           assert.strictEqual(parentUsage.body.key.spend_cap.spent_in_period, 3 + 8)
           assert.isString(parentUsage.body.key.spend_cap.resets_at)

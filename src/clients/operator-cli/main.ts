@@ -84,10 +84,15 @@ const presenter = CliOutput.layerPresenter({
 Command.run(cli, { version: "0.1.0", renderErrors: false }).pipe(
   Effect.catchCause((cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
-    return Effect.flatMap(Effect.orElseSucceed(serviceUrl, () => defaultServiceUrl), (service) => {
-      const { exitCode, body } = toLine(Cause.squash(cause), service)
-      return Console.error(JSON.stringify(body)).pipe(Effect.andThen(Effect.fail(new Reported({ exitCode }))))
-    })
+    return Effect.flatMap(
+      Effect.orElseSucceed(serviceUrl, () => defaultServiceUrl),
+      (service) => {
+        const { exitCode, body } = toLine(Cause.squash(cause), service)
+        return Console.error(JSON.stringify(body)).pipe(
+          Effect.andThen(Effect.fail(new Reported({ exitCode })))
+        )
+      }
+    )
   }),
   Effect.provide(Layer.mergeAll(NodeServices.layer, presenter)),
   NodeRuntime.runMain
