@@ -13,7 +13,7 @@ import { AuthGroup, ChildKeysGroup, ManagementGroup, SessionsGroup } from "./gov
 import { IdempotencyKey } from "./idempotencyKey.ts"
 import { Client, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
-import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
+import { MintResponse, ReceiptKeyId, ReceiptPage, Usage } from "./schemas.ts"
 import { withUsageHeaders } from "./usageHeaders.ts"
 import { ExportGroup, WebhooksGroup } from "./webhooks.ts"
 
@@ -29,7 +29,8 @@ const described = <E extends { readonly annotateMerge: (annotations: Context.Con
 const ReceiptsQuery = Schema.toCodecStringTree(
   Schema.Struct({
     limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
-    cursor: Schema.optionalKey(Schema.String)
+    cursor: Schema.optionalKey(Schema.String),
+    key_id: Schema.optionalKey(ReceiptKeyId)
   })
 )
 
@@ -61,7 +62,7 @@ const getUsage = described(
 
 const listReceipts = described(
   "List receipts",
-  "Free. The account's receipts, newest first, cursor paged (limit 1 to 100, default 20).",
+  "Free. The account's receipts, newest first, cursor paged (limit 1 to 100, default 20); `key_id` narrows them to one key's. A child key sees only its own.",
   HttpApiEndpoint.get("listReceipts", "/receipts", {
     query: ReceiptsQuery,
     success: ReceiptPage,
@@ -71,7 +72,7 @@ const listReceipts = described(
 
 const getReceipt = described(
   "Get one receipt",
-  "Free. One receipt of the key's own account.",
+  "Free. One receipt of the key's own account (a child key: one of its own calls).",
   HttpApiEndpoint.get("getReceipt", "/receipts/:id", {
     params: { id: Schema.String },
     success: ReceiptSchema,

@@ -11,6 +11,12 @@ export const ReceiptSchema = Schema.Struct({
   idempotency_key: Schema.NullOr(Schema.String),
   replayed: Schema.Boolean,
   created_at: Schema.String,
+  key_id: Schema.String.annotate({
+    description: "The key the call was made with (for a call through a connected app, its app id)."
+  }),
+  parent_key_id: Schema.optionalKey(
+    Schema.String.annotate({ description: "For a child key's call: the key that made the child." })
+  ),
   app_id: Schema.optionalKey(
     Schema.String.annotate({ description: "The connected app (OAuth) the call was made through, if any." })
   )

@@ -276,7 +276,9 @@ export class RateLimited extends ApiErrorClass<RateLimited>()("RateLimited", {
 }
 export class TrialCapExceeded extends ApiErrorClass<TrialCapExceeded>()("TrialCapExceeded", {
   ...base,
-  param: Schema.optional(Schema.String)
+  param: Schema.optional(Schema.String),
+  /** An unclaimed trial account's free budget is spent: claiming it (sign-in with this key) grants credits. */
+  claim_url: Schema.optional(Schema.String)
 }) {
   readonly code = "TRIAL_CAP_EXCEEDED"
 }

@@ -4,6 +4,7 @@ import { webhookEventTypes } from "../domain/webhooks.ts"
 import { ManagementAuth } from "./governance.ts"
 import { PlainInput } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
+import { ReceiptKeyId } from "./schemas.ts"
 
 /** Webhooks, automatic top-up and the receipts export (wave 3). */
 
@@ -233,7 +234,7 @@ export const ExportGroup = HttpApiGroup.make("export", { topLevel: true })
   .add(
     described(
       "Export receipts",
-      "Every receipt from `from` to `to` (UTC days, both included, at most 366 days), oldest first, streamed: CSV (cells that a spreadsheet would read as a formula are prefixed with ') or JSON Lines (one receipt a line, as GET /v1/receipts/{id} answers). A spend key exports its own account; a management token the account it governs (`account_id` when several).",
+      "Every receipt from `from` to `to` (UTC days, both included, at most 366 days), oldest first, streamed: CSV (cells that a spreadsheet would read as a formula are prefixed with ') or JSON Lines (one receipt a line, as GET /v1/receipts/{id} answers). A spend key exports its own account (a child key: its own calls); a management token the account it governs (`account_id` when several); `key_id` narrows the export to one key's receipts.",
       HttpApiEndpoint.get("exportReceipts", "/receipts/export", {
         query: Schema.Struct({
           from: Day,
@@ -241,7 +242,8 @@ export const ExportGroup = HttpApiGroup.make("export", { topLevel: true })
           format: Schema.optionalKey(
             Schema.Literals(["csv", "jsonl"]).annotate({ description: "csv (the default) or jsonl." })
           ),
-          account_id: Schema.optionalKey(AccountId)
+          account_id: Schema.optionalKey(AccountId),
+          key_id: Schema.optionalKey(ReceiptKeyId)
         }),
         success: HttpApiSchema.StreamUint8Array({ contentType: ["text/csv", "application/x-ndjson"] }),
         error: errorsOf("INVALID_INPUT", "KEY_REQUIRED", "AUTH_REQUIRED", "UNAUTHORIZED", "INTERNAL")

@@ -33,14 +33,24 @@ export const CallRow = Schema.Struct({
   charged_balance: Row.Int,
   refunds: Schema.fromJsonString(Schema.Array(RefundRow)),
   idempotency_key: Schema.NullOr(Schema.String),
-  created_at: Row.Int
+  created_at: Row.Int,
+  /** The call's key's parent, where a listing joined it (`api_keys.parent_key_id`). */
+  parent_key_id: Schema.optionalKey(Schema.NullOr(Schema.String))
 })
 export type CallRow = typeof CallRow.Type
 
 export const decodeCalls = Row.decoder(CallRow, "calls")
 
-/** The receipt of a call: the only place a receipt is made, for a first answer, a replay or a listing. */
-export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
+/**
+ * The receipt of a call: the only place a receipt is made, for a first answer, a replay or a
+ * listing. `parentKeyId` is the parent of the call's key when the row does not carry it (the
+ * charge's own row: the caller knows its key's parent).
+ */
+export const receiptOf = (
+  row: CallRow,
+  replayed = false,
+  parentKeyId: string | undefined = row.parent_key_id ?? undefined
+): Receipt => ({
   id: row.id,
   operation: row.operation,
   quoted: row.quoted,
@@ -50,6 +60,8 @@ export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
   idempotency_key: row.idempotency_key,
   replayed,
   created_at: new Date(row.created_at).toISOString(),
+  key_id: row.key_id,
+  ...(parentKeyId === undefined ? {} : { parent_key_id: parentKeyId }),
   ...(row.key_id.startsWith("app_") ? { app_id: row.key_id } : {})
 })
 

@@ -146,11 +146,14 @@ describe(`receipts export (${storeName})`, () => {
         assert.strictEqual(csv.status, 200)
         assert.strictEqual(csv.headers.get("content-type"), "text/csv; charset=utf-8")
         assert.match(csv.headers.get("content-disposition")!, /attachment; filename="receipts-acct_.*\.csv"/)
-        const lines = csv.text.trimEnd().split("\r\n")
+        // Each line ends with the key that spent (and its parent, for a child key: none here).
+        const [header, ...rest] = csv.text.trimEnd().split("\r\n")
         assert.strictEqual(
-          lines[0],
-          "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key"
+          header,
+          "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key,key_id,parent_key_id"
         )
+        for (const line of rest) assert.match(line, /,key_\w+,$/)
+        const lines = [header, ...rest.map((line) => line.replace(/,key_\w+,$/, ""))]
         assert.strictEqual(lines.length, keys.length + 1)
         assert.include(lines[1]!, `,"'=HYPERLINK(""http://evil.example"",""x"")"`)
         assert.isTrue(lines[2]!.endsWith(",'+1+1+1+1"))

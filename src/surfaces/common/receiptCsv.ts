@@ -24,7 +24,9 @@ export const csvHeader = [
   "grant",
   "balance",
   "refunded",
-  "idempotency_key"
+  "idempotency_key",
+  "key_id",
+  "parent_key_id"
 ]
 
 export const csvRow = (receipt: Receipt, platform: string) =>
@@ -39,7 +41,9 @@ export const csvRow = (receipt: Receipt, platform: string) =>
     receipt.funding.grant,
     receipt.funding.balance,
     receipt.quoted - receipt.charged,
-    receipt.idempotency_key
+    receipt.idempotency_key,
+    receipt.key_id,
+    receipt.parent_key_id ?? null
   ]
     .map(cell)
     .join(",")

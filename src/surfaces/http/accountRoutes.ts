@@ -15,6 +15,7 @@ import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
+import { receiptKeyOf } from "../common/receiptScope.ts"
 import { usageReport } from "../usageReport.ts"
 
 import { callerOf, noStore } from "./middleware.ts"
@@ -65,7 +66,9 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
     return handlers
       .handle("listReceipts", ({ query }) =>
         Effect.gen(function* () {
-          const { account } = yield* Caller
+          const { account, key } = yield* Caller
+          const keyId = receiptKeyOf(key, query.key_id)
+          if (keyId === null) return { receipts: [], cursor: null }
           const before = query.cursor === undefined ? undefined : decodeReceiptCursor(query.cursor)
           if (before === null) {
             return problems.render(
@@ -77,7 +80,7 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
             )
           }
           const limit = query.limit ?? 20
-          const rows = yield* Effect.orDie(receipts.list(account.id, { limit: limit + 1, before }))
+          const rows = yield* Effect.orDie(receipts.list(account.id, { limit: limit + 1, before, keyId }))
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
           return {
@@ -91,8 +94,10 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
       )
       .handle("getReceipt", ({ params }) =>
         Effect.gen(function* () {
-          const { account } = yield* Caller
-          const receipt = yield* Effect.orDie(receipts.get(account.id, params.id))
+          const { account, key } = yield* Caller
+          const receipt = yield* Effect.orDie(
+            receipts.get(account.id, params.id, { keyId: receiptKeyOf(key) ?? undefined })
+          )
           return (
             receipt ?? problems.render(new NotFound({ message: `No receipt ${params.id} on this account.` }))
           )
@@ -130,12 +135,14 @@ export const UsageRead = HttpRouter.use((router) =>
             const refused =
               at === -1 ? undefined : controlCharacterInput(parseQuery(request.url.slice(at + 1)))
             if (refused !== undefined) return Effect.succeed(problems.render(refused))
-            return Effect.flatMap(Effect.orDie(usage.facts(caller.success.account.id, ip)), (facts) =>
-              Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
-                  HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
+            return Effect.flatMap(
+              Effect.orDie(usage.facts(caller.success.account.id, caller.success.key.id, ip)),
+              (facts) =>
+                Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                  Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
+                    HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
+                  )
                 )
-              )
             )
           }
         ),
