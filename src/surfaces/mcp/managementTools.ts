@@ -5,6 +5,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
 import { AuditGroup, AuditQuery } from "../../contract/audit.ts"
+import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import {
   AuthRequired,
   type InvalidInput,
@@ -98,7 +99,10 @@ const routeTool = <E extends Endpoint>(
     annotations: { openWorldHint: false, ...annotations },
     call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
       const bearer = yield* McpBearer
-      // As on REST, a malformed body is answered before the account is chosen.
+      // As on REST, a malformed body is answered before the account is chosen, and a control
+      // character in any argument is refused as REST refuses it in a JSON body.
+      const refused = controlCharacterInput(args ?? {})
+      if (refused !== undefined) return yield* Effect.fail(refused)
       const body = yield* decode(args ?? {}).pipe(
         Effect.mapError((cause) =>
           invalidInputFromSchemaError(new HttpApiError.HttpApiSchemaError({ kind: "Body", cause }))
