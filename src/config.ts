@@ -429,14 +429,18 @@ const policyFromEnv = Effect.gen(function* () {
     webhooks: {
       maxEndpointsPerAccount: yield* positive("WEBHOOK_MAX_ENDPOINTS", webhooks.maxEndpointsPerAccount),
       timeoutMs: yield* positive("WEBHOOK_TIMEOUT_MS", webhooks.timeoutMs),
+      connectTimeoutMs: yield* positive("WEBHOOK_CONNECT_TIMEOUT_MS", webhooks.connectTimeoutMs),
       retryFirstMs: (yield* positive("WEBHOOK_RETRY_FIRST_SECONDS", webhooks.retryFirstMs / 1000)) * 1000,
       retryMaxMs: (yield* positive("WEBHOOK_RETRY_MAX_SECONDS", webhooks.retryMaxMs / 1000)) * 1000,
       retryForMs: (yield* positive("WEBHOOK_RETRY_HOURS", webhooks.retryForMs / hour)) * hour,
       disableAfterMs: (yield* positive("WEBHOOK_DISABLE_AFTER_HOURS", webhooks.disableAfterMs / hour)) * hour,
       responseMaxBytes: yield* positive("WEBHOOK_RESPONSE_MAX_BYTES", webhooks.responseMaxBytes),
       concurrency: yield* positive("WEBHOOK_CONCURRENCY", webhooks.concurrency),
+      perAccount: yield* positive("WEBHOOK_CONCURRENCY_PER_ACCOUNT", webhooks.perAccount),
+      maxPendingPerEndpoint: yield* positive("WEBHOOK_MAX_PENDING", webhooks.maxPendingPerEndpoint),
       keepMs: (yield* positive("WEBHOOK_KEEP_DAYS", webhooks.keepMs / (24 * hour))) * 24 * hour,
-      tests: yield* limitRule("WEBHOOK_TESTS_PER_ACCOUNT", webhooks.tests)
+      tests: yield* limitRule("WEBHOOK_TESTS_PER_ACCOUNT", webhooks.tests),
+      testsPerEndpoint: yield* limitRule("WEBHOOK_TESTS_PER_ENDPOINT", webhooks.testsPerEndpoint)
     },
     topup: {
       failuresToDisarm: yield* positive("TOPUP_FAILURES_TO_DISARM", topup.failuresToDisarm),

@@ -63,6 +63,8 @@ export interface WebhookLimits {
   readonly maxEndpointsPerAccount: number
   /** One delivery attempt, connection to last byte read: a slow or silent receiver costs this. */
   readonly timeoutMs: number
+  /** The TCP connection of one attempt, at most (within `timeoutMs`): a silent address costs this. */
+  readonly connectTimeoutMs: number
   /** The wait after a failed attempt starts here and doubles up to `retryMaxMs`, for `retryForMs`. */
   readonly retryFirstMs: number
   readonly retryMaxMs: number
@@ -73,10 +75,22 @@ export interface WebhookLimits {
   readonly responseMaxBytes: number
   /** Endpoints one instance delivers to at once (each endpoint gets one request at a time). */
   readonly concurrency: number
+  /**
+   * Endpoints of one account delivered to at once, across every instance (fairness: an account's
+   * slow receivers hold at most this many workers; the others serve other accounts).
+   */
+  readonly perAccount: number
+  /**
+   * Deliveries waiting for one endpoint, at most: past it a new event is not queued for that
+   * endpoint (the newest are dropped, the oldest kept); a test ping is always queued.
+   */
+  readonly maxPendingPerEndpoint: number
   /** Finished deliveries, their events and attempts are deleted this long after. */
   readonly keepMs: number
   /** Test pings an account may queue per window (each makes the service send a request). */
   readonly tests: LimitRule
+  /** Test pings one endpoint may be sent per window, within the account's. */
+  readonly testsPerEndpoint: LimitRule
 }
 
 export interface TopupLimits {
@@ -200,14 +214,18 @@ export const defaultPolicy: Policy = {
   webhooks: {
     maxEndpointsPerAccount: 10,
     timeoutMs: 10_000,
+    connectTimeoutMs: 3_000,
     retryFirstMs: 5_000,
     retryMaxMs: hour,
     retryForMs: day,
     disableAfterMs: 3 * day,
     responseMaxBytes: 1024,
     concurrency: 4,
+    perAccount: 2,
+    maxPendingPerEndpoint: 1_000,
     keepMs: 30 * day,
-    tests: { limit: 30, windowMs: hour }
+    tests: { limit: 30, windowMs: hour },
+    testsPerEndpoint: { limit: 5, windowMs: minute }
   },
   topup: {
     failuresToDisarm: 3,
