@@ -196,6 +196,17 @@ describe(`the audit log (${storeName})`, () => {
           assert.match(topup!.target!, /^topup_/)
           assert.deepStrictEqual(topup!.actor, { kind: "service", id: "svc" })
           assert.isNull(topup!.ip, "the worker paid it: no request")
+          // Arming authorised card charges: the owner's, from where it was done, with its pack.
+          const [armed] = events.filter((event) => event.action === "topup.armed")
+          assert.deepInclude(armed!, { target: "flex", actor: { kind: "email", id: who.email }, ip })
+          ok(yield* post(app, "/v1/topup", { enabled: false }, { key: token, ip }))
+          // Disarming what is no longer armed changes nothing, and so records nothing.
+          ok(yield* post(app, "/v1/topup", { enabled: false }, { key: token, ip }))
+          const disarmed = (yield* auditOf(token, ip)).filter((event) => event.action === "topup.disarmed")
+          assert.deepStrictEqual(
+            disarmed.map((event) => [event.target, event.actor, event.ip]),
+            [[null, { kind: "email", id: who.email }, ip]]
+          )
           const renewed = events.find((event) => event.action === "subscription.renewed")!
           const ended = events.find((event) => event.action === "subscription.ended")!
           assert.deepInclude(renewed, { target: "production", actor: { kind: "service", id: "svc" } })

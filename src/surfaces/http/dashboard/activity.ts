@@ -27,6 +27,8 @@ const actionWords: Record<string, string> = {
   "app.revoked": "App revoked",
   "webhook.created": "Webhook created",
   "webhook.deleted": "Webhook deleted",
+  "topup.armed": "Automatic top-up armed",
+  "topup.disarmed": "Automatic top-up disarmed",
   "topup.succeeded": "Automatic top-up paid",
   "operator.credit": "Credits added by the operator",
   "operator.plan": "Plan set by the operator",
