@@ -84,14 +84,6 @@ const decodeEvents = Row.decoder(
   "audit_events"
 )
 
-/** A page's cursor: the position of its last event, opaque to clients. */
-const cursorOf = (seq: number) => `aud_${seq.toString(36)}`
-const seqOf = (cursor: string): number | undefined => {
-  const match = /^aud_([0-9a-z]{1,12})$/.exec(cursor)
-  const seq = match === null ? Number.NaN : Number.parseInt(match[1]!, 36)
-  return Number.isSafeInteger(seq) && seq > 0 ? seq : undefined
-}
-
 /**
  * The audit log. `record` joins the caller's transaction (like `WebhookEvents.emit`), so the row
  * commits or rolls back with the change; the actor and address are the current request's
@@ -139,12 +131,21 @@ export class Audit extends Context.Service<
         accountId: string,
         page: { readonly limit: number; readonly cursor?: string | undefined }
       ) {
-        const before = page.cursor === undefined ? undefined : seqOf(page.cursor)
-        if (page.cursor !== undefined && before === undefined)
+        // A page's cursor is the id of its last event, found in this account's log only: opaque (no
+        // position in the service's log shows through), and another account's cursor is refused.
+        const [from] =
+          page.cursor === undefined
+            ? [undefined]
+            : yield* sql`SELECT seq, id, at, action, actor_kind, actor_id, target, ip FROM audit_events
+                WHERE id = ${page.cursor.slice(0, 128)} AND account_id = ${accountId}`.pipe(
+                Effect.flatMap(decodeEvents)
+              )
+        if (page.cursor !== undefined && from === undefined)
           return yield* new InvalidInput({
-            message: "This cursor is not one GET /v1/audit gave. Start again without it.",
+            message: "This cursor is not one GET /v1/audit gave for this account. Start again without it.",
             param: "cursor"
           })
+        const before = from?.seq
         const rows = yield* sql`SELECT seq, id, at, action, actor_kind, actor_id, target, ip FROM audit_events
           WHERE account_id = ${accountId} AND seq < ${before ?? Number.MAX_SAFE_INTEGER}
           ORDER BY seq DESC LIMIT ${page.limit + 1}`.pipe(Effect.flatMap(decodeEvents))
@@ -161,7 +162,7 @@ export class Audit extends Context.Service<
               ip: row.ip
             })
           ),
-          next_cursor: rows.length > page.limit && last !== undefined ? cursorOf(last.seq) : null
+          next_cursor: rows.length > page.limit && last !== undefined ? last.id : null
         }
       })
 

@@ -343,6 +343,31 @@ describe(`the audit log (${storeName})`, () => {
         const own = yield* auditOf(mine.token, mine.ip)
         assert.isTrue(own.every((event) => event.target !== "9" && event.actor.id !== theirs.email))
 
+        // Audit 2: a cursor is the account's own. Another account's (or one forged from the
+        // service's event numbering) is refused, and shows nothing of the other log.
+        for (let n = 0; n < 3; n++)
+          ok(yield* post(app, "/v1/alert", { threshold: 10 + n }, { key: theirs.token, ip: theirs.ip }))
+        const page = ok(yield* app.call("/v1/audit?limit=1", { key: theirs.token, ip: theirs.ip }))
+        assert.isString(page.next_cursor)
+        assert.strictEqual(
+          page.next_cursor,
+          page.events[0].event_id,
+          "opaque: an event's own id, no position"
+        )
+        ok(
+          yield* app.call(`/v1/audit?limit=1&cursor=${page.next_cursor}`, {
+            key: theirs.token,
+            ip: theirs.ip
+          })
+        )
+        for (const cursor of [page.next_cursor, "aud_1", "aud_z"]) {
+          const forged = yield* app.call(`/v1/audit?cursor=${cursor}`, { key: mine.token, ip: mine.ip })
+          assert.strictEqual(forged.status, 400, JSON.stringify(forged.body))
+          assert.strictEqual(forged.body.code, "INVALID_INPUT")
+          assert.strictEqual(forged.body.param, "cursor")
+          assert.notInclude(JSON.stringify(forged.body), "alert.set")
+        }
+
         for (const [key, code] of [
           [undefined, "AUTH_REQUIRED"],
           [mine.key, "AUTH_REQUIRED"],
