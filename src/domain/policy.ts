@@ -47,6 +47,15 @@ export interface Policy {
   readonly maxActiveKeysPerAccount: number
   /** Child keys one key may have working at once. */
   readonly maxChildKeysPerKey: number
+  /** Child keys made or revoked (the two counted together) per parent key, and per account. */
+  readonly childKeyChangesPerKey: LimitRule
+  readonly childKeyChangesPerAccount: LimitRule
+  /** Receipt exports (`GET /v1/receipts/export`, the dashboard's CSV) one account may start per window. */
+  readonly exportsPerAccount: LimitRule
+  /** Audit log pages (`GET /v1/audit`, `list_audit_events`, the dashboard's Activity) one account may read per window. */
+  readonly auditReadsPerAccount: LimitRule
+  /** Wrong operator credentials (admin token, metrics token) one client IP may send per window, each. */
+  readonly operatorAuthFailuresPerIp: LimitRule
   /** The OAuth authorization server's limits (per-IP rules count an IPv6 client by its network). */
   readonly oauth: OAuthLimits
   /** Webhook endpoints and their deliveries. */
@@ -200,6 +209,11 @@ export const defaultPolicy: Policy = {
   },
   maxActiveKeysPerAccount: 100,
   maxChildKeysPerKey: 100,
+  childKeyChangesPerKey: { limit: 30, windowMs: minute },
+  childKeyChangesPerAccount: { limit: 60, windowMs: minute },
+  exportsPerAccount: { limit: 10, windowMs: minute },
+  auditReadsPerAccount: { limit: 120, windowMs: minute },
+  operatorAuthFailuresPerIp: { limit: 10, windowMs: 15 * minute },
   oauth: {
     authorizationsPerIp: 30,
     authorizationWindowMs: 15 * 60_000,

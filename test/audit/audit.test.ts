@@ -238,7 +238,10 @@ describe(`the audit log (${storeName})`, () => {
         const app = yield* TestApp
         yield* Effect.gen(function* () {
           yield* (yield* AdminClient).credit({ accountId: who.account_id, credits: 7, kind: "balance" })
-        }).pipe(Effect.provide(AdminClient.layerFor(app.url, "test-admin-token")), Effect.orDie)
+        }).pipe(
+          Effect.provide(AdminClient.layerFor(app.url, "test-admin-token-7f3a9c2e5b8d1f4a6c")),
+          Effect.orDie
+        )
         const operator = ["operator", "operator"] as const
         const events = yield* auditOf(who.token, who.ip)
         assert.deepStrictEqual(lines(events).slice(2), [
