@@ -413,6 +413,10 @@ const policyFromEnv = Effect.gen(function* () {
     recovery: yield* startLimits("RECOVER", defaultPolicy.recovery),
     maxActiveKeysPerAccount: yield* positive("MAX_ACTIVE_KEYS", defaultPolicy.maxActiveKeysPerAccount),
     maxChildKeysPerKey: yield* positive("MAX_CHILD_KEYS", defaultPolicy.maxChildKeysPerKey),
+    maxChildKeysPerAccount: yield* positive(
+      "MAX_CHILD_KEYS_PER_ACCOUNT",
+      defaultPolicy.maxChildKeysPerAccount
+    ),
     childKeyChangesPerKey: yield* limitRule("CHILD_KEY_CHANGES_PER_KEY", defaultPolicy.childKeyChangesPerKey),
     childKeyChangesPerAccount: yield* limitRule(
       "CHILD_KEY_CHANGES_PER_ACCOUNT",

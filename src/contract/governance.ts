@@ -448,6 +448,7 @@ export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
           "KEY_REQUIRED",
           "UNAUTHORIZED",
           "AUTH_REQUIRED",
+          "RATE_LIMITED",
           "PAYLOAD_TOO_LARGE",
           "INTERNAL"
         )
@@ -472,6 +473,7 @@ export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
           "INVALID_INPUT",
           "KEY_REQUIRED",
           "UNAUTHORIZED",
+          "RATE_LIMITED",
           "PAYLOAD_TOO_LARGE",
           "INTERNAL"
         )

@@ -244,7 +244,14 @@ export const ExportGroup = HttpApiGroup.make("export", { topLevel: true })
           account_id: Schema.optionalKey(AccountId)
         }),
         success: HttpApiSchema.StreamUint8Array({ contentType: ["text/csv", "application/x-ndjson"] }),
-        error: errorsOf("INVALID_INPUT", "KEY_REQUIRED", "AUTH_REQUIRED", "UNAUTHORIZED", "INTERNAL")
+        error: errorsOf(
+          "INVALID_INPUT",
+          "KEY_REQUIRED",
+          "AUTH_REQUIRED",
+          "UNAUTHORIZED",
+          "RATE_LIMITED",
+          "INTERNAL"
+        )
       })
     )
   )

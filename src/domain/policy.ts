@@ -47,10 +47,15 @@ export interface Policy {
   readonly maxActiveKeysPerAccount: number
   /** Child keys one key may have working at once. */
   readonly maxChildKeysPerKey: number
+  /**
+   * Child keys one account may have working at once: their own pool, apart from the owner's
+   * `maxActiveKeysPerAccount` places (which count the account's own keys only).
+   */
+  readonly maxChildKeysPerAccount: number
   /** Child keys made or revoked (the two counted together) per parent key, and per account. */
   readonly childKeyChangesPerKey: LimitRule
   readonly childKeyChangesPerAccount: LimitRule
-  /** Receipt exports (`GET /v1/receipts/export`, the dashboard's CSV) one account may start per window. */
+  /** Receipt exports (`GET /v1/receipts/export`) one account may start per window. */
   readonly exportsPerAccount: LimitRule
   /** Audit log pages (`GET /v1/audit`, `list_audit_events`, the dashboard's Activity) one account may read per window. */
   readonly auditReadsPerAccount: LimitRule
@@ -209,6 +214,7 @@ export const defaultPolicy: Policy = {
   },
   maxActiveKeysPerAccount: 100,
   maxChildKeysPerKey: 100,
+  maxChildKeysPerAccount: 1_000,
   childKeyChangesPerKey: { limit: 30, windowMs: minute },
   childKeyChangesPerAccount: { limit: 60, windowMs: minute },
   exportsPerAccount: { limit: 10, windowMs: minute },

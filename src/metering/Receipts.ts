@@ -1,6 +1,9 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import type { RateLimited } from "../contract/errors.ts"
+import { RateLimits } from "../services/RateLimits.ts"
 import { decodeCalls, type Receipt, receiptOf } from "./receipt.ts"
 
 /** Where a page of receipts ends: the next page starts after it. */
@@ -31,6 +34,11 @@ export class Receipts extends Context.Service<
         readonly limit: number
       }
     ) => Effect.Effect<ReadonlyArray<Receipt & { readonly createdAtMs: number }>, SqlError>
+    /**
+     * One export of the account starts: at most EXPORTS_PER_ACCOUNT (10) a minute, RATE_LIMITED
+     * (with retry_after_seconds) past them. Each reads up to a year of receipts.
+     */
+    readonly startExport: (accountId: string) => Effect.Effect<void, RateLimited>
   }
 >()("metering/Receipts") {
   static readonly layer = Layer.effect(
@@ -83,7 +91,12 @@ export class Receipts extends Context.Service<
         return calls.map((row) => ({ ...receiptOf(row), createdAtMs: row.created_at }))
       })
 
-      return Receipts.of({ list, get, range })
+      const limits = yield* RateLimits
+      const { exportsPerAccount } = (yield* AppConfig).policy
+      const startExport = (accountId: string) =>
+        limits.takeAll([{ key: `exports:${accountId}`, rule: exportsPerAccount }], "receipt export")
+
+      return Receipts.of({ list, get, range, startExport })
     })
   )
 }

@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
-import { AuthRequired, InvalidInput, NotFound } from "../contract/errors.ts"
+import { AuthRequired, InvalidInput, NotFound, type RateLimited } from "../contract/errors.ts"
 import type { Account, KeyRecord } from "../domain/accounts.ts"
 import {
   applyChanges,
@@ -26,6 +26,7 @@ import { Audit } from "./Audit.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
+import { RateLimits } from "./RateLimits.ts"
 import { WebhookEvents } from "./WebhookEvents.ts"
 
 /** A key's limits as the API shows them. */
@@ -198,12 +199,15 @@ export class Keys extends Context.Service<
     readonly createChild: (
       parent: { readonly key: KeyRecord; readonly account: Account },
       input: { readonly label: string | null; readonly limits: KeyLimits }
-    ) => Effect.Effect<IssuedChildKey, InvalidInput | AuthRequired | SqlError>
+    ) => Effect.Effect<IssuedChildKey, InvalidInput | AuthRequired | RateLimited | SqlError>
     readonly children: (parent: KeyRecord) => Effect.Effect<ReadonlyArray<KeyListing>, SqlError>
     readonly revokeChild: (
       parent: KeyRecord,
       childKeyId: string
-    ) => Effect.Effect<{ readonly key_id: string; readonly revoked_at: string }, NotFound | SqlError>
+    ) => Effect.Effect<
+      { readonly key_id: string; readonly revoked_at: string },
+      NotFound | RateLimited | SqlError
+    >
     readonly setAlert: (
       accountId: string,
       threshold: number
@@ -222,7 +226,23 @@ export class Keys extends Context.Service<
       const credits = yield* Credits
       const events = yield* WebhookEvents
       const audit = yield* Audit
-      const { maxActiveKeysPerAccount, maxChildKeysPerKey } = (yield* AppConfig).policy
+      const { maxActiveKeysPerAccount, maxChildKeysPerKey, maxChildKeysPerAccount } = (yield* AppConfig)
+        .policy
+      const { childKeyChangesPerKey, childKeyChangesPerAccount } = (yield* AppConfig).policy
+      const rateLimits = yield* RateLimits
+
+      /**
+       * Child keys made or revoked, counted together per parent key and per account: RATE_LIMITED
+       * (with retry_after_seconds) past CHILD_KEY_CHANGES_PER_KEY or CHILD_KEY_CHANGES_PER_ACCOUNT.
+       */
+      const childChange = (parent: KeyRecord) =>
+        rateLimits.takeAll(
+          [
+            { key: `child-keys:key:${parent.id}`, rule: childKeyChangesPerKey },
+            { key: `child-keys:account:${parent.accountId}`, rule: childKeyChangesPerAccount }
+          ],
+          "child key"
+        )
 
       /** `key.created`, in the transaction that made the key (never its secret). */
       const created = (accountId: string, key: IssuedKey, more: Record<string, unknown>) =>
@@ -314,10 +334,18 @@ export class Keys extends Context.Service<
         return issued
       })
 
-      const activeCount = (where: "account" | "parent", id: string) =>
+      /**
+       * Working keys: the account's own (children have their own pool, so a spend key cannot fill
+       * the owner's places with them), a key's children, or every child of the account.
+       */
+      const activeCount = (where: "account" | "parent" | "children", id: string) =>
         (where === "account"
-          ? sql`SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ${id} AND revoked_at IS NULL`
-          : sql`SELECT COUNT(*) AS n FROM api_keys WHERE parent_key_id = ${id} AND revoked_at IS NULL`
+          ? sql`SELECT COUNT(*) AS n FROM api_keys
+              WHERE account_id = ${id} AND revoked_at IS NULL AND parent_key_id IS NULL`
+          : where === "parent"
+            ? sql`SELECT COUNT(*) AS n FROM api_keys WHERE parent_key_id = ${id} AND revoked_at IS NULL`
+            : sql`SELECT COUNT(*) AS n FROM api_keys
+              WHERE account_id = ${id} AND revoked_at IS NULL AND parent_key_id IS NOT NULL`
         ).pipe(
           Effect.flatMap(decodeCount),
           Effect.map((rows) => rows[0]?.n ?? 0)
@@ -502,6 +530,7 @@ export class Keys extends Context.Service<
         const now = yield* Clock.currentTimeMillis
         const asked = refuseLimits(input.limits, parent.account, now)
         if (asked !== undefined) return yield* refused(asked)
+        yield* childChange(parent.key)
         return yield* sql.withTransaction(
           Effect.gen(function* () {
             yield* lockAccount(parent.account.id)
@@ -518,8 +547,11 @@ export class Keys extends Context.Service<
               return yield* new InvalidInput({
                 message: `This key has ${maxChildKeysPerKey} working child keys, the most it may have. Revoke one (POST /v1/keys/child/revoke) before making another.`
               })
-            if ((yield* activeCount("account", parent.account.id)) >= maxActiveKeysPerAccount)
-              return yield* tooManyKeys(maxActiveKeysPerAccount)
+            // Children have their own pool: the owner's `maxActiveKeysPerAccount` places stay the owner's.
+            if ((yield* activeCount("children", parent.account.id)) >= maxChildKeysPerAccount)
+              return yield* new InvalidInput({
+                message: `This account has ${maxChildKeysPerAccount} working child keys, the most it may have. Revoke some (POST /v1/keys/child/revoke) before making another.`
+              })
             const issued = yield* issue({
               accountId: parent.account.id,
               plan: parent.account.plan,
@@ -543,6 +575,7 @@ export class Keys extends Context.Service<
       })
 
       const revokeChild = Effect.fn("Keys.revokeChild")(function* (parent: KeyRecord, childKeyId: string) {
+        yield* childChange(parent)
         return yield* revokeWhere(parent.accountId, childKeyId, parent.id)
       })
 

@@ -135,6 +135,7 @@ describe("policy configuration", () => {
         },
         maxActiveKeysPerAccount: 12,
         maxChildKeysPerKey: 7,
+        maxChildKeysPerAccount: 1_000,
         childKeyChangesPerKey: { limit: 30, windowMs: minute },
         childKeyChangesPerAccount: { limit: 60, windowMs: minute },
         exportsPerAccount: { limit: 4, windowMs: 2 * minute },

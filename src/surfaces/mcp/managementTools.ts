@@ -10,6 +10,7 @@ import {
   AuthRequired,
   type InvalidInput,
   type NotFound,
+  type RateLimited,
   type Unauthorized,
   type UpstreamUnavailable
 } from "../../contract/errors.ts"
@@ -68,7 +69,14 @@ const notSignedIn = new AuthRequired({
 
 type ManagementStepServices = Keys | Checkout | PaymentRails | Audit
 type ManagementServices = McpBearer | ManagementStepServices | AppConfig | Ids
-type StepError = AuthRequired | InvalidInput | NotFound | Unauthorized | UpstreamUnavailable | SqlError
+type StepError =
+  | AuthRequired
+  | InvalidInput
+  | NotFound
+  | RateLimited
+  | Unauthorized
+  | UpstreamUnavailable
+  | SqlError
 
 /**
  * A REST route of the account side as a tool: its body (or query) as arguments and its answer as
