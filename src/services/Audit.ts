@@ -2,10 +2,12 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { InvalidInput } from "../contract/errors.ts"
+import { AppConfig } from "../config.ts"
+import { InvalidInput, type RateLimited } from "../contract/errors.ts"
 import { type AuditAction, type AuditActor, actorKinds } from "../domain/audit.ts"
 import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
+import { RateLimits } from "./RateLimits.ts"
 
 /**
  * Who is acting, and from where, in the work being done: a surface sets it where a request acts as
@@ -99,10 +101,14 @@ export class Audit extends Context.Service<
       target: string | null,
       actor?: AuditActor
     ) => Effect.Effect<void, SqlError>
+    /**
+     * One page of the account's log, newest first: at most AUDIT_READS_PER_ACCOUNT (120) pages a
+     * minute per account, RATE_LIMITED (with retry_after_seconds) past them.
+     */
     readonly list: (
       accountId: string,
       page: { readonly limit: number; readonly cursor?: string | undefined }
-    ) => Effect.Effect<AuditPage, InvalidInput | SqlError>
+    ) => Effect.Effect<AuditPage, InvalidInput | RateLimited | SqlError>
   }
 >()("services/Audit") {
   static readonly layer = Layer.effect(
@@ -110,6 +116,8 @@ export class Audit extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
+      const limits = yield* RateLimits
+      const { auditReadsPerAccount } = (yield* AppConfig).policy
 
       const record = Effect.fn("Audit.record")(function* (
         accountId: string,
@@ -131,6 +139,7 @@ export class Audit extends Context.Service<
         accountId: string,
         page: { readonly limit: number; readonly cursor?: string | undefined }
       ) {
+        yield* limits.takeAll([{ key: `audit-reads:${accountId}`, rule: auditReadsPerAccount }], "audit log")
         // A page's cursor is the id of its last event, found in this account's log only: opaque (no
         // position in the service's log shows through), and another account's cursor is refused.
         const [from] =

@@ -9,6 +9,7 @@ import { Credits } from "../../src/services/Credits.ts"
 import { Ids, idBody } from "../../src/services/Ids.ts"
 import { KeyMemory } from "../../src/services/KeyMemory.ts"
 import { Outbox } from "../../src/services/mail/Outbox.ts"
+import { RateLimits } from "../../src/services/RateLimits.ts"
 import { Settings } from "../../src/services/Settings.ts"
 import { WebhookEvents, WebhookWake } from "../../src/services/WebhookEvents.ts"
 import { Notifications } from "../../src/store/Notifications.ts"
@@ -78,6 +79,7 @@ const services = Layer.mergeAll(Accounts.layer, Credits.layer).pipe(
   Layer.provideMerge(Settings.layer),
   Layer.provideMerge(KeyMemory.layer),
   Layer.provideMerge(Notifications.layer),
+  Layer.provideMerge(RateLimits.layerMemory),
   Layer.provideMerge(Ids.layerTest),
   Layer.provideMerge(freshDatabase),
   Layer.provide(AppConfig.layerTest())

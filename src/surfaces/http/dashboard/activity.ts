@@ -105,6 +105,18 @@ export const ActivityRoutes = HttpRouter.use((router) =>
                 )
               )
             )
+          ),
+          // The page reads the same limited log as GET /v1/audit: past its limit, say when to come back.
+          Effect.catchTag("RateLimited", (limited) =>
+            Effect.succeed(
+              guard.respond(
+                guard.barePage(
+                  "Too many reads",
+                  html`<p>The activity of this account was read too often just now. Reload in ${String(limited.retry_after_seconds)} seconds.</p>`
+                ),
+                429
+              )
+            )
           )
         )
       })
