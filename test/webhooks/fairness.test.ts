@@ -1,5 +1,6 @@
 import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { defaultPolicy } from "../../src/domain/policy.ts"
 import { post } from "../identity/support.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -34,7 +35,7 @@ const until = (predicate: () => boolean, what: string, timeoutMs = 15_000) =>
     }
   })
 
-const silent = () => receiver.received.filter((request) => request.path.startsWith("/silent"))
+const silent = () => receiver.received.filter((request) => /^\/silent\d$/.test(request.path))
 
 /**
  * Audit 2 (Medium): 4 endpoints that never answered in time and 6 key creations delayed another
@@ -43,6 +44,47 @@ const silent = () => receiver.received.filter((request) => request.path.startsWi
  * `perAccount` (2) workers, the account holding fewest is served first, and a failed endpoint
  * backs off as a whole.
  */
+describe(`webhook deliveries waiting per endpoint are capped (${storeName})`, () => {
+  const capped = {
+    ...policy,
+    webhooks: { ...policy.webhooks, maxPendingPerEndpoint: 3, retryFirstMs: 60_000, retryMaxMs: 60_000 }
+  }
+  layer(testApp(testOperations, { webhookAllowPrivateUrls: true, policy: capped }), {
+    timeout: 60_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect("past WEBHOOK_MAX_PENDING the newest events are not queued; the oldest are kept", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const who = yield* ownerOn(app, "fair-capped@example.com")
+        const as = { key: who.token, ip: who.ip }
+        const hook = yield* post(
+          app,
+          "/v1/webhooks",
+          { url: receiver.url("/silent-capped"), events: ["key.created"] },
+          as
+        )
+        for (let n = 0; n < 6; n++)
+          assert.strictEqual((yield* post(app, "/v1/keys", { label: `c${n}` }, as)).status, 201)
+        const listed = yield* app.call("/v1/webhooks", as)
+        assert.strictEqual(listed.body.webhooks[0].pending, 3)
+        // The three kept are the first three events (the newest were dropped).
+        const log = yield* app.call(`/v1/webhooks/${hook.body.webhook_id}/deliveries`, as)
+        assert.strictEqual(log.status, 200, JSON.stringify(log.body))
+        const sql = yield* SqlClient.SqlClient
+        const firstThree = yield* sql<{ id: string }>`SELECT id FROM webhook_events
+          WHERE account_id = ${who.accountId} AND type = 'key.created' ORDER BY created_at, id LIMIT 3`.pipe(
+          Effect.orDie
+        )
+        assert.deepStrictEqual(
+          log.body.pending.map((row: { event_id: string }) => row.event_id).sort(),
+          firstThree.map((row) => row.id).sort()
+        )
+      })
+    )
+  })
+})
+
 describe(`webhook fairness across accounts (${storeName})`, () => {
   layer(testApp(testOperations, { webhookAllowPrivateUrls: true, policy }), {
     timeout: 120_000,
