@@ -95,6 +95,8 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(KeyMemory.layer),
     Layer.provideMerge(Notifications.layer),
     Layer.provideMerge(Audit.layer),
+    // Below the audit log, whose reads it limits, and so below everything above it.
+    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Lifecycle.layer),
     Layer.provideMerge(ids)
   )

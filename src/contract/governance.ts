@@ -455,6 +455,7 @@ export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
           "UNAUTHORIZED",
           "AUTH_REQUIRED",
           "NOT_ENTITLED",
+          "RATE_LIMITED",
           "PAYLOAD_TOO_LARGE",
           "INTERNAL"
         )
@@ -480,6 +481,7 @@ export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
           "KEY_REQUIRED",
           "UNAUTHORIZED",
           "NOT_ENTITLED",
+          "RATE_LIMITED",
           "PAYLOAD_TOO_LARGE",
           "INTERNAL"
         )

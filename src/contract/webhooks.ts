@@ -143,7 +143,7 @@ export const WebhooksGroup = HttpApiGroup.make("webhooks", { topLevel: true })
     ),
     described(
       "Test a webhook",
-      "Queues a `ping` event for the endpoint (subscribed or not); GET /v1/webhooks/{webhook_id}/deliveries shows how it went. A disabled endpoint is enabled again by its test. At most 30 tests per account an hour (RATE_LIMITED past them).",
+      "Queues a `ping` event for the endpoint (subscribed or not); GET /v1/webhooks/{webhook_id}/deliveries shows how it went. A disabled endpoint is enabled again by its test, and one backing off after failures is tried at once. At most 30 tests per account an hour and 5 per endpoint a minute (RATE_LIMITED past them).",
       HttpApiEndpoint.post("testWebhook", "/webhooks/test", {
         query: AccountQuery,
         payload: Schema.Struct({ webhook_id: WebhookId, account_id: Schema.optionalKey(AccountId) }),
@@ -246,7 +246,14 @@ export const ExportGroup = HttpApiGroup.make("export", { topLevel: true })
           key_id: Schema.optionalKey(ReceiptKeyId)
         }),
         success: HttpApiSchema.StreamUint8Array({ contentType: ["text/csv", "application/x-ndjson"] }),
-        error: errorsOf("INVALID_INPUT", "KEY_REQUIRED", "AUTH_REQUIRED", "UNAUTHORIZED", "INTERNAL")
+        error: errorsOf(
+          "INVALID_INPUT",
+          "KEY_REQUIRED",
+          "AUTH_REQUIRED",
+          "UNAUTHORIZED",
+          "RATE_LIMITED",
+          "INTERNAL"
+        )
       })
     )
   )

@@ -20,6 +20,8 @@ export const auditActions = [
   "app.revoked",
   "webhook.created",
   "webhook.deleted",
+  "topup.armed",
+  "topup.disarmed",
   "topup.succeeded",
   "operator.credit",
   "operator.plan",

@@ -1,6 +1,9 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import type { RateLimited } from "../contract/errors.ts"
+import { RateLimits } from "../services/RateLimits.ts"
 import * as Row from "../store/rows.ts"
 import { decodeCalls, type Receipt, receiptOf } from "./receipt.ts"
 
@@ -71,6 +74,11 @@ export class Receipts extends Context.Service<
       accountId: string,
       fromDay: number
     ) => Effect.Effect<ReadonlyArray<KeySpend>, SqlError>
+    /**
+     * One export of the account starts: at most EXPORTS_PER_ACCOUNT (10) a minute, RATE_LIMITED
+     * (with retry_after_seconds) past them. Each reads up to a year of receipts.
+     */
+    readonly startExport: (accountId: string) => Effect.Effect<void, RateLimited>
   }
 >()("metering/Receipts") {
   static readonly layer = Layer.effect(
@@ -152,7 +160,12 @@ export class Receipts extends Context.Service<
           )
         )
 
-      return Receipts.of({ list, get, range, spendByKey })
+      const limits = yield* RateLimits
+      const { exportsPerAccount } = (yield* AppConfig).policy
+      const startExport = (accountId: string) =>
+        limits.takeAll([{ key: `exports:${accountId}`, rule: exportsPerAccount }], "receipt export")
+
+      return Receipts.of({ list, get, range, spendByKey, startExport })
     })
   )
 }

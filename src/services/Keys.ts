@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig } from "../config.ts"
-import { InvalidInput, NotEntitled, NotFound, Unauthorized } from "../contract/errors.ts"
+import { InvalidInput, NotEntitled, NotFound, type RateLimited, Unauthorized } from "../contract/errors.ts"
 import { type Account, grantedDelegation, type KeyRecord } from "../domain/accounts.ts"
 import {
   applyChanges,
@@ -26,6 +26,7 @@ import { Audit } from "./Audit.ts"
 import { Credits } from "./Credits.ts"
 import { Ids } from "./Ids.ts"
 import { KeyMemory } from "./KeyMemory.ts"
+import { RateLimits } from "./RateLimits.ts"
 import { WebhookEvents } from "./WebhookEvents.ts"
 
 /** A key's limits as the API shows them. */
@@ -237,7 +238,7 @@ export class Keys extends Context.Service<
     readonly createChild: (
       parent: { readonly key: KeyRecord; readonly account: Account },
       input: { readonly label: string | null; readonly limits: KeyLimits }
-    ) => Effect.Effect<IssuedChildKey, InvalidInput | NotEntitled | Unauthorized | SqlError>
+    ) => Effect.Effect<IssuedChildKey, InvalidInput | NotEntitled | Unauthorized | RateLimited | SqlError>
     readonly children: (
       parent: KeyRecord
     ) => Effect.Effect<ReadonlyArray<KeyListing>, NotEntitled | Unauthorized | SqlError>
@@ -246,7 +247,7 @@ export class Keys extends Context.Service<
       childKeyId: string
     ) => Effect.Effect<
       { readonly key_id: string; readonly revoked_at: string },
-      NotFound | NotEntitled | Unauthorized | SqlError
+      NotFound | NotEntitled | Unauthorized | RateLimited | SqlError
     >
     /** A child's cap and platforms changed by its parent, within the parent's own (`childLimits`). */
     readonly updateChild: (
@@ -272,7 +273,23 @@ export class Keys extends Context.Service<
       const credits = yield* Credits
       const events = yield* WebhookEvents
       const audit = yield* Audit
-      const { maxActiveKeysPerAccount, maxChildKeysPerKey } = (yield* AppConfig).policy
+      const { maxActiveKeysPerAccount, maxChildKeysPerKey, maxChildKeysPerAccount } = (yield* AppConfig)
+        .policy
+      const { childKeyChangesPerKey, childKeyChangesPerAccount } = (yield* AppConfig).policy
+      const rateLimits = yield* RateLimits
+
+      /**
+       * Child keys made or revoked, counted together per parent key and per account: RATE_LIMITED
+       * (with retry_after_seconds) past CHILD_KEY_CHANGES_PER_KEY or CHILD_KEY_CHANGES_PER_ACCOUNT.
+       */
+      const childChange = (parent: KeyRecord) =>
+        rateLimits.takeAll(
+          [
+            { key: `child-keys:key:${parent.id}`, rule: childKeyChangesPerKey },
+            { key: `child-keys:account:${parent.accountId}`, rule: childKeyChangesPerAccount }
+          ],
+          "child key"
+        )
 
       /** `key.created`, in the transaction that made the key (never its secret). */
       const created = (accountId: string, key: IssuedKey, more: Record<string, unknown>) =>
@@ -367,10 +384,18 @@ export class Keys extends Context.Service<
         return issued
       })
 
-      const activeCount = (where: "account" | "parent", id: string) =>
+      /**
+       * Working keys: the account's own (children have their own pool, so a spend key cannot fill
+       * the owner's places with them), a key's children, or every child of the account.
+       */
+      const activeCount = (where: "account" | "parent" | "children", id: string) =>
         (where === "account"
-          ? sql`SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ${id} AND revoked_at IS NULL`
-          : sql`SELECT COUNT(*) AS n FROM api_keys WHERE parent_key_id = ${id} AND revoked_at IS NULL`
+          ? sql`SELECT COUNT(*) AS n FROM api_keys
+              WHERE account_id = ${id} AND revoked_at IS NULL AND parent_key_id IS NULL`
+          : where === "parent"
+            ? sql`SELECT COUNT(*) AS n FROM api_keys WHERE parent_key_id = ${id} AND revoked_at IS NULL`
+            : sql`SELECT COUNT(*) AS n FROM api_keys
+              WHERE account_id = ${id} AND revoked_at IS NULL AND parent_key_id IS NOT NULL`
         ).pipe(
           Effect.flatMap(decodeCount),
           Effect.map((rows) => rows[0]?.n ?? 0)
@@ -595,6 +620,7 @@ export class Keys extends Context.Service<
         const now = yield* Clock.currentTimeMillis
         const asked = refuseLimits(input.limits, parent.account)
         if (asked !== undefined) return yield* refused(asked)
+        yield* childChange(parent.key)
         return yield* sql.withTransaction(
           Effect.gen(function* () {
             // The account's row, then the parent's: the order revoke and rotate take, so a child is
@@ -613,8 +639,11 @@ export class Keys extends Context.Service<
               return yield* new InvalidInput({
                 message: `This key has ${maxChildKeysPerKey} working child keys, the most it may have. Revoke one (POST /v1/keys/child/revoke) before making another.`
               })
-            if ((yield* activeCount("account", parent.account.id)) >= maxActiveKeysPerAccount)
-              return yield* tooManyKeys(maxActiveKeysPerAccount)
+            // Children have their own pool: the owner's `maxActiveKeysPerAccount` places stay the owner's.
+            if ((yield* activeCount("children", parent.account.id)) >= maxChildKeysPerAccount)
+              return yield* new InvalidInput({
+                message: `This account has ${maxChildKeysPerAccount} working child keys, the most it may have. Revoke some (POST /v1/keys/child/revoke) before making another.`
+              })
             const issued = yield* issue({
               accountId: parent.account.id,
               plan,
@@ -640,6 +669,7 @@ export class Keys extends Context.Service<
 
       const revokeChild = Effect.fn("Keys.revokeChild")(function* (parent: KeyRecord, childKeyId: string) {
         if (!grantedDelegation(parent)) return yield* notDelegating(parent)
+        yield* childChange(parent)
         return yield* revokeWhere(parent.accountId, childKeyId, {
           id: parent.id,
           check: delegating(parent, true)

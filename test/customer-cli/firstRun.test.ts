@@ -175,7 +175,11 @@ describe("svc's first run", () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         yield* signIn(app, "outbox-cli@example.com", { ip: "10.73.0.9" })
-        const env = { baseUrl: app.url, home: freshHome(), extra: { SVC_ADMIN_TOKEN: "test-admin-token" } }
+        const env = {
+          baseUrl: app.url,
+          home: freshHome(),
+          extra: { SVC_ADMIN_TOKEN: "test-admin-token-7f3a9c2e5b8d1f4a6c" }
+        }
         const outbox = yield* svc(["admin", "outbox", "--email", "outbox-cli@example.com"], env)
         assert.strictEqual(outbox.code, 0, outbox.stderr)
         const [message] = JSON.parse(outbox.stdout)

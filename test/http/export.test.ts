@@ -233,6 +233,19 @@ describe(`receipts export (${storeName})`, () => {
           ip
         )
         assert.strictEqual(JSON.parse(foreign.text).code, "AUTH_REQUIRED")
+
+        // Audit 2: exports were unlimited (150 full-year exports in 1.9 s). 10 a minute per account
+        // (refused ones above took none); the 11th is RATE_LIMITED, whatever the bearer.
+        const query = `from=${today()}&to=${today()}&format=jsonl`
+        for (let n = 2; n < 10; n++)
+          assert.strictEqual((yield* exported(app, query, minted.key, ip)).status, 200)
+        const limited = yield* exported(app, `${query}&account_id=${minted.account_id}`, both, ip)
+        assert.strictEqual(limited.status, 429, limited.text)
+        assert.strictEqual(limited.headers.get("content-type"), "application/problem+json")
+        assert.strictEqual(JSON.parse(limited.text).code, "RATE_LIMITED")
+        assert.isAbove(JSON.parse(limited.text).retry_after_seconds, 0)
+        // Another account is not held back.
+        assert.strictEqual((yield* exported(app, query, second.key, "10.93.2.2")).status, 200)
       })
     )
 

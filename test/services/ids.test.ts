@@ -80,6 +80,7 @@ const services = Layer.mergeAll(Accounts.layer, Credits.layer).pipe(
   Layer.provideMerge(Settings.layer),
   Layer.provideMerge(KeyMemory.layer),
   Layer.provideMerge(Notifications.layer),
+  Layer.provideMerge(RateLimits.layerMemory),
   Layer.provideMerge(Ids.layerTest),
   Layer.provideMerge(freshDatabase),
   Layer.provide(AppConfig.layerTest())

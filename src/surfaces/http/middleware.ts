@@ -1,5 +1,5 @@
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpMethod, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "../../contract/api.ts"
@@ -74,6 +74,29 @@ export const InputProblemsLayer = Layer.unwrap(
   )
 )
 
+/**
+ * A JSON body's members, judged as parameters are: the first member whose name or value (at any
+ * depth) holds a control character. The body is read once (the request caches it); a body that
+ * does not parse, or is not an object, is left to the route's schema to refuse.
+ */
+const jsonBodyInput = (request: HttpServerRequest.HttpServerRequest) => {
+  if (!HttpMethod.hasBody(request.method)) return Effect.succeed(undefined)
+  const type = request.headers["content-type"] ?? "application/json"
+  if (!type.toLowerCase().includes("json")) return Effect.succeed(undefined)
+  return Effect.map(Effect.result(request.text), (text) => {
+    if (text._tag === "Failure" || text.success === "") return undefined
+    let body: unknown
+    try {
+      body = JSON.parse(text.success)
+    } catch {
+      return undefined
+    }
+    return typeof body === "object" && body !== null && !Array.isArray(body)
+      ? controlCharacterInput(body as Record<string, unknown>)
+      : undefined
+  })
+}
+
 export const PlainInputLayer = Layer.effect(
   PlainInput,
   Effect.gen(function* () {
@@ -82,7 +105,12 @@ export const PlainInputLayer = Layer.effect(
       Effect.flatMap(HttpRouter.RouteContext, (route) =>
         Effect.flatMap(HttpServerRequest.ParsedSearchParams, (query) => {
           const refused = controlCharacterInput(route.params) ?? controlCharacterInput(query)
-          return refused === undefined ? httpEffect : Effect.succeed(problems.render(refused))
+          if (refused !== undefined) return Effect.succeed(problems.render(refused))
+          return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+            Effect.flatMap(jsonBodyInput(request), (inBody) =>
+              inBody === undefined ? httpEffect : Effect.succeed(problems.render(inBody))
+            )
+          )
         })
       )
   })

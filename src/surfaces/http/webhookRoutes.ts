@@ -144,6 +144,7 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
                 message: `The range is ${days} days; one export covers at most ${policy.exportMaxDays}. Export it in parts.`,
                 param: "to"
               })
+            yield* receipts.startExport(account.id)
             const format = query.format ?? "csv"
             const line = lineOf(format)
             const to = toDay + msPerDay

@@ -5,11 +5,13 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
 import { AuditGroup, AuditQuery } from "../../contract/audit.ts"
+import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import {
   AuthRequired,
   type InvalidInput,
   type NotEntitled,
   type NotFound,
+  type RateLimited,
   type Unauthorized,
   type UpstreamUnavailable
 } from "../../contract/errors.ts"
@@ -73,6 +75,7 @@ type StepError =
   | InvalidInput
   | NotEntitled
   | NotFound
+  | RateLimited
   | Unauthorized
   | UpstreamUnavailable
   | SqlError
@@ -106,7 +109,10 @@ const routeTool = <E extends Endpoint>(
     annotations: { openWorldHint: false, ...annotations },
     call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
       const bearer = yield* McpBearer
-      // As on REST, a malformed body is answered before the account is chosen.
+      // As on REST, a malformed body is answered before the account is chosen, and a control
+      // character in any argument is refused as REST refuses it in a JSON body.
+      const refused = controlCharacterInput(args ?? {})
+      if (refused !== undefined) return yield* Effect.fail(refused)
       const body = yield* decode(args ?? {}).pipe(
         Effect.mapError((cause) =>
           invalidInputFromSchemaError(new HttpApiError.HttpApiSchemaError({ kind: "Body", cause }))
