@@ -150,9 +150,14 @@ export const commonFields = {
 /** An Idempotency-Key's length, as the metering front door checks it and the contract states it. */
 export const idempotencyKeyLength = { min: 8, max: 128 } as const
 
-export const IdempotencyHeaders = Schema.Struct({
+/** A data call's request headers: its Idempotency-Key, and whether the answer's receipt is signed. */
+export const DataCallHeaders = Schema.Struct({
   "idempotency-key": Schema.optionalKey(Schema.String).annotate({
     description: "8 to 128 characters, unique per logical call (UUID recommended). Required on paid keys."
+  }),
+  prefer: Schema.optionalKey(Schema.String).annotate({
+    description:
+      "`receipt-signature` (RFC 7240): the answer's receipt carries its `signature` (a JWS verifiable with /.well-known/jwks.json), and the answer says `Preference-Applied: receipt-signature`. Without it the receipt is unsigned; GET /v1/receipts/{id} always signs it."
   })
 })
 
@@ -216,7 +221,7 @@ const dataCodes = [
 const commonEndpoint = <D extends AnyDeclaration>(operation: D) =>
   HttpApiEndpoint.get(operation.id as D["id"], operation.path as D["path"], {
     query: Schema.Struct({ ...(operation.params.fields as D["params"]["fields"]), ...commonFields }),
-    headers: IdempotencyHeaders,
+    headers: DataCallHeaders,
     success: envelopeOf(operation.kind, operation.data as D["data"]),
     error: errorsOf(...dataCodes, "QUOTE_EXCEEDS_MAX_CREDITS")
   })
@@ -225,7 +230,7 @@ const commonEndpoint = <D extends AnyDeclaration>(operation: D) =>
 const plainEndpoint = <D extends AnyDeclaration>(operation: D) =>
   HttpApiEndpoint.get(operation.id as D["id"], operation.path as D["path"], {
     query: Schema.Struct({ ...(operation.params.fields as D["params"]["fields"]), ...ceilingFields }),
-    headers: IdempotencyHeaders,
+    headers: DataCallHeaders,
     success: envelopeOf(operation.kind, operation.data as D["data"]),
     error: errorsOf(...dataCodes, "QUOTE_EXCEEDS_MAX_CREDITS")
   })

@@ -1,4 +1,4 @@
-import type { Receipt } from "../../metering/receipt.ts"
+import type { ReceiptSchema } from "../../contract/envelope.ts"
 
 /**
  * Receipts as CSV, for every surface that writes them (the dashboard's download, the export): one
@@ -24,10 +24,12 @@ export const csvHeader = [
   "grant",
   "balance",
   "refunded",
-  "idempotency_key"
+  "idempotency_key",
+  "signature"
 ]
 
-export const csvRow = (receipt: Receipt, platform: string) =>
+/** A receipt's line; its `signature` (empty when unsigned) signs the receipt's JSON, not this line. */
+export const csvRow = (receipt: typeof ReceiptSchema.Type, platform: string) =>
   [
     receipt.id,
     receipt.created_at,
@@ -39,7 +41,8 @@ export const csvRow = (receipt: Receipt, platform: string) =>
     receipt.funding.grant,
     receipt.funding.balance,
     receipt.quoted - receipt.charged,
-    receipt.idempotency_key
+    receipt.idempotency_key,
+    receipt.signature ?? null
   ]
     .map(cell)
     .join(",")
