@@ -53,6 +53,21 @@ const decodeKeys = Row.decoder(
   "receipt_signing_keys"
 )
 
+const encoder = new TextEncoder()
+
+/** The receipt with its signature by `key`: a compact JWS over the canonical JSON of the rest. */
+export const signWith =
+  (key: SigningKey) =>
+  <A extends object>(receipt: A): Effect.Effect<A & { readonly signature: string }> =>
+    Effect.map(
+      Effect.promise(() =>
+        new CompactSign(encoder.encode(receiptPayload(receipt)))
+          .setProtectedHeader({ alg: receiptSignatureAlg, kid: key.kid })
+          .sign(key.privateKey)
+      ),
+      (signature) => ({ ...receipt, signature })
+    )
+
 export class ReceiptSigner extends Context.Service<
   ReceiptSigner,
   {
@@ -177,19 +192,6 @@ export class ReceiptSigner extends Context.Service<
           )
         )
       })
-
-      const encoder = new TextEncoder()
-      const signWith =
-        (key: SigningKey) =>
-        <A extends object>(receipt: A) =>
-          Effect.map(
-            Effect.promise(() =>
-              new CompactSign(encoder.encode(receiptPayload(receipt)))
-                .setProtectedHeader({ alg: receiptSignatureAlg, kid: key.kid })
-                .sign(key.privateKey)
-            ),
-            (signature) => ({ ...receipt, signature })
-          )
 
       const sign = <A extends object>(receipt: A) =>
         Effect.flatMap(signingKey, (key) => signWith(key)(receipt))
