@@ -70,7 +70,8 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Reservations.layer,
     HitCharges.layer,
     Receipts.layer,
-    ReceiptSigner.layer,
+    // Its own per instance, from the instance's configuration, even beside another in one process.
+    Layer.fresh(ReceiptSigner.layer),
     Webhooks.layer,
     Topups.layer
   ).pipe(

@@ -1,8 +1,14 @@
+import { mkdtempSync, readFileSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Exit, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { AdminClient } from "../../src/clients/operator-cli/AdminClient.ts"
 import { type ReceiptVerification, verifyReceipt } from "../../src/clients/sdk/index.ts"
 import { dayOf, dayToIso } from "../../src/domain/time.ts"
+import { receiptKeyPath } from "../../src/metering/ReceiptSigner.ts"
+import { newPrivateJwk } from "../../src/metering/signingKeys.ts"
 import { buy } from "../billing/support.ts"
 import { spend } from "../identity/support.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"
@@ -25,6 +31,36 @@ const verified = (receipt: unknown, jwks: Jwks) =>
 
 const assertValid = (result: ReceiptVerification, what: string) =>
   assert.isTrue(result.valid, `${what}: ${result.valid ? "" : result.message}`)
+
+/** Everything written to the console and the standard streams while `effect` runs. */
+const captured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.suspend(() => {
+    const lines: Array<string> = []
+    const methods = ["log", "info", "warn", "error", "debug"] as const
+    const saved = methods.map((name) => console[name])
+    const writes = [process.stdout.write, process.stderr.write]
+    for (const name of methods)
+      console[name] = (...args: Array<unknown>) => void lines.push(args.map(String).join(" "))
+    process.stdout.write = ((chunk: unknown) => lines.push(String(chunk)) > 0) as typeof process.stdout.write
+    process.stderr.write = ((chunk: unknown) => lines.push(String(chunk)) > 0) as typeof process.stderr.write
+    return effect.pipe(
+      Effect.map((value) => ({ value, output: lines.join("\n") })),
+      Effect.ensuring(
+        Effect.sync(() => {
+          methods.forEach((name, i) => {
+            console[name] = saved[i]!
+          })
+          process.stdout.write = writes[0]!
+          process.stderr.write = writes[1]!
+        })
+      )
+    )
+  })
+
+const rotateOn = (url: string) =>
+  Effect.flatMap(AdminClient, (admin) => admin.rotateReceiptKey()).pipe(
+    Effect.provide(AdminClient.layerFor(url, "test-admin-token"))
+  )
 
 describe(`verifiable receipts (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 120_000, excludeTestServices: true })((it) => {
@@ -214,6 +250,98 @@ describe(`verifiable receipts (${storeName})`, () => {
           const receipt = (yield* instance.call(`/v1/receipts/${id}`, { key: minted.key, ip })).body
           const result = yield* verified(receipt, sets[0]!)
           assertValid(result, instance.url)
+          if (result.valid) kids.add(result.kid)
+        }
+        assert.strictEqual(kids.size, 1)
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("RECEIPT_SIGNING_KEY signs, is published, never shown, and only the operator rotates it", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const privateJwk = newPrivateJwk()
+        const d = JSON.parse(privateJwk).d as string
+        const { value: instance, output } = yield* captured(
+          appInstance(testOperations, { receiptSigningKey: Option.some(Redacted.make(privateJwk)) })
+        )
+        const jwks = yield* jwksOf(instance.client)
+        const ip = "10.95.6.1"
+        const minted = yield* app.mint(ip)
+        yield* spend(app, minted.key, ip, 1)
+        const listed = yield* instance.client.call("/v1/receipts", { key: minted.key, ip })
+        const result = yield* verified(listed.body.receipts[0], jwks)
+        assertValid(result, "signed with RECEIPT_SIGNING_KEY")
+        assert.strictEqual(jwks.keys.filter((key) => result.valid && key.kid === result.kid).length, 1)
+        const refused = yield* captured(Effect.exit(rotateOn(instance.client.url)))
+        assert.isTrue(Exit.isFailure(refused.value))
+        assert.include(JSON.stringify(refused.value), "ReceiptKeyFixed")
+        assert.include(output, "receipts: signing with key", "the start-up log was captured")
+        // Nowhere: not in the log, the key set, an answer or the refusal.
+        for (const text of [
+          output,
+          refused.output,
+          JSON.stringify(jwks),
+          listed.text,
+          JSON.stringify(refused.value)
+        ])
+          assert.notInclude(text, d)
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("PGlite on disk keeps its key in DATA_DIR/receipt-signing-key (0600), made once", () =>
+      Effect.gen(function* () {
+        const dataDir = mkdtempSync(join(tmpdir(), "svc-receipt-key-"))
+        const first = yield* appInstance(testOperations, { dataDir })
+        const path = receiptKeyPath(dataDir)
+        assert.strictEqual(statSync(path).mode & 0o777, 0o600)
+        const kept = readFileSync(path, "utf8")
+        const second = yield* appInstance(testOperations, { dataDir })
+        assert.strictEqual(readFileSync(path, "utf8"), kept, "the second start reads it")
+        const ip = "10.95.7.1"
+        const minted = yield* first.client.mint(ip)
+        yield* spend(first.client, minted.key, ip, 1)
+        const jwks = yield* jwksOf(first.client)
+        const kids = new Set<string>()
+        for (const instance of [first.client, second.client]) {
+          const receipt = (yield* instance.call("/v1/receipts?limit=1", { key: minted.key, ip })).body
+            .receipts[0]
+          const result = yield* verified(receipt, jwks)
+          assertValid(result, "file key")
+          if (result.valid) kids.add(result.kid)
+        }
+        assert.strictEqual(kids.size, 1)
+        // A rotation replaces the file and keeps the old key published.
+        const rotated = yield* rotateOn(first.client.url)
+        assert.notStrictEqual(readFileSync(path, "utf8"), kept)
+        assert.strictEqual(statSync(path).mode & 0o777, 0o600)
+        assert.includeMembers(
+          (yield* jwksOf(first.client)).keys.map((key) => key.kid),
+          [rotated.kid, rotated.previous_kid]
+        )
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("instances starting together on a database without a key agree on one", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        // As a new database: no key yet (this file's earlier keys forgotten).
+        yield* Effect.orDie((yield* SqlClient.SqlClient)`DELETE FROM receipt_signing_keys`)
+        const started = yield* Effect.all(
+          [appInstance(testOperations), appInstance(testOperations), appInstance(testOperations)],
+          { concurrency: "unbounded" }
+        )
+        const sets = yield* Effect.forEach(started, ({ client }) => jwksOf(client))
+        assert.strictEqual(sets[0]!.keys.length, 1)
+        for (const set of sets) assert.deepStrictEqual(set, sets[0])
+        const ip = "10.95.8.1"
+        const minted = yield* app.mint(ip)
+        yield* spend(app, minted.key, ip, 1)
+        const kids = new Set<string>()
+        for (const { client } of started) {
+          const receipt = (yield* client.call("/v1/receipts?limit=1", { key: minted.key, ip })).body
+            .receipts[0]
+          const result = yield* verified(receipt, sets[0]!)
+          assertValid(result, client.url)
           if (result.valid) kids.add(result.kid)
         }
         assert.strictEqual(kids.size, 1)
