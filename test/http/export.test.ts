@@ -149,15 +149,19 @@ describe(`receipts export (${storeName})`, () => {
         const lines = csv.text.trimEnd().split("\r\n")
         assert.strictEqual(
           lines[0],
-          "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key"
+          "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key,signature"
         )
         assert.strictEqual(lines.length, keys.length + 1)
+        // Each line ends with the receipt's signature (base64url and dots: never quoted, never a formula).
+        const signatures = lines.slice(1).map((line) => line.slice(line.lastIndexOf(",") + 1))
+        for (const signature of signatures) assert.match(signature, /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/)
+        const cells = (n: number) => lines[n]!.slice(0, lines[n]!.lastIndexOf(","))
         assert.include(lines[1]!, `,"'=HYPERLINK(""http://evil.example"",""x"")"`)
-        assert.isTrue(lines[2]!.endsWith(",'+1+1+1+1"))
-        assert.isTrue(lines[3]!.endsWith(",'-2-2-2-2"))
-        assert.isTrue(lines[4]!.endsWith(",'@SUM(A1:A9)"))
-        assert.isTrue(lines[5]!.endsWith(",plain-key-123"))
-        assert.isTrue(lines[6]!.endsWith(',"a ""quoted"", key"'))
+        assert.isTrue(cells(2).endsWith(",'+1+1+1+1"))
+        assert.isTrue(cells(3).endsWith(",'-2-2-2-2"))
+        assert.isTrue(cells(4).endsWith(",'@SUM(A1:A9)"))
+        assert.isTrue(cells(5).endsWith(",plain-key-123"))
+        assert.isTrue(cells(6).endsWith(',"a ""quoted"", key"'))
         assert.include(lines[1]!, ",testEcho,profnet,3,3,0,0,3,0,")
 
         const jsonl = yield* exported(app, `from=${today()}&to=${today()}&format=jsonl`, minted.key, ip)
