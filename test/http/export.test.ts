@@ -77,7 +77,7 @@ const streamed = (app: TestApp["Service"], query: string, bearer: string, ip: st
             response.on("data", (chunk: Buffer) => {
               bytes += chunk.length
               for (const byte of chunk) if (byte === 10) lines++
-              last = chunk.subarray(Math.max(0, chunk.length - 200)).toString("utf8")
+              last = chunk.subarray(Math.max(0, chunk.length - 1000)).toString("utf8")
               if (bytes < nextLook) return
               nextLook = bytes + megabyte
               response.pause()
