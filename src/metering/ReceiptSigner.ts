@@ -45,9 +45,6 @@ export interface JsonWebKeySet {
 /** How long an instance on a shared database signs with a key before it looks for a newer one. */
 const refreshMs = 60_000
 
-/** How many receipts of a page are signed at once (each is a job on the crypto thread pool). */
-const signingConcurrency = 16
-
 const decodeKeys = Row.decoder(
   Schema.Struct({ kid: Schema.String, public_jwk: Schema.String, private_jwk: Schema.NullOr(Schema.String) }),
   "receipt_signing_keys"
@@ -55,18 +52,35 @@ const decodeKeys = Row.decoder(
 
 const encoder = new TextEncoder()
 
-/** The receipt with its signature by `key`: a compact JWS over the canonical JSON of the rest. */
+/** A receipt's signature by `key`: a compact JWS over the canonical JSON of the rest. */
+const signatureOf = (key: SigningKey, receipt: object): Promise<string> =>
+  new CompactSign(encoder.encode(receiptPayload(receipt)))
+    .setProtectedHeader({ alg: receiptSignatureAlg, kid: key.kid })
+    .sign(key.privateKey)
+
+/** The receipt with its signature by `key`. */
 export const signWith =
   (key: SigningKey) =>
   <A extends object>(receipt: A): Effect.Effect<A & { readonly signature: string }> =>
     Effect.map(
-      Effect.promise(() =>
-        new CompactSign(encoder.encode(receiptPayload(receipt)))
-          .setProtectedHeader({ alg: receiptSignatureAlg, kid: key.kid })
-          .sign(key.privateKey)
-      ),
+      Effect.promise(() => signatureOf(key, receipt)),
       (signature) => ({ ...receipt, signature })
     )
+
+/** How many signatures are in flight at once (each a job of the crypto thread pool): a bound on what a page holds. */
+const signingBatch = 32
+
+/** Receipts with their signatures by `key`, signed `signingBatch` at a time. */
+const signAllWith = <A extends object>(key: SigningKey, receipts: ReadonlyArray<A>) =>
+  Effect.promise(async () => {
+    const signed: Array<A & { readonly signature: string }> = []
+    for (let at = 0; at < receipts.length; at += signingBatch) {
+      const batch = receipts.slice(at, at + signingBatch)
+      const signatures = await Promise.all(batch.map((receipt) => signatureOf(key, receipt)))
+      for (const [i, receipt] of batch.entries()) signed.push({ ...receipt, signature: signatures[i]! })
+    }
+    return signed
+  })
 
 export class ReceiptSigner extends Context.Service<
   ReceiptSigner,
@@ -199,9 +213,7 @@ export class ReceiptSigner extends Context.Service<
       const signAll = <A extends object>(receipts: ReadonlyArray<A>) =>
         receipts.length === 0
           ? Effect.succeed([])
-          : Effect.flatMap(signingKey, (key) =>
-              Effect.forEach(receipts, signWith(key), { concurrency: signingConcurrency })
-            )
+          : Effect.flatMap(signingKey, (key) => signAllWith(key, receipts))
 
       const jwks = Effect.map(
         Effect.flatMap(
