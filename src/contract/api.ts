@@ -309,6 +309,7 @@ const documentQueryTypes = (operation: AnyDeclaration) => {
       parameters: ((spec.parameters ?? []) as ReadonlyArray<Parameter>).map((parameter) => {
         if (parameter.in === "header" && parameter.name === "idempotency-key")
           return { ...parameter, name: "Idempotency-Key", example: idempotencyKeyExample(operation) }
+        if (parameter.in === "header" && parameter.name === "prefer") return { ...parameter, name: "Prefer" }
         const schema = parameter.in === "query" ? typed.properties?.[parameter.name ?? ""] : undefined
         if (schema === undefined) return parameter
         const description = schema.description ?? parameter.schema?.description
