@@ -10,6 +10,7 @@ import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { AdminClient } from "../src/clients/operator-cli/AdminClient.ts"
 import { AppConfig } from "../src/config.ts"
+import { defaultPolicy } from "../src/domain/policy.ts"
 import { operations } from "../src/operations/registry.ts"
 import { appLayer } from "../src/service.ts"
 import * as Database from "../src/store/Database.ts"
@@ -21,7 +22,16 @@ const adminToken = "test-admin-token"
 
 const app = appLayer(operations, Database.pglite(":memory:")).pipe(
   Layer.provideMerge(layerWorld("svc-world-1").pipe(Layer.provideMerge(UpstreamFaults.layer))),
-  Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"] }))
+  Layer.provide(
+    AppConfig.layerTest({
+      trustedProxies: ["127.0.0.1", "::1"],
+      // The per-minute allowance would stop a loop this fast; it is not what is measured.
+      policy: {
+        ...defaultPolicy,
+        ratePerMinute: { trial: 1_000_000, flex: 1_000_000, production: 1_000_000 }
+      }
+    })
+  )
 )
 
 const program = Effect.gen(function* () {

@@ -39,7 +39,7 @@ const sessionOf = <R>(context: McpRequestContext): McpSession<R> => {
 }
 
 const instructions =
-  "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt; errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
+  "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt (signed when the call's `_meta` has `\"svc/receipt-signature\": true`; keys at /.well-known/jwks.json); errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
 
 /** The server's identity on a mount. */
 export const serverInfoOf = (mount: McpMount) => ({
