@@ -12,6 +12,7 @@ import { newPrivateJwk } from "../../src/metering/signingKeys.ts"
 import { buy } from "../billing/support.ts"
 import { spend } from "../identity/support.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"
+import { runCli } from "../rpc/cli.ts"
 import { appInstance, TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
@@ -230,6 +231,16 @@ describe(`verifiable receipts (${storeName})`, () => {
         assert.deepStrictEqual(result, { valid: true, kid: rotated.kid })
         // A verifier holding only the old set is told to fetch it again.
         assert.deepInclude(yield* verified(again, oldJwks), { valid: false, reason: "unknown_key" })
+        // The operator's command does the same, and prints the new key.
+        const run = yield* runCli(["admin", "receipts", "rotate-key"], {
+          SVC_BASE_URL: app.url,
+          SVC_ADMIN_TOKEN: "test-admin-token"
+        })
+        assert.strictEqual(run.code, 0, run.stderr)
+        const printed = JSON.parse(run.stdout) as { kid: string; previous_kid: string }
+        assert.strictEqual(printed.previous_kid, rotated.kid)
+        assert.strictEqual((yield* jwksOf(app)).keys.length, newJwks.keys.length + 1)
+        assertValid(yield* verified(before, yield* jwksOf(app)), "old receipt after two rotations")
       })
     )
 
