@@ -302,10 +302,14 @@ describe(`verifiable receipts (${storeName})`, () => {
     it.effect("PGlite on disk keeps its key in DATA_DIR/receipt-signing-key (0600), made once", () =>
       Effect.gen(function* () {
         const dataDir = mkdtempSync(join(tmpdir(), "svc-receipt-key-"))
-        const first = yield* appInstance(testOperations, { dataDir })
+        const { value: first, output } = yield* captured(appInstance(testOperations, { dataDir }))
         const path = receiptKeyPath(dataDir)
         assert.strictEqual(statSync(path).mode & 0o777, 0o600)
         const kept = readFileSync(path, "utf8")
+        const d = JSON.parse(kept).d as string
+        assert.include(output, path, "the start-up log names the file")
+        assert.notInclude(output, d)
+        assert.notInclude(JSON.stringify(yield* jwksOf(first.client)), d)
         const second = yield* appInstance(testOperations, { dataDir })
         assert.strictEqual(readFileSync(path, "utf8"), kept, "the second start reads it")
         const ip = "10.95.7.1"
