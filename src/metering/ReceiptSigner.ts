@@ -42,8 +42,10 @@ export interface JsonWebKeySet {
   readonly keys: ReadonlyArray<PublicJwk>
 }
 
-/** How long an instance on a shared database signs with a key before it looks for a newer one. */
-const refreshMs = 60_000
+/** How long an instance on a shared database signs with a key before it looks for a newer one (ms). */
+export const ReceiptKeyRefresh = Context.Reference<number>("metering/ReceiptKeyRefresh", {
+  defaultValue: () => 60_000
+})
 
 const decodeKeys = Row.decoder(
   Schema.Struct({ kid: Schema.String, public_jwk: Schema.String, private_jwk: Schema.NullOr(Schema.String) }),
@@ -102,6 +104,7 @@ export class ReceiptSigner extends Context.Service<
       const config = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
       const fs = yield* FileSystem.FileSystem
+      const refreshMs = yield* ReceiptKeyRefresh
       const source: KeySource = Option.isSome(config.receiptSigningKey)
         ? { kind: "environment" }
         : Option.isNone(config.databaseUrl) && config.dataDir !== ":memory:"

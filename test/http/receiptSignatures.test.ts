@@ -7,7 +7,7 @@ import { SqlClient } from "effect/sql"
 import { AdminClient } from "../../src/clients/operator-cli/AdminClient.ts"
 import { type ReceiptVerification, verifyReceipt } from "../../src/clients/sdk/index.ts"
 import { dayOf, dayToIso } from "../../src/domain/time.ts"
-import { receiptKeyPath } from "../../src/metering/ReceiptSigner.ts"
+import { ReceiptKeyRefresh, receiptKeyPath } from "../../src/metering/ReceiptSigner.ts"
 import { newPrivateJwk } from "../../src/metering/signingKeys.ts"
 import { buy } from "../billing/support.ts"
 import { spend } from "../identity/support.ts"
@@ -360,6 +360,28 @@ describe(`verifiable receipts (${storeName})`, () => {
           if (result.valid) kids.add(result.kid)
         }
         assert.strictEqual(kids.size, 1)
+      }).pipe(Effect.scoped)
+    )
+
+    it.effect("a rotation made by one instance is taken up by the others on the same database", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        // Another instance that looks for a newer key at every signature (a minute by default).
+        const other = yield* appInstance(testOperations).pipe(Effect.provideService(ReceiptKeyRefresh, 0))
+        const ip = "10.95.9.1"
+        const minted = yield* app.mint(ip)
+        yield* spend(app, minted.key, ip, 1)
+        const id = (yield* app.call("/v1/receipts?limit=1", { key: minted.key, ip })).body.receipts[0].id
+        const kidOf = (instance: TestApp["Service"]) =>
+          Effect.gen(function* () {
+            const receipt = (yield* instance.call(`/v1/receipts/${id}`, { key: minted.key, ip })).body
+            const result = yield* verified(receipt, yield* jwksOf(app))
+            assertValid(result, instance.url)
+            return result.valid ? result.kid : ""
+          })
+        const rotated = yield* rotateOn(app.url)
+        assert.strictEqual(yield* kidOf(app), rotated.kid)
+        assert.strictEqual(yield* kidOf(other.client), rotated.kid)
       }).pipe(Effect.scoped)
     )
   })
