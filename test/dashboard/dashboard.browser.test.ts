@@ -67,12 +67,14 @@ const runner = Effect.map(
       Effect.runPromise(Effect.provideService(effect, SqlClient.SqlClient, sql))
 )
 
-/** The spendable credits the overview shows, as a number. */
-const spendable = async (page: Page) => {
-  const text =
-    (await page.locator(".figure", { hasText: "Spendable credits" }).locator("strong").textContent()) ?? ""
+/** The number an overview figure shows. */
+const figure = async (page: Page, name: string) => {
+  const text = (await page.locator(".figure", { hasText: name }).locator("strong").textContent()) ?? ""
   return Number(text.replace(/,/g, ""))
 }
+
+/** The spendable credits the overview shows, as a number. */
+const spendable = (page: Page) => figure(page, "Spendable credits")
 
 describe(`/dashboard in Chromium (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 180_000, excludeTestServices: true })((it) => {
@@ -154,7 +156,7 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
             const rows = csv.trim().split("\r\n")
             assert.strictEqual(
               rows[0],
-              "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key"
+              "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key,key_id,parent_key_id,signature"
             )
             assert.isTrue(
               rows.some((row) => row.startsWith(`${receiptId},`) && row.includes(",testEcho,profnet,"))
@@ -209,9 +211,12 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
             assert.strictEqual(lastStatus(browser, "POST", "/dashboard/alert"), 400)
             assert.include(await textOf(page), "The threshold is a whole number")
 
-            // A flex pack on the local rail: the balance moves by its credits.
+            // A flex pack on the local rail: the balance moves by its credits, and the free tier's
+            // credits of today leave the spendable figure (a paid plan spends credits, not the free tier).
             await page.goto(dashboard())
             const before = await spendable(page)
+            const freeToday = await figure(page, "Free budget left today")
+            assert.isAbove(freeToday, 0)
             await page.goto(dashboard("/billing"))
             // One primary action on Billing: the first pack; the others are secondary.
             assert.deepStrictEqual(
@@ -224,7 +229,8 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
             assert.match(new URL(page.url()).pathname, /^\/checkout\//)
             await page.getByRole("button", { name: /^Pay / }).click()
             await page.goto(dashboard())
-            assert.strictEqual(await spendable(page), before + 10_000)
+            assert.strictEqual(await spendable(page), before - freeToday + 10_000)
+            assert.include(await textOf(page), "Paid plans spend credits, not the free tier.")
             assert.include(await textOf(page), "flex")
 
             // The billing portal opens (the local one, for a local-rail account).

@@ -1,10 +1,11 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { dataQueryDecoder, IdempotencyHeaders } from "../../contract/api.ts"
+import { dataQueryDecoder } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { type InvalidInput, isApiError } from "../../contract/errors.ts"
+import { prefersReceiptSignature, receiptSignaturePreference } from "../../contract/receiptSignature.ts"
 import {
   type CallInput,
   type CallOutcome,
@@ -12,7 +13,9 @@ import {
   meterDataCall,
   type RateState
 } from "../../metering/meterDataCall.ts"
+import { ReceiptSigner, signedAnswer } from "../../metering/ReceiptSigner.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
@@ -64,50 +67,40 @@ export const envelopeResponse = (outcome: CallOutcome, extra: Record<string, str
   })
 }
 
+/** What an answer whose receipt was signed on request says (RFC 7240). */
+const signatureApplied = { "preference-applied": receiptSignaturePreference }
+
 /** A metered answer on the wire: the envelope or the problem, with the usage headers. */
-const meteredResponse = (problems: Problems["Service"], metered: Metered<InvalidInput>) => {
+const meteredResponse = (problems: Problems["Service"], metered: Metered<InvalidInput>, signed: boolean) => {
   const { result, rate } = metered
-  if (result._tag === "Success") return envelopeResponse(result.success, usageHeaders(rate, result.success))
+  if (result._tag === "Success") {
+    const headers = usageHeaders(rate, result.success)
+    return envelopeResponse(result.success, signed ? { ...headers, ...signatureApplied } : headers)
+  }
   return HttpServerResponse.setHeaders(problems.render(result.failure), usageHeaders(rate, undefined))
 }
 
 /**
- * The credential of `Authorization: Bearer <credential>` (RFC 9110 11.1: the scheme in any case,
- * then one or more spaces); empty for no header or another scheme, which the bearer chain answers
- * KEY_REQUIRED.
- */
-export const bearerCredential = (authorization: string | undefined): string => {
-  if (authorization === undefined || authorization.length <= 6 || authorization.charCodeAt(6) !== 32)
-    return ""
-  if (authorization.slice(0, 6).toLowerCase() !== "bearer") return ""
-  let start = 7
-  while (authorization.charCodeAt(start) === 32) start++
-  return authorization.slice(start)
-}
-
-/**
- * How REST carries a data call: its query string and `Idempotency-Key` header, read with the
- * endpoint's own schemas (the contract's), refusing control characters first.
+ * How REST carries a data call: its query string, read with the endpoint's own schema (the
+ * contract's), refusing control characters first, and its `Idempotency-Key` header as sent (its
+ * length is the metering front door's check, the same for MCP's `idempotency_key`).
  */
 const restInput = (operation: AnyOperation) => {
   const query = dataQueryDecoder(operation)
-  const headers = Schema.decodeUnknownEffect(IdempotencyHeaders)
   return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<CallInput, InvalidInput> =>
     Effect.suspend(() => {
       const at = request.url.indexOf("?")
       const parsed = parseQuery(at === -1 ? "" : request.url.slice(at + 1))
       const refused = controlCharacterInput(parsed)
       if (refused !== undefined) return Effect.fail(refused)
-      return Effect.all([
-        HttpApiError.HttpApiSchemaError.wrap("Headers", headers(request.headers)),
-        HttpApiError.HttpApiSchemaError.wrap("Query", query(parsed))
-      ]).pipe(
+      const idempotencyKey: string | undefined = request.headers["idempotency-key"]
+      return HttpApiError.HttpApiSchemaError.wrap("Query", query(parsed)).pipe(
         Effect.mapError(invalidInputFromSchemaError),
-        Effect.map(([decodedHeaders, { freshness, max_credits, ...params }]) => ({
+        Effect.map(({ freshness, max_credits, ...params }) => ({
           params,
           freshness: (freshness as Freshness | undefined) ?? "recent",
           maxCredits: max_credits as number | undefined,
-          idempotencyKey: decodedHeaders["idempotency-key"]
+          idempotencyKey
         }))
       )
     })
@@ -125,6 +118,7 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const problems = yield* Problems
       const bearers = yield* Bearers
       const { maxBodyBytes } = yield* AppConfig
+      const signed = signedAnswer(yield* ReceiptSigner)
       for (const operation of operations) {
         const input = restInput(operation)
         // hot path
@@ -132,9 +126,14 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
           if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
           const ip = bearers.clientIp(request)
-          return bearers.authenticateToCharge(bearerCredential(request.headers.authorization)).pipe(
-            Effect.flatMap((principal) => meterDataCall(operation, { ...principal, ip }, input(request))),
-            Effect.map((metered) => meteredResponse(problems, metered)),
+          // Signing only when asked: the default answer pays nothing for it.
+          const signing = prefersReceiptSignature(request.headers.prefer)
+          return bearers.authenticateToCharge(bearerCredential(request.headers.authorization) ?? "").pipe(
+            Effect.flatMap((principal) => {
+              const metered = meterDataCall(operation, { ...principal, ip }, input(request))
+              return signing ? Effect.flatMap(metered, signed) : metered
+            }),
+            Effect.map((metered) => meteredResponse(problems, metered, signing)),
             Effect.catch((error) =>
               isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
             ),

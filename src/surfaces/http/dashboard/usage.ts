@@ -1,7 +1,10 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
+import { ReceiptSchema } from "../../../contract/envelope.ts"
 import { platforms } from "../../../domain/plans.ts"
-import type { Receipts } from "../../../metering/Receipts.ts"
+import { dayOf } from "../../../domain/time.ts"
+import { ReceiptSigner } from "../../../metering/ReceiptSigner.ts"
+import { type KeySpend, Receipts } from "../../../metering/Receipts.ts"
 import type { AnyOperation } from "../../../operations/Operation.ts"
 import { csvHeader, csvRow } from "../../common/receiptCsv.ts"
 import { html } from "../pages/html.ts"
@@ -23,11 +26,17 @@ const receiptsPerPage = 25
 const maxScanned = 5_000
 const maxCsvRows = 10_000
 
-const receiptRow = (receipt: ListedReceipt) =>
-  html`<tr><td><code>${receipt.id}</code></td><td>${dateOf(receipt.created_at)}</td><td>${receipt.operation}</td><td class="n">${receipt.charged}</td><td class="n">${receipt.funding.free_tier}/${receipt.funding.grant}/${receipt.funding.balance}</td></tr>`
+type ShownReceipt = typeof ReceiptSchema.Type
+
+const receiptRow = (receipt: ShownReceipt) =>
+  html`<tr><td><code>${receipt.id}</code></td><td>${dateOf(receipt.created_at)}</td><td>${receipt.operation}</td><td><code>${receipt.key_id}</code>${receipt.parent_key_id === undefined ? "" : html` (child of <code>${receipt.parent_key_id}</code>)`}</td><td class="n">${receipt.charged}</td><td class="n">${receipt.funding.free_tier}/${receipt.funding.grant}/${receipt.funding.balance}</td><td>${
+    receipt.signature === undefined
+      ? ""
+      : html`<details><summary>JWS</summary><code class="jws">${receipt.signature}</code></details>`
+  }</td></tr>`
 
 export interface ReceiptView {
-  readonly receipts: ReadonlyArray<ListedReceipt>
+  readonly receipts: ReadonlyArray<ShownReceipt>
   readonly next: string | undefined
   readonly operation: string | undefined
   readonly day: string | undefined
@@ -65,7 +74,7 @@ ${
           : "No receipt matches these filters. Choose another operation or day, or clear them."
       }</p>`
     : html`<table tabindex="0"><caption>Receipts, newest first</caption>
-<thead><tr><th scope="col">Receipt</th><th scope="col">When</th><th scope="col">Operation</th><th scope="col">Credits</th><th scope="col">Free/grant/purchased</th></tr></thead>
+<thead><tr><th scope="col">Receipt</th><th scope="col">When</th><th scope="col">Operation</th><th scope="col">Key</th><th scope="col">Credits</th><th scope="col">Free/grant/purchased</th><th scope="col">Signature</th></tr></thead>
 <tbody>${view.receipts.map(receiptRow)}</tbody></table>`
 }
 <p>${view.paged ? html`<a href="${base}/usage?${filters.toString()}#receipts">Newest</a> · ` : ""}${
@@ -75,10 +84,32 @@ ${
   }<a href="${base}/receipts.csv?${filters.toString()}">Download these receipts as CSV</a></p></section>`
 }
 
-/** Usage: the 30-day chart with its table, then the receipts. */
+const keyName = (spend: KeySpend) =>
+  spend.label === null && spend.hint === null
+    ? html`<code>${spend.keyId}</code>`
+    : html`${spend.label ?? ""}${spend.label === null ? "" : " "}<code>${spend.hint ?? spend.keyId}</code>${
+        spend.parentKeyId === null ? "" : html` (child of <code>${spend.parentKeyId}</code>)`
+      }`
+
+/** Who spent: credits and calls of each key (a sub-agent's child key on its own line) over the 30 days. */
+const keysSection = (spends: ReadonlyArray<KeySpend>) =>
+  html`<section aria-labelledby="per-key"><h2 id="per-key">Credits by key, last 30 days</h2>
+${
+  spends.length === 0
+    ? html`<p>No key has spent credits in the last 30 days.</p>`
+    : html`<table tabindex="0"><caption>Credits by key, most first</caption>
+<thead><tr><th scope="col">Key</th><th scope="col">Credits</th><th scope="col">Calls</th></tr></thead>
+<tbody>${spends.map(
+        (spend) =>
+          html`<tr><td>${keyName(spend)}</td><td class="n">${spend.credits}</td><td class="n">${spend.calls}</td></tr>`
+      )}</tbody></table>`
+}</section>`
+
+/** Usage: the 30-day chart with its table, the spend by key, then the receipts. */
 export const usagePage = (
   frame: Frame,
   days: ReadonlyArray<DayUsage>,
+  spends: ReadonlyArray<KeySpend>,
   platforms: ReadonlyArray<string>,
   operations: ReadonlyArray<string>,
   receipts: ReceiptView,
@@ -93,6 +124,7 @@ export const usagePage = (
     html`<section aria-labelledby="per-day"><h2 id="per-day">Credits per day, by platform</h2>
 ${usageChart(days, columns)}
 ${usageTable(days, columns)}</section>
+${keysSection(spends)}
 ${receiptsSection(frame, operations, receipts, error)}`
   )
 }
@@ -104,6 +136,11 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const guard = yield* dashboardGuard([])
       const reportFor = yield* usageReporter
       const services = yield* Effect.context<Receipts>()
+      const signer = yield* ReceiptSigner
+      // Each receipt signed as GET /v1/receipts/{id} serves it, verifiable with /.well-known/jwks.json.
+      const served = Schema.encodeSync(ReceiptSchema)
+      const signed = (receipts: ReadonlyArray<ListedReceipt>) =>
+        signer.signAll(receipts.map(({ createdAtMs: _, ...receipt }) => served(receipt)))
       const platformByOperation = new Map(operations.map((operation) => [operation.id, operation.platform]))
       const platformOf = (operation: string) => platformByOperation.get(operation) ?? "other"
       const operationIds = operations.map((operation) => operation.id).sort()
@@ -138,6 +175,7 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
               const report = yield* reportFor(governor, frame.account)
               const now = yield* Clock.currentTimeMillis
               const days = yield* usageByDay(frame.account.id, now, report.history, platformOf, maxScanned)
+              const spends = yield* (yield* Receipts).spendByKey(frame.account.id, dayOf(now) - 29)
               const filter = filterOf(query)
               const before = decodeCursor(query.get("before") ?? "")
               const page = yield* receiptPage(frame.account.id, filter, {
@@ -149,9 +187,16 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
                 usagePage(
                   frame,
                   days,
+                  spends,
                   chartPlatforms,
                   operationIds,
-                  { ...page, operation: filter.operation, day: filter.day, paged: before !== undefined },
+                  {
+                    ...page,
+                    receipts: yield* signed(page.receipts),
+                    operation: filter.operation,
+                    day: filter.day,
+                    paged: before !== undefined
+                  },
                   filter.error
                 )
               )
@@ -173,7 +218,7 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
               })
               const rows = [
                 csvHeader.join(","),
-                ...page.receipts.map((r) => csvRow(r, platformOf(r.operation)))
+                ...(yield* signed(page.receipts)).map((r) => csvRow(r, platformOf(r.operation)))
               ]
               return HttpServerResponse.text(`${rows.join("\r\n")}\r\n`, {
                 contentType: "text/csv; charset=utf-8",

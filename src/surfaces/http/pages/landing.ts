@@ -2,6 +2,7 @@ import { type AppConfigShape, links } from "../../../config.ts"
 import { responseExamples } from "../../../contract/examples/index.ts"
 import { declarations } from "../../../contract/operations/index.ts"
 import { getProfile } from "../../../contract/operations/profnet.ts"
+import { freeTierSentence } from "../../../domain/plans.ts"
 import { count } from "../checkout/format.ts"
 import { html, page } from "./html.ts"
 
@@ -68,11 +69,11 @@ as <code>Authorization: Bearer &lt;key&gt;</code>; an MCP client connects to <co
 <pre><code>${example.text}</code></pre>
 <h2 id="price">Price</h2>
 <p>Each call costs a few credits, quoted before it runs (set <code>max_credits</code> to cap it); a failed call costs nothing.
-Free keys of one IP share <strong>${config.policy.freeCreditsPerIpDay} credits per UTC day</strong> (cached data, first pages).${
-      pack === undefined
-        ? ""
-        : html` After that, <a href="${link.upgrade}">credit packs</a> start at ${count(pack.credits ?? 0)} credits.`
-    }</p>
+${freeTierSentence(config.policy.freeCreditsPerIpDay)}${
+  pack === undefined
+    ? ""
+    : html` After that, <a href="${link.upgrade}">credit packs</a> start at ${count(pack.credits ?? 0)} credits.`
+}</p>
 ${platforms.map(
   ([id, what]) => html`<h3>Credits per call on ${id} (${what})</h3>
 <ul>${declarations

@@ -64,6 +64,7 @@ form.inline{display:inline}
 .error{color:#8f1b12;background:#fff1f0;border-color:#f3b9b3}
 .note{color:var(--ok);background:#effaf1;border-color:#a9dcb3}
 .secret{display:block;word-break:break-all;font-size:1.05rem;padding:.65rem}
+.jws{display:block;word-break:break-all;font-size:.8em}
 .figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.75rem;margin:0 0 var(--space)}
 .figure{border:1px solid var(--line);border-radius:var(--radius);padding:.85rem 1rem;background:#fff;box-shadow:0 1px 2px rgba(27,31,36,.06)}
 .figure strong{display:block;font-size:1.5rem;line-height:1.3;font-variant-numeric:tabular-nums}
@@ -90,7 +91,7 @@ table.stack caption{display:block}
 table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 table.stack,table.stack tbody,table.stack tr,table.stack th,table.stack td{display:block;width:100%}
 table.stack tr{border:1px solid var(--line);border-radius:var(--radius);margin:0 0 .75rem;padding:.25rem .5rem}
-table.stack th,table.stack td{border:0;padding:.3rem 0;text-align:left;display:flex;gap:1rem;justify-content:space-between}
+table.stack th,table.stack td{border:0;padding:.3rem 0;text-align:left;display:flex;gap:1rem;justify-content:space-between;overflow-wrap:anywhere}
 table.stack [data-label]::before{content:attr(data-label);color:var(--muted);font-weight:600;flex:none}
 button,.button{width:100%;margin-right:0}
 form.inline button,.site button{width:auto}
