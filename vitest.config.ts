@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config"
+import { toolsTests } from "./test/postgresRun.ts"
 
 // The PostgreSQL-only tests (row locks, the PgClient layer, the start line on PostgreSQL) are the
 // skipped ones on PGlite; say so once instead of leaving a bare "skipped" count.
@@ -8,13 +9,21 @@ if (process.env.TEST_DATABASE_URL === undefined) {
   )
 }
 
+/** What every run shares (this one, vitest.pg.config.ts and vitest.tools.config.ts). */
+export const shared = {
+  testTimeout: 30000,
+  hookTimeout: 30000,
+  // The test servers' logs (refused tokens, simulated defects) are printed only for a failing
+  // test, where they help; TEST_LOGS=1 prints them all.
+  silent: process.env.TEST_LOGS === undefined ? ("passed-only" as const) : false
+}
+
 export default defineConfig({
   test: {
+    ...shared,
     include: ["test/**/*.test.ts"],
-    testTimeout: 30000,
-    hookTimeout: 30000,
-    // The test servers' logs (refused tokens, simulated defects) are printed only for a failing
-    // test, where they help; TEST_LOGS=1 prints them all.
-    silent: process.env.TEST_LOGS === undefined ? "passed-only" : false
+    // The tests that drive the tools package (tools/: the MCP Inspector, the conformance suite) run
+    // by `npm run test:tools`, which installs it (vitest.tools.config.ts).
+    exclude: ["**/node_modules/**", toolsTests]
   }
 })
