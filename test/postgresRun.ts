@@ -16,7 +16,6 @@ export const onPostgres: ReadonlyArray<string> = [
   "test/audit/",
   "test/billing/",
   "test/bench/pgbench.test.ts",
-  "test/customer-cli/audit.test.ts",
   "test/http/clock.test.ts",
   "test/http/export.test.ts",
   "test/http/metering.test.ts",
@@ -68,6 +67,11 @@ export const storeIndependent: Readonly<Record<string, string>> = {
     "the MCP conformance suite's authorization-server metadata scenario (the tools stage, on PGlite): a protocol check, no store rule",
   "test/sdk/":
     "the TypeScript SDK's client over HTTP (retries, types, usage parsing); the answers it reads are tested on PostgreSQL under test/http and test/billing",
+  "test/store/checkpoints.test.ts":
+    "PGlite's own WAL checkpoints, on a PGlite client of its own whatever TEST_DATABASE_URL says (about 17 s)",
+  "test/store/tar.test.ts": "the tar archive PGlite's template is kept in; no database at all",
+  "test/store/template.test.ts":
+    "PGlite's migrated template directory, on PGlite clients of its own whatever TEST_DATABASE_URL says (about 23 s)",
   "test/upstream/":
     "the upstream providers' answers and their decoding; the one through-the-service case (charges nothing on a malformed answer) is the metering rule tested on PostgreSQL under test/metering"
 }
