@@ -18,12 +18,26 @@ export const shared = {
   silent: process.env.TEST_LOGS === undefined ? ("passed-only" as const) : false
 }
 
+/**
+ * The files that start processes of their own (the customer CLI, the bench's helpers, browsers). CI
+ * runs the suite in two parts, TEST_PART=others at two workers, then TEST_PART=processes one at a
+ * time (see .ci/run); each part is the other's exclusion, so together they are the whole suite.
+ */
+const startingProcesses = [
+  "test/customer-cli/**/*.test.ts",
+  "test/bench/**/*.test.ts",
+  "test/**/*.browser.test.ts"
+]
+const part = process.env.TEST_PART
+if (part !== undefined && part !== "others" && part !== "processes")
+  throw new Error(`TEST_PART is "others" or "processes", not ${JSON.stringify(part)}`)
+
 export default defineConfig({
   test: {
     ...shared,
-    include: ["test/**/*.test.ts"],
+    include: part === "processes" ? startingProcesses : ["test/**/*.test.ts"],
     // The tests that drive the tools package (tools/: the MCP Inspector, the conformance suite) run
     // by `npm run test:tools`, which installs it (vitest.tools.config.ts).
-    exclude: ["**/node_modules/**", toolsTests]
+    exclude: ["**/node_modules/**", toolsTests, ...(part === "others" ? startingProcesses : [])]
   }
 })
