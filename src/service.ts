@@ -89,12 +89,14 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
       )
     ),
     Layer.provideMerge(Outbox.layer),
-    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
+    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Settings.layer),
     Layer.provideMerge(KeyMemory.layer),
     Layer.provideMerge(Notifications.layer),
     Layer.provideMerge(Audit.layer),
+    // Below the audit log, whose reads it limits, and so below everything above it.
+    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Lifecycle.layer),
     Layer.provideMerge(ids)
   )

@@ -17,8 +17,10 @@ export const onPostgres: ReadonlyArray<string> = [
   "test/billing/",
   "test/bench/pgbench.test.ts",
   "test/http/clock.test.ts",
+  "test/http/controlBodies.test.ts",
   "test/http/export.test.ts",
   "test/http/metering.test.ts",
+  "test/http/receiptAttribution.test.ts",
   "test/http/usageRoute.test.ts",
   "test/identity/",
   "test/keys/",
@@ -45,6 +47,8 @@ export const storeIndependent: Readonly<Record<string, string>> = {
     "the bench's side-by-side report from given numbers; bench/pg.ts is imported through bench/cases.ts but no database is opened",
   "test/bench/warmUp.test.ts":
     "the bench's warm-up options and requests against a bare HTTP server; bench/pg.ts is imported through bench/cases.ts but no database is opened",
+  "test/contract/interfaceSpec.test.ts":
+    "the contract's names (endpoints, parameters, error codes, MCP tools) against the served OpenAPI and MCP catalogue; what the operations do with the store is tested on PostgreSQL elsewhere",
   "test/contract/postgresRun.test.ts":
     "reads the test files' text to check these lists; it opens no database",
   "test/contract/responseExamples.test.ts":
@@ -57,6 +61,8 @@ export const storeIndependent: Readonly<Record<string, string>> = {
     "page rendering and browser flows (HTML, forms, focus, layout); the sign-in, claim, checkout and recovery behind them are tested on PostgreSQL under test/identity and test/billing",
   "test/http/":
     "the HTTP surface (headers, methods, caching, hosts, problem wording, the upstream providers' shapes); the metering, usage, clock and export files here that read the ledger are on PostgreSQL",
+  "test/http/readme.test.ts":
+    "the README's commands run as written (curl, the operator CLI, the SDK snippet); the sign-in, claim and key management they drive are tested on PostgreSQL under test/identity and test/keys",
   "test/mcp/":
     "the MCP wire (auth, hostile input, tool schemas, management tools as REST answers); its calls and charges are on PostgreSQL in test/mcp/mcp.test.ts and test/mcp/concurrency.test.ts",
   "test/mcp/inspector.tools.test.ts":
@@ -73,7 +79,9 @@ export const storeIndependent: Readonly<Record<string, string>> = {
   "test/store/template.test.ts":
     "PGlite's migrated template directory, on PGlite clients of its own whatever TEST_DATABASE_URL says (about 23 s)",
   "test/upstream/":
-    "the upstream providers' answers and their decoding; the one through-the-service case (charges nothing on a malformed answer) is the metering rule tested on PostgreSQL under test/metering"
+    "the upstream providers' answers and their decoding; the one through-the-service case (charges nothing on a malformed answer) is the metering rule tested on PostgreSQL under test/metering",
+  "test/webhooks/connectTimeout.test.ts":
+    "the webhook client's connect timeout against a stopped listener process; no database is opened, no row is read"
 }
 
 /** Every test file, as a path from the repository's root ("test/…/x.test.ts"), sorted. */

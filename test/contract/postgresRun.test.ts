@@ -81,6 +81,10 @@ describe("the PostgreSQL run (test/postgresRun.ts)", () => {
       "test/identity/instances.test.ts",
       "test/identity/races.test.ts",
       "test/keys/capInstances.test.ts",
+      "test/keys/childRace.test.ts",
+      "test/metering/usageTruth.test.ts",
+      "test/http/receiptAttribution.test.ts",
+      "test/http/controlBodies.test.ts",
       "test/sim/sim.test.ts"
     ])
       assert.include(pg, file)
