@@ -20,15 +20,16 @@ export const shared = {
 
 /**
  * The files that start processes of their own (the customer CLI, the bench's helpers, browsers, the
- * README's walk-throughs in bash and Node). CI
- * runs the suite in two parts, TEST_PART=others at two workers, then TEST_PART=processes one at a
- * time (see .ci/run); each part is the other's exclusion, so together they are the whole suite.
+ * README's walk-throughs and its receipt verification snippet, in bash and Node). CI runs the suite
+ * in two parts, TEST_PART=others at two workers, then TEST_PART=processes one at a time (see
+ * .ci/run); each part is the other's exclusion, so together they are the whole suite.
  */
 const startingProcesses = [
   "test/customer-cli/**/*.test.ts",
   "test/bench/**/*.test.ts",
   "test/**/*.browser.test.ts",
-  "test/http/readme.test.ts"
+  "test/http/readme.test.ts",
+  "test/sdk/readmeSnippet.test.ts"
 ]
 const part = process.env.TEST_PART
 if (part !== undefined && part !== "others" && part !== "processes")

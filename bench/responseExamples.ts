@@ -15,7 +15,7 @@ import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { OpenApi } from "effect/http-api"
 import { AppConfig } from "../src/config.ts"
@@ -90,7 +90,17 @@ const exampleApp = appLayer(operations, Database.pglite(":memory:"), seededIds).
       refundPolicy: defaultPublication.refundPolicy,
       policy: defaultPolicy,
       hosts: defaultPublication.hosts,
-      trustedProxies: ["127.0.0.1", "::1"]
+      trustedProxies: ["127.0.0.1", "::1"],
+      // A key anyone can derive (it signs only these examples), so the signatures come out the same.
+      receiptSigningKey: Option.some(
+        Redacted.make(
+          JSON.stringify({
+            kty: "OKP",
+            crv: "Ed25519",
+            d: createHash("sha256").update("svc example receipt signing key").digest("base64url")
+          })
+        )
+      )
     })
   )
 )

@@ -62,6 +62,12 @@ export interface AppConfigShape {
    * encrypted with at rest; unset, one is generated into `DATA_DIR/webhook-secret-key`.
    */
   readonly webhookSecretKey: Option.Option<Redacted.Redacted<string>>
+  /**
+   * `RECEIPT_SIGNING_KEY`: the Ed25519 private JWK receipts are signed with; unset, one is made once
+   * and kept with the store (`DATA_DIR/receipt-signing-key` for PGlite on disk, the database
+   * otherwise, so every instance on one PostgreSQL signs with the same key).
+   */
+  readonly receiptSigningKey: Option.Option<Redacted.Redacted<string>>
   /** `METRICS`: `on` (default) records and serves the metrics; `off` records nothing and serves no `/metrics`. */
   readonly metrics: boolean
   /** `METRICS_TOKEN`: the bearer of `GET /metrics`; unset, the admin token. */
@@ -157,6 +163,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         Config.withDefault(false)
       ),
       webhookSecretKey: yield* Config.option(Config.Redacted("WEBHOOK_SECRET_KEY")),
+      receiptSigningKey: yield* Config.option(Config.Redacted("RECEIPT_SIGNING_KEY")),
       metrics: yield* Config.Literals(["on", "off"], "METRICS").pipe(
         Config.withDefault("on"),
         Config.map((value) => value === "on")
@@ -217,6 +224,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         oauthAllowPrivateClientUrls: false,
         webhookAllowPrivateUrls: false,
         webhookSecretKey: Option.none(),
+        receiptSigningKey: Option.none(),
         metrics: true,
         metricsToken: Option.some(Redacted.make("test-metrics-token-4b8e1d6a9c3f7e2a5d")),
         metricsPort: Option.none(),

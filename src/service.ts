@@ -10,6 +10,7 @@ import { problemContext } from "./contract/problem.ts"
 import { withRequestLog } from "./logging.ts"
 import { HitCharges } from "./metering/HitCharges.ts"
 import { IdempotencyStore } from "./metering/IdempotencyStore.ts"
+import { ReceiptSigner } from "./metering/ReceiptSigner.ts"
 import { Receipts } from "./metering/Receipts.ts"
 import { Reservations } from "./metering/Reservations.ts"
 import { OAuthHousekeeping, OAuthServer } from "./oauth/OAuthServer.ts"
@@ -69,6 +70,8 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Reservations.layer,
     HitCharges.layer,
     Receipts.layer,
+    // Its own per instance, from the instance's configuration, even beside another in one process.
+    Layer.fresh(ReceiptSigner.layer),
     Webhooks.layer,
     Topups.layer
   ).pipe(
@@ -133,7 +136,17 @@ export const Housekeeping = Layer.effectDiscard(
 )
 
 /** Paths counted under their own name in the metrics besides the data operations' and the API's templates. */
-const opsPaths = ["/", "/healthz", "/readyz", "/metrics", "/docs", "/login", "/v1/openapi.json", "/admin/rpc"]
+const opsPaths = [
+  "/",
+  "/healthz",
+  "/readyz",
+  "/metrics",
+  "/docs",
+  "/login",
+  "/v1/openapi.json",
+  "/admin/rpc",
+  "/.well-known/jwks.json"
+]
 
 /**
  * The service's HTTP application: every route, answering a request in context with its response.

@@ -21,6 +21,7 @@ export const onPostgres: ReadonlyArray<string> = [
   "test/http/export.test.ts",
   "test/http/metering.test.ts",
   "test/http/receiptAttribution.test.ts",
+  "test/http/receiptSignatures.test.ts",
   "test/http/usageRoute.test.ts",
   "test/identity/",
   "test/keys/",
@@ -71,6 +72,8 @@ export const storeIndependent: Readonly<Record<string, string>> = {
     "the OAuth protocol (redirect URIs, client metadata, negatives, browser consent); the provider's rows go through the adapter, tested on PostgreSQL in test/oauth/adapter.test.ts",
   "test/oauth/conformance.tools.test.ts":
     "the MCP conformance suite's authorization-server metadata scenario (the tools stage, on PGlite): a protocol check, no store rule",
+  "test/sdk/readmeSnippet.test.ts":
+    "the README's receipt verification snippet run as written in Node against a test service; the signing, rotation and key set it checks are on PostgreSQL in test/http/receiptSignatures.test.ts",
   "test/sdk/":
     "the TypeScript SDK's client over HTTP (retries, types, usage parsing); the answers it reads are tested on PostgreSQL under test/http and test/billing",
   "test/store/checkpoints.test.ts":

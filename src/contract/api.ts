@@ -148,9 +148,14 @@ export const commonFields = {
   })
 }
 
-export const IdempotencyHeaders = Schema.Struct({
+/** A data call's request headers: its Idempotency-Key, and whether the answer's receipt is signed. */
+export const DataCallHeaders = Schema.Struct({
   "idempotency-key": Schema.optionalKey(IdempotencyKey).annotate({
     description: "Unique per logical call (UUID recommended). Required on paid keys."
+  }),
+  prefer: Schema.optionalKey(Schema.String).annotate({
+    description:
+      "`receipt-signature` (RFC 7240): the answer's receipt carries its `signature` (a JWS verifiable with /.well-known/jwks.json), and the answer says `Preference-Applied: receipt-signature`. Without it the receipt is unsigned; GET /v1/receipts/{id} always signs it."
   })
 })
 
@@ -213,7 +218,7 @@ const dataCodes = [
 const commonEndpoint = <D extends AnyDeclaration>(operation: D) =>
   HttpApiEndpoint.get(operation.id as D["id"], operation.path as D["path"], {
     query: Schema.Struct({ ...(operation.params.fields as D["params"]["fields"]), ...commonFields }),
-    headers: IdempotencyHeaders,
+    headers: DataCallHeaders,
     success: envelopeOf(operation.kind, operation.data as D["data"]),
     error: errorsOf(...dataCodes, "QUOTE_EXCEEDS_MAX_CREDITS")
   })
@@ -222,7 +227,7 @@ const commonEndpoint = <D extends AnyDeclaration>(operation: D) =>
 const plainEndpoint = <D extends AnyDeclaration>(operation: D) =>
   HttpApiEndpoint.get(operation.id as D["id"], operation.path as D["path"], {
     query: Schema.Struct(operation.params.fields as D["params"]["fields"]),
-    headers: IdempotencyHeaders,
+    headers: DataCallHeaders,
     success: envelopeOf(operation.kind, operation.data as D["data"]),
     error: errorsOf(...dataCodes)
   })
@@ -301,6 +306,7 @@ const documentQueryTypes = (operation: AnyDeclaration) => {
       parameters: ((spec.parameters ?? []) as ReadonlyArray<Parameter>).map((parameter) => {
         if (parameter.in === "header" && parameter.name === "idempotency-key")
           return { ...parameter, name: "Idempotency-Key", example: idempotencyKeyExample(operation) }
+        if (parameter.in === "header" && parameter.name === "prefer") return { ...parameter, name: "Prefer" }
         const schema = parameter.in === "query" ? typed.properties?.[parameter.name ?? ""] : undefined
         if (schema === undefined) return parameter
         const description = schema.description ?? parameter.schema?.description

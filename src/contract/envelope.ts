@@ -19,6 +19,12 @@ export const ReceiptSchema = Schema.Struct({
   ),
   app_id: Schema.optionalKey(
     Schema.String.annotate({ description: "The connected app (OAuth) the call was made through, if any." })
+  ),
+  signature: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "A compact JWS (EdDSA, Ed25519, `kid` in its header) over the RFC 8785 canonical JSON of this receipt without `signature`; the keys are at /.well-known/jwks.json. Always on the receipts routes and the export; on a data answer when asked (`Prefer: receipt-signature`)."
+    })
   )
 }).annotate({ identifier: "Receipt" })
 

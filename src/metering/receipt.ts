@@ -95,3 +95,13 @@ export const envelopeOf = (result: CallResult, receipt: Receipt): Envelope => ({
  */
 export const envelopeJson = (resultJson: string, receipt: Receipt): string =>
   `${resultJson.slice(0, -1)},"cost":${JSON.stringify(costOf(receipt))},"receipt":${JSON.stringify(receipt)}}`
+
+/**
+ * The envelope's JSON as `envelopeJson` made it, with its receipt (the last member) replaced by
+ * `signed`: the same receipt with its signature.
+ */
+export const withSignedReceipt = (json: string, receipt: Receipt, signed: Receipt): string => {
+  const tail = `"receipt":${JSON.stringify(receipt)}}`
+  if (!json.endsWith(tail)) throw new Error("an envelope's JSON ends with its receipt")
+  return `${json.slice(0, json.length - tail.length)}"receipt":${JSON.stringify(signed)}}`
+}

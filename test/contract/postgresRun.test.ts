@@ -85,6 +85,7 @@ describe("the PostgreSQL run (test/postgresRun.ts)", () => {
       "test/metering/usageTruth.test.ts",
       "test/http/receiptAttribution.test.ts",
       "test/http/controlBodies.test.ts",
+      "test/http/receiptSignatures.test.ts",
       "test/sim/sim.test.ts"
     ])
       assert.include(pg, file)

@@ -154,7 +154,7 @@ describe(`/dashboard in Chromium (${storeName})`, () => {
             const rows = csv.trim().split("\r\n")
             assert.strictEqual(
               rows[0],
-              "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key"
+              "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key,signature"
             )
             assert.isTrue(
               rows.some((row) => row.startsWith(`${receiptId},`) && row.includes(",testEcho,profnet,"))

@@ -53,6 +53,8 @@ describe(`/dashboard over HTTP (${storeName})`, () => {
           assert.strictEqual(first.headers.get("cache-control"), "no-store")
           const shown = (body: string) => ids.filter((id) => body.includes(`<code>${id}</code>`))
           assert.deepStrictEqual(shown(first.body), ids.slice(5))
+          // Each receipt shown with its signature, to copy and verify.
+          assert.strictEqual(first.body.match(/<code class="jws">eyJ[\w.-]+<\/code>/g)?.length, 25)
           const before = /before=([\w.%-]+)#receipts/.exec(first.body)?.[1]
           assert.isDefined(before)
           const second = yield* page(`&before=${before}`)
@@ -75,9 +77,11 @@ describe(`/dashboard over HTTP (${storeName})`, () => {
           )
           const rows = (csv.body as string).trim().split("\r\n")
           assert.strictEqual(rows.length, 31)
-          // A spreadsheet formula in a caller's idempotency key is written as text; then the key that spent.
+          // A spreadsheet formula in a caller's idempotency key is written as text; then the key that spent and the signature.
           assert.isTrue(
-            rows.some((row) => row.startsWith(`${ids[0]},`) && /,'=1\+2\+3\+4\+5,key_\w+,$/.test(row))
+            rows.some(
+              (row) => row.startsWith(`${ids[0]},`) && /,'=1\+2\+3\+4\+5,key_\w+,,eyJ[\w.-]+$/.test(row)
+            )
           )
         })
     )

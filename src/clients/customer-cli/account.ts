@@ -8,6 +8,7 @@ import { alert, keys } from "./keys.ts"
 import { login } from "./login.ts"
 import { dim, human, printJson, table } from "./output.ts"
 import { NotSignedIn, session, UsageError, withKey } from "./session.ts"
+import { receiptsVerify } from "./verify.ts"
 import { receiptsExport, topup, webhooks } from "./webhooks.ts"
 
 const init = Command.make(
@@ -122,9 +123,9 @@ const receipts = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "The account's receipts, newest first (free); `svc receipts export` writes a range as a file."
+    "The account's receipts, newest first (free); `svc receipts export` writes a range as a file, `svc receipts verify` checks their signatures."
   ),
-  Command.withSubcommands([receiptsExport])
+  Command.withSubcommands([receiptsExport, receiptsVerify])
 )
 
 const recover = Command.make("recover", { email: Argument.String("email") }, ({ email }) =>

@@ -233,6 +233,17 @@ const apps = Command.make("apps", byAccount, ({ account }) =>
   printed((client) => client.apps({ accountId: account }))
 ).pipe(Command.withDescription("List an account's connected apps (OAuth clients), as GET /v1/apps does."))
 
+const rotateKey = Command.make("rotate-key", {}, () => printed((client) => client.rotateReceiptKey())).pipe(
+  Command.withDescription(
+    "Make a new receipt signing key; receipts are signed with it from now on, and the old public keys stay at /.well-known/jwks.json."
+  )
+)
+
+const receipts = Command.make("receipts").pipe(
+  Command.withDescription("Receipt signing keys."),
+  Command.withSubcommands([rotateKey])
+)
+
 const admin = Command.make("admin").pipe(
   Command.withDescription("Operator commands, sent to SVC_BASE_URL with SVC_ADMIN_TOKEN."),
   Command.withSubcommands([
@@ -248,7 +259,8 @@ const admin = Command.make("admin").pipe(
     outbox,
     purchases,
     renew,
-    apps
+    apps,
+    receipts
   ])
 )
 

@@ -18,3 +18,4 @@ export {
   withIdempotencyKey
 } from "./SvcClient.ts"
 export { KeyCapReached, type Usage, usageOf, type WithUsage } from "./usage.ts"
+export { type ReceiptRejection, type ReceiptVerification, verifyReceipt } from "./verifyReceipt.ts"

@@ -1,4 +1,4 @@
-import type { Receipt } from "../../metering/receipt.ts"
+import type { ReceiptSchema } from "../../contract/envelope.ts"
 
 /**
  * Receipts as CSV, for every surface that writes them (the dashboard's download, the export): one
@@ -32,10 +32,12 @@ export const csvHeader = [
   "refunded",
   "idempotency_key",
   "key_id",
-  "parent_key_id"
+  "parent_key_id",
+  "signature"
 ]
 
-export const csvRow = (receipt: Receipt, platform: string) =>
+/** A receipt's line; its `signature` (empty when unsigned) signs the receipt's JSON, not this line. */
+export const csvRow = (receipt: typeof ReceiptSchema.Type, platform: string) =>
   [
     receipt.id,
     receipt.created_at,
@@ -49,7 +51,8 @@ export const csvRow = (receipt: Receipt, platform: string) =>
     receipt.quoted - receipt.charged,
     receipt.idempotency_key,
     receipt.key_id,
-    receipt.parent_key_id ?? null
+    receipt.parent_key_id ?? null,
+    receipt.signature ?? null
   ]
     .map(csvCell)
     .join(",")

@@ -4,10 +4,12 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, links } from "../../config.ts"
 import { BaseApi, Caller, ClientIp, ServedApi } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
+import { ReceiptSchema } from "../../contract/envelope.ts"
 import { InvalidInput, NotFound } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
 import { Usage as UsageBody } from "../../contract/schemas.ts"
 import { freeTier, freeTierSentence } from "../../domain/plans.ts"
+import { ReceiptSigner } from "../../metering/ReceiptSigner.ts"
 import { Receipts } from "../../metering/Receipts.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { Usage } from "../../services/Usage.ts"
@@ -62,7 +64,10 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
 export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =>
   Effect.gen(function* () {
     const receipts = yield* Receipts
+    const signer = yield* ReceiptSigner
     const problems = yield* Problems
+    // Signed as the contract serves it (its schema's members), so the signature covers what is sent.
+    const served = Schema.encodeSync(ReceiptSchema)
     return handlers
       .handle("listReceipts", ({ query }) =>
         Effect.gen(function* () {
@@ -84,7 +89,7 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
           return {
-            receipts: page.map(({ createdAtMs: _, ...receipt }) => receipt),
+            receipts: yield* signer.signAll(page.map(({ createdAtMs: _, ...receipt }) => served(receipt))),
             cursor:
               rows.length > limit && last !== undefined
                 ? encodeReceiptCursor(last.createdAtMs, last.id)
@@ -98,9 +103,9 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
           const receipt = yield* Effect.orDie(
             receipts.get(account.id, params.id, { keyId: receiptKeyOf(key) ?? undefined })
           )
-          return (
-            receipt ?? problems.render(new NotFound({ message: `No receipt ${params.id} on this account.` }))
-          )
+          if (receipt === undefined)
+            return problems.render(new NotFound({ message: `No receipt ${params.id} on this account.` }))
+          return yield* signer.sign(served(receipt))
         })
       )
   })

@@ -20,6 +20,7 @@ import { DashboardRoutes } from "./dashboard/routes.ts"
 import { DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
+import { JwksRoute } from "./jwksRoute.ts"
 import {
   ClientLayer,
   InputProblemsLayer,
@@ -142,6 +143,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     // No fonts from the Scalar CDN: the page works offline and loads nothing from other hosts.
     docsLayer(api, { path: "/docs", scalar: { withDefaultFonts: false } }),
     AdminRpcRoutes,
+    JwksRoute,
     McpRoutes(operations),
     PageRoutes,
     DashboardRoutes(operations),

@@ -5,6 +5,7 @@ import { AppConfig } from "../../config.ts"
 import { dataQueryDecoder } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { type InvalidInput, isApiError } from "../../contract/errors.ts"
+import { prefersReceiptSignature, receiptSignaturePreference } from "../../contract/receiptSignature.ts"
 import {
   type CallInput,
   type CallOutcome,
@@ -12,6 +13,7 @@ import {
   meterDataCall,
   type RateState
 } from "../../metering/meterDataCall.ts"
+import { ReceiptSigner, signedAnswer } from "../../metering/ReceiptSigner.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
 import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
@@ -65,10 +67,16 @@ export const envelopeResponse = (outcome: CallOutcome, extra: Record<string, str
   })
 }
 
+/** What an answer whose receipt was signed on request says (RFC 7240). */
+const signatureApplied = { "preference-applied": receiptSignaturePreference }
+
 /** A metered answer on the wire: the envelope or the problem, with the usage headers. */
-const meteredResponse = (problems: Problems["Service"], metered: Metered<InvalidInput>) => {
+const meteredResponse = (problems: Problems["Service"], metered: Metered<InvalidInput>, signed: boolean) => {
   const { result, rate } = metered
-  if (result._tag === "Success") return envelopeResponse(result.success, usageHeaders(rate, result.success))
+  if (result._tag === "Success") {
+    const headers = usageHeaders(rate, result.success)
+    return envelopeResponse(result.success, signed ? { ...headers, ...signatureApplied } : headers)
+  }
   return HttpServerResponse.setHeaders(problems.render(result.failure), usageHeaders(rate, undefined))
 }
 
@@ -110,6 +118,7 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const problems = yield* Problems
       const bearers = yield* Bearers
       const { maxBodyBytes } = yield* AppConfig
+      const signed = signedAnswer(yield* ReceiptSigner)
       for (const operation of operations) {
         const input = restInput(operation)
         // hot path
@@ -117,9 +126,14 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
           if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
           const ip = bearers.clientIp(request)
+          // Signing only when asked: the default answer pays nothing for it.
+          const signing = prefersReceiptSignature(request.headers.prefer)
           return bearers.authenticateToCharge(bearerCredential(request.headers.authorization) ?? "").pipe(
-            Effect.flatMap((principal) => meterDataCall(operation, { ...principal, ip }, input(request))),
-            Effect.map((metered) => meteredResponse(problems, metered)),
+            Effect.flatMap((principal) => {
+              const metered = meterDataCall(operation, { ...principal, ip }, input(request))
+              return signing ? Effect.flatMap(metered, signed) : metered
+            }),
+            Effect.map((metered) => meteredResponse(problems, metered, signing)),
             Effect.catch((error) =>
               isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
             ),

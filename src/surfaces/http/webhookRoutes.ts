@@ -1,13 +1,15 @@
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { BaseApi } from "../../contract/api.ts"
+import { ReceiptSchema } from "../../contract/envelope.ts"
 import { type ApiError, InvalidInput } from "../../contract/errors.ts"
 import { Governing } from "../../contract/governance.ts"
 import type { Governor } from "../../domain/accounts.ts"
 import { managementTokenPattern } from "../../domain/secrets.ts"
 import { msPerDay } from "../../domain/time.ts"
+import { ReceiptSigner } from "../../metering/ReceiptSigner.ts"
 import { Receipts } from "../../metering/Receipts.ts"
 import type { Receipt } from "../../metering/receipt.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
@@ -90,6 +92,8 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const answer = answering(yield* Problems)
       const bearers = yield* Bearers
       const receipts = yield* Receipts
+      const signer = yield* ReceiptSigner
+      const served = Schema.encodeSync(ReceiptSchema)
       const { policy } = yield* AppConfig
       const platformOf = new Map(operations.map((operation) => [operation.id, operation.platform]))
 
@@ -112,12 +116,20 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
               keyId: receiptKeyOf(principal.key, keyId)
             }))
 
-      const lineOf = (format: "csv" | "jsonl") =>
-        format === "csv"
-          ? (receipt: Receipt & { readonly createdAtMs: number }) =>
-              `${csvRow(receipt, platformOf.get(receipt.operation) ?? "")}\r\n`
-          : ({ createdAtMs: _, ...receipt }: Receipt & { readonly createdAtMs: number }) =>
-              `${JSON.stringify(receipt)}\n`
+      /** A page of the range's receipts, each signed as GET /v1/receipts/{id} serves it, as lines. */
+      const linesOf =
+        (format: "csv" | "jsonl") => (rows: ReadonlyArray<Receipt & { readonly createdAtMs: number }>) =>
+          Effect.map(
+            signer.signAll(rows.map(({ createdAtMs: _, ...receipt }) => served(receipt))),
+            (signed) =>
+              signed
+                .map((receipt) =>
+                  format === "csv"
+                    ? `${csvRow(receipt, platformOf.get(receipt.operation) ?? "")}\r\n`
+                    : `${JSON.stringify(receipt)}\n`
+                )
+                .join("")
+          )
 
       return handlers.handle("exportReceipts", ({ query }) =>
         answer(
@@ -146,25 +158,25 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
               })
             yield* receipts.startExport(account.id)
             const format = query.format ?? "csv"
-            const line = lineOf(format)
+            const lines = linesOf(format)
             const to = toDay + msPerDay
             type After = { readonly createdAt: number; readonly id: string } | undefined
             // One page per pull: the next is read only once the response has taken this one.
             const pages = Stream.paginate(undefined as After, (after) =>
-              Effect.map(
+              Effect.flatMap(
                 keyId === null
                   ? Effect.succeed([])
                   : receipts.range(account.id, { from, to, after, limit: policy.exportPageRows, keyId }),
-                (rows) => {
-                  const last = rows[rows.length - 1]
-                  const text = rows.map(line).join("")
-                  return [
-                    text.length === 0 ? [] : [text],
-                    rows.length < policy.exportPageRows || last === undefined
-                      ? Option.none<After>()
-                      : Option.some<After>({ createdAt: last.createdAtMs, id: last.id })
-                  ] as const
-                }
+                (rows) =>
+                  Effect.map(lines(rows), (text) => {
+                    const last = rows[rows.length - 1]
+                    return [
+                      text.length === 0 ? [] : [text],
+                      rows.length < policy.exportPageRows || last === undefined
+                        ? Option.none<After>()
+                        : Option.some<After>({ createdAt: last.createdAtMs, id: last.id })
+                    ] as const
+                  })
               )
             )
             const body =

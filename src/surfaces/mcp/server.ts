@@ -6,6 +6,7 @@ import {
 } from "@modelcontextprotocol/server"
 import { type Context, Effect } from "effect"
 import type { McpMount } from "../../contract/mcpMounts.ts"
+import { receiptSignatureMetaKey } from "../../contract/receiptSignature.ts"
 import type { McpTool } from "./tools.ts"
 
 /** What authentication hands the per-request MCP server: how to run a tool call as the caller. */
@@ -38,7 +39,7 @@ const sessionOf = <R>(context: McpRequestContext): McpSession<R> => {
 }
 
 const instructions =
-  "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt; errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
+  "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt (signed when the call's `_meta` has `\"svc/receipt-signature\": true`; keys at /.well-known/jwks.json); errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
 
 /** The server's identity on a mount. */
 export const serverInfoOf = (mount: McpMount) => ({
@@ -67,7 +68,11 @@ export const mcpServerFactory =
           outputSchema: tool.outputSchema,
           annotations: tool.annotations
         },
-        (args, ctx) => session.run(tool.call(args), ctx.mcpReq.signal)
+        (args, ctx) =>
+          session.run(
+            tool.call(args, { signReceipt: ctx.mcpReq._meta?.[receiptSignatureMetaKey] === true }),
+            ctx.mcpReq.signal
+          )
       )
     }
     return server

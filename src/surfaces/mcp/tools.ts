@@ -6,6 +6,7 @@ import type { McpMount } from "../../contract/mcpMounts.ts"
 import { type Hosts, rehost, rehostJson } from "../../domain/identifiers/index.ts"
 import type { Platform } from "../../domain/plans.ts"
 import { type MeteringServices, meterDataCall } from "../../metering/meterDataCall.ts"
+import { ReceiptSigner, signedAnswer } from "../../metering/ReceiptSigner.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Ids } from "../../services/Ids.ts"
 import { Usage } from "../../services/Usage.ts"
@@ -23,7 +24,7 @@ import {
 } from "./toolSchemas.ts"
 
 /** What every data tool call needs besides the operations' own services. */
-export type ToolServices = Caller | Usage | MeteringServices
+export type ToolServices = Caller | Usage | MeteringServices | ReceiptSigner
 
 /** Data tools read; what they read comes from outside the service. */
 const dataAnnotations: ToolAnnotations = { readOnlyHint: true, openWorldHint: true }
@@ -37,7 +38,16 @@ export interface McpTool<R> {
   readonly outputSchema: StandardSchemaWithJSON
   readonly annotations: ToolAnnotations
   /** Never fails: metered failures and defects are error results. */
-  readonly call: (args: Record<string, unknown>) => Effect.Effect<CallToolResult, never, R>
+  readonly call: (
+    args: Record<string, unknown>,
+    options?: ToolCallOptions
+  ) => Effect.Effect<CallToolResult, never, R>
+}
+
+/** What a `tools/call` asks beyond its arguments, in its `_meta`. */
+export interface ToolCallOptions {
+  /** `_meta["svc/receipt-signature"]: true`: the envelope's receipt carries its signature. */
+  readonly signReceipt?: boolean
 }
 
 /**
@@ -54,18 +64,22 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
     annotations: dataAnnotations,
     // hot path
-    call: (args: Record<string, unknown>) =>
+    call: (args: Record<string, unknown>, options?: ToolCallOptions) =>
       settledResult(
-        Effect.flatMap(Caller, (caller) =>
-          Effect.flatMap(
-            meterDataCall(
-              operation,
-              caller,
-              Effect.suspend(() => decode(args))
-            ),
+        Effect.flatMap(Caller, (caller) => {
+          const metered = meterDataCall(
+            operation,
+            caller,
+            Effect.suspend(() => decode(args))
+          )
+          // Signing only when asked: the default call pays nothing for it.
+          return Effect.flatMap(
+            options?.signReceipt === true
+              ? Effect.flatMap(ReceiptSigner, (signer) => Effect.flatMap(metered, signedAnswer(signer)))
+              : metered,
             meteredResult
           )
-        )
+        })
       )
   }
 }
@@ -95,13 +109,13 @@ export const callingAsBearer = <R>(
   tool: McpTool<R>
 ): McpTool<Exclude<R, Caller> | McpBearer | AppConfig | Ids> => ({
   ...tool,
-  call: (args) =>
+  call: (args, options) =>
     Effect.flatMap(
       McpBearer,
       ({ caller }): Effect.Effect<CallToolResult, never, Exclude<R, Caller> | AppConfig | Ids> =>
         Result.isFailure(caller)
           ? toToolResult(Effect.fail(caller.failure))
-          : Effect.provideService(tool.call(args), Caller, caller.success)
+          : Effect.provideService(tool.call(args, options), Caller, caller.success)
     )
 })
 

@@ -107,6 +107,18 @@ export const RenewResult = Schema.Struct({
   balance_credits: Schema.Number
 })
 
+/** A receipt signing key rotation: the new current key, the one it replaced, and every published kid. */
+export const RotatedReceiptKey = Schema.Struct({
+  kid: Schema.String,
+  previous_kid: Schema.String,
+  published: Schema.Array(Schema.String)
+})
+
+/** The signing key is RECEIPT_SIGNING_KEY, which only the operator's configuration changes. */
+export class ReceiptKeyFixed extends Schema.TaggedError<ReceiptKeyFixed>()("ReceiptKeyFixed", {
+  message: Schema.String
+}) {}
+
 export class AccountNotFound extends Schema.TaggedError<AccountNotFound>()("AccountNotFound", {
   accountId: Schema.String
 }) {}
@@ -166,6 +178,10 @@ export class AdminRpcs extends RpcGroup.make(
   Rpc.make("purchases", { payload: { accountId: AccountId }, success: PurchasesReport, error: accountError }),
   Rpc.make("renew", { payload: { accountId: AccountId }, success: RenewResult, error: accountError }),
   Rpc.make("apps", { payload: { accountId: AccountId }, success: AppsReport, error: accountError }),
+  Rpc.make("rotateReceiptKey", {
+    success: RotatedReceiptKey,
+    error: Schema.Union([ReceiptKeyFixed, AdminStoreFailed])
+  }),
   // The simulated world's fault knobs (an HTTP provider has its own, at its /faults).
   Rpc.make("upstream", { payload: FaultsPatch, success: Faults })
 ).middleware(AdminAuth) {}

@@ -1,10 +1,11 @@
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
+import { ReceiptSigner } from "../../metering/ReceiptSigner.ts"
 import { OAuthServer } from "../../oauth/OAuthServer.ts"
 import { Admin } from "../../operator/Admin.ts"
 import type { OperatorSettings } from "../../services/Settings.ts"
 import { UpstreamFaults } from "../../upstream/Upstream.ts"
-import { AccountNotFound, AdminRpcs, AdminStoreFailed } from "./AdminRpc.ts"
+import { AccountNotFound, AdminRpcs, AdminStoreFailed, ReceiptKeyFixed } from "./AdminRpc.ts"
 
 /** A store failure is logged here and reaches the operator as AdminStoreFailed, without its details. */
 const storeFailed = (error: SqlError) =>
@@ -36,7 +37,13 @@ export const AdminHandlers = AdminRpcs.toLayer(
     const admin = yield* Admin
     const oauth = yield* OAuthServer
     const faults = yield* UpstreamFaults
+    const signer = yield* ReceiptSigner
     return AdminRpcs.of({
+      rotateReceiptKey: () =>
+        signer.rotate.pipe(
+          Effect.catchTag("SqlError", storeFailed),
+          Effect.catchTag("RotationRefused", ({ message }) => Effect.fail(new ReceiptKeyFixed({ message })))
+        ),
       upstream: (patch) => faults.set(patch),
       account: ({ accountId }) => admin.account(accountId).pipe(found(accountId)),
       credit: ({ accountId, credits, kind, reason }) =>

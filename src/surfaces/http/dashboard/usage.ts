@@ -1,7 +1,9 @@
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
+import { ReceiptSchema } from "../../../contract/envelope.ts"
 import { platforms } from "../../../domain/plans.ts"
 import { dayOf } from "../../../domain/time.ts"
+import { ReceiptSigner } from "../../../metering/ReceiptSigner.ts"
 import { type KeySpend, Receipts } from "../../../metering/Receipts.ts"
 import type { AnyOperation } from "../../../operations/Operation.ts"
 import { csvHeader, csvRow } from "../../common/receiptCsv.ts"
@@ -24,11 +26,17 @@ const receiptsPerPage = 25
 const maxScanned = 5_000
 const maxCsvRows = 10_000
 
-const receiptRow = (receipt: ListedReceipt) =>
-  html`<tr><td><code>${receipt.id}</code></td><td>${dateOf(receipt.created_at)}</td><td>${receipt.operation}</td><td><code>${receipt.key_id}</code>${receipt.parent_key_id === undefined ? "" : html` (child of <code>${receipt.parent_key_id}</code>)`}</td><td class="n">${receipt.charged}</td><td class="n">${receipt.funding.free_tier}/${receipt.funding.grant}/${receipt.funding.balance}</td></tr>`
+type ShownReceipt = typeof ReceiptSchema.Type
+
+const receiptRow = (receipt: ShownReceipt) =>
+  html`<tr><td><code>${receipt.id}</code></td><td>${dateOf(receipt.created_at)}</td><td>${receipt.operation}</td><td><code>${receipt.key_id}</code>${receipt.parent_key_id === undefined ? "" : html` (child of <code>${receipt.parent_key_id}</code>)`}</td><td class="n">${receipt.charged}</td><td class="n">${receipt.funding.free_tier}/${receipt.funding.grant}/${receipt.funding.balance}</td><td>${
+    receipt.signature === undefined
+      ? ""
+      : html`<details><summary>JWS</summary><code class="jws">${receipt.signature}</code></details>`
+  }</td></tr>`
 
 export interface ReceiptView {
-  readonly receipts: ReadonlyArray<ListedReceipt>
+  readonly receipts: ReadonlyArray<ShownReceipt>
   readonly next: string | undefined
   readonly operation: string | undefined
   readonly day: string | undefined
@@ -66,7 +74,7 @@ ${
           : "No receipt matches these filters. Choose another operation or day, or clear them."
       }</p>`
     : html`<table tabindex="0"><caption>Receipts, newest first</caption>
-<thead><tr><th scope="col">Receipt</th><th scope="col">When</th><th scope="col">Operation</th><th scope="col">Key</th><th scope="col">Credits</th><th scope="col">Free/grant/purchased</th></tr></thead>
+<thead><tr><th scope="col">Receipt</th><th scope="col">When</th><th scope="col">Operation</th><th scope="col">Key</th><th scope="col">Credits</th><th scope="col">Free/grant/purchased</th><th scope="col">Signature</th></tr></thead>
 <tbody>${view.receipts.map(receiptRow)}</tbody></table>`
 }
 <p>${view.paged ? html`<a href="${base}/usage?${filters.toString()}#receipts">Newest</a> · ` : ""}${
@@ -128,6 +136,11 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const guard = yield* dashboardGuard([])
       const reportFor = yield* usageReporter
       const services = yield* Effect.context<Receipts>()
+      const signer = yield* ReceiptSigner
+      // Each receipt signed as GET /v1/receipts/{id} serves it, verifiable with /.well-known/jwks.json.
+      const served = Schema.encodeSync(ReceiptSchema)
+      const signed = (receipts: ReadonlyArray<ListedReceipt>) =>
+        signer.signAll(receipts.map(({ createdAtMs: _, ...receipt }) => served(receipt)))
       const platformByOperation = new Map(operations.map((operation) => [operation.id, operation.platform]))
       const platformOf = (operation: string) => platformByOperation.get(operation) ?? "other"
       const operationIds = operations.map((operation) => operation.id).sort()
@@ -177,7 +190,13 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
                   spends,
                   chartPlatforms,
                   operationIds,
-                  { ...page, operation: filter.operation, day: filter.day, paged: before !== undefined },
+                  {
+                    ...page,
+                    receipts: yield* signed(page.receipts),
+                    operation: filter.operation,
+                    day: filter.day,
+                    paged: before !== undefined
+                  },
                   filter.error
                 )
               )
@@ -199,7 +218,7 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
               })
               const rows = [
                 csvHeader.join(","),
-                ...page.receipts.map((r) => csvRow(r, platformOf(r.operation)))
+                ...(yield* signed(page.receipts)).map((r) => csvRow(r, platformOf(r.operation)))
               ]
               return HttpServerResponse.text(`${rows.join("\r\n")}\r\n`, {
                 contentType: "text/csv; charset=utf-8",

@@ -62,6 +62,7 @@ form.inline{display:inline}
 .error{color:#8f1b12;background:#fff1f0;border-color:#f3b9b3}
 .note{color:var(--ok);background:#effaf1;border-color:#a9dcb3}
 .secret{display:block;word-break:break-all;font-size:1.05rem;padding:.65rem}
+.jws{display:block;word-break:break-all;font-size:.8em}
 .figures{display:grid;grid-template-columns:repeat(auto-fit,minmax(12rem,1fr));gap:.75rem;margin:0 0 var(--space)}
 .figure{border:1px solid var(--line);border-radius:var(--radius);padding:.85rem 1rem;background:#fff;box-shadow:0 1px 2px rgba(27,31,36,.06)}
 .figure strong{display:block;font-size:1.5rem;line-height:1.3;font-variant-numeric:tabular-nums}
