@@ -22,6 +22,7 @@ import { Checkout } from "./payments/Checkout.ts"
 import { paymentRailsLayer } from "./payments/rails.ts"
 import { Topups } from "./payments/Topups.ts"
 import { TopupWake } from "./payments/TopupWake.ts"
+import { X402, X402Facilitator } from "./payments/X402.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { AdminToken } from "./services/AdminToken.ts"
 import { Audit } from "./services/Audit.ts"
@@ -56,7 +57,10 @@ import { SecretBox } from "./webhooks/SecretBox.ts"
 import { Webhooks } from "./webhooks/Webhooks.ts"
 
 /** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
-export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
+export const servicesLayer = (
+  ids: Layer.Layer<Ids> = Ids.layer,
+  facilitator: Layer.Layer<X402Facilitator, never, AppConfig> = X402Facilitator.layer
+) =>
   Layer.mergeAll(
     Usage.layer,
     Problems.layer,
@@ -76,6 +80,7 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(Checkout.layer),
     Layer.provideMerge(Billing.layer),
     Layer.provideMerge(paymentRailsLayer),
+    Layer.provideMerge(X402.layer.pipe(Layer.provideMerge(facilitator))),
     Layer.provideMerge(Recovery.layer),
     Layer.provideMerge(SignIn.layer),
     Layer.provideMerge(ManagementTokens.layer),

@@ -4,6 +4,7 @@ import type { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { type ApiError, errorCatalog, Internal, InvalidInput, isApiError } from "../../contract/errors.ts"
 import { problemContext, toProblem } from "../../contract/problem.ts"
+import { encodeX402Header } from "../../payments/x402Wire.ts"
 import { Ids } from "../../services/Ids.ts"
 
 /** Renders errors as `application/problem+json` responses; the one place REST turns a failure into bytes. */
@@ -28,6 +29,9 @@ export class Problems extends Context.Service<
         const headers: Record<string, string> = {}
         if (body.retry_after_seconds !== undefined) headers["retry-after"] = String(body.retry_after_seconds)
         if (error._tag === "KeyRequired") headers["www-authenticate"] = 'Bearer realm="svc"'
+        // x402's header form of `offer.x402`: what an x402 client pays before it retries.
+        if (error._tag === "InsufficientCredits" && error.x402 !== undefined)
+          headers["payment-required"] = encodeX402Header(error.x402)
         return HttpServerResponse.jsonUnsafe(body, {
           status: errorCatalog[error.code].status,
           contentType: "application/problem+json",

@@ -1,0 +1,300 @@
+import { afterAll, assert, describe, layer } from "@effect/vitest"
+import { toClientEvmSigner } from "@x402/evm"
+import { ExactEvmScheme } from "@x402/evm/exact/client"
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch"
+import { Effect, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { type Account, createPublicClient, http } from "viem"
+import { foundry } from "viem/chains"
+import type { X402Config } from "../../src/config.ts"
+import { encodeX402Header } from "../../src/payments/x402Wire.ts"
+import { ipSequence } from "../support/accounts.ts"
+import { TestApp, testApp } from "../support/app.ts"
+import {
+  type Chain,
+  chainAvailable,
+  facilitatorPrivateKey,
+  network,
+  payer,
+  payTo,
+  poorPayer,
+  startChain,
+  tokenName,
+  tokenVersion
+} from "../support/chain.ts"
+import { storeName } from "../support/database.ts"
+import { testOperations } from "../support/testOperations.ts"
+
+/**
+ * The x402 rail end to end on a local chain: anvil, our EIP-3009 token, the library's facilitator
+ * in process, and the official client `@x402/fetch` paying with a viem account. Balances are read
+ * on-chain, not only from our rows.
+ */
+
+const available = chainAvailable()
+const chain: Chain | undefined = available ? await startChain() : undefined
+afterAll(() => chain?.stop())
+
+const x402Of = (token: string, facilitator: X402Config["facilitator"]): X402Config => ({
+  payTo,
+  network,
+  asset: token,
+  assetName: tokenName,
+  assetVersion: tokenVersion,
+  atomicPerCredit: 2000,
+  minCredits: 500,
+  facilitator
+})
+
+/** `@x402/fetch` for `account`, allowed to pay the test token; every request it sends is kept. */
+const payingFetch = (account: Account, token: string) => {
+  const sent: Array<Headers> = []
+  const recording: typeof fetch = (input, init) => {
+    const request = new Request(input, init)
+    sent.push(request.headers)
+    return fetch(request)
+  }
+  const publicClient = createPublicClient({ chain: foundry, transport: http(chain?.rpcUrl) })
+  const client = x402Client.fromConfig({
+    schemes: [
+      { network, client: new ExactEvmScheme(toClientEvmSigner(account as never, publicClient as never)) }
+    ],
+    spendControls: { allowedAssets: [{ network, asset: token }] }
+  })
+  return { pay: wrapFetchWithPayment(recording, client), sent }
+}
+
+const freshIp = ipSequence("10.64")
+
+const purchasesOf = (accountId: string) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{
+      rail: string
+      credits: number | string
+      payer: string
+      network: string
+      transaction_hash: string
+      amount_atomic: string
+    }>`SELECT rail, credits, payer, network, transaction_hash, amount_atomic FROM purchases WHERE account_id = ${accountId}`
+  }).pipe(Effect.orDie)
+
+const buy = (url: string, key: string, credits: number, headers: Record<string, string> = {}) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${url}/v1/credits/x402`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+      body: JSON.stringify({ credits })
+    })
+    return { status: response.status, headers: response.headers, body: (await response.json()) as any }
+  })
+
+describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${storeName})`, () => {
+  if (chain === undefined) return
+  const config = x402Of(chain.token, {
+    _tag: "InProcess",
+    rpcUrl: chain.rpcUrl,
+    privateKey: Redacted.make(facilitatorPrivateKey)
+  })
+  layer(testApp(testOperations, { x402: Option.some(config) }), {
+    timeout: 120_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect(
+      "unpaid: 402 with PAYMENT-REQUIRED; paid with @x402/fetch: settled on-chain, credited once, a replay credits nothing",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const { key, account_id } = yield* app.mint(freshIp())
+
+          const unpaid = yield* buy(app.url, key, 500)
+          assert.strictEqual(unpaid.status, 402, JSON.stringify(unpaid.body))
+          assert.strictEqual(unpaid.body.code, "INSUFFICIENT_CREDITS")
+          const required = JSON.parse(
+            Buffer.from(unpaid.headers.get("payment-required") ?? "", "base64").toString("utf8")
+          )
+          assert.strictEqual(required.x402Version, 2)
+          assert.strictEqual(required.resource.url, "http://svc.test/v1/credits/x402")
+          assert.deepStrictEqual(required.accepts, [
+            {
+              scheme: "exact",
+              network,
+              amount: "1000000",
+              asset: chain.token,
+              payTo,
+              maxTimeoutSeconds: 300,
+              extra: { name: tokenName, version: tokenVersion }
+            }
+          ])
+          assert.deepStrictEqual(unpaid.body.offer.x402, required)
+          assert.include(unpaid.body.offer.rails, "x402")
+
+          const payerBefore = yield* Effect.promise(() => chain.balanceOf(payer.address))
+          const payToBefore = yield* Effect.promise(() => chain.balanceOf(payTo))
+          const client = payingFetch(payer, chain.token)
+          const paid = yield* Effect.promise(async () => {
+            const response = await client.pay(`${app.url}/v1/credits/x402`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+              body: JSON.stringify({ credits: 500 })
+            })
+            return {
+              status: response.status,
+              headers: response.headers,
+              body: (await response.json()) as any
+            }
+          })
+          assert.strictEqual(paid.status, 200, JSON.stringify(paid.body))
+          assert.strictEqual(paid.body.credits_added, 500)
+          assert.strictEqual(paid.body.balance_credits, 500)
+          assert.strictEqual(paid.body.plan, "flex")
+          assert.match(paid.body.transaction, /^0x[0-9a-f]{64}$/)
+          const settlement = decodePaymentResponseHeader(paid.headers.get("payment-response") ?? "")
+          assert.isTrue(settlement.success)
+          assert.strictEqual(settlement.transaction, paid.body.transaction)
+          assert.strictEqual(settlement.network, network)
+
+          // On-chain: the payer paid exactly 500 credits' worth, the payee got it, in that transaction.
+          assert.strictEqual(
+            yield* Effect.promise(() => chain.balanceOf(payer.address)),
+            payerBefore - 1_000_000n
+          )
+          assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payTo)), payToBefore + 1_000_000n)
+          const transfers = yield* Effect.promise(() => chain.transfersFrom(payer.address))
+          assert.deepInclude(transfers, { to: payTo, value: 1_000_000n, transaction: paid.body.transaction })
+
+          const rows = yield* purchasesOf(account_id)
+          assert.strictEqual(rows.length, 1)
+          assert.strictEqual(rows[0]!.rail, "x402")
+          assert.strictEqual(Number(rows[0]!.credits), 500)
+          assert.strictEqual(rows[0]!.payer, payer.address.toLowerCase())
+          assert.strictEqual(rows[0]!.network, network)
+          assert.strictEqual(rows[0]!.transaction_hash, paid.body.transaction)
+          assert.strictEqual(rows[0]!.amount_atomic, "1000000")
+
+          // The same PAYMENT-SIGNATURE again, to this account or another: refused, nothing credited.
+          const signature = client.sent
+            .map((headers) => headers.get("payment-signature"))
+            .find((h) => h !== null)
+          assert.isDefined(signature)
+          const other = yield* app.mint(freshIp())
+          for (const buyer of [key, other.key]) {
+            const replayed: { status: number; headers: Headers; body: any } = yield* buy(
+              app.url,
+              buyer,
+              500,
+              { "payment-signature": signature! }
+            )
+            assert.strictEqual(replayed.status, 402, JSON.stringify(replayed.body))
+            assert.strictEqual(replayed.body.code, "INSUFFICIENT_CREDITS")
+            assert.strictEqual(replayed.body.reason, "authorization_already_used")
+            assert.isNotNull(replayed.headers.get("payment-required"))
+          }
+          assert.strictEqual((yield* purchasesOf(account_id)).length, 1)
+          assert.strictEqual((yield* purchasesOf(other.account_id)).length, 0)
+          assert.strictEqual(
+            yield* Effect.promise(() => chain.balanceOf(payer.address)),
+            payerBefore - 1_000_000n
+          )
+
+          // The same signature for another number of credits: the amount does not match.
+          const wrongAmount = yield* buy(app.url, key, 600, { "payment-signature": signature! })
+          assert.strictEqual(wrongAmount.status, 402)
+          assert.strictEqual(wrongAmount.body.reason, "invalid_amount")
+        })
+    )
+
+    it.effect(
+      "a payer without the funds, a foreign payee, a malformed header: refused, nothing credited",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const { key, account_id } = yield* app.mint(freshIp())
+          const poor = payingFetch(poorPayer, chain.token)
+          const refused = yield* Effect.promise(async () => {
+            const response = await poor.pay(`${app.url}/v1/credits/x402`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+              body: JSON.stringify({ credits: 500 })
+            })
+            return { status: response.status, body: (await response.json()) as any }
+          })
+          assert.strictEqual(refused.status, 402, JSON.stringify(refused.body))
+          assert.strictEqual(refused.body.code, "INSUFFICIENT_CREDITS")
+          assert.match(refused.body.reason, /balance|funds/i)
+
+          // A payment signed for someone else's payee.
+          const required = {
+            x402Version: 2,
+            resource: { url: `${app.url}/v1/credits/x402` },
+            accepts: [
+              {
+                scheme: "exact",
+                network,
+                amount: "1000000",
+                asset: chain.token,
+                payTo: poorPayer.address,
+                maxTimeoutSeconds: 300,
+                extra: { name: tokenName, version: tokenVersion }
+              }
+            ]
+          }
+          const publicClient = createPublicClient({ chain: foundry, transport: http(chain.rpcUrl) })
+          const client = x402Client.fromConfig({
+            schemes: [
+              {
+                network,
+                client: new ExactEvmScheme(toClientEvmSigner(payer as never, publicClient as never))
+              }
+            ],
+            spendControls: { allowedAssets: [{ network, asset: chain.token }] }
+          })
+          const foreign = yield* Effect.promise(() => client.createPaymentPayload(required as never))
+          const wrongPayee = yield* buy(app.url, key, 500, { "payment-signature": encodeX402Header(foreign) })
+          assert.strictEqual(wrongPayee.status, 402)
+          assert.strictEqual(wrongPayee.body.reason, "requirements_mismatch")
+
+          const malformed = yield* buy(app.url, key, 500, { "payment-signature": "not-a-payment" })
+          assert.strictEqual(malformed.status, 400)
+          assert.strictEqual(malformed.body.code, "INVALID_INPUT")
+          assert.strictEqual(malformed.body.param, "PAYMENT-SIGNATURE")
+
+          const tooFew = yield* buy(app.url, key, 499)
+          assert.strictEqual(tooFew.status, 400)
+          assert.strictEqual(tooFew.body.param, "credits")
+          assert.strictEqual((yield* purchasesOf(account_id)).length, 0)
+        })
+    )
+  })
+})
+
+describe.skipIf(!available)(`x402: a facilitator that does not answer (${storeName})`, () => {
+  if (chain === undefined) return
+  // A facilitator over HTTP at a closed port of this machine: never the library's public default.
+  const config = x402Of(chain.token, { _tag: "Remote", url: "http://127.0.0.1:9/facilitator" })
+  layer(testApp(testOperations, { x402: Option.some(config) }), {
+    timeout: 120_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect("UPSTREAM_UNAVAILABLE, nothing credited, nothing moved on-chain", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key, account_id } = yield* app.mint(freshIp())
+        const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
+        const client = payingFetch(payer, chain.token)
+        const down = yield* Effect.promise(async () => {
+          const response = await client.pay(`${app.url}/v1/credits/x402`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: JSON.stringify({ credits: 500 })
+          })
+          return { status: response.status, body: (await response.json()) as any }
+        })
+        assert.strictEqual(down.status, 502, JSON.stringify(down.body))
+        assert.strictEqual(down.body.code, "UPSTREAM_UNAVAILABLE")
+        assert.strictEqual((yield* purchasesOf(account_id)).length, 0)
+        assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before)
+      })
+    )
+  })
+})
