@@ -141,6 +141,22 @@ const refusedHere = (reason: string, message: string, credits: number, available
     reason
   })
 
+/** The same refusal carrying `x402` (`offer.x402` and `PAYMENT-REQUIRED`). */
+export const withPayment = (failure: InsufficientCredits, x402: X402PaymentRequired | undefined) =>
+  new InsufficientCredits({
+    message: failure.message,
+    account: failure.account,
+    doc_url: failure.doc_url,
+    upgrade_url: failure.upgrade_url,
+    offer: failure.offer,
+    credits_required: failure.credits_required,
+    credits_available: failure.credits_available,
+    limit: failure.limit,
+    cap_resets_at: failure.cap_resets_at,
+    reason: failure.reason,
+    x402
+  })
+
 const decodeAccount = Row.decoder(
   Schema.Struct({ balance_credits: Row.Int, grant_credits: Row.Int, plan: Schema.String }),
   "accounts (x402)"
@@ -172,6 +188,12 @@ export class X402 extends Context.Service<
       readonly header: string
       readonly credits: number | undefined
     }) => Effect.Effect<X402Paid, InvalidInput | InsufficientCredits | UpstreamUnavailable | SqlError>
+    /**
+     * A call's INSUFFICIENT_CREDITS with the x402 payment that buys what it lacks (max(shortfall,
+     * `X402_MIN_CREDITS`) credits at `resource`), where the rail is offered; a key cap's, which
+     * paying does not lift, as it is.
+     */
+    readonly offerOn: (failure: InsufficientCredits, resource: string) => InsufficientCredits
     /** The account's balance and plan, as the explicit purchase answers them. */
     readonly standing: (
       accountId: string
@@ -385,7 +407,13 @@ export class X402 extends Context.Service<
         } satisfies X402Paid
       })
 
-      return X402.of({ config: offered, required, pay, standing })
+      const offerOn = (failure: InsufficientCredits, resource: string) => {
+        if (Option.isNone(offered) || failure.limit === "key_cap" || failure.x402 !== undefined)
+          return failure
+        return withPayment(failure, required(failure.credits_required - failure.credits_available, resource))
+      }
+
+      return X402.of({ config: offered, required, pay, offerOn, standing })
     })
   )
 }

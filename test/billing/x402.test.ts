@@ -8,7 +8,7 @@ import { type Account, createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
 import type { X402Config } from "../../src/config.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
-import { ipSequence } from "../support/accounts.ts"
+import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import {
   type Chain,
@@ -201,6 +201,84 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
           const wrongAmount = yield* buy(app.url, key, 600, { "payment-signature": signature! })
           assert.strictEqual(wrongAmount.status, 402)
           assert.strictEqual(wrongAmount.body.reason, "invalid_amount")
+        })
+    )
+
+    it.effect(
+      "inline: INSUFFICIENT_CREDITS carries PAYMENT-REQUIRED; @x402/fetch pays in the retry with the same Idempotency-Key, charged once",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const { key, account_id, ip } = yield* paidKey(freshIp(), 0)
+          const path = "/v1/profnet/test-echo?value=inline&cost=7"
+          const idempotencyKey = `x402-inline-${account_id}`
+          const refused = yield* app.call(path, { key, ip, idempotencyKey })
+          assert.strictEqual(refused.status, 402, refused.text)
+          assert.strictEqual(refused.body.code, "INSUFFICIENT_CREDITS")
+          const required = JSON.parse(
+            Buffer.from(refused.headers.get("payment-required") ?? "", "base64").toString("utf8")
+          )
+          assert.strictEqual(required.resource.url, `http://svc.test${path}`)
+          // The shortfall is 7 credits: the payment is the rail's minimum, 500 credits.
+          assert.strictEqual(required.accepts[0].amount, "1000000")
+          assert.deepStrictEqual(refused.body.offer.x402, required)
+          assert.strictEqual(refused.body.offer.resume.action, "retry_same_idempotency_key")
+
+          const payerBefore = yield* Effect.promise(() => chain.balanceOf(payer.address))
+          const payToBefore = yield* Effect.promise(() => chain.balanceOf(payTo))
+          const client = payingFetch(payer, chain.token)
+          const headers = {
+            authorization: `Bearer ${key}`,
+            "x-forwarded-for": ip,
+            "idempotency-key": idempotencyKey
+          }
+          const paid = yield* Effect.promise(async () => {
+            const response = await client.pay(`${app.url}${path}`, { headers })
+            return {
+              status: response.status,
+              headers: response.headers,
+              body: (await response.json()) as any
+            }
+          })
+          assert.strictEqual(paid.status, 200, JSON.stringify(paid.body))
+          assert.strictEqual(paid.headers.get("x-credits-charged"), "7")
+          assert.strictEqual(paid.headers.get("credits-remaining"), "493")
+          const settlement = decodePaymentResponseHeader(paid.headers.get("payment-response") ?? "")
+          assert.isTrue(settlement.success)
+          assert.strictEqual(
+            yield* Effect.promise(() => chain.balanceOf(payer.address)),
+            payerBefore - 1_000_000n
+          )
+          assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payTo)), payToBefore + 1_000_000n)
+          const rows = yield* purchasesOf(account_id)
+          assert.strictEqual(rows.length, 1)
+          assert.strictEqual(rows[0]!.transaction_hash, settlement.transaction)
+
+          // The paid retry sent again (the same signature and key): the stored answer, nothing paid or charged again.
+          const signature = client.sent.map((sent) => sent.get("payment-signature")).find((h) => h !== null)
+          assert.isDefined(signature)
+          const again = yield* app.call(path, {
+            key,
+            ip,
+            idempotencyKey,
+            headers: { "payment-signature": signature! }
+          })
+          assert.strictEqual(again.status, 200, again.text)
+          assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
+          assert.strictEqual(again.headers.get("x-credits-charged"), "0")
+          assert.strictEqual((yield* purchasesOf(account_id)).length, 1)
+          const balance = yield* Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            const [row] = yield* sql<{
+              balance_credits: number | string
+            }>`SELECT balance_credits FROM accounts WHERE id = ${account_id}`
+            return Number(row?.balance_credits)
+          }).pipe(Effect.orDie)
+          assert.strictEqual(balance, 493)
+          assert.strictEqual(
+            yield* Effect.promise(() => chain.balanceOf(payer.address)),
+            payerBefore - 1_000_000n
+          )
         })
     )
 

@@ -12,7 +12,7 @@ import {
 } from "../../contract/errors.ts"
 import { managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
 import { Checkout, type CheckoutStarter } from "../../payments/Checkout.ts"
-import { X402 } from "../../payments/X402.ts"
+import { withPayment, X402 } from "../../payments/X402.ts"
 import { encodeX402Header } from "../../payments/x402Wire.ts"
 import { Bearers, selectAccount } from "../common/bearers.ts"
 import { Problems } from "../common/problems.ts"
@@ -91,19 +91,13 @@ export const BillingRoutes = HttpApiBuilder.group(BaseApi, "billing", (handlers)
                 x402: required
               })
             }
-            const paid = yield* x402.pay({ accountId, header, credits: payload.credits }).pipe(
-              Effect.catchTag("InsufficientCredits", (refused) =>
-                Effect.fail(
-                  new InsufficientCredits({
-                    message: refused.message,
-                    credits_required: refused.credits_required,
-                    credits_available: refused.credits_available,
-                    reason: refused.reason,
-                    x402: required
-                  })
+            const paid = yield* x402
+              .pay({ accountId, header, credits: payload.credits })
+              .pipe(
+                Effect.catchTag("InsufficientCredits", (refused) =>
+                  Effect.fail(withPayment(refused, required))
                 )
               )
-            )
             const standing = yield* x402.standing(accountId)
             return HttpServerResponse.jsonUnsafe(
               {

@@ -1,10 +1,10 @@
-import { Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { dataQueryDecoder, IdempotencyHeaders } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
-import { type InvalidInput, isApiError } from "../../contract/errors.ts"
+import { type InsufficientCredits, type InvalidInput, isApiError } from "../../contract/errors.ts"
 import {
   type CallInput,
   type CallOutcome,
@@ -13,11 +13,13 @@ import {
   type RateState
 } from "../../metering/meterDataCall.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
-import { Bearers } from "../common/bearers.ts"
+import { X402 } from "../../payments/X402.ts"
+import { Bearers, type Principal } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 import { noStore } from "./middleware.ts"
 import { parseQuery } from "./queryString.ts"
+import { payThenCall } from "./x402Inline.ts"
 
 /**
  * The usage headers of every metered answer: the plan's rate limit and what is left of it
@@ -64,11 +66,26 @@ export const envelopeResponse = (outcome: CallOutcome, extra: Record<string, str
   })
 }
 
-/** A metered answer on the wire: the envelope or the problem, with the usage headers. */
-const meteredResponse = (problems: Problems["Service"], metered: Metered<InvalidInput>) => {
+/**
+ * A metered answer on the wire: the envelope or the problem, with the usage headers. An
+ * INSUFFICIENT_CREDITS carries the x402 payment that buys what is missing where the rail is
+ * offered (`priced`, for the request's URL).
+ */
+const meteredResponse = (
+  problems: Problems["Service"],
+  metered: Metered<InvalidInput>,
+  request: HttpServerRequest.HttpServerRequest,
+  priced:
+    | ((failure: InsufficientCredits, request: HttpServerRequest.HttpServerRequest) => InsufficientCredits)
+    | undefined
+) => {
   const { result, rate } = metered
   if (result._tag === "Success") return envelopeResponse(result.success, usageHeaders(rate, result.success))
-  return HttpServerResponse.setHeaders(problems.render(result.failure), usageHeaders(rate, undefined))
+  const failure =
+    priced !== undefined && result.failure._tag === "InsufficientCredits"
+      ? priced(result.failure, request)
+      : result.failure
+  return HttpServerResponse.setHeaders(problems.render(failure), usageHeaders(rate, undefined))
 }
 
 /**
@@ -124,7 +141,15 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
     Effect.gen(function* () {
       const problems = yield* Problems
       const bearers = yield* Bearers
-      const { maxBodyBytes } = yield* AppConfig
+      const x402 = yield* X402
+      const { maxBodyBytes, baseUrl } = yield* AppConfig
+      // The request's URL as x402's `resource` names it.
+      const resourceOf = (request: HttpServerRequest.HttpServerRequest) => `${baseUrl}${request.url}`
+      const priced = Option.isSome(x402.config)
+        ? (failure: InsufficientCredits, request: HttpServerRequest.HttpServerRequest) =>
+            x402.offerOn(failure, resourceOf(request))
+        : undefined
+      const payThen = payThenCall(x402, bearers)
       for (const operation of operations) {
         const input = restInput(operation)
         // hot path
@@ -132,9 +157,18 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
           if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
           const ip = bearers.clientIp(request)
-          return bearers.authenticateToCharge(bearerCredential(request.headers.authorization)).pipe(
-            Effect.flatMap((principal) => meterDataCall(operation, { ...principal, ip }, input(request))),
-            Effect.map((metered) => meteredResponse(problems, metered)),
+          const credential = bearerCredential(request.headers.authorization)
+          const payment = request.headers["payment-signature"]
+          const call = (principal: Principal) =>
+            Effect.map(meterDataCall(operation, { ...principal, ip }, input(request)), (metered) =>
+              meteredResponse(problems, metered, request, priced)
+            )
+          // Only a retry carrying an x402 payment takes the payment step, before the call is metered.
+          return (
+            payment === undefined || priced === undefined
+              ? Effect.flatMap(bearers.authenticateToCharge(credential), call)
+              : payThen(credential, payment, resourceOf(request), call)
+          ).pipe(
             Effect.catch((error) =>
               isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
             ),
