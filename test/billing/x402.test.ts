@@ -23,6 +23,7 @@ import {
   tokenVersion
 } from "../support/chain.ts"
 import { storeName } from "../support/database.ts"
+import { scrapeMetrics, seriesValue } from "../support/metrics.ts"
 import { testOperations } from "../support/testOperations.ts"
 
 /**
@@ -172,6 +173,17 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
           assert.strictEqual(rows[0]!.transaction_hash, paid.body.transaction)
           assert.strictEqual(rows[0]!.amount_atomic, "1000000")
 
+          // The audit log and the metric show it.
+          const audited = yield* Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            return yield* sql<{
+              action: string
+            }>`SELECT action FROM audit_events WHERE account_id = ${account_id} AND action = 'credits.purchased'`
+          }).pipe(Effect.orDie)
+          assert.strictEqual(audited.length, 1)
+          const metrics = yield* scrapeMetrics
+          assert.isAtLeast(seriesValue(metrics, 'svc_x402_settlements_total{outcome="settled"}'), 1)
+
           // The same PAYMENT-SIGNATURE again, to this account or another: refused, nothing credited.
           const signature = client.sent
             .map((headers) => headers.get("payment-signature"))
@@ -196,6 +208,19 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
             yield* Effect.promise(() => chain.balanceOf(payer.address)),
             payerBefore - 1_000_000n
           )
+
+          assert.isAtLeast(
+            seriesValue(yield* scrapeMetrics, 'svc_x402_settlements_total{outcome="replayed"}'),
+            2
+          )
+
+          // A trial key whose free budget is spent is told of the rail too.
+          const capped = yield* app.call("/v1/profnet/test-echo?value=x&limit=11", {
+            key: other.key,
+            ip: freshIp()
+          })
+          assert.strictEqual(capped.body.code, "TRIAL_CAP_EXCEEDED")
+          assert.include(capped.body.offer.rails, "x402")
 
           // The same signature for another number of credits: the amount does not match.
           const wrongAmount = yield* buy(app.url, key, 600, { "payment-signature": signature! })
