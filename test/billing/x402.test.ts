@@ -8,6 +8,7 @@ import { type Account, createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
 import type { X402Config } from "../../src/config.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
+import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import {
@@ -305,6 +306,52 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
             payerBefore - 1_000_000n
           )
         })
+    )
+
+    it.effect(
+      "MCP: the error result carries PaymentRequired; _meta x402/payment pays, the result carries x402/payment-response",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          for (const mode of modes) {
+            const { key, account_id, ip } = yield* paidKey(freshIp(), 0)
+            const mcp = yield* connect(`${app.url}/mcp`, { key, ip }, mode)
+            const args = { value: "mcp", cost: 9, idempotency_key: `x402-mcp-${account_id}` }
+            const refused = yield* callTool(mcp, "testEcho", args)
+            assert.isTrue(refused.isError, mode.name)
+            assert.strictEqual(refused.problem.code, "INSUFFICIENT_CREDITS")
+            assert.strictEqual(refused.structured.x402Version, 2)
+            assert.strictEqual(refused.structured.resource.url, "http://svc.test/mcp")
+            assert.strictEqual(refused.structured.accepts[0].amount, "1000000")
+            const payerBefore = yield* Effect.promise(() => chain.balanceOf(payer.address))
+            const publicClient = createPublicClient({ chain: foundry, transport: http(chain.rpcUrl) })
+            const client = x402Client.fromConfig({
+              schemes: [
+                {
+                  network,
+                  client: new ExactEvmScheme(toClientEvmSigner(payer as never, publicClient as never))
+                }
+              ],
+              spendControls: { allowedAssets: [{ network, asset: chain.token }] }
+            })
+            const payment = yield* Effect.promise(() => client.createPaymentPayload(refused.structured))
+            const paid = yield* Effect.promise(() =>
+              mcp.callTool({ name: "testEcho", arguments: args, _meta: { "x402/payment": payment } })
+            )
+            assert.notStrictEqual(paid.isError, true, JSON.stringify(paid.content))
+            const settlement = (paid._meta as any)?.["x402/payment-response"]
+            assert.isTrue(settlement?.success, JSON.stringify(paid._meta))
+            assert.strictEqual((paid._meta as any)["svc/usage"].credits_charged, 9)
+            assert.strictEqual((paid._meta as any)["svc/usage"].credits_remaining, 491)
+            assert.strictEqual(
+              yield* Effect.promise(() => chain.balanceOf(payer.address)),
+              payerBefore - 1_000_000n
+            )
+            const rows = yield* purchasesOf(account_id)
+            assert.strictEqual(rows.length, 1)
+            assert.strictEqual(rows[0]!.transaction_hash, settlement.transaction)
+          }
+        }).pipe(Effect.scoped)
     )
 
     it.effect(

@@ -67,7 +67,7 @@ export const mcpServerFactory =
           outputSchema: tool.outputSchema,
           annotations: tool.annotations
         },
-        (args, ctx) => session.run(tool.call(args), ctx.mcpReq.signal)
+        (args, ctx) => session.run(tool.call(args, ctx.mcpReq._meta), ctx.mcpReq.signal)
       )
     }
     return server

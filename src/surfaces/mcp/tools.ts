@@ -21,6 +21,7 @@ import {
   toolOutputJsonSchema,
   usageOutputJsonSchema
 } from "./toolSchemas.ts"
+import { payingToolCall, paymentMetaKey } from "./x402.ts"
 
 /** What every data tool call needs besides the operations' own services. */
 export type ToolServices = Caller | Usage | MeteringServices
@@ -37,7 +38,11 @@ export interface McpTool<R> {
   readonly outputSchema: StandardSchemaWithJSON
   readonly annotations: ToolAnnotations
   /** Never fails: metered failures and defects are error results. */
-  readonly call: (args: Record<string, unknown>) => Effect.Effect<CallToolResult, never, R>
+  readonly call: (
+    args: Record<string, unknown>,
+    /** The request's `_meta` (x402's MCP transport pays with `_meta["x402/payment"]`). */
+    meta?: Readonly<Record<string, unknown>> | undefined
+  ) => Effect.Effect<CallToolResult, never, R>
 }
 
 /**
@@ -54,8 +59,8 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
     annotations: dataAnnotations,
     // hot path
-    call: (args: Record<string, unknown>) =>
-      settledResult(
+    call: (args: Record<string, unknown>, meta?: Readonly<Record<string, unknown>>) => {
+      const run = settledResult(
         Effect.flatMap(Caller, (caller) =>
           Effect.flatMap(
             meterDataCall(
@@ -67,6 +72,12 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
           )
         )
       )
+      // Only a call carrying an x402 payment takes the payment step, before the call is metered.
+      const payment = meta?.[paymentMetaKey]
+      return payment === undefined
+        ? run
+        : payingToolCall(payment, run, (refused) => settledResult(Effect.fail(refused)))
+    }
   }
 }
 
@@ -95,13 +106,13 @@ export const callingAsBearer = <R>(
   tool: McpTool<R>
 ): McpTool<Exclude<R, Caller> | McpBearer | AppConfig | Ids> => ({
   ...tool,
-  call: (args) =>
+  call: (args, meta) =>
     Effect.flatMap(
       McpBearer,
       ({ caller }): Effect.Effect<CallToolResult, never, Exclude<R, Caller> | AppConfig | Ids> =>
         Result.isFailure(caller)
           ? toToolResult(Effect.fail(caller.failure))
-          : Effect.provideService(tool.call(args), Caller, caller.success)
+          : Effect.provideService(tool.call(args, meta), Caller, caller.success)
     )
 })
 
