@@ -7,6 +7,7 @@ import { SqlClient } from "effect/sql"
 import { type Account, createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
 import type { X402Config } from "../../src/config.ts"
+import { Admin } from "../../src/operator/Admin.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
@@ -173,6 +174,17 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
           assert.strictEqual(rows[0]!.network, network)
           assert.strictEqual(rows[0]!.transaction_hash, paid.body.transaction)
           assert.strictEqual(rows[0]!.amount_atomic, "1000000")
+
+          // The operator's purchases (and the portal, which reads the same history) name the payer,
+          // the network and the transaction.
+          const report = yield* (yield* Admin).purchases(account_id).pipe(Effect.orDie)
+          assert.deepInclude(report?.purchases[0], {
+            rail: "x402",
+            credits: 500,
+            payer: payer.address.toLowerCase(),
+            network,
+            transaction_hash: paid.body.transaction
+          })
 
           // The audit log and the metric show it.
           const audited = yield* Effect.gen(function* () {
