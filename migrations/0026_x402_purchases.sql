@@ -10,3 +10,14 @@ ALTER TABLE purchases ADD COLUMN network text;
 ALTER TABLE purchases ADD COLUMN asset text;
 ALTER TABLE purchases ADD COLUMN amount_atomic text;
 ALTER TABLE purchases ADD COLUMN transaction_hash text;
+
+-- An x402 payment between its settlement and its credit: written before the facilitator is asked
+-- to settle, deleted once the purchase is credited or the settlement definitely failed. A row left
+-- behind (a crash, a facilitator that timed out after broadcasting) is settled business the next
+-- attempt with the same authorization finds on-chain and credits, once, under `payment_ref`.
+CREATE TABLE x402_settlements (
+  payment_ref text PRIMARY KEY,
+  account_id text NOT NULL,
+  credits bigint NOT NULL,
+  created_at bigint NOT NULL
+);

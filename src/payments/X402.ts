@@ -1,5 +1,5 @@
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types"
-import { Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig, type X402Config } from "../config.ts"
@@ -31,6 +31,16 @@ export class X402Facilitator extends Context.Service<
       payload: PaymentPayload,
       requirements: PaymentRequirements
     ) => Effect.Effect<SettleResponse, FacilitatorUnavailable>
+    /**
+     * The transaction that used an EIP-3009 authorization on-chain (its `AuthorizationUsed` event),
+     * if one did: how a settlement whose answer was lost (a crash, a timeout) is found again.
+     * Undefined also where the facilitator cannot read the chain (one over HTTP).
+     */
+    readonly usedBy: (authorization: {
+      readonly asset: string
+      readonly from: string
+      readonly nonce: string
+    }) => Effect.Effect<string | undefined, FacilitatorUnavailable>
   }
 >()("payments/X402Facilitator") {
   /**
@@ -44,18 +54,22 @@ export class X402Facilitator extends Context.Service<
       if (Option.isNone(x402))
         return X402Facilitator.of({
           verify: () => Effect.fail(new FacilitatorUnavailable({ message: "the x402 rail is not offered" })),
-          settle: () => Effect.fail(new FacilitatorUnavailable({ message: "the x402 rail is not offered" }))
+          settle: () => Effect.fail(new FacilitatorUnavailable({ message: "the x402 rail is not offered" })),
+          usedBy: () => Effect.succeed(undefined)
         })
       const config = x402.value
-      const client = yield* config.facilitator._tag === "InProcess"
+      const { client, usedBy } = yield* config.facilitator._tag === "InProcess"
         ? inProcessFacilitator(config, config.facilitator)
         : Effect.promise(async () => {
             const { HTTPFacilitatorClient } = await import("@x402/core/http")
             // Always our URL: the library's default is a public facilitator.
-            return new HTTPFacilitatorClient({
-              url: (config.facilitator as { url: string }).url,
-              timeoutMs: 30_000
-            })
+            return {
+              client: new HTTPFacilitatorClient({
+                url: (config.facilitator as { url: string }).url,
+                timeoutMs: 30_000
+              }),
+              usedBy: undefined
+            }
           })
       const hide =
         config.facilitator._tag === "InProcess"
@@ -75,7 +89,9 @@ export class X402Facilitator extends Context.Service<
         })
       return X402Facilitator.of({
         verify: (payload, requirements) => call("verify", () => client.verify(payload, requirements)),
-        settle: (payload, requirements) => call("settle", () => client.settle(payload, requirements))
+        settle: (payload, requirements) => call("settle", () => client.settle(payload, requirements)),
+        usedBy: (authorization) =>
+          usedBy === undefined ? Effect.succeed(undefined) : call("settle", () => usedBy(authorization))
       })
     })
   )
@@ -118,7 +134,34 @@ const inProcessFacilitator = (
       .createWalletClient({ account, chain, transport: viem.http(facilitator.rpcUrl, { retryCount: 1 }) })
       .extend(viem.publicActions)
     const signer = toFacilitatorEvmSigner({ ...(wallet as any), address: account.address })
-    return new x402Facilitator().register(config.network as `${string}:${string}`, new ExactEvmScheme(signer))
+    const authorizationUsed = viem.parseAbiItem(
+      "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)"
+    )
+    return {
+      client: new x402Facilitator().register(
+        config.network as `${string}:${string}`,
+        new ExactEvmScheme(signer)
+      ),
+      usedBy: async (authorization: {
+        readonly asset: string
+        readonly from: string
+        readonly nonce: string
+      }) => {
+        // An authorization is valid for minutes (maxTimeoutSeconds): its use is among the recent blocks.
+        const latest = await wallet.getBlockNumber()
+        const logs = await wallet.getLogs({
+          address: authorization.asset as `0x${string}`,
+          event: authorizationUsed,
+          args: {
+            authorizer: authorization.from as `0x${string}`,
+            nonce: authorization.nonce as `0x${string}`
+          },
+          fromBlock: latest > 5000n ? latest - 5000n : 0n,
+          toBlock: latest
+        })
+        return logs[0]?.transactionHash ?? undefined
+      }
+    }
   })
 
 /** What a settled payment bought. */
@@ -340,50 +383,35 @@ export class X402 extends Context.Service<
               )
             })
           )
-        const verified = yield* facilitator
-          .verify(libraryPayload, requirements)
-          .pipe(Effect.catchTag("FacilitatorUnavailable", unavailable))
-        if (!verified.isValid)
-          return yield* refuse(
-            verified.invalidReason ?? "invalid_payment",
-            `${verified.invalidMessage ?? "the facilitator found the authorization invalid"}.`,
-            wanted
+        const credit = (transaction: string, network: string, payer: string) =>
+          Effect.andThen(
+            credits.applyPurchase({
+              accountId: input.accountId,
+              pack: {
+                pack: "flex",
+                mode: "one_time",
+                // The purchase's exact price is `amount_atomic`; this is it in whole US cents for a
+                // 6-decimal USD token (rounded down), as the other rails' rows show theirs.
+                price_usd_cents: Number((value / 10_000n) % BigInt(Number.MAX_SAFE_INTEGER)),
+                credits: wanted
+              },
+              rail: "x402",
+              paymentRef,
+              onChain: {
+                payer,
+                network,
+                asset: config.asset.toLowerCase(),
+                amountAtomic: value.toString(),
+                transaction
+              }
+            }),
+            (applied: boolean) =>
+              Effect.as(sql`DELETE FROM x402_settlements WHERE payment_ref = ${paymentRef}`, applied)
           )
-        const settled = yield* facilitator
-          .settle(libraryPayload, requirements)
-          .pipe(Effect.catchTag("FacilitatorUnavailable", unavailable))
-        if (!settled.success)
-          return yield* refuse(
-            settled.errorReason ?? "settlement_failed",
-            `${settled.errorMessage ?? "the settlement did not go through"}.`,
-            wanted
-          )
-        const payer = (settled.payer ?? verified.payer ?? authorization.from).toLowerCase()
-        const applied = yield* credits.applyPurchase({
-          accountId: input.accountId,
-          pack: {
-            pack: "flex",
-            mode: "one_time",
-            // The purchase's exact price is `amount_atomic`; this is it in whole US cents for a
-            // 6-decimal USD token (rounded down), as the other rails' rows show theirs.
-            price_usd_cents: Number((value / 10_000n) % BigInt(Number.MAX_SAFE_INTEGER)),
-            credits: wanted
-          },
-          rail: "x402",
-          paymentRef,
-          onChain: {
-            payer,
-            network: settled.network ?? config.network,
-            asset: config.asset.toLowerCase(),
-            amountAtomic: value.toString(),
-            transaction: settled.transaction
-          }
-        })
-        if (!applied) {
-          // Another request with the same authorization credited it first (the facilitator
-          // reconciled both settles to one transaction).
+        const alreadyCredited = () => {
+          // Another request with the same authorization credited it first.
           recordX402Settlement("replayed")
-          return yield* Effect.fail(
+          return Effect.fail(
             refusedHere(
               "authorization_already_used",
               "this authorization was already credited.",
@@ -392,6 +420,71 @@ export class X402 extends Context.Service<
             )
           )
         }
+        // A settlement begun before and never credited (a crash, a facilitator that timed out after
+        // broadcasting): if the chain used the authorization, that transfer is this purchase.
+        const now = yield* Clock.currentTimeMillis
+        const begun = yield* sql<{ readonly payment_ref: string }>`INSERT INTO x402_settlements
+            (payment_ref, account_id, credits, created_at)
+          VALUES (${paymentRef}, ${input.accountId}, ${wanted}, ${now})
+          ON CONFLICT (payment_ref) DO NOTHING RETURNING payment_ref`
+        if (begun.length === 0) {
+          const transaction = yield* facilitator
+            .usedBy({ asset: config.asset, from: authorization.from, nonce })
+            .pipe(Effect.catchTag("FacilitatorUnavailable", unavailable))
+          if (transaction !== undefined) {
+            const payer = authorization.from.toLowerCase()
+            if (!(yield* credit(transaction, config.network, payer))) return yield* alreadyCredited()
+            recordX402Settlement("settled")
+            const [row] = yield* sql<{
+              readonly id: string
+            }>`SELECT id FROM purchases WHERE payment_ref = ${paymentRef}`
+            yield* Effect.logInfo("x402 payment found settled and credited", { credits: wanted, transaction })
+            return {
+              purchaseId: row?.id ?? "",
+              credits: wanted,
+              payer,
+              network: config.network,
+              transaction,
+              paymentResponse: {
+                success: true,
+                transaction,
+                network: config.network as `${string}:${string}`,
+                payer
+              }
+            } satisfies X402Paid
+          }
+        }
+        const forget = sql`DELETE FROM x402_settlements WHERE payment_ref = ${paymentRef}`
+        const verified = yield* facilitator
+          .verify(libraryPayload, requirements)
+          .pipe(
+            Effect.catchTag("FacilitatorUnavailable", (failure) =>
+              Effect.andThen(forget, unavailable(failure))
+            )
+          )
+        if (!verified.isValid) {
+          yield* forget
+          return yield* refuse(
+            verified.invalidReason ?? "invalid_payment",
+            `${verified.invalidMessage ?? "the facilitator found the authorization invalid"}.`,
+            wanted
+          )
+        }
+        // A settle that fails to answer may have broadcast: the row stays for the next attempt.
+        const settled = yield* facilitator
+          .settle(libraryPayload, requirements)
+          .pipe(Effect.catchTag("FacilitatorUnavailable", unavailable))
+        if (!settled.success) {
+          yield* forget
+          return yield* refuse(
+            settled.errorReason ?? "settlement_failed",
+            `${settled.errorMessage ?? "the settlement did not go through"}.`,
+            wanted
+          )
+        }
+        const payer = (settled.payer ?? verified.payer ?? authorization.from).toLowerCase()
+        if (!(yield* credit(settled.transaction, settled.network ?? config.network, payer)))
+          return yield* alreadyCredited()
         recordX402Settlement("settled")
         const [row] = yield* sql<{
           readonly id: string
