@@ -222,8 +222,10 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
 export const appLayer = <R>(
   operations: ReadonlyArray<AnyOperation<R>>,
   database: Layer.Layer<Database.Migrated, unknown, AppConfig> = Database.layer,
-  ids: Layer.Layer<Ids> = Ids.layer
-) => httpServerLayer(operations).pipe(Layer.provideMerge(supportLayer(database, ids)))
+  ids: Layer.Layer<Ids> = Ids.layer,
+  /** Who verifies and settles x402 payments: the configured facilitator, or a test's. */
+  facilitator: Layer.Layer<X402Facilitator, never, AppConfig> = X402Facilitator.layer
+) => httpServerLayer(operations).pipe(Layer.provideMerge(supportLayer(database, ids, {}, facilitator)))
 
 /**
  * Everything the HTTP surface stands on: housekeeping, services, the store, the configured hosts.
@@ -234,7 +236,8 @@ export const appLayer = <R>(
 export const supportLayer = (
   database: Layer.Layer<Database.Migrated, unknown, AppConfig>,
   ids: Layer.Layer<Ids>,
-  workers: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {}
+  workers: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {},
+  facilitator: Layer.Layer<X402Facilitator, never, AppConfig> = X402Facilitator.layer
 ) =>
   AppConfig.hostsLayer.pipe(
     Layer.provideMerge(Housekeeping),
@@ -244,6 +247,6 @@ export const supportLayer = (
     Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(MetricsPage.layer),
     Layer.provideMerge(AuditAddressLayer),
-    Layer.provideMerge(servicesLayer(ids)),
+    Layer.provideMerge(servicesLayer(ids, facilitator)),
     Layer.provideMerge(database)
   )

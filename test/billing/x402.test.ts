@@ -2,12 +2,13 @@ import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { toClientEvmSigner } from "@x402/evm"
 import { ExactEvmScheme } from "@x402/evm/exact/client"
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { type Account, createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
 import type { X402Config } from "../../src/config.ts"
 import { Admin } from "../../src/operator/Admin.ts"
+import { FacilitatorUnavailable, X402Facilitator } from "../../src/payments/X402.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
@@ -456,6 +457,78 @@ describe.skipIf(!available)(`x402: a facilitator that does not answer (${storeNa
         assert.strictEqual(down.body.code, "UPSTREAM_UNAVAILABLE")
         assert.strictEqual((yield* purchasesOf(account_id)).length, 0)
         assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before)
+      })
+    )
+  })
+})
+
+/** The real facilitator, except that its first settlement's answer is lost after it went on-chain. */
+const losingFirstAnswer = Layer.effect(
+  X402Facilitator,
+  Effect.gen(function* () {
+    const real = yield* X402Facilitator
+    let lost = false
+    return X402Facilitator.of({
+      ...real,
+      settle: (payload, requirements) =>
+        lost
+          ? real.settle(payload, requirements)
+          : Effect.flatMap(real.settle(payload, requirements), () => {
+              lost = true
+              return Effect.fail(new FacilitatorUnavailable({ message: "the answer was lost" }))
+            })
+    })
+  })
+).pipe(Layer.provide(X402Facilitator.layer))
+
+describe.skipIf(!available)(`x402: a settlement whose answer was lost (${storeName})`, () => {
+  if (chain === undefined) return
+  const config = x402Of(chain.token, {
+    _tag: "InProcess",
+    rpcUrl: chain.rpcUrl,
+    privateKey: Redacted.make(facilitatorPrivateKey)
+  })
+  layer(testApp(testOperations, { x402: Option.some(config) }, undefined, losingFirstAnswer), {
+    timeout: 120_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect("the next attempt finds the transfer on-chain and credits it once; nothing moves twice", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const { key, account_id } = yield* app.mint(freshIp())
+        const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
+        const client = payingFetch(payer, chain.token)
+        const lost = yield* Effect.promise(async () => {
+          const response = await client.pay(`${app.url}/v1/credits/x402`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: JSON.stringify({ credits: 500 })
+          })
+          return { status: response.status, body: (await response.json()) as any }
+        })
+        assert.strictEqual(lost.status, 502, JSON.stringify(lost.body))
+        // The transfer happened; nothing is credited yet.
+        assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 1_000_000n)
+        assert.strictEqual((yield* purchasesOf(account_id)).length, 0)
+
+        const signature = client.sent
+          .map((headers) => headers.get("payment-signature"))
+          .find((h) => h !== null)
+        assert.isDefined(signature)
+        const found = yield* buy(app.url, key, 500, { "payment-signature": signature! })
+        assert.strictEqual(found.status, 200, JSON.stringify(found.body))
+        assert.strictEqual(found.body.credits_added, 500)
+        const transfers = yield* Effect.promise(() => chain.transfersFrom(payer.address))
+        assert.deepInclude(transfers, { to: payTo, value: 1_000_000n, transaction: found.body.transaction })
+        assert.isTrue(decodePaymentResponseHeader(found.headers.get("payment-response") ?? "").success)
+
+        const again = yield* buy(app.url, key, 500, { "payment-signature": signature! })
+        assert.strictEqual(again.status, 402)
+        assert.strictEqual(again.body.reason, "authorization_already_used")
+        const rows = yield* purchasesOf(account_id)
+        assert.strictEqual(rows.length, 1)
+        assert.strictEqual(rows[0]!.transaction_hash, found.body.transaction)
+        assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 1_000_000n)
       })
     )
   })
