@@ -454,7 +454,11 @@ export class X402 extends Context.Service<
             } satisfies X402Paid
           }
         }
-        const forget = sql`DELETE FROM x402_settlements WHERE payment_ref = ${paymentRef}`
+        // Only the attempt that began the settlement forgets it: another one's may be on its way.
+        const forget: Effect.Effect<void, SqlError> =
+          begun.length > 0
+            ? Effect.asVoid(sql`DELETE FROM x402_settlements WHERE payment_ref = ${paymentRef}`)
+            : Effect.void
         const verified = yield* facilitator
           .verify(libraryPayload, requirements)
           .pipe(

@@ -6,13 +6,13 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { type Account, createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
-import type { X402Config } from "../../src/config.ts"
+import { AppConfig, type X402Config } from "../../src/config.ts"
 import { Admin } from "../../src/operator/Admin.ts"
 import { FacilitatorUnavailable, X402Facilitator } from "../../src/payments/X402.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
-import { TestApp, testApp } from "../support/app.ts"
+import { appInstance, TestApp, testApp } from "../support/app.ts"
 import {
   type Chain,
   chainAvailable,
@@ -25,7 +25,7 @@ import {
   tokenName,
   tokenVersion
 } from "../support/chain.ts"
-import { storeName } from "../support/database.ts"
+import { freshDatabase, storeName } from "../support/database.ts"
 import { scrapeMetrics, seriesValue } from "../support/metrics.ts"
 import { testOperations } from "../support/testOperations.ts"
 
@@ -530,6 +530,63 @@ describe.skipIf(!available)(`x402: a settlement whose answer was lost (${storeNa
         assert.strictEqual(rows[0]!.transaction_hash, found.body.transaction)
         assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 1_000_000n)
       })
+    )
+  })
+})
+
+describe.skipIf(!available)(`x402: two instances racing one authorization (${storeName})`, () => {
+  if (chain === undefined) return
+  const config = x402Of(chain.token, {
+    _tag: "InProcess",
+    rpcUrl: chain.rpcUrl,
+    privateKey: Redacted.make(facilitatorPrivateKey)
+  })
+  const overrides = { trustedProxies: ["127.0.0.1", "::1"], x402: Option.some(config) }
+  layer(freshDatabase.pipe(Layer.provideMerge(AppConfig.layerTest(overrides))), {
+    timeout: 120_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect.runIf(storeName === "postgres")(
+      "one credit and one transfer, whichever instance wins (PostgreSQL only)",
+      () =>
+        Effect.gen(function* () {
+          const a = (yield* appInstance(testOperations, overrides)).client
+          const b = (yield* appInstance(testOperations, overrides)).client
+          const { key, account_id } = yield* a.mint(freshIp())
+          const unpaid = yield* buy(a.url, key, 500)
+          const required = JSON.parse(
+            Buffer.from(unpaid.headers.get("payment-required") ?? "", "base64").toString("utf8")
+          )
+          const publicClient = createPublicClient({ chain: foundry, transport: http(chain.rpcUrl) })
+          const client = x402Client.fromConfig({
+            schemes: [
+              {
+                network,
+                client: new ExactEvmScheme(toClientEvmSigner(payer as never, publicClient as never))
+              }
+            ],
+            spendControls: { allowedAssets: [{ network, asset: chain.token }] }
+          })
+          const signature = encodeX402Header(
+            yield* Effect.promise(() => client.createPaymentPayload(required))
+          )
+          const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
+          const answers = yield* Effect.all(
+            [a, b].map((instance) => buy(instance.url, key, 500, { "payment-signature": signature })),
+            { concurrency: "unbounded" }
+          )
+          const statuses = answers.map((answer) => answer.status)
+          assert.strictEqual(
+            statuses.filter((status) => status === 200).length,
+            1,
+            JSON.stringify(answers.map((x) => x.body))
+          )
+          const rows = yield* purchasesOf(account_id)
+          assert.strictEqual(rows.length, 1)
+          assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 1_000_000n)
+          const won = answers.find((answer) => answer.status === 200)!
+          assert.strictEqual(rows[0]!.transaction_hash, won.body.transaction)
+        }).pipe(Effect.scoped)
     )
   })
 })
