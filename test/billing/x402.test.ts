@@ -426,6 +426,27 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
           assert.strictEqual(tooFew.status, 400)
           assert.strictEqual(tooFew.body.param, "credits")
           assert.strictEqual((yield* purchasesOf(account_id)).length, 0)
+
+          // A call that fails after its payment settled (its quote is above its max_credits): the
+          // problem says the credits stay on the balance, and they do.
+          const inline = yield* paidKey(freshIp(), 0)
+          const path = "/v1/profnet/test-echo?value=after&cost=7&max_credits=1"
+          const needed = {
+            ...required,
+            resource: { url: `http://svc.test${path}` },
+            accepts: [{ ...required.accepts[0]!, payTo }]
+          }
+          const payment = yield* Effect.promise(() => client.createPaymentPayload(needed as never))
+          const failed = yield* app.call(path, {
+            key: inline.key,
+            ip: inline.ip,
+            idempotencyKey: `x402-after-${inline.account_id}`,
+            headers: { "payment-signature": encodeX402Header(payment) }
+          })
+          assert.strictEqual(failed.body.code, "QUOTE_EXCEEDS_MAX_CREDITS", failed.text)
+          assert.include(failed.body.message, "stay on the balance")
+          assert.isNotNull(failed.headers.get("payment-response"))
+          assert.strictEqual((yield* purchasesOf(inline.account_id)).length, 1)
         })
     )
   })

@@ -11,7 +11,8 @@ import { Ids } from "../../services/Ids.ts"
 export class Problems extends Context.Service<
   Problems,
   {
-    readonly render: (error: ApiError) => HttpServerResponse.HttpServerResponse
+    /** `note`: a sentence added to the problem's message (a call that failed after its x402 payment settled). */
+    readonly render: (error: ApiError, note?: string) => HttpServerResponse.HttpServerResponse
     /** Any failure: an ApiError renders as itself, anything else is logged and becomes INTERNAL with a trace id. */
     readonly fromUnknown: (
       cause: Cause.Cause<unknown>
@@ -24,8 +25,12 @@ export class Problems extends Context.Service<
       const config = yield* AppConfig
       const ids = yield* Ids
       const context = problemContext(config)
-      const render = (error: ApiError) => {
-        const body = toProblem(error, context)
+      const render = (error: ApiError, note?: string) => {
+        const problem = toProblem(error, context)
+        const body =
+          note === undefined
+            ? problem
+            : { ...problem, message: `${problem.message} ${note}`, detail: `${problem.detail} ${note}` }
         const headers: Record<string, string> = {}
         if (body.retry_after_seconds !== undefined) headers["retry-after"] = String(body.retry_after_seconds)
         if (error._tag === "KeyRequired") headers["www-authenticate"] = 'Bearer realm="svc"'

@@ -77,7 +77,9 @@ const meteredResponse = (
   request: HttpServerRequest.HttpServerRequest,
   priced:
     | ((failure: InsufficientCredits, request: HttpServerRequest.HttpServerRequest) => InsufficientCredits)
-    | undefined
+    | undefined,
+  /** Said in the problem of a call that failed after its x402 payment settled. */
+  note?: string
 ) => {
   const { result, rate } = metered
   if (result._tag === "Success") return envelopeResponse(result.success, usageHeaders(rate, result.success))
@@ -85,7 +87,7 @@ const meteredResponse = (
     priced !== undefined && result.failure._tag === "InsufficientCredits"
       ? priced(result.failure, request)
       : result.failure
-  return HttpServerResponse.setHeaders(problems.render(failure), usageHeaders(rate, undefined))
+  return HttpServerResponse.setHeaders(problems.render(failure, note), usageHeaders(rate, undefined))
 }
 
 /**
@@ -159,9 +161,9 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const ip = bearers.clientIp(request)
           const credential = bearerCredential(request.headers.authorization)
           const payment = request.headers["payment-signature"]
-          const call = (principal: Principal) =>
+          const call = (principal: Principal, note?: string) =>
             Effect.map(meterDataCall(operation, { ...principal, ip }, input(request)), (metered) =>
-              meteredResponse(problems, metered, request, priced)
+              meteredResponse(problems, metered, request, priced, note)
             )
           // Only a retry carrying an x402 payment takes the payment step, before the call is metered.
           return (

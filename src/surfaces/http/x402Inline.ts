@@ -13,7 +13,8 @@ import type { Bearers, Principal } from "../common/bearers.ts"
  * An authorization already credited (the retry of a paid retry, or a crash after the credit) pays
  * nothing again: the call runs on the balance it bought, and answers as the Idempotency-Key says.
  * A refused payment is INSUFFICIENT_CREDITS with its `reason`, the payment to make instead, and
- * nothing charged.
+ * nothing charged. A call that fails after its payment settled keeps the credits on the balance
+ * (never refunded on-chain), and its problem says so.
  */
 export const payThenCall =
   (x402: X402["Service"], bearers: Bearers["Service"]) =>
@@ -21,7 +22,7 @@ export const payThenCall =
     credential: string,
     header: string,
     resource: string,
-    call: (principal: Principal) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+    call: (principal: Principal, note?: string) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
   ) =>
     Effect.gen(function* () {
       const principal = yield* bearers.authenticateToCharge(credential)
@@ -36,7 +37,10 @@ export const payThenCall =
         )
       if (paid === undefined) return yield* call(principal)
       // Read again: the purchase changed the balance (and a trial's plan) the principal was read with.
-      const response = yield* call(yield* bearers.authenticateToCharge(credential))
+      const response = yield* call(
+        yield* bearers.authenticateToCharge(credential),
+        `The x402 payment settled (transaction ${paid.transaction}): its ${paid.credits} credits stay on the balance.`
+      )
       return HttpServerResponse.setHeader(
         response,
         "payment-response",

@@ -10,6 +10,27 @@ import { encodeX402Header } from "../../payments/x402Wire.ts"
 export const paymentMetaKey = "x402/payment"
 export const paymentResponseMetaKey = "x402/payment-response"
 
+/** A failed call's problem, saying that the payment made with it stays on the balance. */
+const noted = (result: CallToolResult, note: string): CallToolResult => {
+  const [first, ...others] = result.content
+  if (first?.type !== "text") return result
+  try {
+    const problem = JSON.parse(first.text) as { message?: string; detail?: string }
+    const changed = {
+      ...problem,
+      message: `${problem.message ?? ""} ${note}`,
+      detail: `${problem.detail ?? ""} ${note}`
+    }
+    return {
+      ...result,
+      content: [{ type: "text", text: JSON.stringify(changed) }, ...others],
+      ...(result.structuredContent === undefined ? {} : { structuredContent: changed })
+    }
+  } catch {
+    return result
+  }
+}
+
 /** The resource an MCP payment names: the endpoint the tools are called on. */
 const resourceOf = (baseUrl: string) => `${baseUrl}/mcp`
 
@@ -64,5 +85,9 @@ export const payingToolCall = <R>(
     if (outcome === undefined) return yield* run
     if ("_tag" in outcome) return yield* refused(outcome)
     const result = yield* run
-    return { ...result, _meta: { ...result._meta, [paymentResponseMetaKey]: outcome.paymentResponse } }
+    const note = `The x402 payment settled (transaction ${outcome.transaction}): its ${outcome.credits} credits stay on the balance.`
+    return {
+      ...(result.isError === true ? noted(result, note) : result),
+      _meta: { ...result._meta, [paymentResponseMetaKey]: outcome.paymentResponse }
+    }
   })
