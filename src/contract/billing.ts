@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { x402MaxCredits } from "../domain/plans.ts"
 import { PlainInput } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 
@@ -98,7 +99,7 @@ export const BillingGroup = HttpApiGroup.make("billing", { topLevel: true })
     ),
     HttpApiEndpoint.post("buyCreditsX402", "/credits/x402", {
       payload: Schema.Struct({
-        credits: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000_000 })).annotate({
+        credits: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: x402MaxCredits })).annotate({
           description: "The credits to buy; at least the rail's minimum (X402_MIN_CREDITS, 500 by default).",
           examples: [500]
         })

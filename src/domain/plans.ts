@@ -30,3 +30,5 @@ export const paymentRailNames = ["local", "stripe"] as const satisfies ReadonlyA
  * call or `POST /v1/credits/x402` (no checkout page, so never a checkout rail).
  */
 export const offeredRailNames = [...paymentRailNames, "x402"] as const
+/** The most credits one x402 payment buys (its price then fits a purchase row). */
+export const x402MaxCredits = 1_000_000_000

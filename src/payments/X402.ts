@@ -5,6 +5,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig, type X402Config } from "../config.ts"
 import { InsufficientCredits, InvalidInput, UpstreamUnavailable } from "../contract/errors.ts"
 import type { X402PaymentRequired } from "../contract/offer.ts"
+import { x402MaxCredits } from "../domain/plans.ts"
 import { recordX402Settlement } from "../observability/metrics.ts"
 import { Credits } from "../services/Credits.ts"
 import * as Row from "../store/rows.ts"
@@ -345,6 +346,8 @@ export class X402 extends Context.Service<
               : `${input.credits} credits cost ${BigInt(input.credits) * per} units, the authorization pays ${authorization.value}.`,
             wanted
           )
+        if (wanted > x402MaxCredits)
+          return yield* refuse("invalid_amount", `a payment buys at most ${x402MaxCredits} credits.`, wanted)
         if (wanted < config.minCredits)
           return yield* refuse(
             "invalid_amount",
@@ -392,7 +395,7 @@ export class X402 extends Context.Service<
                 mode: "one_time",
                 // The purchase's exact price is `amount_atomic`; this is it in whole US cents for a
                 // 6-decimal USD token (rounded down), as the other rails' rows show theirs.
-                price_usd_cents: Number((value / 10_000n) % BigInt(Number.MAX_SAFE_INTEGER)),
+                price_usd_cents: Number(value / 10_000n),
                 credits: wanted
               },
               rail: "x402",
