@@ -311,8 +311,17 @@ export class X402 extends Context.Service<
               "PAYMENT-SIGNATURE is not an x402 v2 payment (base64 JSON with x402Version 2, accepted, and an EIP-3009 authorization).",
             param: "PAYMENT-SIGNATURE"
           })
-        const available = (yield* standing(input.accountId)).spendable
         const authorization = payment.payload.authorization
+        if (
+          !/^0x[0-9a-fA-F]{40}$/.test(authorization.from) ||
+          !/^0x[0-9a-fA-F]{64}$/.test(authorization.nonce)
+        )
+          return yield* new InvalidInput({
+            message:
+              "PAYMENT-SIGNATURE's authorization needs a 20-byte `from` and a 32-byte `nonce` in 0x-prefixed hex.",
+            param: "PAYMENT-SIGNATURE"
+          })
+        const available = (yield* standing(input.accountId)).spendable
         const refuse = (reason: string, message: string, wanted: number) => {
           recordX402Settlement("refused")
           return Effect.fail(refusedHere(reason, message, wanted, available))
