@@ -78,7 +78,7 @@ const groupCommitSeries = [
 /** The group commit's series now, read from the service's metrics page (undefined if it has none). */
 const groupCommitNow = async (service: Service): Promise<Map<string, number> | undefined> => {
   const response = await fetch(`${service.url}/metrics`, {
-    headers: { authorization: `Bearer ${service.adminToken}` }
+    headers: { authorization: `Bearer ${service.metricsToken}` }
   }).catch(() => undefined)
   if (response === undefined || !response.ok) return undefined
   const values = new Map<string, number>()

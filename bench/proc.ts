@@ -263,7 +263,16 @@ export const serviceEnv = (
   for (const name of Object.keys(env)) {
     if (
       name.startsWith("UPSTREAM_") ||
-      ["DATABASE_URL", "REDIS_URL", "PORT", "HOST", "BASE_URL", "DATA_DIR", "ADMIN_TOKEN"].includes(name) ||
+      [
+        "DATABASE_URL",
+        "REDIS_URL",
+        "PORT",
+        "HOST",
+        "BASE_URL",
+        "DATA_DIR",
+        "ADMIN_TOKEN",
+        "METRICS_TOKEN"
+      ].includes(name) ||
       name === "TRUSTED_PROXIES" ||
       name === "NODE_OPTIONS"
     ) {

@@ -179,7 +179,7 @@ const sendSamples = (time: { now: number }) =>
     }
     const account = {
       mintKey: mint,
-      getUsage: yield* call("/v1/usage", { headers: { authorization } }),
+      get_usage: yield* call("/v1/usage", { headers: { authorization } }),
       listReceipts: receipts,
       getReceipt: yield* call(`/v1/receipts/${receipts.receipts[0]?.id}`, { headers: { authorization } })
     }

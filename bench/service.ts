@@ -12,6 +12,8 @@ export interface Service extends Started {
   readonly store: Store
   readonly admin: Admin
   readonly adminToken: string
+  /** The bearer of its `/metrics` (METRICS_TOKEN: the admin token no longer opens it). */
+  readonly metricsToken: string
   /** With `measureAllocation`: a window of the service's allocation (`bench/allocation-probe.ts`). */
   readonly allocation?: Allocation | undefined
 }
@@ -102,6 +104,7 @@ export const startService = async (options: {
   }
   const port = options.port ?? (await freePort())
   const adminToken = options.adminToken ?? randomBytes(24).toString("hex")
+  const metricsToken = randomBytes(24).toString("hex")
   mkdirSync(benchDir, { recursive: true })
   // Where the probe writes each window, when it is imported.
   const allocationFile =
@@ -135,6 +138,7 @@ export const startService = async (options: {
       HOST: "127.0.0.1",
       DATA_DIR: options.dataDir ?? ownDir ?? ":memory:",
       ADMIN_TOKEN: adminToken,
+      METRICS_TOKEN: metricsToken,
       TRUSTED_PROXIES: "127.0.0.1,::1",
       WORLD_SEED: serviceSeed,
       // No load balancer watches a bench's instances: a stop need not wait for one to notice.
@@ -154,6 +158,7 @@ export const startService = async (options: {
     store: options.store,
     admin,
     adminToken,
+    metricsToken,
     ...(allocationFile === undefined ? {} : { allocation: allocationOf(started, allocationFile) }),
     stop: async () => {
       await admin.close()

@@ -3,6 +3,7 @@ import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schem
 import { defaultHosts, type Hosts, isHostName } from "./domain/identifiers/hosts.ts"
 import { offeredRailNames, type PaymentRailName, paymentRailNames } from "./domain/plans.ts"
 import { defaultPolicy, type LimitRule, type Policy, type StartLimits } from "./domain/policy.ts"
+import { operatorTokenWeakness } from "./domain/secrets.ts"
 
 /** Everything an operator can set, read once at start-up through Effect `Config`. */
 export interface AppConfigShape {
@@ -165,7 +166,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
       ).pipe(Config.withDefault(64)),
       logLevel: yield* logLevelConfig,
       logFormat: yield* logFormatConfig,
-      adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")),
+      adminToken: yield* operatorToken("ADMIN_TOKEN"),
       maxBodyBytes: yield* Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(64 * 1024)),
       maxResponseBytes: yield* Config.Int("MAX_RESPONSE_BYTES").pipe(Config.withDefault(4 * 1024 * 1024)),
       leaseMs: (yield* Config.Int("LEASE_SECONDS").pipe(Config.withDefault(60))) * 1000,
@@ -189,7 +190,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         Config.withDefault("on"),
         Config.map((value) => value === "on")
       ),
-      metricsToken: yield* Config.option(Config.Redacted("METRICS_TOKEN")),
+      metricsToken: yield* operatorToken("METRICS_TOKEN"),
       metricsPort: yield* Config.option(Config.Port("METRICS_PORT")),
       shutdownDrainMs: (yield* seconds("SHUTDOWN_DRAIN_SECONDS", 5)) * 1000,
       shutdownGraceMs: (yield* seconds("SHUTDOWN_GRACE_SECONDS", 30)) * 1000,
@@ -232,7 +233,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         ipv6PrefixBits: 64,
         logLevel: "Warn",
         logFormat: "pretty",
-        adminToken: Option.some(Redacted.make("test-admin-token")),
+        adminToken: Option.some(Redacted.make("test-admin-token-7f3a9c2e5b8d1f4a6c")),
         maxBodyBytes: 64 * 1024,
         maxResponseBytes: 4 * 1024 * 1024,
         leaseMs: 60_000,
@@ -247,7 +248,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         webhookAllowPrivateUrls: false,
         webhookSecretKey: Option.none(),
         metrics: true,
-        metricsToken: Option.none(),
+        metricsToken: Option.some(Redacted.make("test-metrics-token-4b8e1d6a9c3f7e2a5d")),
         metricsPort: Option.none(),
         shutdownDrainMs: 0,
         shutdownGraceMs: 30_000,
@@ -298,6 +299,16 @@ export const hostsFromEnv: Config.Config<Hosts> = Config.all({
         )
   )
 )
+
+/** An operator token from the environment; a weak one (`operatorTokenWeakness`) stops the start-up. */
+const operatorToken = (name: string) =>
+  Effect.gen(function* () {
+    const token = yield* Config.option(Config.Redacted(name))
+    if (Option.isNone(token)) return token
+    const weakness = operatorTokenWeakness(name, Redacted.value(token.value))
+    if (weakness === undefined) return token
+    return yield* Effect.fail(new Config.ConfigError(new ConfigProvider.SourceError({ message: weakness })))
+  })
 
 /** Stripe when both its secret key and its webhook secret are set; one without the other stops the start-up. */
 const stripeFromEnv = Effect.gen(function* () {
@@ -510,6 +521,21 @@ const policyFromEnv = Effect.gen(function* () {
     recovery: yield* startLimits("RECOVER", defaultPolicy.recovery),
     maxActiveKeysPerAccount: yield* positive("MAX_ACTIVE_KEYS", defaultPolicy.maxActiveKeysPerAccount),
     maxChildKeysPerKey: yield* positive("MAX_CHILD_KEYS", defaultPolicy.maxChildKeysPerKey),
+    maxChildKeysPerAccount: yield* positive(
+      "MAX_CHILD_KEYS_PER_ACCOUNT",
+      defaultPolicy.maxChildKeysPerAccount
+    ),
+    childKeyChangesPerKey: yield* limitRule("CHILD_KEY_CHANGES_PER_KEY", defaultPolicy.childKeyChangesPerKey),
+    childKeyChangesPerAccount: yield* limitRule(
+      "CHILD_KEY_CHANGES_PER_ACCOUNT",
+      defaultPolicy.childKeyChangesPerAccount
+    ),
+    exportsPerAccount: yield* limitRule("EXPORTS_PER_ACCOUNT", defaultPolicy.exportsPerAccount),
+    auditReadsPerAccount: yield* limitRule("AUDIT_READS_PER_ACCOUNT", defaultPolicy.auditReadsPerAccount),
+    operatorAuthFailuresPerIp: yield* limitRule(
+      "OPERATOR_AUTH_FAILURES_PER_IP",
+      defaultPolicy.operatorAuthFailuresPerIp
+    ),
     oauth: {
       authorizationsPerIp: yield* positive("OAUTH_AUTHORIZATIONS_PER_IP", oauth.authorizationsPerIp),
       authorizationWindowMs:
@@ -537,14 +563,18 @@ const policyFromEnv = Effect.gen(function* () {
     webhooks: {
       maxEndpointsPerAccount: yield* positive("WEBHOOK_MAX_ENDPOINTS", webhooks.maxEndpointsPerAccount),
       timeoutMs: yield* positive("WEBHOOK_TIMEOUT_MS", webhooks.timeoutMs),
+      connectTimeoutMs: yield* positive("WEBHOOK_CONNECT_TIMEOUT_MS", webhooks.connectTimeoutMs),
       retryFirstMs: (yield* positive("WEBHOOK_RETRY_FIRST_SECONDS", webhooks.retryFirstMs / 1000)) * 1000,
       retryMaxMs: (yield* positive("WEBHOOK_RETRY_MAX_SECONDS", webhooks.retryMaxMs / 1000)) * 1000,
       retryForMs: (yield* positive("WEBHOOK_RETRY_HOURS", webhooks.retryForMs / hour)) * hour,
       disableAfterMs: (yield* positive("WEBHOOK_DISABLE_AFTER_HOURS", webhooks.disableAfterMs / hour)) * hour,
       responseMaxBytes: yield* positive("WEBHOOK_RESPONSE_MAX_BYTES", webhooks.responseMaxBytes),
       concurrency: yield* positive("WEBHOOK_CONCURRENCY", webhooks.concurrency),
+      perAccount: yield* positive("WEBHOOK_CONCURRENCY_PER_ACCOUNT", webhooks.perAccount),
+      maxPendingPerEndpoint: yield* positive("WEBHOOK_MAX_PENDING", webhooks.maxPendingPerEndpoint),
       keepMs: (yield* positive("WEBHOOK_KEEP_DAYS", webhooks.keepMs / (24 * hour))) * 24 * hour,
-      tests: yield* limitRule("WEBHOOK_TESTS_PER_ACCOUNT", webhooks.tests)
+      tests: yield* limitRule("WEBHOOK_TESTS_PER_ACCOUNT", webhooks.tests),
+      testsPerEndpoint: yield* limitRule("WEBHOOK_TESTS_PER_ENDPOINT", webhooks.testsPerEndpoint)
     },
     topup: {
       failuresToDisarm: yield* positive("TOPUP_FAILURES_TO_DISARM", topup.failuresToDisarm),

@@ -79,8 +79,10 @@ export const servicesLayer = (
     Layer.provideMerge(OAuthServer.layer),
     Layer.provideMerge(Checkout.layer),
     Layer.provideMerge(Billing.layer),
-    Layer.provideMerge(paymentRailsLayer),
-    Layer.provideMerge(X402.layer.pipe(Layer.provideMerge(facilitator))),
+    // The rails with the x402 rail beneath them (one step: a pipe takes at most 20).
+    Layer.provideMerge(
+      paymentRailsLayer.pipe(Layer.provideMerge(X402.layer.pipe(Layer.provideMerge(facilitator))))
+    ),
     Layer.provideMerge(Recovery.layer),
     Layer.provideMerge(SignIn.layer),
     Layer.provideMerge(ManagementTokens.layer),
@@ -94,12 +96,14 @@ export const servicesLayer = (
       )
     ),
     Layer.provideMerge(Outbox.layer),
-    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Accounts.layer),
+    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Settings.layer),
     Layer.provideMerge(KeyMemory.layer),
     Layer.provideMerge(Notifications.layer),
     Layer.provideMerge(Audit.layer),
+    // Below the audit log, whose reads it limits, and so below everything above it.
+    Layer.provideMerge(RateLimits.layer),
     Layer.provideMerge(Lifecycle.layer),
     Layer.provideMerge(ids)
   )

@@ -64,9 +64,11 @@ export const stormCap = { parent: 60, child: 25 } as const
 /**
  * Spend caps on a quarter of the paid accounts' keys (a day cap on half of them, a total cap on the
  * rest), each with a child key made through the API with the capped key, its own cap inside the
- * parent's. The caps are written to the database, as the top-up settings are (the storm's accounts
- * are unclaimed: no management token could set them through the API). Returns the child keys, under
- * their account, for the clients to spend with beside their parents.
+ * parent's. The caps and the owner's grant of delegation (`may_delegate`) are written to the
+ * database, as the top-up settings are, and those accounts marked claimed (an unclaimed account's
+ * keys never delegate; the storm's accounts have no owner whose management token could set them
+ * through the API). Returns the child keys, under their account, for the clients to spend with
+ * beside their parents.
  */
 export const capSomeKeys = async (
   db: PgSession,
@@ -77,7 +79,11 @@ export const capSomeKeys = async (
   const children: Array<BenchAccount> = []
   for (const [i, account] of chosen.entries()) {
     await db.query(
-      `UPDATE api_keys SET spend_cap_credits = $1, cap_period = $2
+      `UPDATE accounts SET claimed_at = created_at, email = $2 WHERE id = $1 AND claimed_at IS NULL`,
+      [account.accountId, `storm-${account.accountId}@storm.invalid`]
+    )
+    await db.query(
+      `UPDATE api_keys SET spend_cap_credits = $1, cap_period = $2, may_delegate = true
        WHERE account_id = $3 AND revoked_at IS NULL AND parent_key_id IS NULL`,
       [stormCap.parent, i % 2 === 0 ? "day" : "total", account.accountId]
     )

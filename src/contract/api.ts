@@ -10,9 +10,10 @@ import { envelopeOf, ReceiptSchema } from "./envelope.ts"
 import type { ErrorCode } from "./errors.ts"
 import { answerExample, responseExamples } from "./examples/index.ts"
 import { AuthGroup, ChildKeysGroup, ManagementGroup, SessionsGroup } from "./governance.ts"
+import { IdempotencyKey } from "./idempotencyKey.ts"
 import { Client, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
-import { MintResponse, ReceiptPage, Usage } from "./schemas.ts"
+import { MintResponse, ReceiptKeyId, ReceiptPage, Usage } from "./schemas.ts"
 import { withUsageHeaders } from "./usageHeaders.ts"
 import { ExportGroup, WebhooksGroup } from "./webhooks.ts"
 
@@ -28,7 +29,8 @@ const described = <E extends { readonly annotateMerge: (annotations: Context.Con
 const ReceiptsQuery = Schema.toCodecStringTree(
   Schema.Struct({
     limit: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
-    cursor: Schema.optionalKey(Schema.String)
+    cursor: Schema.optionalKey(Schema.String),
+    key_id: Schema.optionalKey(ReceiptKeyId)
   })
 )
 
@@ -48,15 +50,19 @@ export const KeysGroup = HttpApiGroup.make("keys", { topLevel: true })
 
 const freeCodes = ["INVALID_INPUT", "KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL"] as const
 
+/**
+ * The contract's operationId is `get_usage` (as its MCP tool); the endpoint keeps the identifier
+ * `getUsage`, which names the SDK's method (every SDK method is lowerCamelCase).
+ */
 const getUsage = described(
   "Plan, budget and spend",
   "Free. Plan, free-tier budget, balance, today's spend and 30 days of history.",
   HttpApiEndpoint.get("getUsage", "/usage", { success: Usage, error: errorsOf(...freeCodes) })
-)
+).annotate(OpenApi.Identifier, "get_usage")
 
 const listReceipts = described(
   "List receipts",
-  "Free. The account's receipts, newest first, cursor paged (limit 1 to 100, default 20).",
+  "Free. The account's receipts, newest first, cursor paged (limit 1 to 100, default 20); `key_id` narrows them to one key's. A child key sees only its own.",
   HttpApiEndpoint.get("listReceipts", "/receipts", {
     query: ReceiptsQuery,
     success: ReceiptPage,
@@ -66,7 +72,7 @@ const listReceipts = described(
 
 const getReceipt = described(
   "Get one receipt",
-  "Free. One receipt of the key's own account.",
+  "Free. One receipt of the key's own account (a child key: one of its own calls).",
   HttpApiEndpoint.get("getReceipt", "/receipts/:id", {
     params: { id: Schema.String },
     success: ReceiptSchema,
@@ -130,37 +136,27 @@ export class ServedApi extends baseApi(ServedUsageGroup) {}
 
 const MaxCredits = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }))
 
-/** Every data call's spend ceiling, resolve operations' too. */
-export const ceilingFields = {
+/** The common parameters of data calls (the resolve operations take only their URL and the header). */
+export const commonFields = {
+  freshness: Schema.optionalKey(Schema.Literals(["recent", "realtime"])).annotate({
+    description:
+      "recent (default, cached up to 6 hours) or realtime (+2 credits, paid keys only; refunded on cached fallback)"
+  }),
   max_credits: Schema.optionalKey(MaxCredits).annotate({
     description:
       "Spend ceiling for this call (integer). A higher quote is rejected with QUOTE_EXCEEDS_MAX_CREDITS and nothing is charged."
   })
 }
 
-/** The common parameters of data calls (resolve operations take only their URL, `max_credits` and the header). */
-export const commonFields = {
-  freshness: Schema.optionalKey(Schema.Literals(["recent", "realtime"])).annotate({
-    description:
-      "recent (default, cached up to 6 hours) or realtime (+2 credits, paid keys only; refunded on cached fallback)"
-  }),
-  ...ceilingFields
-}
-
-/** An Idempotency-Key's length, as the metering front door checks it and the contract states it. */
-export const idempotencyKeyLength = { min: 8, max: 128 } as const
-
 export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": Schema.optionalKey(Schema.String).annotate({
-    description: "8 to 128 characters, unique per logical call (UUID recommended). Required on paid keys."
+  "idempotency-key": Schema.optionalKey(IdempotencyKey).annotate({
+    description: "Unique per logical call (UUID recommended). Required on paid keys."
   })
 })
 
-/** An operation's query parameters: its own, and the common ones (`max_credits` alone for a resolve). */
+/** An operation's query parameters: its own, and the common ones (none for a resolve). */
 export const queryFields = (operation: AnyDeclaration): Schema.Struct.Fields =>
-  operation.common
-    ? { ...operation.params.fields, ...commonFields }
-    : { ...operation.params.fields, ...ceilingFields }
+  operation.common ? { ...operation.params.fields, ...commonFields } : operation.params.fields
 
 /** The query schema of an operation's REST route: its own parameters plus the common ones, read from strings. */
 export const restQuerySchema = (operation: AnyDeclaration) =>
@@ -193,11 +189,12 @@ export const dataQueryDecoder = (operation: AnyDeclaration) => {
   }
 }
 
-/** The codes a data operation can answer with; `QUOTE_EXCEEDS_MAX_CREDITS` only where `max_credits` is taken. */
+/** The codes every data operation can answer with; `QUOTE_EXCEEDS_MAX_CREDITS` only where `max_credits` is taken. */
 const dataCodes = [
   "INVALID_INPUT",
   "KEY_REQUIRED",
   "UNAUTHORIZED",
+  "AUTH_REQUIRED",
   "NOT_ENTITLED",
   "TRIAL_CAP_EXCEEDED",
   "RATE_LIMITED",
@@ -221,13 +218,13 @@ const commonEndpoint = <D extends AnyDeclaration>(operation: D) =>
     error: errorsOf(...dataCodes, "QUOTE_EXCEEDS_MAX_CREDITS")
   })
 
-/** A resolve operation: its own parameters and `max_credits` (it has no cached or live choice). */
+/** A resolve operation: its URL and the header only (the contract's "only `url` and the header"). */
 const plainEndpoint = <D extends AnyDeclaration>(operation: D) =>
   HttpApiEndpoint.get(operation.id as D["id"], operation.path as D["path"], {
-    query: Schema.Struct({ ...(operation.params.fields as D["params"]["fields"]), ...ceilingFields }),
+    query: Schema.Struct(operation.params.fields as D["params"]["fields"]),
     headers: IdempotencyHeaders,
     success: envelopeOf(operation.kind, operation.data as D["data"]),
-    error: errorsOf(...dataCodes, "QUOTE_EXCEEDS_MAX_CREDITS")
+    error: errorsOf(...dataCodes)
   })
 
 /** The REST endpoint of a declaration, typed from it (distributes over a union of declarations). */

@@ -77,7 +77,14 @@ export const AuditQuery = Schema.Struct({
   )
 })
 
-const codes = ["INVALID_INPUT", "AUTH_REQUIRED", "UNAUTHORIZED", "PAYLOAD_TOO_LARGE", "INTERNAL"] as const
+const codes = [
+  "INVALID_INPUT",
+  "AUTH_REQUIRED",
+  "UNAUTHORIZED",
+  "RATE_LIMITED",
+  "PAYLOAD_TOO_LARGE",
+  "INTERNAL"
+] as const
 
 export const AuditGroup = HttpApiGroup.make("audit", { topLevel: true })
   .annotate(OpenApi.Description, "Who changed what on the account. Management token only.")

@@ -1,15 +1,22 @@
 import { Schema } from "effect"
+import { refundReasons } from "../domain/pricing.ts"
 
 export const ReceiptSchema = Schema.Struct({
   id: Schema.String,
   operation: Schema.String,
   quoted: Schema.Int,
   charged: Schema.Int,
-  refunds: Schema.Array(Schema.Struct({ reason: Schema.String, credits: Schema.Int })),
+  refunds: Schema.Array(Schema.Struct({ reason: Schema.Literals(refundReasons), credits: Schema.Int })),
   funding: Schema.Struct({ free_tier: Schema.Int, grant: Schema.Int, balance: Schema.Int }),
   idempotency_key: Schema.NullOr(Schema.String),
   replayed: Schema.Boolean,
   created_at: Schema.String,
+  key_id: Schema.String.annotate({
+    description: "The key the call was made with (for a call through a connected app, its app id)."
+  }),
+  parent_key_id: Schema.optionalKey(
+    Schema.String.annotate({ description: "For a child key's call: the key that made the child." })
+  ),
   app_id: Schema.optionalKey(
     Schema.String.annotate({ description: "The connected app (OAuth) the call was made through, if any." })
   )

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { plans } from "../domain/plans.ts"
+import { idempotencyKeyLengthText } from "./idempotencyKey.ts"
 import { Offer, X402PaymentRequired } from "./offer.ts"
 
 /**
@@ -83,7 +84,7 @@ export const errorCatalog = {
     retriable: false,
     offer: "never",
     title: "Idempotency-Key required",
-    next: "Send an `Idempotency-Key` header (8 to 128 characters, a UUID is best) on every metered call of a paid key."
+    next: `Send an \`Idempotency-Key\` header (${idempotencyKeyLengthText}, a UUID is best) on every metered call of a paid key.`
   },
   IDEMPOTENCY_KEY_REUSED: {
     status: 409,
@@ -217,10 +218,14 @@ export class Unauthorized extends ApiErrorClass<Unauthorized>()("Unauthorized", 
 }) {
   readonly code = "UNAUTHORIZED"
 }
+/**
+ * A platform the key or account is not enabled for (`platform`, `entitled`), or a capability the key
+ * was not granted (child keys without `may_delegate`: neither field).
+ */
 export class NotEntitled extends ApiErrorClass<NotEntitled>()("NotEntitled", {
   ...base,
-  platform: Schema.String,
-  entitled: Schema.Array(Schema.String)
+  platform: Schema.optional(Schema.String),
+  entitled: Schema.optional(Schema.Array(Schema.String))
 }) {
   readonly code = "NOT_ENTITLED"
 }
@@ -275,7 +280,9 @@ export class RateLimited extends ApiErrorClass<RateLimited>()("RateLimited", {
 }
 export class TrialCapExceeded extends ApiErrorClass<TrialCapExceeded>()("TrialCapExceeded", {
   ...base,
-  param: Schema.optional(Schema.String)
+  param: Schema.optional(Schema.String),
+  /** An unclaimed trial account's free budget is spent: claiming it (sign-in with this key) grants credits. */
+  claim_url: Schema.optional(Schema.String)
 }) {
   readonly code = "TRIAL_CAP_EXCEEDED"
 }

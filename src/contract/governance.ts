@@ -67,9 +67,10 @@ const CapPeriod = Schema.Literals(capPeriods).annotate({
   description: "`day` (UTC day), `month` (UTC calendar month) or `total` (the default).",
   examples: ["day"]
 })
-const ExpiresAt = Schema.String.annotate({
-  description: "When the key stops working (RFC 3339); past it, calls are UNAUTHORIZED naming the time.",
-  examples: ["2026-12-31T23:59:59Z"]
+const MayDelegate = Schema.Boolean.annotate({
+  description:
+    "The owner's grant: this key may make, list, change and revoke child keys for sub-agents (POST /v1/keys/child and the child tools on /mcp). Default false: a key does data calls only. A child key never delegates.",
+  examples: [true]
 })
 const PlatformList = Schema.Array(Schema.Literals(platforms))
   .check(Schema.isMinLength(1))
@@ -82,16 +83,17 @@ const PlatformList = Schema.Array(Schema.Literals(platforms))
 const KeyLimitsInput = {
   spend_cap_credits: Schema.optionalKey(Schema.NullOr(SpendCap)),
   cap_period: Schema.optionalKey(CapPeriod),
-  expires_at: Schema.optionalKey(Schema.NullOr(ExpiresAt)),
   platforms: Schema.optionalKey(Schema.NullOr(PlatformList))
 }
 
-/** A key's limits as an answer shows them. */
+/** A key's limits (and delegation) as an answer shows them. */
 const KeyLimitsOutput = {
   spend_cap_credits: Schema.NullOr(Schema.Int),
   cap_period: Schema.Literals(capPeriods),
-  expires_at: Schema.NullOr(Schema.String),
-  platforms: Schema.NullOr(Schema.Array(Schema.Literals(platforms)))
+  platforms: Schema.NullOr(Schema.Array(Schema.Literals(platforms))),
+  may_delegate: Schema.Boolean.annotate({
+    description: "Whether this key may make child keys (its owner's grant); always false for a child."
+  })
 }
 
 export const AccountSummary = Schema.Struct({
@@ -337,12 +339,13 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
     ),
     described(
       "Create a key",
-      "A new spend key, shown once, with its limits: a spend cap per day, month or in total (a call above what is left is INSUFFICIENT_CREDITS with limit key_cap), an expiry and the platforms it may call. A trial account's first key earns the one-time 10,000-credit grant. An account may have a limited number of active keys (100 by default): past it, INVALID_INPUT until one is revoked.",
+      "A new spend key, shown once, with its limits: a spend cap per day, month or in total (a call above what is left is INSUFFICIENT_CREDITS with limit key_cap) and the platforms it may call; `may_delegate` lets it make child keys. A spend key does not expire: revoke it to end it. A trial account's first key earns the one-time 10,000-credit grant. An account may have a limited number of active keys (100 by default): past it, INVALID_INPUT until one is revoked.",
       HttpApiEndpoint.post("createKey", "/keys", {
         query: AccountQuery,
         payload: Schema.Struct({
           label: Schema.optionalKey(Label),
           ...KeyLimitsInput,
+          may_delegate: Schema.optionalKey(MayDelegate),
           account_id: Schema.optionalKey(AccountId)
         }),
         success: Schema.Struct({ ...IssuedKeyFields, grant_credits: Schema.Int }).annotate({
@@ -354,12 +357,13 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
     ),
     described(
       "Change a key's limits",
-      "Sets a key's spend cap, period, expiry or platforms: an absent field stays as it is, `null` clears it. The cap counts what the key (and its child keys) already spent in the period.",
+      "Sets a key's spend cap, period or platforms and `may_delegate`: an absent field stays as it is, `null` clears it. The cap counts what the key (and its child keys) already spent in the period. A child key follows its parent's platforms and cap at every call.",
       HttpApiEndpoint.post("updateKey", "/keys/update", {
         query: AccountQuery,
         payload: Schema.Struct({
           key_id: KeyId,
           ...KeyLimitsInput,
+          may_delegate: Schema.optionalKey(MayDelegate),
           account_id: Schema.optionalKey(AccountId)
         }),
         success: KeyListing,
@@ -426,17 +430,19 @@ export const ManagementGroup = HttpApiGroup.make("management", { topLevel: true 
 
 /** Child keys: an agent hands a sub-agent a key bounded by its own, with its own spend key as bearer. */
 export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
-  .annotate(OpenApi.Description, "Child keys for sub-agents, made and revoked with a spend key.")
+  .annotate(
+    OpenApi.Description,
+    "Child keys for sub-agents, made, changed and revoked with a spend key its owner lets delegate (`may_delegate`)."
+  )
   .add(
     described(
       "Make a child key",
-      "A key for a sub-agent, spending from the same account: its cap (required) fits in what this key's cap has left, its platforms among this key's, its expiry no later than this key's. A child key cannot make children; a key has at most 100 working children (by default). Revoking or rotating this key revokes its children.",
+      "A key for a sub-agent, spending from the same account: its cap (required) fits in what this key's cap has left, its platforms among this key's. At every call a child is held to this key's current platforms, cap and liveness. Only a key its owner granted `may_delegate` makes children (otherwise NOT_ENTITLED); a child key never does; a key has at most 100 working children (by default). Revoking or rotating this key revokes its children.",
       HttpApiEndpoint.post("createChildKey", "/keys/child", {
         payload: Schema.Struct({
           label: Schema.optionalKey(Label),
           spend_cap_credits: SpendCap,
           cap_period: Schema.optionalKey(CapPeriod),
-          expires_at: Schema.optionalKey(Schema.NullOr(ExpiresAt)),
           platforms: Schema.optionalKey(Schema.NullOr(PlatformList))
         }),
         success: Schema.Struct({ ...IssuedKeyFields, parent_key_id: Schema.String }).annotate({
@@ -448,6 +454,8 @@ export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
           "KEY_REQUIRED",
           "UNAUTHORIZED",
           "AUTH_REQUIRED",
+          "NOT_ENTITLED",
+          "RATE_LIMITED",
           "PAYLOAD_TOO_LARGE",
           "INTERNAL"
         )
@@ -458,7 +466,7 @@ export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
       "The child keys this key made (revoked ones for 30 days), never their secrets.",
       HttpApiEndpoint.get("listChildKeys", "/keys/children", {
         success: Schema.Struct({ parent_key_id: Schema.String, keys: Schema.Array(KeyListing) }),
-        error: errorsOf("KEY_REQUIRED", "UNAUTHORIZED", "INTERNAL")
+        error: errorsOf("KEY_REQUIRED", "UNAUTHORIZED", "NOT_ENTITLED", "INTERNAL")
       })
     ),
     described(
@@ -472,6 +480,29 @@ export const ChildKeysGroup = HttpApiGroup.make("childKeys", { topLevel: true })
           "INVALID_INPUT",
           "KEY_REQUIRED",
           "UNAUTHORIZED",
+          "NOT_ENTITLED",
+          "RATE_LIMITED",
+          "PAYLOAD_TOO_LARGE",
+          "INTERNAL"
+        )
+      })
+    ),
+    described(
+      "Change a child key",
+      "Sets one of this key's child keys' cap (it fits in what this key's cap has left; it cannot be cleared) or platforms (among this key's; `null`: this key's): an absent field stays as it is. The cap counts what the child already spent in its period.",
+      HttpApiEndpoint.post("updateChildKey", "/keys/child/update", {
+        payload: Schema.Struct({
+          key_id: KeyId,
+          spend_cap_credits: Schema.optionalKey(SpendCap),
+          platforms: Schema.optionalKey(Schema.NullOr(PlatformList))
+        }),
+        success: KeyListing,
+        error: errorsOf(
+          "NOT_FOUND",
+          "INVALID_INPUT",
+          "KEY_REQUIRED",
+          "UNAUTHORIZED",
+          "NOT_ENTITLED",
           "PAYLOAD_TOO_LARGE",
           "INTERNAL"
         )

@@ -1,6 +1,6 @@
 import { OpenApi } from "effect/http-api"
 import { rehostJson } from "../domain/identifiers/index.ts"
-import { type Api, idempotencyKeyLength, makeApi } from "./api.ts"
+import { type Api, makeApi } from "./api.ts"
 import type { AnyDeclaration } from "./declaration.ts"
 import { withResponseExamples } from "./examples/publish.ts"
 import { defaultPublication, type Publication } from "./publication.ts"
@@ -9,18 +9,19 @@ export { defaultPublication, type Publication }
 
 /**
  * `Schema.Int` documents itself as bounded by ±2^53-1, and a docs renderer that makes up examples
- * from `minimum` then shows -9007199254740991 as a follower count, or "max: 9007199254740991" beside
- * `max_credits`. Those bounds say no more than "a JSON integer", so each is left out; bounds a schema
- * sets itself (`limit` 1 to 30, `max_credits` from 0) stay.
+ * from `minimum` then shows -9007199254740991 as a follower count. Those two bounds together say no
+ * more than "a JSON integer", so the pair is left out; bounds a schema sets itself stay (`limit` 1
+ * to 30, and `max_credits` 0 to 9007199254740991 as the contract writes it).
  */
 const withoutSafeIntegerBounds = (node: unknown): unknown => {
   if (Array.isArray(node)) return node.map(withoutSafeIntegerBounds)
   if (node === null || typeof node !== "object") return node
   const { minimum, maximum, ...rest } = node as Record<string, unknown>
+  const implied = minimum === Number.MIN_SAFE_INTEGER
   const kept: Record<string, unknown> = {
     ...rest,
-    ...(minimum === undefined || minimum === Number.MIN_SAFE_INTEGER ? {} : { minimum }),
-    ...(maximum === undefined || maximum === Number.MAX_SAFE_INTEGER ? {} : { maximum })
+    ...(minimum === undefined || implied ? {} : { minimum }),
+    ...(maximum === undefined || (implied && maximum === Number.MAX_SAFE_INTEGER) ? {} : { maximum })
   }
   return Object.fromEntries(
     Object.entries(kept).map(([key, value]) => [key, withoutSafeIntegerBounds(value)])
@@ -28,22 +29,12 @@ const withoutSafeIntegerBounds = (node: unknown): unknown => {
 }
 
 /**
- * What the server enforces beyond the query codec, stated where a client reads the parameters: the
- * Idempotency-Key's length (checked by the metering front door, `idempotencyKeyLength`) and, for a
- * list of named sections, each at most once (`sectionList`), so at most as many as there are names.
+ * What the server enforces beyond the query codec, stated where a client reads the parameters: for
+ * a list of named sections, each at most once (`sectionList`), so at most as many as there are names.
  */
 const withStatedLimits = (spec: Json): Json => {
   const parameter = (node: Json): Json => {
     const schema = node.schema as Json | undefined
-    if (node.in === "header" && String(node.name).toLowerCase() === "idempotency-key")
-      return {
-        ...node,
-        schema: {
-          ...schema,
-          minLength: idempotencyKeyLength.min,
-          maxLength: idempotencyKeyLength.max
-        }
-      }
     const items = schema?.items as Json | undefined
     if (node.in === "query" && schema?.type === "array" && Array.isArray(items?.enum))
       return { ...node, schema: { ...schema, maxItems: items.enum.length, uniqueItems: true } }

@@ -33,6 +33,12 @@ export const ProblemBody = Schema.Struct({
   platform: Schema.optionalKey(Schema.String),
   entitled: Schema.optionalKey(Schema.Array(Schema.String)),
   upgrade_url: Schema.optionalKey(Schema.String),
+  claim_url: Schema.optionalKey(
+    Schema.String.annotate({
+      description:
+        "On TRIAL_CAP_EXCEEDED for an unclaimed trial account: where its owner claims it (sign-in with the key), which grants free credits before any purchase."
+    })
+  ),
   offer: Schema.optionalKey(Offer),
   receipt_id: Schema.optionalKey(Schema.String),
   account_ids: Schema.optionalKey(Schema.Array(Schema.String)),
@@ -75,7 +81,7 @@ const resumeFor = (code: ErrorCode, keyCap = false): Offer["resume"] => {
         return {
           action: "retry_same_idempotency_key",
           detail:
-            "The key's spend cap is reached, not the account's credits: once the cap is raised (POST /v1/keys/update) or resets (cap_resets_at), retry the same call with the same Idempotency-Key."
+            "The key's spend cap is reached, not the account's credits, so buying credits does not lift it: once whoever the message names raises the cap, or a day or month cap resets (cap_resets_at), retry the same call with the same Idempotency-Key."
         }
       return {
         action: "retry_same_idempotency_key",
@@ -101,6 +107,11 @@ export const upgradeUrl = (base: string, accountId: string | undefined) =>
     ? base
     : `${base}${base.includes("?") ? "&" : "?"}account=${encodeURIComponent(accountId)}`
 
+/**
+ * The offer of a payment-fixable problem. A key's spend cap is not lifted by paying: its offer
+ * (the contract has every INSUFFICIENT_CREDITS carry one) lists no packs and no rails, and its
+ * `resume` says who can lift it.
+ */
 export const makeOffer = (
   code: ErrorCode,
   checkoutUrl: string,
@@ -110,8 +121,8 @@ export const makeOffer = (
   offer_version: 1,
   reason: code,
   currency: "usd",
-  packs: context.packs.map((pack) => ({ ...pack })),
-  rails: [...context.rails],
+  packs: keyCap ? [] : context.packs.map((pack) => ({ ...pack })),
+  rails: keyCap ? [] : [...context.rails],
   checkout_url: checkoutUrl,
   resume: resumeFor(code, keyCap),
   refund_policy: context.refundPolicy
@@ -126,7 +137,10 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
   const carriesOffer =
     spec.offer === "always" ||
     (spec.offer === "trial" && error.account !== undefined && !isPaid(error.account.plan))
+  // The offer's checkout credits the account of the key that was refused; a free (trial-plan)
+  // key's `upgrade_url` is the public upgrade page instead (the contract's rule 11).
   const checkoutUrl = upgradeUrl(context.upgradeUrl, error.account?.accountId)
+  const freeKey = error.account !== undefined && !isPaid(error.account.plan)
   const body: { -readonly [K in keyof ProblemBody]: ProblemBody[K] } = {
     type: docUrl,
     title: spec.title,
@@ -138,7 +152,7 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
     doc_url: docUrl
   }
   if (carriesOffer) {
-    body.upgrade_url = checkoutUrl
+    body.upgrade_url = freeKey ? context.upgradeUrl : checkoutUrl
     const offer = makeOffer(
       error.code,
       checkoutUrl,
@@ -156,6 +170,9 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
       if (error.closest_matches !== undefined) body.closest_matches = error.closest_matches
       break
     case "TrialCapExceeded":
+      if (error.param !== undefined) body.param = error.param
+      if (error.claim_url !== undefined) body.claim_url = error.claim_url
+      break
     case "NotFound":
     case "Unauthorized":
       if (error.param !== undefined) body.param = error.param
@@ -172,8 +189,8 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
       body.max_credits = error.max_credits
       break
     case "NotEntitled":
-      body.platform = error.platform
-      body.entitled = error.entitled
+      if (error.platform !== undefined) body.platform = error.platform
+      if (error.entitled !== undefined) body.entitled = error.entitled
       break
     case "ConcurrencyLimit":
     case "RateLimited":

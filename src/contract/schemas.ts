@@ -48,6 +48,34 @@ export const Usage = Schema.Struct({
     })
   ),
   balance: Schema.optionalKey(Schema.Struct({ grant: Schema.Int, purchased: Schema.Int, total: Schema.Int })),
+  credits_remaining: Schema.Int.annotate({
+    description:
+      "What the account can fund for the next (recent-data) call: free budget left today plus grant plus balance, as the charge reads them (the `Credits-Remaining` header's number)."
+  }),
+  key_cap_remaining: Schema.optionalKey(
+    Schema.Int.annotate({
+      description:
+        "For a key with a spend cap (or a child of a capped key): what the tightest cap has left in its period (the `Key-Cap-Remaining` header's number). Absent when no cap bounds the key."
+    })
+  ),
+  key: Schema.Struct({
+    key_id: Schema.String,
+    parent_key_id: Schema.optionalKey(
+      Schema.String.annotate({ description: "For a child key: the key that made it and can change its cap." })
+    ),
+    spend_cap: Schema.optionalKey(
+      Schema.Struct({
+        credits: Schema.Int,
+        period: Schema.Literals(["day", "month", "total"]),
+        spent_in_period: Schema.Int,
+        remaining: Schema.Int.annotate({
+          description:
+            "What the next call finds: the tightest of this key's and its parent's caps, as the charge reads it (`key_cap_remaining`)."
+        }),
+        resets_at: Schema.optionalKey(Schema.String)
+      }).annotate({ description: "The calling key's own spend cap, absent for a key without one." })
+    )
+  }).annotate({ description: "The calling key: its id and its own cap, spend and remainder this period." }),
   today: Schema.Struct({ credits: Schema.Int, calls: Schema.Int }),
   history: Schema.Array(UsageDay),
   rate_limit_per_minute: Schema.Int,
@@ -81,3 +109,9 @@ export const ReceiptPage = Schema.Struct({
   receipts: Schema.Array(ReceiptSchema),
   cursor: Schema.NullOr(Schema.String)
 }).annotate({ identifier: "ReceiptPage" })
+
+/** One key's receipts: a parent key or a management token may ask; a child key sees only its own. */
+export const ReceiptKeyId = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64)).annotate({
+  description:
+    "Only this key's receipts (a key_id from GET /v1/keys or a receipt). A child key always sees only its own."
+})

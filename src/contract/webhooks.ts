@@ -4,6 +4,7 @@ import { webhookEventTypes } from "../domain/webhooks.ts"
 import { ManagementAuth } from "./governance.ts"
 import { PlainInput } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
+import { ReceiptKeyId } from "./schemas.ts"
 
 /** Webhooks, automatic top-up and the receipts export (wave 3). */
 
@@ -142,7 +143,7 @@ export const WebhooksGroup = HttpApiGroup.make("webhooks", { topLevel: true })
     ),
     described(
       "Test a webhook",
-      "Queues a `ping` event for the endpoint (subscribed or not); GET /v1/webhooks/{webhook_id}/deliveries shows how it went. A disabled endpoint is enabled again by its test. At most 30 tests per account an hour (RATE_LIMITED past them).",
+      "Queues a `ping` event for the endpoint (subscribed or not); GET /v1/webhooks/{webhook_id}/deliveries shows how it went. A disabled endpoint is enabled again by its test, and one backing off after failures is tried at once. At most 30 tests per account an hour and 5 per endpoint a minute (RATE_LIMITED past them).",
       HttpApiEndpoint.post("testWebhook", "/webhooks/test", {
         query: AccountQuery,
         payload: Schema.Struct({ webhook_id: WebhookId, account_id: Schema.optionalKey(AccountId) }),
@@ -233,7 +234,7 @@ export const ExportGroup = HttpApiGroup.make("export", { topLevel: true })
   .add(
     described(
       "Export receipts",
-      "Every receipt from `from` to `to` (UTC days, both included, at most 366 days), oldest first, streamed: CSV (cells that a spreadsheet would read as a formula are prefixed with ') or JSON Lines (one receipt a line, as GET /v1/receipts/{id} answers). A spend key exports its own account; a management token the account it governs (`account_id` when several).",
+      "Every receipt from `from` to `to` (UTC days, both included, at most 366 days), oldest first, streamed: CSV (cells that a spreadsheet would read as a formula are prefixed with ') or JSON Lines (one receipt a line, as GET /v1/receipts/{id} answers). A spend key exports its own account (a child key: its own calls); a management token the account it governs (`account_id` when several); `key_id` narrows the export to one key's receipts.",
       HttpApiEndpoint.get("exportReceipts", "/receipts/export", {
         query: Schema.Struct({
           from: Day,
@@ -241,10 +242,18 @@ export const ExportGroup = HttpApiGroup.make("export", { topLevel: true })
           format: Schema.optionalKey(
             Schema.Literals(["csv", "jsonl"]).annotate({ description: "csv (the default) or jsonl." })
           ),
-          account_id: Schema.optionalKey(AccountId)
+          account_id: Schema.optionalKey(AccountId),
+          key_id: Schema.optionalKey(ReceiptKeyId)
         }),
         success: HttpApiSchema.StreamUint8Array({ contentType: ["text/csv", "application/x-ndjson"] }),
-        error: errorsOf("INVALID_INPUT", "KEY_REQUIRED", "AUTH_REQUIRED", "UNAUTHORIZED", "INTERNAL")
+        error: errorsOf(
+          "INVALID_INPUT",
+          "KEY_REQUIRED",
+          "AUTH_REQUIRED",
+          "UNAUTHORIZED",
+          "RATE_LIMITED",
+          "INTERNAL"
+        )
       })
     )
   )

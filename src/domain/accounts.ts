@@ -31,13 +31,19 @@ export interface KeyRecord {
   readonly accountId: string
   readonly hint: string
   readonly revoked: boolean
-  /** The platforms this key may call, within the account's; absent for all of them. */
+  /**
+   * The platforms this key may call, within the account's; absent for all of them. A child key's
+   * are its parent's current ones intersected with its own.
+   */
   readonly platforms?: ReadonlyArray<Platform>
-  /** When the key stops working (epoch ms); absent for never. */
-  readonly expiresAt?: number
   /** The key that made this child key. */
   readonly parentKeyId?: string
+  /** The owner granted this key the making of child keys (`may_delegate`); a child never has it. */
+  readonly mayDelegate?: true
 }
+
+/** Whether a key's record carries its owner's grant of making child keys (a child never does). */
+export const grantedDelegation = (key: KeyRecord) => key.mayDelegate === true && key.parentKeyId === undefined
 
 /** Who a management token stands for: an identity (a confirmed email) and the accounts it governs. */
 export interface Governor {

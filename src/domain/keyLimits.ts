@@ -4,7 +4,7 @@ import { dayOf, msPerDay } from "./time.ts"
 
 /**
  * A key's limits as its owner sets them: a spend cap per UTC day, UTC calendar month or in total,
- * an expiry and the platforms it may call. The cap itself is held by the database's charging
+ * and the platforms it may call (a spend key does not expire: it ends when it is revoked). The cap itself is held by the database's charging
  * functions (`svc_key_cap`); here are the shapes and the calendar.
  */
 export type CapPeriod = "day" | "month" | "total"
@@ -18,7 +18,10 @@ export const capResetsAt = (period: CapPeriod, now: number): number | undefined 
   return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1)
 }
 
-/** The platforms a key may call: the account's, narrowed to the key's own list when it has one. */
+/**
+ * The platforms a key may call: the account's, narrowed to the key's own list when it has one (a
+ * child key's list is already its parent's current one intersected with its own, `Accounts.findByKey`).
+ */
 export const platformsOf = (account: Account, key: KeyRecord): ReadonlyArray<Platform> =>
   key.platforms === undefined
     ? account.entitlements
@@ -29,18 +32,16 @@ export const capResetsAtIso = (period: CapPeriod, now: number): string | undefin
   return at === undefined ? undefined : new Date(at).toISOString()
 }
 
-/** A key's limits as stored: epoch ms for the expiry; null for none. */
+/** A key's limits as stored; null for none. */
 export interface KeyLimits {
   readonly spendCapCredits: number | null
   readonly capPeriod: CapPeriod
-  readonly expiresAt: number | null
   readonly platforms: ReadonlyArray<Platform> | null
 }
 
 export const noLimits: KeyLimits = {
   spendCapCredits: null,
   capPeriod: "total",
-  expiresAt: null,
   platforms: null
 }
 
@@ -48,31 +49,26 @@ export const noLimits: KeyLimits = {
 export interface LimitChanges {
   readonly spendCapCredits?: number | null
   readonly capPeriod?: CapPeriod
-  readonly expiresAt?: number | null
   readonly platforms?: ReadonlyArray<Platform> | null
 }
 
 /** Why limits cannot be set, and which field is at fault. */
 export interface LimitRefusal {
-  readonly param: "spend_cap_credits" | "cap_period" | "expires_at" | "platforms" | "key_id"
+  readonly param: "spend_cap_credits" | "cap_period" | "platforms" | "key_id"
   readonly message: string
 }
 
 export const applyChanges = (limits: KeyLimits, changes: LimitChanges): KeyLimits => ({
   spendCapCredits: changes.spendCapCredits === undefined ? limits.spendCapCredits : changes.spendCapCredits,
   capPeriod: changes.capPeriod ?? limits.capPeriod,
-  expiresAt: changes.expiresAt === undefined ? limits.expiresAt : changes.expiresAt,
   platforms: changes.platforms === undefined ? limits.platforms : changes.platforms
 })
 
-/** Limits any key may have: an expiry still ahead, and platforms the account is entitled to. */
+/** Limits any key may have: platforms the account is entitled to. */
 export const refuseLimits = (
   limits: KeyLimits,
-  account: Pick<Account, "entitlements">,
-  now: number
+  account: Pick<Account, "entitlements">
 ): LimitRefusal | undefined => {
-  if (limits.expiresAt !== null && limits.expiresAt <= now)
-    return { param: "expires_at", message: "`expires_at` must be in the future (RFC 3339, UTC)." }
   if (limits.platforms !== null) {
     if (limits.platforms.length === 0)
       return {
@@ -90,16 +86,16 @@ export const refuseLimits = (
 }
 
 /**
- * A child key's limits inside its parent's: a cap (required) no larger than what the parent's cap
- * has left, platforms among the parent's, and an expiry no later than the parent's (the parent's
- * when none is asked for).
+ * A child key's limits inside its parent's, as its parent makes or changes them: a cap (required) no
+ * larger than what the parent's cap has left, and platforms among the parent's (the parent's when
+ * none is asked for). At every call the child is held to its parent's current platforms and cap
+ * too, whatever they became since.
  */
 export const childLimits = (
   asked: KeyLimits,
   parent: {
     readonly capLeft: number | undefined
     readonly platforms: ReadonlyArray<Platform>
-    readonly expiresAt: number | undefined
   }
 ): KeyLimits | LimitRefusal => {
   if (asked.spendCapCredits === null)
@@ -118,14 +114,5 @@ export const childLimits = (
       param: "platforms",
       message: `The parent key may not call ${outside.join(" and ")}; a child may have ${parent.platforms.join(", ")}.`
     }
-  if (parent.expiresAt !== undefined && asked.expiresAt !== null && asked.expiresAt > parent.expiresAt)
-    return {
-      param: "expires_at",
-      message: `A child key must expire by its parent's expiry, ${new Date(parent.expiresAt).toISOString()}.`
-    }
-  return {
-    ...asked,
-    platforms: asked.platforms ?? [...parent.platforms],
-    expiresAt: asked.expiresAt ?? parent.expiresAt ?? null
-  }
+  return { ...asked, platforms: asked.platforms ?? [...parent.platforms] }
 }

@@ -13,6 +13,15 @@ export const freeTier = {
   firstPageOnly: true
 } as const
 
+/**
+ * The free tier in one sentence, as the mint's note, the landing page, the upgrade page and the
+ * error codes page say it: the IP's daily budget (`policy.freeCreditsPerIpDay`) and `freeTier`.
+ */
+export const freeTierSentence = (creditsPerIpDay: number) =>
+  `Free keys from one IP share ${creditsPerIpDay} credits per UTC day, ${freeTier.freshness} (cached) data${
+    freeTier.firstPageOnly ? " and first pages only" : ""
+  }.`
+
 /** Packs offered for payment-fixable errors. */
 export interface Pack {
   readonly pack: "flex" | "production"

@@ -8,6 +8,7 @@ import type { Pack, Plan } from "./plans.ts"
 export interface Policy {
   /** The free budget every trial key of one IP shares, per UTC day. */
   readonly freeCreditsPerIpDay: number
+  /** Calls per plan in each `planRateWindowMs`. */
   readonly ratePerMinute: Readonly<Record<Plan, number>>
   /** The largest search page a trial key may ask for. */
   readonly trialSearchLimit: number
@@ -47,6 +48,20 @@ export interface Policy {
   readonly maxActiveKeysPerAccount: number
   /** Child keys one key may have working at once. */
   readonly maxChildKeysPerKey: number
+  /**
+   * Child keys one account may have working at once: their own pool, apart from the owner's
+   * `maxActiveKeysPerAccount` places (which count the account's own keys only).
+   */
+  readonly maxChildKeysPerAccount: number
+  /** Child keys made or revoked (the two counted together) per parent key, and per account. */
+  readonly childKeyChangesPerKey: LimitRule
+  readonly childKeyChangesPerAccount: LimitRule
+  /** Receipt exports (`GET /v1/receipts/export`) one account may start per window. */
+  readonly exportsPerAccount: LimitRule
+  /** Audit log pages (`GET /v1/audit`, `list_audit_events`, the dashboard's Activity) one account may read per window. */
+  readonly auditReadsPerAccount: LimitRule
+  /** Wrong operator credentials (admin token, metrics token) one client IP may send per window, each. */
+  readonly operatorAuthFailuresPerIp: LimitRule
   /** The OAuth authorization server's limits (per-IP rules count an IPv6 client by its network). */
   readonly oauth: OAuthLimits
   /** Webhook endpoints and their deliveries. */
@@ -63,6 +78,8 @@ export interface WebhookLimits {
   readonly maxEndpointsPerAccount: number
   /** One delivery attempt, connection to last byte read: a slow or silent receiver costs this. */
   readonly timeoutMs: number
+  /** The TCP connection of one attempt, at most (within `timeoutMs`): a silent address costs this. */
+  readonly connectTimeoutMs: number
   /** The wait after a failed attempt starts here and doubles up to `retryMaxMs`, for `retryForMs`. */
   readonly retryFirstMs: number
   readonly retryMaxMs: number
@@ -73,10 +90,22 @@ export interface WebhookLimits {
   readonly responseMaxBytes: number
   /** Endpoints one instance delivers to at once (each endpoint gets one request at a time). */
   readonly concurrency: number
+  /**
+   * Endpoints of one account delivered to at once, across every instance (fairness: an account's
+   * slow receivers hold at most this many workers; the others serve other accounts).
+   */
+  readonly perAccount: number
+  /**
+   * Deliveries waiting for one endpoint, at most: past it a new event is not queued for that
+   * endpoint (the newest are dropped, the oldest kept); a test ping is always queued.
+   */
+  readonly maxPendingPerEndpoint: number
   /** Finished deliveries, their events and attempts are deleted this long after. */
   readonly keepMs: number
   /** Test pings an account may queue per window (each makes the service send a request). */
   readonly tests: LimitRule
+  /** Test pings one endpoint may be sent per window, within the account's. */
+  readonly testsPerEndpoint: LimitRule
 }
 
 export interface TopupLimits {
@@ -141,6 +170,9 @@ export interface SignInLimits extends StartLimits {
   readonly wrongTriesPerCodeOthers: number
 }
 
+/** The window of a plan's rate limit (`ratePerMinute`): the one home of its length. */
+export const planRateWindowMs = 60_000
+
 /** A window in words: "15 minutes", "1 hour". */
 export const windowWords = (ms: number) =>
   ms % 3_600_000 === 0
@@ -186,6 +218,12 @@ export const defaultPolicy: Policy = {
   },
   maxActiveKeysPerAccount: 100,
   maxChildKeysPerKey: 100,
+  maxChildKeysPerAccount: 1_000,
+  childKeyChangesPerKey: { limit: 30, windowMs: minute },
+  childKeyChangesPerAccount: { limit: 60, windowMs: minute },
+  exportsPerAccount: { limit: 10, windowMs: minute },
+  auditReadsPerAccount: { limit: 120, windowMs: minute },
+  operatorAuthFailuresPerIp: { limit: 10, windowMs: 15 * minute },
   oauth: {
     authorizationsPerIp: 30,
     authorizationWindowMs: 15 * 60_000,
@@ -200,14 +238,18 @@ export const defaultPolicy: Policy = {
   webhooks: {
     maxEndpointsPerAccount: 10,
     timeoutMs: 10_000,
+    connectTimeoutMs: 3_000,
     retryFirstMs: 5_000,
     retryMaxMs: hour,
     retryForMs: day,
     disableAfterMs: 3 * day,
     responseMaxBytes: 1024,
     concurrency: 4,
+    perAccount: 2,
+    maxPendingPerEndpoint: 1_000,
     keepMs: 30 * day,
-    tests: { limit: 30, windowMs: hour }
+    tests: { limit: 30, windowMs: hour },
+    testsPerEndpoint: { limit: 5, windowMs: minute }
   },
   topup: {
     failuresToDisarm: 3,

@@ -7,10 +7,27 @@ export interface Quote {
   readonly lines: ReadonlyArray<{ readonly item: string; readonly credits: number }>
 }
 
-export type RefundReason = "realtime_fallback" | "domain_resolved_before" | "fewer_results"
+export const refundReasons = ["realtime_fallback", "domain_resolved_before", "fewer_results"] as const
+export type RefundReason = (typeof refundReasons)[number]
 export interface Refund {
   readonly reason: RefundReason
   readonly credits: number
+}
+
+/**
+ * What a call is charged when it settles: its quote less its refunds, never below zero, and the
+ * refunds that count (those of a credit or more). The one rule for the cache-hit path and settle.
+ */
+export const settlement = (
+  quoted: number,
+  refunds: ReadonlyArray<Refund>
+): { readonly charged: number; readonly refunds: ReadonlyArray<Refund> } => {
+  const kept = refunds.filter((refund) => refund.credits > 0)
+  const refunded = Math.min(
+    quoted,
+    kept.reduce((sum, refund) => sum + refund.credits, 0)
+  )
+  return { charged: quoted - refunded, refunds: kept }
 }
 
 const quote = (...lines: ReadonlyArray<readonly [string, number]>): Quote => {

@@ -27,3 +27,19 @@ export const hashSecret = (secret: string): string => hash("sha256", secret, "he
 
 export const hintOf = (secret: string): string =>
   `${secret.slice(0, secret.lastIndexOf("_") + 1)}...${secret.slice(-4)}`
+
+/** The shortest operator token (ADMIN_TOKEN, METRICS_TOKEN) the service starts with. */
+export const operatorTokenMinLength = 32
+
+/**
+ * Why `token` (the value of the variable `name`) is too weak to guard an operator surface, in one
+ * sentence, or undefined: at least 32 characters, and not a few characters repeated (at least 10
+ * different ones). The service generates ADMIN_TOKEN when it is unset; METRICS_TOKEN is chosen.
+ */
+export const operatorTokenWeakness = (name: string, token: string): string | undefined => {
+  if (token.length < operatorTokenMinLength)
+    return `${name} is ${token.length} character${token.length === 1 ? "" : "s"} long; it must be at least ${operatorTokenMinLength} random characters (for example \`openssl rand -hex 32\`)${name === "ADMIN_TOKEN" ? ", or leave it unset to have one generated" : ""}.`
+  if (new Set(token).size < 10)
+    return `${name} repeats a few characters; it must be at least ${operatorTokenMinLength} random characters (for example \`openssl rand -hex 32\`).`
+  return undefined
+}

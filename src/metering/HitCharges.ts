@@ -10,11 +10,11 @@ import {
   recordHitChargeWait
 } from "../observability/metrics.ts"
 import { TopupWake } from "../payments/TopupWake.ts"
-import { Settings } from "../services/Settings.ts"
+import { freeTierTerms, Settings } from "../services/Settings.ts"
 import { PgliteClient } from "../store/PgliteClient.ts"
 import { pipelinedClient } from "../store/Pipelined.ts"
 import * as Row from "../store/rows.ts"
-import { freeTierTerms, type Remaining } from "./Reservations.ts"
+import type { Remaining } from "./Reservations.ts"
 import { CallRow, type Receipt, receiptOf } from "./receipt.ts"
 
 /** A metered call whose data came from stored copies, charged without a reservation. */
@@ -22,6 +22,8 @@ export interface HitInput {
   readonly callId: string
   readonly accountId: string
   readonly keyId: string
+  /** The key's parent, for a child key: its receipt names it. */
+  readonly parentKeyId?: string | undefined
   readonly ip: string
   readonly operation: string
   readonly quoted: number
@@ -177,7 +179,7 @@ export class HitCharges extends Context.Service<
                       : row.outcome === "charged" && row.call !== null
                         ? {
                             _tag: "Charged",
-                            receipt: receiptOf(row.call),
+                            receipt: receiptOf(row.call, false, input.parentKeyId),
                             remaining: { credits: row.spendable ?? 0, keyCap: row.cap_left ?? undefined }
                           }
                         : { _tag: "Declined", reason: row.outcome === "charged" ? "account" : row.outcome }

@@ -111,7 +111,8 @@ export class IdempotencyStore extends Context.Service<
         if (inserted.length > 0) return { _tag: "Fresh" } as const
         const rows =
           yield* sql`SELECT k.fingerprint, k.state, k.response, k.lease_expires_at, k.created_at, k.owner,
-            k.replay_until, k.tombstone_until, to_jsonb(c) AS call
+            k.replay_until, k.tombstone_until,
+            to_jsonb(c) || jsonb_build_object('parent_key_id', (SELECT p.parent_key_id FROM api_keys p WHERE p.id = c.key_id)) AS call
           FROM idempotency_keys k LEFT JOIN calls c ON c.id = k.call_id AND k.state = 'done'
           WHERE k.account_id = ${accountId} AND k.idem_key = ${key}`.pipe(Effect.flatMap(decodeClaims))
         const row = rows[0]

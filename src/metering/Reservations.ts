@@ -1,7 +1,7 @@
 import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { AppConfig } from "../config.ts"
+import { AppConfig, links } from "../config.ts"
 import {
   BudgetExhausted,
   ConcurrencyLimit,
@@ -13,12 +13,12 @@ import { upgradeUrl } from "../contract/problem.ts"
 import { type CapPeriod, capPeriods, capResetsAtIso } from "../domain/keyLimits.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import type { Plan } from "../domain/plans.ts"
-import type { Refund } from "../domain/pricing.ts"
+import { type Refund, settlement } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
 import { TopupWake } from "../payments/TopupWake.ts"
 import { alertMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
-import { Settings } from "../services/Settings.ts"
+import { freeTierTerms, Settings, type Terms } from "../services/Settings.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { CallRow, type Funding, type Receipt, receiptOf } from "./receipt.ts"
@@ -28,6 +28,8 @@ export interface Reservation {
   readonly callId: string
   readonly accountId: string
   readonly operation: string
+  /** The key's parent, for a child key: its receipt names it. */
+  readonly parentKeyId?: string | undefined
   readonly quoted: number
   /** Where the quote was drawn from (the database's funding order decided). */
   readonly reserved: Funding
@@ -41,6 +43,9 @@ export interface ReserveInput {
   readonly accountId: string
   readonly plan: Plan
   readonly keyId: string
+  readonly parentKeyId?: string | undefined
+  /** Whether the account has an owner (its trial's free budget spent, claiming it is the next step). */
+  readonly claimed?: boolean | undefined
   readonly ip: string
   readonly operation: string
   readonly quoted: number
@@ -103,6 +108,29 @@ const decodeCapReached = Row.decoder(
 )
 const decodeCallIds = Row.decoder(Schema.Struct({ id: Schema.String }), "calls.id")
 
+/**
+ * A key's cap refused the call: what is left, and who can lift it, with the route and tool that
+ * caller has. A child key's cap (or its parent's, which bounds it too) is raised by the agent
+ * holding its parent key; an ordinary key's by the account's owner. Only a day or month cap resets.
+ */
+const keyCapMessage = (
+  input: Pick<ReserveInput, "quoted" | "keyId" | "parentKeyId">,
+  period: CapPeriod | null,
+  left: number,
+  baseUrl: string
+) => {
+  const cap = period ?? "total"
+  const wait =
+    cap === "total"
+      ? ""
+      : ` or wait for it to reset at cap_resets_at (this ${cap === "day" ? "UTC day" : "UTC month"}'s end)`
+  const who =
+    input.parentKeyId === undefined
+      ? `The account's owner can raise it: POST /v1/keys/update with a management token (the update_key tool on /mcp), or the Keys page of the dashboard (${baseUrl}/dashboard/keys)`
+      : `This is a child key: the agent holding its parent key ${input.parentKeyId} can raise this key's cap (POST /v1/keys/child/update, the update_child_key tool), and the account's owner the parent's (POST /v1/keys/update, or ${baseUrl}/dashboard/keys)`
+  return `This call is quoted ${input.quoted} credits and the ${cap} spend cap bounding this key has ${left} left; buying credits does not lift it. ${who}${wait}; then retry with the SAME Idempotency-Key.`
+}
+
 /** `cap_resets_at` of a day or month cap (a total cap never resets). */
 const capResetsAt = (period: CapPeriod | null, now: number): { readonly cap_resets_at?: string } => {
   const at = period === null ? undefined : capResetsAtIso(period, now)
@@ -121,16 +149,6 @@ export interface Settled {
   readonly receipt: Receipt
   readonly remaining: Remaining
 }
-
-/** The free tier's numbers a funding decision takes: the per-IP budget and the operator's switches. */
-export type Terms = Effect.Success<ReturnType<typeof freeTierTerms>>
-
-export const freeTierTerms = (settings: Settings["Service"], freePerIp: number) =>
-  Effect.map(settings.current, (operator) => ({
-    free_per_ip: freePerIp,
-    free_open: operator.freeTierOpen,
-    global_free: operator.globalDailyFreeCredits ?? null
-  }))
 
 /**
  * The full path's ledger moves of a metered call: reserve the whole quote (taking the account's
@@ -181,7 +199,8 @@ export class Reservations extends Context.Service<
         charged: number,
         refunds: ReadonlyArray<Refund>,
         now: number,
-        terms: Terms | null = null
+        terms: Terms | null = null,
+        parentKeyId: string | undefined = undefined
       ) =>
         Effect.gen(function* () {
           const [ended] =
@@ -208,7 +227,7 @@ export class Reservations extends Context.Service<
           }
           yield* TopupWake.armed(wake, ended.topup_id)
           return {
-            receipt: receiptOf(ended.call),
+            receipt: receiptOf(ended.call, false, parentKeyId),
             remaining: { credits: ended.spendable ?? 0, keyCap: ended.cap_left ?? undefined }
           } satisfies Settled
         })
@@ -286,6 +305,7 @@ export class Reservations extends Context.Service<
               callId: input.callId,
               accountId: input.accountId,
               operation: input.operation,
+              parentKeyId: input.parentKeyId,
               quoted: input.quoted,
               reserved: {
                 free_tier: found.reserved_free ?? 0,
@@ -309,7 +329,7 @@ export class Reservations extends Context.Service<
           case "key_cap":
             yield* capReached(input.keyId, now)
             return yield* new InsufficientCredits({
-              message: `This call is quoted ${input.quoted} credits and this key's ${found.cap_period ?? "total"} spend cap has ${found.cap_left ?? 0} left. Raise the cap (POST /v1/keys/update) or wait for it to reset (cap_resets_at), then retry with the SAME Idempotency-Key.`,
+              message: keyCapMessage(input, found.cap_period, found.cap_left ?? 0, config.baseUrl),
               credits_required: input.quoted,
               credits_available: found.cap_left ?? 0,
               limit: "key_cap",
@@ -324,7 +344,13 @@ export class Reservations extends Context.Service<
             })
           case "trial_cap":
             return yield* new TrialCapExceeded({
-              message: `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+              message:
+                input.claimed === false
+                  ? `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Claim this account at claim_url (sign in with this key) for ${policy.claimGrantCredits.toLocaleString("en-US")} free credits, then retry with a fresh Idempotency-Key; or buy a pack at upgrade_url, or wait for the UTC day to roll over.`
+                  : `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+              ...(input.claimed === false
+                ? { claim_url: `${links(config.baseUrl).claim}?account=${input.accountId}` }
+                : {}),
               account
             })
           default:
@@ -345,20 +371,17 @@ export class Reservations extends Context.Service<
       ) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          const kept = refunds.filter((refund) => refund.credits > 0)
-          const refunded = Math.min(
-            reservation.quoted,
-            kept.reduce((sum, refund) => sum + refund.credits, 0)
-          )
+          const { charged, refunds: kept } = settlement(reservation.quoted, refunds)
           const terms = yield* freeTierTerms(settings, policy.freeCreditsPerIpDay)
           return yield* sql.withTransaction(
             Effect.gen(function* () {
               const settled = yield* finish(
                 reservation.callId,
-                reservation.quoted - refunded,
+                charged,
                 kept,
                 now,
-                terms
+                terms,
+                reservation.parentKeyId
               )
               if (settled === undefined) return yield* new ReservationLost({ callId: reservation.callId })
               yield* alsoInTransaction(settled.receipt)

@@ -1,6 +1,6 @@
 import { Clock, Duration, Effect, Exit, Result, Tracer } from "effect"
 import { AppConfig } from "../config.ts"
-import { type Caller, idempotencyKeyLength } from "../contract/api.ts"
+import type { Caller } from "../contract/api.ts"
 import type { Envelope } from "../contract/envelope.ts"
 import {
   ConcurrencyLimit,
@@ -17,13 +17,15 @@ import {
   TrialCapExceeded,
   type Unauthorized
 } from "../contract/errors.ts"
+import { hasIdempotencyKeyLength, idempotencyKeyLengthText } from "../contract/idempotencyKey.ts"
 import type { Account, IdentityVersions, KeyRecord } from "../domain/accounts.ts"
 import { hasControlCharacter } from "../domain/controlCharacters.ts"
 import { fingerprint } from "../domain/fingerprint.ts"
 import { platformsOf } from "../domain/keyLimits.ts"
 import { heartbeatMs } from "../domain/lease.ts"
-import { isPaid, type Plan, type Platform } from "../domain/plans.ts"
-import { type Refund, realtimeSurcharge, withFreshness } from "../domain/pricing.ts"
+import { freeTier, isPaid, type Plan, type Platform } from "../domain/plans.ts"
+import { planRateWindowMs, windowWords } from "../domain/policy.ts"
+import { type Refund, realtimeSurcharge, settlement, withFreshness } from "../domain/pricing.ts"
 import { callsHeld, recordMeteredCall } from "../observability/metrics.ts"
 import type { AnyOperation, Freshness, RunError, RunResult } from "../operations/Operation.ts"
 import { Speculating, type Speculation } from "../services/Cache.ts"
@@ -329,14 +331,11 @@ const admit = <R>(
     const idempotencyKey = input.idempotencyKey
     if (
       idempotencyKey !== undefined &&
-      (idempotencyKey.length < idempotencyKeyLength.min ||
-        idempotencyKey.length > idempotencyKeyLength.max ||
-        hasControlCharacter(idempotencyKey))
+      (!hasIdempotencyKeyLength(idempotencyKey) || hasControlCharacter(idempotencyKey))
     ) {
       return Effect.fail(
         new InvalidInput({
-          message:
-            "Idempotency-Key must be 8 to 128 characters without control characters; a UUID is recommended.",
+          message: `Idempotency-Key must be ${idempotencyKeyLengthText} without control characters; a UUID is recommended.`,
           param: "Idempotency-Key"
         })
       )
@@ -357,12 +356,13 @@ const admit = <R>(
           )
         }
 
+        // The trial's caps, as the plan describes them (`freeTier`, shown in the mint's `free_tier`
+        // and `get_usage`) and the policy numbers them.
         if (!isPaid(account.plan)) {
-          if (input.freshness === "realtime") {
+          if (input.freshness !== freeTier.freshness) {
             return Effect.fail(
               new TrialCapExceeded({
-                message:
-                  "Trial keys cannot ask for realtime data: use freshness=recent (a recent cached copy, or a live fetch when there is none), or buy a pack.",
+                message: `Trial keys cannot ask for ${input.freshness} data: use freshness=${freeTier.freshness} (a recent cached copy, or a live fetch when there is none), or buy a pack.`,
                 param: "freshness",
                 account: who
               })
@@ -377,7 +377,7 @@ const admit = <R>(
               })
             )
           }
-          if (prepared.continuation === true) {
+          if (freeTier.firstPageOnly && prepared.continuation === true) {
             return Effect.fail(
               new TrialCapExceeded({
                 message: "Trial keys get first pages only; a cursor page needs a paid key.",
@@ -564,11 +564,7 @@ const speculate = <R>(
       if (Exit.isFailure(ran)) return Effect.succeed(undefined)
       const run = ran.value
       return Effect.flatMap(AppConfig, ({ maxResponseBytes }) => {
-        const refunds = refundsOf(run, input.freshness).filter((refund) => refund.credits > 0)
-        const refunded = Math.min(
-          call.quoted,
-          refunds.reduce((sum, refund) => sum + refund.credits, 0)
-        )
+        const { charged, refunds } = settlement(call.quoted, refundsOf(run, input.freshness))
         const result = resultOf(operation, input.freshness, run, now)
         const stored = JSON.stringify(result)
         // The data is no longer than the whole result; a longer one is measured by the full path.
@@ -578,10 +574,11 @@ const speculate = <R>(
             callId,
             accountId: caller.account.id,
             keyId: caller.key.id,
+            parentKeyId: caller.key.parentKeyId,
             ip: caller.ip,
             operation: operation.id,
             quoted: call.quoted,
-            charged: call.quoted - refunded,
+            charged,
             refunds,
             idempotencyKey: key,
             fingerprint: call.fingerprint,
@@ -655,7 +652,7 @@ const takeRateToken = <R>(call: Admitted<R>, meter: Meter) =>
         meter.rate = {
           plan: account.plan,
           limit,
-          windowSeconds: 60,
+          windowSeconds: rateWindowSeconds,
           remaining: token.allowed ? token.remaining : 0,
           resetSeconds: token.allowed ? token.resetSeconds : token.retryAfterSeconds
         }
@@ -674,8 +671,9 @@ const takeRateToken = <R>(call: Admitted<R>, meter: Meter) =>
 
 const rateKey = (accountId: string) => `plan:${accountId}`
 
-/** The plan's window, as a Duration: the limiter would parse "1 minute" on every call. */
-const rateWindow = Duration.minutes(1)
+/** The plan's window, as a Duration: the limiter would parse a duration text on every call. */
+const rateWindow = Duration.millis(planRateWindowMs)
+const rateWindowSeconds = planRateWindowMs / 1000
 
 /** The rate limit of an answer given before the call took its token. */
 // hot path
@@ -685,7 +683,7 @@ const peekRate = (account: Account): Effect.Effect<RateState, never, AppConfig |
     return Effect.flatMap(RateLimits, (limits) =>
       Effect.map(
         limits.peek({ key: rateKey(account.id), limit, window: rateWindow }),
-        (state): RateState => ({ plan: account.plan, limit, windowSeconds: 60, ...state })
+        (state): RateState => ({ plan: account.plan, limit, windowSeconds: rateWindowSeconds, ...state })
       )
     )
   })
@@ -710,6 +708,8 @@ const hold = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: string) 
         accountId: caller.account.id,
         plan: caller.account.plan,
         keyId: caller.key.id,
+        parentKeyId: caller.key.parentKeyId,
+        claimed: caller.account.claimed,
         ip: caller.ip,
         operation: call.operation.id,
         quoted: call.quoted,
@@ -738,8 +738,7 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
   if (key === undefined) {
     if (!isPaid(account.plan)) return { _tag: "Claimed" } satisfies Claim
     return yield* new IdempotencyKeyRequired({
-      message:
-        "Paid keys must send an Idempotency-Key header (8 to 128 characters, a UUID is best) on metered calls.",
+      message: `Paid keys must send an Idempotency-Key header (${idempotencyKeyLengthText}, a UUID is best) on metered calls.`,
       account: call.who
     })
   }
@@ -779,12 +778,13 @@ const claimKey = Effect.fnUntraced(function* <R>(call: Admitted<R>, callId: stri
         retry_after_seconds: begun.retryAfterSeconds,
         account: call.who
       })
-    case "Expired":
+    case "Expired": {
+      const { policy } = yield* AppConfig
       return yield* new NotFound({
-        message:
-          "The stored result of this Idempotency-Key has expired (24 hours). Resend with a fresh Idempotency-Key.",
+        message: `The stored result of this Idempotency-Key has expired (results are kept ${windowWords(policy.replayWindowMs)}). Resend with a fresh Idempotency-Key.`,
         account: call.who
       })
+    }
   }
 })
 

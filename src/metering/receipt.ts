@@ -1,35 +1,16 @@
 import { Schema } from "effect"
-import type { Envelope, FreshnessInfo } from "../contract/envelope.ts"
-import type { RefundReason } from "../domain/pricing.ts"
+import type { Envelope, FreshnessInfo, ReceiptSchema } from "../contract/envelope.ts"
+import { refundReasons } from "../domain/pricing.ts"
 import * as Row from "../store/rows.ts"
 
-/** Where a charge's credits came from (the database's `svc_draw` decides the split). */
-export interface Funding {
-  readonly free_tier: number
-  readonly grant: number
-  readonly balance: number
-}
+/** A receipt, as the contract's schema states it (`ReceiptSchema`). */
+export type Receipt = typeof ReceiptSchema.Type
 
-export interface Receipt {
-  readonly id: string
-  readonly operation: string
-  readonly quoted: number
-  readonly charged: number
-  readonly refunds: ReadonlyArray<{ readonly reason: RefundReason; readonly credits: number }>
-  readonly funding: Funding
-  readonly idempotency_key: string | null
-  readonly replayed: boolean
-  readonly created_at: string
-  /** The connected app (OAuth) the call was made through: its app id is the call's key. */
-  readonly app_id?: string
-}
+/** Where a charge's credits came from (the database's `svc_draw` decides the split). */
+export type Funding = Receipt["funding"]
 
 const RefundRow = Schema.Struct({
-  reason: Schema.Literals([
-    "realtime_fallback",
-    "domain_resolved_before",
-    "fewer_results"
-  ] satisfies ReadonlyArray<RefundReason>),
+  reason: Schema.Literals(refundReasons),
   credits: Row.Int
 })
 
@@ -52,14 +33,24 @@ export const CallRow = Schema.Struct({
   charged_balance: Row.Int,
   refunds: Schema.fromJsonString(Schema.Array(RefundRow)),
   idempotency_key: Schema.NullOr(Schema.String),
-  created_at: Row.Int
+  created_at: Row.Int,
+  /** The call's key's parent, where a listing joined it (`api_keys.parent_key_id`). */
+  parent_key_id: Schema.optionalKey(Schema.NullOr(Schema.String))
 })
 export type CallRow = typeof CallRow.Type
 
 export const decodeCalls = Row.decoder(CallRow, "calls")
 
-/** The receipt of a call: the only place a receipt is made, for a first answer, a replay or a listing. */
-export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
+/**
+ * The receipt of a call: the only place a receipt is made, for a first answer, a replay or a
+ * listing. `parentKeyId` is the parent of the call's key when the row does not carry it (the
+ * charge's own row: the caller knows its key's parent).
+ */
+export const receiptOf = (
+  row: CallRow,
+  replayed = false,
+  parentKeyId: string | undefined = row.parent_key_id ?? undefined
+): Receipt => ({
   id: row.id,
   operation: row.operation,
   quoted: row.quoted,
@@ -69,6 +60,8 @@ export const receiptOf = (row: CallRow, replayed = false): Receipt => ({
   idempotency_key: row.idempotency_key,
   replayed,
   created_at: new Date(row.created_at).toISOString(),
+  key_id: row.key_id,
+  ...(parentKeyId === undefined ? {} : { parent_key_id: parentKeyId }),
   ...(row.key_id.startsWith("app_") ? { app_id: row.key_id } : {})
 })
 

@@ -76,6 +76,8 @@ export interface OutboundOptions extends ClientFetchOptions {
   readonly overflow?: "fail" | "truncate"
   /** `http://` too (with `allowPrivate` only: a self-hosted network); https only otherwise. */
   readonly allowHttp?: boolean
+  /** The TCP connection, at most (within `timeoutMs`): an address that never answers costs this. */
+  readonly connectTimeoutMs?: number
 }
 
 /** One request to `url`, connected to one of the `checked` addresses, the answer read up to `maxBytes`. */
@@ -127,6 +129,20 @@ const pinnedExchange = (
         answer.on("end", () => finish(false))
       }
     )
+    const connectLimit = options.connectTimeoutMs
+    if (connectLimit !== undefined)
+      outgoing.on("socket", (socket) => {
+        if (!socket.connecting) return
+        const timer = setTimeout(
+          () =>
+            outgoing.destroy(
+              new ClientFetchError(`${url.href} did not accept a connection within ${connectLimit} ms`)
+            ),
+          connectLimit
+        )
+        socket.once("connect", () => clearTimeout(timer))
+        socket.once("close", () => clearTimeout(timer))
+      })
     outgoing.on("error", reject)
     outgoing.end(outbound.body)
   })

@@ -207,6 +207,8 @@ export class Topups extends Context.Service<
               price_usd_cents = EXCLUDED.price_usd_cents, below_credits = EXCLUDED.below_credits,
               monthly_max_usd_cents = EXCLUDED.monthly_max_usd_cents, failures = 0, retry_at = NULL,
               updated_at = EXCLUDED.updated_at`
+          // Arming authorises card charges: who did it, and with which pack, is in the audit log.
+          yield* audit.record(accountId, "topup.armed", pack.pack)
         })
       )
       return yield* show(accountId)
@@ -214,7 +216,14 @@ export class Topups extends Context.Service<
 
     const disarm = Effect.fn("Topups.disarm")(function* (accountId: string) {
       const now = yield* Clock.currentTimeMillis
-      yield* sql`UPDATE topup_settings SET enabled = false, updated_at = ${now} WHERE account_id = ${accountId}`
+      yield* sql.withTransaction(
+        Effect.gen(function* () {
+          const disarmed = yield* sql`UPDATE topup_settings SET enabled = false, updated_at = ${now}
+            WHERE account_id = ${accountId} AND enabled RETURNING account_id`
+          // Disarming what was not armed changes nothing, and so records nothing.
+          if (disarmed.length > 0) yield* audit.record(accountId, "topup.disarmed", null)
+        })
+      )
       return yield* show(accountId)
     })
 
@@ -282,6 +291,7 @@ export class Topups extends Context.Service<
         // This failure is the one that turns it off: one email, however many more fail after it.
         const disarmed =
           counted !== undefined && !counted.enabled && counted.failures === limits.failuresToDisarm
+        if (disarmed) yield* audit.record(row.account_id, "topup.disarmed", row.id)
         if (disarmed && counted.email !== null)
           yield* outbox.enqueue(
             topupDisarmedMail({

@@ -1,11 +1,15 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import { RateLimited } from "../contract/errors.ts"
 import type { Account, IdentityVersions, KeyRecord } from "../domain/accounts.ts"
+import type { Platform } from "../domain/plans.ts"
 import { hashSecret, hintOf, makeSpendKey } from "../domain/secrets.ts"
 import * as Row from "../store/rows.ts"
 import { Audit } from "./Audit.ts"
 import { Ids } from "./Ids.ts"
+import { RateLimits } from "./RateLimits.ts"
 
 export const AccountState = Schema.Literals(["active", "suspended"])
 
@@ -40,8 +44,10 @@ const KeyedAccountRow = Schema.Struct({
   revoked_at: Row.NullableInt,
   last_used_at: Row.NullableInt,
   key_platforms: Schema.NullOr(Row.Platforms),
-  expires_at: Row.NullableInt,
   parent_key_id: Schema.NullOr(Schema.String),
+  may_delegate: Schema.Boolean,
+  parent_revoked_at: Row.NullableInt,
+  parent_platforms: Schema.NullOr(Row.Platforms),
   identity_version: Row.Int,
   key_version: Row.Int
 })
@@ -62,11 +68,19 @@ export const toAccount = (row: AccountRow): Account => ({
   alertThreshold: row.alert_threshold
 })
 
+/** A child's platforms: its own within its parent's (null: no list, every platform of the account). */
+const boundedPlatforms = (
+  own: ReadonlyArray<Platform> | null,
+  parent: ReadonlyArray<Platform> | null
+): ReadonlyArray<Platform> | null =>
+  own === null ? parent : parent === null ? own : own.filter((platform) => parent.includes(platform))
+
 /** Accounts and their spend keys. Secrets never reach the database: only their hashes do. */
 export class Accounts extends Context.Service<
   Accounts,
   {
-    readonly mintTrial: (ip: string) => Effect.Effect<MintedKey, SqlError>
+    /** A trial account with one key, at most `policy.mintPerIpHour` per client IP per hour. */
+    readonly mintTrial: (ip: string) => Effect.Effect<MintedKey, RateLimited | SqlError>
     readonly findByKey: (
       secret: string
     ) => Effect.Effect<
@@ -88,6 +102,8 @@ export class Accounts extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
       const audit = yield* Audit
+      const limits = yield* RateLimits
+      const { policy } = yield* AppConfig
 
       const get = Effect.fn("Accounts.get")(function* (accountId: string) {
         const rows = yield* sql`SELECT * FROM accounts WHERE id = ${accountId}`.pipe(
@@ -108,6 +124,12 @@ export class Accounts extends Context.Service<
         )
 
       const mintTrial = Effect.fn("Accounts.mintTrial")(function* (ip: string) {
+        const limit = yield* limits.take({ key: `mint:${ip}`, limit: policy.mintPerIpHour, window: "1 hour" })
+        if (!limit.allowed)
+          return yield* new RateLimited({
+            message: `At most ${policy.mintPerIpHour} keys per IP per hour. Keys from one IP share one free budget, so another key gains nothing; reuse the key you have.`,
+            retry_after_seconds: limit.retryAfterSeconds
+          })
         const now = yield* Clock.currentTimeMillis
         const accountId = yield* ids.newId("acct")
         const keyId = yield* ids.newId("key")
@@ -128,20 +150,29 @@ export class Accounts extends Context.Service<
       const findByKey = Effect.fn("Accounts.findByKey")(function* (secret: string) {
         const rows = yield* sql`
           SELECT a.*, k.id AS key_id, k.hint, k.revoked_at, k.last_used_at, k.platforms AS key_platforms,
-            k.expires_at, k.parent_key_id, k.identity_version AS key_version
+            k.parent_key_id, k.may_delegate, k.identity_version AS key_version,
+            p.revoked_at AS parent_revoked_at, p.platforms AS parent_platforms
           FROM api_keys k JOIN accounts a ON a.id = k.account_id
+            LEFT JOIN api_keys p ON p.id = k.parent_key_id
           WHERE k.secret_hash = ${hashSecret(secret)}`.pipe(Effect.flatMap(decodeKeyedAccounts))
         const row = rows[0]
         if (row === undefined) return undefined
+        // A child is bounded by its parent as the parent is now: it works while the parent works,
+        // on the platforms both may call (the parent's change bumps the child's version too,
+        // migrations/0022, so a charge from a child remembered before it is declined).
+        const child = row.parent_key_id !== null
+        const platforms = child
+          ? boundedPlatforms(row.key_platforms, row.parent_platforms)
+          : row.key_platforms
         return {
           key: {
             id: row.key_id,
             accountId: row.id,
             hint: row.hint,
-            revoked: row.revoked_at !== null,
-            ...(row.key_platforms === null ? {} : { platforms: row.key_platforms }),
-            ...(row.expires_at === null ? {} : { expiresAt: row.expires_at }),
-            ...(row.parent_key_id === null ? {} : { parentKeyId: row.parent_key_id })
+            revoked: row.revoked_at !== null || (child && row.parent_revoked_at !== null),
+            ...(platforms === null ? {} : { platforms }),
+            ...(row.parent_key_id === null ? {} : { parentKeyId: row.parent_key_id }),
+            ...(row.may_delegate && !child ? { mayDelegate: true as const } : {})
           },
           account: toAccount(row),
           lastUsedAt: row.last_used_at,

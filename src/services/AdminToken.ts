@@ -4,8 +4,10 @@ import { join } from "node:path"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { Context, Effect, FileSystem, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
+import type { RateLimited } from "../contract/errors.ts"
 import { encodeBase62 } from "../domain/secrets.ts"
 import { Ids } from "./Ids.ts"
+import { RateLimits } from "./RateLimits.ts"
 
 /**
  * Where the generated operator token lives: `DATA_DIR/admin-token`, or a per-port file in the
@@ -22,6 +24,11 @@ export class AdminToken extends Context.Service<
   {
     /** Constant-time comparison with the operator token. */
     readonly check: (candidate: string) => boolean
+    /**
+     * `check` for a request from `ip`: its wrong tokens are counted, and past
+     * OPERATOR_AUTH_FAILURES_PER_IP (10 per 15 minutes) RATE_LIMITED before any comparison.
+     */
+    readonly checkFrom: (candidate: string, ip: string) => Effect.Effect<boolean, RateLimited>
   }
 >()("services/AdminToken") {
   static readonly layerNoDeps = Layer.effect(
@@ -32,7 +39,14 @@ export class AdminToken extends Context.Service<
         ? Redacted.value(config.adminToken.value)
         : yield* tokenFromFile(adminTokenPath(config.dataDir, config.port))
       const expected = digest(token)
-      return AdminToken.of({ check: (candidate) => timingSafeEqual(digest(candidate), expected) })
+      const limits = yield* RateLimits
+      const rule = config.policy.operatorAuthFailuresPerIp
+      const check = (candidate: string) => timingSafeEqual(digest(candidate), expected)
+      return AdminToken.of({
+        check,
+        checkFrom: (candidate, ip) =>
+          limits.checkFailures(`admin-token-failures:${ip}`, rule, "admin tokens", () => check(candidate))
+      })
     })
   )
 

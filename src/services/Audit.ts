@@ -2,10 +2,12 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { InvalidInput } from "../contract/errors.ts"
+import { AppConfig } from "../config.ts"
+import { InvalidInput, type RateLimited } from "../contract/errors.ts"
 import { type AuditAction, type AuditActor, actorKinds } from "../domain/audit.ts"
 import * as Row from "../store/rows.ts"
 import { Ids } from "./Ids.ts"
+import { RateLimits } from "./RateLimits.ts"
 
 /**
  * Who is acting, and from where, in the work being done: a surface sets it where a request acts as
@@ -84,14 +86,6 @@ const decodeEvents = Row.decoder(
   "audit_events"
 )
 
-/** A page's cursor: the position of its last event, opaque to clients. */
-const cursorOf = (seq: number) => `aud_${seq.toString(36)}`
-const seqOf = (cursor: string): number | undefined => {
-  const match = /^aud_([0-9a-z]{1,12})$/.exec(cursor)
-  const seq = match === null ? Number.NaN : Number.parseInt(match[1]!, 36)
-  return Number.isSafeInteger(seq) && seq > 0 ? seq : undefined
-}
-
 /**
  * The audit log. `record` joins the caller's transaction (like `WebhookEvents.emit`), so the row
  * commits or rolls back with the change; the actor and address are the current request's
@@ -107,10 +101,14 @@ export class Audit extends Context.Service<
       target: string | null,
       actor?: AuditActor
     ) => Effect.Effect<void, SqlError>
+    /**
+     * One page of the account's log, newest first: at most AUDIT_READS_PER_ACCOUNT (120) pages a
+     * minute per account, RATE_LIMITED (with retry_after_seconds) past them.
+     */
     readonly list: (
       accountId: string,
       page: { readonly limit: number; readonly cursor?: string | undefined }
-    ) => Effect.Effect<AuditPage, InvalidInput | SqlError>
+    ) => Effect.Effect<AuditPage, InvalidInput | RateLimited | SqlError>
   }
 >()("services/Audit") {
   static readonly layer = Layer.effect(
@@ -118,6 +116,8 @@ export class Audit extends Context.Service<
     Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
+      const limits = yield* RateLimits
+      const { auditReadsPerAccount } = (yield* AppConfig).policy
 
       const record = Effect.fn("Audit.record")(function* (
         accountId: string,
@@ -139,12 +139,22 @@ export class Audit extends Context.Service<
         accountId: string,
         page: { readonly limit: number; readonly cursor?: string | undefined }
       ) {
-        const before = page.cursor === undefined ? undefined : seqOf(page.cursor)
-        if (page.cursor !== undefined && before === undefined)
+        yield* limits.takeAll([{ key: `audit-reads:${accountId}`, rule: auditReadsPerAccount }], "audit log")
+        // A page's cursor is the id of its last event, found in this account's log only: opaque (no
+        // position in the service's log shows through), and another account's cursor is refused.
+        const [from] =
+          page.cursor === undefined
+            ? [undefined]
+            : yield* sql`SELECT seq, id, at, action, actor_kind, actor_id, target, ip FROM audit_events
+                WHERE id = ${page.cursor.slice(0, 128)} AND account_id = ${accountId}`.pipe(
+                Effect.flatMap(decodeEvents)
+              )
+        if (page.cursor !== undefined && from === undefined)
           return yield* new InvalidInput({
-            message: "This cursor is not one GET /v1/audit gave. Start again without it.",
+            message: "This cursor is not one GET /v1/audit gave for this account. Start again without it.",
             param: "cursor"
           })
+        const before = from?.seq
         const rows = yield* sql`SELECT seq, id, at, action, actor_kind, actor_id, target, ip FROM audit_events
           WHERE account_id = ${accountId} AND seq < ${before ?? Number.MAX_SAFE_INTEGER}
           ORDER BY seq DESC LIMIT ${page.limit + 1}`.pipe(Effect.flatMap(decodeEvents))
@@ -161,7 +171,7 @@ export class Audit extends Context.Service<
               ip: row.ip
             })
           ),
-          next_cursor: rows.length > page.limit && last !== undefined ? cursorOf(last.seq) : null
+          next_cursor: rows.length > page.limit && last !== undefined ? last.id : null
         }
       })
 

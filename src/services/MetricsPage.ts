@@ -2,9 +2,10 @@ import { createHash, timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
+import type { RateLimited } from "../contract/errors.ts"
 import { setRecording } from "../observability/metrics.ts"
 import { makeScrape } from "../observability/scrape.ts"
-import { AdminToken } from "./AdminToken.ts"
+import { RateLimits } from "./RateLimits.ts"
 
 export const prometheusContentType = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -12,8 +13,9 @@ const digest = (value: string) => createHash("sha256").update(value).digest()
 
 /**
  * The Prometheus page and who may read it: on `PORT` behind `Authorization: Bearer` of
- * `METRICS_TOKEN` (the admin token when unset), or, with `METRICS_PORT`, on that port without
- * auth and not on `PORT` at all.
+ * `METRICS_TOKEN` (its own token: the admin token never opens it, and without METRICS_TOKEN
+ * nothing does), or, with `METRICS_PORT`, on that port without auth and not on `PORT` at all.
+ * Wrong tokens are counted per client IP: past OPERATOR_AUTH_FAILURES_PER_IP, RATE_LIMITED.
  */
 export class MetricsPage extends Context.Service<
   MetricsPage,
@@ -21,24 +23,27 @@ export class MetricsPage extends Context.Service<
     readonly render: Effect.Effect<string>
     /** Whether `GET /metrics` is served on the main port (not with `METRICS_PORT` or `METRICS=off`). */
     readonly onMainPort: boolean
-    /** Constant-time check of the bearer credential. */
-    readonly allows: (credential: string) => boolean
+    /** Constant-time check of the bearer credential from `ip`, its failures counted per IP. */
+    readonly allows: (credential: string, ip: string) => Effect.Effect<boolean, RateLimited>
   }
 >()("services/MetricsPage") {
   static readonly layer = Layer.effect(
     MetricsPage,
     Effect.gen(function* () {
       const config = yield* AppConfig
-      const admin = yield* AdminToken
+      const limits = yield* RateLimits
       setRecording(config.metrics)
       const render = yield* makeScrape
-      const allows = Option.match(config.metricsToken, {
-        onNone: () => admin.check,
+      const check = Option.match(config.metricsToken, {
+        onNone: () => (_credential: string) => false,
         onSome: (token) => {
           const expected = digest(Redacted.value(token))
           return (credential: string) => timingSafeEqual(digest(credential), expected)
         }
       })
+      const rule = config.policy.operatorAuthFailuresPerIp
+      const allows = (credential: string, ip: string) =>
+        limits.checkFailures(`metrics-token-failures:${ip}`, rule, "metrics tokens", () => check(credential))
       if (config.metrics && Option.isSome(config.metricsPort))
         yield* serveAlone(render, config.host, config.metricsPort.value)
       return MetricsPage.of({

@@ -53,6 +53,16 @@ export class RateLimits extends Context.Service<
       windows: ReadonlyArray<{ readonly key: string; readonly rule: LimitRule }>,
       what: string
     ) => Effect.Effect<void, RateLimited>
+    /**
+     * A credential check whose failures are counted under `key`: once `rule`'s failures are spent in
+     * its window, RATE_LIMITED before the credential is even compared. A success costs nothing.
+     */
+    readonly checkFailures: (
+      key: string,
+      rule: LimitRule,
+      what: string,
+      check: () => boolean
+    ) => Effect.Effect<boolean, RateLimited>
   }
 >()("services/RateLimits") {
   static readonly make = Effect.gen(function* () {
@@ -134,7 +144,19 @@ export class RateLimits extends Context.Service<
           taken.push(result.giveBack)
         }
       })
-    return RateLimits.of({ take, peek, takeAll })
+    const checkFailures = (key: string, rule: LimitRule, what: string, check: () => boolean) =>
+      Effect.flatMap(peek({ key, limit: rule.limit, window: rule.windowMs }), (left) => {
+        if (left.remaining <= 0)
+          return Effect.fail(
+            new RateLimited({
+              message: `Too many wrong ${what} from this address; at most ${rule.limit} per ${windowWords(rule.windowMs)}. Retry after retry_after_seconds.`,
+              retry_after_seconds: Math.max(1, left.resetSeconds)
+            })
+          )
+        if (check()) return Effect.succeed(true)
+        return Effect.as(take({ key, limit: rule.limit, window: rule.windowMs }), false)
+      })
+    return RateLimits.of({ take, peek, takeAll, checkFailures })
   })
 
   static readonly layerMemory = Layer.effect(RateLimits, RateLimits.make).pipe(

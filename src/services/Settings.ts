@@ -82,3 +82,13 @@ export class Settings extends Context.Service<
     })
   )
 }
+
+/** The free tier's numbers a funding decision takes: the per-IP budget and the operator's switches. */
+export type Terms = Effect.Success<ReturnType<typeof freeTierTerms>>
+
+export const freeTierTerms = (settings: Settings["Service"], freePerIp: number) =>
+  Effect.map(settings.current, (operator) => ({
+    free_per_ip: freePerIp,
+    free_open: operator.freeTierOpen,
+    global_free: operator.globalDailyFreeCredits ?? null
+  }))

@@ -209,7 +209,8 @@ export class SignIn extends Context.Service<
       /**
        * The end of every sign-in, inside its transaction: the identity exists, a key that started
        * the sign-in claims its unclaimed account (and earns the grant once), a new identity without
-       * an account gets a trial account, and a management token is issued.
+       * an account gets a trial account, and a management token is issued. A child key is never a
+       * claimant: it claims nothing and earns nothing (the surfaces send none; this holds anyway).
        */
       const complete = (email: string, keyId: string | null, label: TokenLabel, now: number) =>
         Effect.gen(function* () {
@@ -219,7 +220,8 @@ export class SignIn extends Context.Service<
           if (keyId !== null) {
             const rows =
               yield* sql`SELECT k.id AS key_id, k.revoked_at, a.id AS account_id, a.claimed_at, a.email, a.state
-              FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.id = ${keyId} FOR UPDATE OF a`.pipe(
+              FROM api_keys k JOIN accounts a ON a.id = k.account_id
+              WHERE k.id = ${keyId} AND k.parent_key_id IS NULL FOR UPDATE OF a`.pipe(
                 Effect.flatMap(decodeClaims)
               )
             const key = rows[0]

@@ -1,14 +1,32 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
+import type { CapPeriod } from "../domain/keyLimits.ts"
 import { dayOf, dayToIso } from "../domain/time.ts"
 import { pipelinedClient } from "../store/Pipelined.ts"
 import * as Row from "../store/rows.ts"
+import { freeTierTerms, Settings } from "./Settings.ts"
 
 export interface UsageFacts {
   /** The account's credits as the database has them now. */
   readonly grantCredits: number
   readonly balanceCredits: number
   readonly freeUsedToday: number
+  /**
+   * What the next (recent-data) call finds, read from the money rule itself (`svc_free_left`,
+   * `svc_remaining`): the free budget left to this IP today (0 while the free tier is closed or the
+   * global ceiling is reached), the spendable credits, and the tightest cap's remainder (undefined
+   * for a key without a cap nor a capped parent).
+   */
+  readonly freeLeft: number
+  readonly spendable: number
+  readonly keyCapLeft: number | undefined
+  /** The calling key's own cap and its spend in the cap's current period; undefined without a cap. */
+  readonly keyCap?: {
+    readonly spendCapCredits: number
+    readonly capPeriod: CapPeriod
+    readonly spentInPeriod: number
+  }
   readonly today: { readonly credits: number; readonly calls: number }
   readonly history: ReadonlyArray<{ readonly day: string; readonly credits: number; readonly calls: number }>
   /** The active subscription, else the latest ended one. */
@@ -57,6 +75,12 @@ const decodeFacts = Row.decoder(
     grant_credits: Row.Int,
     balance_credits: Row.Int,
     free_used: Row.NullableInt,
+    free_left: Row.Int,
+    spendable: Row.Int,
+    cap_left: Row.NullableInt,
+    spend_cap_credits: Row.NullableInt,
+    cap_period: Schema.NullOr(Schema.Literals(["day", "month", "total"])),
+    spent_in_period: Row.NullableInt,
     days: Schema.Array(DayRow),
     subscription: Schema.NullOr(SubscriptionRow),
     purchases: Row.Int,
@@ -72,24 +96,36 @@ const decodeFacts = Row.decoder(
  */
 export class Usage extends Context.Service<
   Usage,
-  { readonly facts: (accountId: string, ip: string) => Effect.Effect<UsageFacts, SqlError> }
+  {
+    readonly facts: (accountId: string, keyId: string, ip: string) => Effect.Effect<UsageFacts, SqlError>
+  }
 >()("services/Usage") {
   static readonly layer = Layer.effect(
     Usage,
     Effect.gen(function* () {
       // Its one statement stands alone: on PostgreSQL it is pipelined with the other hot ones.
       const sql = yield* pipelinedClient
+      const settings = yield* Settings
+      const { policy } = yield* AppConfig
       // hot path
-      const facts = (accountId: string, ip: string): Effect.Effect<UsageFacts, SqlError> =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const today = dayOf(now)
-          const month = dayToIso(today).slice(0, 7)
-          // One statement: the credits as they are now (the caller's account may be remembered from
-          // an earlier request), today's free use of the IP, 30 days (each day's settled calls as
-          // they counted themselves, migrations/0018_usage_days.sql), the subscription, the purchases.
-          return sql`
+      const facts = (accountId: string, keyId: string, ip: string): Effect.Effect<UsageFacts, SqlError> =>
+        Effect.flatMap(
+          Effect.zip(Clock.currentTimeMillis, freeTierTerms(settings, policy.freeCreditsPerIpDay)),
+          ([now, terms]) => {
+            const today = dayOf(now)
+            const month = dayToIso(today).slice(0, 7)
+            // One statement: the credits as they are now (the caller's account may be remembered from
+            // an earlier request), today's free use of the IP, what the next call finds as the money
+            // rule's own functions read it (the free budget left, the spendable credits, the tightest
+            // cap's remainder: the numbers the charging statements report, migrations/0023), the
+            // calling key's own cap and spend, 30 days (each day's settled calls as they counted
+            // themselves, migrations/0018_usage_days.sql), the subscription, the purchases.
+            return sql`
           SELECT a.grant_credits, a.balance_credits,
             (SELECT f.credits_used FROM free_tier_usage f WHERE f.ip = ${ip} AND f.day = ${today}) AS free_used,
+            fl.free_left, r.spendable, r.cap_left, k.spend_cap_credits, k.cap_period,
+            (SELECT s.spent FROM key_spend s
+              WHERE s.key_id = k.id AND s.period = svc_period(k.cap_period, ${today})) AS spent_in_period,
             (SELECT COALESCE(json_agg(d ORDER BY d.day DESC), '[]'::json) FROM (
               SELECT u.day, u.credits, u.calls FROM usage_days u
               WHERE u.account_id = a.id AND u.day > ${today - 30}) d) AS days,
@@ -104,51 +140,69 @@ export class Usage extends Context.Service<
                 (SELECT COALESCE(SUM(u.price_usd_cents), 0) FROM topups u
                   WHERE u.account_id = a.id AND u.month = ${month} AND u.state <> 'failed') AS spent
               FROM topup_settings s WHERE s.account_id = a.id) t) AS topup
-          FROM accounts a WHERE a.id = ${accountId}`.pipe(
-            Effect.flatMap(decodeFacts),
-            Effect.map((rows): UsageFacts => {
-              const row = rows[0]
-              const days = row?.days ?? []
-              const history = days.map((day) => ({
-                day: dayToIso(day.day),
-                credits: day.credits,
-                calls: day.calls
-              }))
-              const todayRow = days.find((day) => day.day === today)
-              const subscription = row?.subscription ?? undefined
-              return {
-                grantCredits: row?.grant_credits ?? 0,
-                balanceCredits: row?.balance_credits ?? 0,
-                freeUsedToday: row?.free_used ?? 0,
-                today: { credits: todayRow?.credits ?? 0, calls: todayRow?.calls ?? 0 },
-                history,
-                ...(subscription === undefined
-                  ? {}
-                  : {
-                      subscription: {
-                        pack: subscription.pack,
-                        rail: subscription.rail,
-                        status: subscription.status,
-                        currentPeriodEnd: subscription.current_period_end,
-                        cancelAtPeriodEnd: subscription.cancel_at_period_end
-                      }
-                    }),
-                purchases: { count: row?.purchases ?? 0, lastAt: row?.last_purchase_at ?? null },
-                ...(row?.topup === null || row?.topup === undefined
-                  ? {}
-                  : {
-                      topup: {
-                        enabled: row.topup.enabled,
-                        pack: row.topup.pack,
-                        belowCredits: row.topup.below_credits,
-                        monthlyMaxUsdCents: row.topup.monthly_max_usd_cents,
-                        monthSpentUsdCents: row.topup.spent
-                      }
-                    })
-              }
-            })
-          )
-        })
+          FROM accounts a
+          CROSS JOIN LATERAL svc_free_left(a.plan, ${ip}, ${today}, 0, false, ${terms.free_per_ip},
+            ${terms.free_open}, ${terms.global_free}, false) fl
+          CROSS JOIN LATERAL svc_remaining(a.id, ${keyId}, ${ip}, ${today}, ${JSON.stringify(terms)}::jsonb) r
+          LEFT JOIN api_keys k ON k.id = ${keyId} AND k.account_id = a.id AND k.spend_cap_credits IS NOT NULL
+          WHERE a.id = ${accountId}`.pipe(
+              Effect.flatMap(decodeFacts),
+              Effect.map((rows): UsageFacts => {
+                const row = rows[0]
+                const days = row?.days ?? []
+                const history = days.map((day) => ({
+                  day: dayToIso(day.day),
+                  credits: day.credits,
+                  calls: day.calls
+                }))
+                const todayRow = days.find((day) => day.day === today)
+                const subscription = row?.subscription ?? undefined
+                return {
+                  grantCredits: row?.grant_credits ?? 0,
+                  balanceCredits: row?.balance_credits ?? 0,
+                  freeUsedToday: row?.free_used ?? 0,
+                  freeLeft: row?.free_left ?? 0,
+                  spendable: row?.spendable ?? 0,
+                  keyCapLeft: row?.cap_left ?? undefined,
+                  ...(row?.spend_cap_credits === null || row?.spend_cap_credits === undefined
+                    ? {}
+                    : {
+                        keyCap: {
+                          spendCapCredits: row.spend_cap_credits,
+                          capPeriod: row.cap_period ?? "total",
+                          spentInPeriod: row.spent_in_period ?? 0
+                        }
+                      }),
+                  today: { credits: todayRow?.credits ?? 0, calls: todayRow?.calls ?? 0 },
+                  history,
+                  ...(subscription === undefined
+                    ? {}
+                    : {
+                        subscription: {
+                          pack: subscription.pack,
+                          rail: subscription.rail,
+                          status: subscription.status,
+                          currentPeriodEnd: subscription.current_period_end,
+                          cancelAtPeriodEnd: subscription.cancel_at_period_end
+                        }
+                      }),
+                  purchases: { count: row?.purchases ?? 0, lastAt: row?.last_purchase_at ?? null },
+                  ...(row?.topup === null || row?.topup === undefined
+                    ? {}
+                    : {
+                        topup: {
+                          enabled: row.topup.enabled,
+                          pack: row.topup.pack,
+                          belowCredits: row.topup.below_credits,
+                          monthlyMaxUsdCents: row.topup.monthly_max_usd_cents,
+                          monthSpentUsdCents: row.topup.spent
+                        }
+                      })
+                }
+              })
+            )
+          }
+        )
       return Usage.of({ facts })
     })
   )

@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../config.ts"
 import { type WebhookEventType, webhookPayload } from "../domain/webhooks.ts"
 import { Ids } from "./Ids.ts"
 
@@ -16,7 +17,9 @@ export class WebhookWake extends Context.Service<WebhookWake, Queue.Queue<void>>
  * Webhook events, queued like mail: `emit` writes the event and one delivery per active endpoint of
  * the account subscribed to its type, in one statement, inside the caller's transaction; so the
  * event commits or rolls back with the change that caused it, and the delivery worker
- * (`Deliveries`) sends it later. An account without a subscribed endpoint stores nothing.
+ * (`Deliveries`) sends it later. An account without a subscribed endpoint stores nothing, and an
+ * endpoint with WEBHOOK_MAX_PENDING (1,000) deliveries waiting is not given more: the newest are
+ * dropped, the oldest kept (a test ping, rate limited, is always queued).
  */
 export class WebhookEvents extends Context.Service<
   WebhookEvents,
@@ -37,6 +40,7 @@ export class WebhookEvents extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const ids = yield* Ids
       const wake = yield* WebhookWake
+      const maxPending = (yield* AppConfig).policy.webhooks.maxPendingPerEndpoint
 
       const emit = Effect.fn("WebhookEvents.emit")(function* (
         accountId: string,
@@ -46,10 +50,13 @@ export class WebhookEvents extends Context.Service<
         const now = yield* Clock.currentTimeMillis
         const id = yield* ids.newId("msg")
         const payload = webhookPayload({ type, id, createdAt: now, accountId, data })
+        // An endpoint with `maxPending` deliveries waiting gets no new one (the newest are dropped).
         const queued = yield* sql`WITH subscribed AS (
             SELECT e.id FROM webhook_endpoints e
             WHERE e.account_id = ${accountId} AND e.state = 'active'
               AND ${type} = ANY (string_to_array(e.events, ','))
+              AND (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries d
+                WHERE d.endpoint_id = e.id AND d.state = 'pending' LIMIT ${maxPending}) waiting) < ${maxPending}
           ), event AS (
             INSERT INTO webhook_events (id, account_id, type, payload, created_at)
             SELECT ${id}, ${accountId}, ${type}, ${payload}, ${now} WHERE EXISTS (SELECT 1 FROM subscribed)

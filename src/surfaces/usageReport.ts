@@ -2,10 +2,22 @@ import { type AppConfigShape, links } from "../config.ts"
 import type { Caller } from "../contract/api.ts"
 import { upgradeUrl } from "../contract/problem.ts"
 import type { Usage } from "../contract/schemas.ts"
-import { platformsOf } from "../domain/keyLimits.ts"
+import { capResetsAtIso, platformsOf } from "../domain/keyLimits.ts"
 import { freeTier, isPaid } from "../domain/plans.ts"
 import { nextDayStartIso } from "../domain/time.ts"
 import type { UsageFacts } from "../services/Usage.ts"
+
+/** The calling key's own cap; its remainder is the charge's (`svc_key_cap`: the tightest of its and its parent's). */
+const spendCap = (cap: NonNullable<UsageFacts["keyCap"]>, remaining: number, now: number) => {
+  const resetsAt = capResetsAtIso(cap.capPeriod, now)
+  return {
+    credits: cap.spendCapCredits,
+    period: cap.capPeriod,
+    spent_in_period: cap.spentInPeriod,
+    remaining,
+    ...(resetsAt === undefined ? {} : { resets_at: resetsAt })
+  }
+}
 
 /** The body of `get_usage` (REST `GET /v1/usage` and the MCP tool) for the calling key. */
 export const usageReport = (
@@ -31,7 +43,7 @@ export const usageReport = (
           free_tier: {
             credits_per_ip_day: perIpDay,
             used_today: facts.freeUsedToday,
-            remaining_today: Math.max(0, perIpDay - facts.freeUsedToday),
+            remaining_today: facts.freeLeft,
             ip,
             resets_at: nextDayStartIso(now),
             freshness: freeTier.freshness,
@@ -47,6 +59,15 @@ export const usageReport = (
           }
         }
       : {}),
+    credits_remaining: facts.spendable,
+    ...(facts.keyCapLeft === undefined ? {} : { key_cap_remaining: facts.keyCapLeft }),
+    key: {
+      key_id: key.id,
+      ...(key.parentKeyId === undefined ? {} : { parent_key_id: key.parentKeyId }),
+      ...(facts.keyCap === undefined || facts.keyCapLeft === undefined
+        ? {}
+        : { spend_cap: spendCap(facts.keyCap, facts.keyCapLeft, now) })
+    },
     today: facts.today,
     history: facts.history,
     rate_limit_per_minute: config.policy.ratePerMinute[account.plan],

@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { Webhook } from "standardwebhooks"
 import { AppConfig } from "../config.ts"
-import { nextAttemptAt } from "../domain/webhooks.ts"
+import { nextAttemptAt, retryDelayMs } from "../domain/webhooks.ts"
 import { pinnedRequest } from "../oauth/clientFetch.ts"
 import { Ids } from "../services/Ids.ts"
 import { webhookDisabledMail } from "../services/mail/messages.ts"
@@ -31,6 +31,7 @@ const DueDelivery = Schema.Struct({
 })
 type DueDelivery = typeof DueDelivery.Type
 const decodeDue = Row.decoder(DueDelivery, "webhook_deliveries (due)")
+const decodeHeld = Row.decoder(Schema.Struct({ failures: Row.Int }), "webhook_endpoints (held)")
 const decodeFailing = Row.decoder(
   Schema.Struct({ failing_since: Row.Int, email: Schema.NullOr(Schema.String) }),
   "webhook_endpoints (failing)"
@@ -55,8 +56,12 @@ const perClaim = 20
  * attempt is made twice at once. Each attempt signs the event's stored body afresh (Standard
  * Webhooks: the same `webhook-id` every time, the attempt's own timestamp), resolves the URL and
  * refuses a private address again (a DNS answer can change), follows no redirect, waits at most
- * the timeout and reads a capped answer. A 2xx delivers; anything else is retried (5 s doubling to
- * 1 h, for 24 h); an endpoint failing for 3 days is disabled and its owner emailed. An instance
+ * the timeout (3 s to connect, 10 s in all) and reads a capped answer. A 2xx delivers; anything
+ * else is retried (5 s doubling to 1 h, for 24 h), and the endpoint backs off as a whole: none of
+ * its deliveries is tried before its own wait (5 s doubling to 1 h with its failures in a row) is
+ * over. An account holds at most WEBHOOK_CONCURRENCY_PER_ACCOUNT (2) endpoints' leases at once,
+ * and the account holding fewest is served first: one tenant's silent receivers hold at most that
+ * many workers, never the others. An endpoint failing for 3 days is disabled and its owner emailed. An instance
  * that dies mid-delivery leaves the delivery pending: its lease lapses and another instance (or
  * this one, restarted) sends it again, with the same `webhook-id` (at least once).
  */
@@ -86,13 +91,26 @@ export class Deliveries extends Context.Service<
     const leaseMs = limits.timeoutMs + 30_000
     const allowPrivate = config.webhookAllowPrivateUrls
 
+    /**
+     * An endpoint with a due delivery, not leased and not backing off, of an account holding fewer
+     * than `perAccount` leases; the account holding fewest first (round robin across accounts),
+     * then the oldest due delivery. Two claims racing for one account's last place may each see it
+     * free: the bound then holds to within one lease per racing worker.
+     */
     const claim = (now: number, token: string) =>
       sql`UPDATE webhook_endpoints SET locked_until = ${now + leaseMs}, lease_token = ${token}
         WHERE id = (
+          WITH held AS (
+            SELECT account_id, COUNT(*) AS n FROM webhook_endpoints
+            WHERE locked_until IS NOT NULL AND locked_until > ${now} GROUP BY account_id
+          )
           SELECT e.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+            LEFT JOIN held h ON h.account_id = e.account_id
           WHERE d.state = 'pending' AND d.next_attempt_at <= ${now} AND e.state = 'active'
             AND (e.locked_until IS NULL OR e.locked_until <= ${now})
-          ORDER BY d.next_attempt_at LIMIT 1
+            AND (e.retry_at IS NULL OR e.retry_at <= ${now})
+            AND COALESCE(h.n, 0) < ${limits.perAccount}
+          ORDER BY COALESCE(h.n, 0), d.next_attempt_at LIMIT 1
           FOR UPDATE OF e SKIP LOCKED
         ) AND state = 'active' AND (locked_until IS NULL OR locked_until <= ${now})
         RETURNING id, account_id, url, secret_sealed`.pipe(
@@ -150,6 +168,7 @@ export class Deliveries extends Context.Service<
               allowPrivate,
               allowHttp: allowPrivate,
               timeoutMs: limits.timeoutMs,
+              connectTimeoutMs: limits.connectTimeoutMs,
               maxBytes: limits.responseMaxBytes,
               overflow: "truncate",
               resolve
@@ -208,15 +227,21 @@ export class Deliveries extends Context.Service<
             VALUES (${attemptId}, ${due.event_id}, ${endpoint.id}, ${due.attempts + 1},
               ${attempt.ok ? "succeeded" : "failed"}, ${attempt.status}, ${attempt.body}, ${attempt.error},
               ${attempt.durationMs}, ${now - attempt.durationMs})`
-          const held = yield* sql`SELECT id FROM webhook_endpoints
-            WHERE id = ${endpoint.id} AND lease_token = ${token} FOR UPDATE`
-          if (held.length === 0) return
+          const [held] = yield* sql`SELECT failures FROM webhook_endpoints
+            WHERE id = ${endpoint.id} AND lease_token = ${token} FOR UPDATE`.pipe(Effect.flatMap(decodeHeld))
+          if (held === undefined) return
           if (attempt.ok) {
             yield* sql`UPDATE webhook_deliveries SET state = 'delivered', attempts = attempts + 1, delivered_at = ${now}
               WHERE event_id = ${due.event_id} AND endpoint_id = ${endpoint.id} AND state = 'pending'`
-            yield* sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${endpoint.id}`
+            yield* sql`UPDATE webhook_endpoints SET failing_since = NULL, failures = 0, retry_at = NULL
+              WHERE id = ${endpoint.id}`
             return
           }
+          // The endpoint backs off as a whole: none of its deliveries is tried before `retry_at`.
+          const failures = held.failures + 1
+          yield* sql`UPDATE webhook_endpoints SET failures = ${failures},
+              retry_at = ${now + retryDelayMs(schedule, failures)}
+            WHERE id = ${endpoint.id}`
           const next = nextAttemptAt(schedule, due.attempts + 1, now, due.created_at)
           yield* sql`UPDATE webhook_deliveries SET attempts = attempts + 1,
               state = ${next === undefined ? "failed" : "pending"}, next_attempt_at = ${next ?? now}
@@ -230,12 +255,18 @@ export class Deliveries extends Context.Service<
         })
       )
 
-    /** Sends an endpoint's due deliveries one at a time, while the lease is ours; stops at a failure. */
+    /**
+     * Sends an endpoint's due deliveries one at a time, while the lease is ours; stops at a failure,
+     * after `perClaim` deliveries, or once the claim has lasted `timeoutMs` (a slow but answering
+     * receiver then gives its worker back, and waits its turn behind the other accounts).
+     */
     const deliverEndpoint = (endpoint: ClaimedEndpoint, token: string) =>
       Effect.gen(function* () {
         let delivered = 0
+        const claimedAt = yield* Clock.currentTimeMillis
         for (let n = 0; n < perClaim; n++) {
           const now = yield* Clock.currentTimeMillis
+          if (n > 0 && now - claimedAt >= limits.timeoutMs) break
           if (!(yield* renew(endpoint.id, token, now))) break
           const due = yield* nextDue(endpoint.id, now)
           if (due === undefined) break

@@ -157,8 +157,9 @@ export class Webhooks extends Context.Service<
       webhookId: string
     ) => Effect.Effect<{ readonly webhook_id: string; readonly deleted_at: string }, NotFound | SqlError>
     /**
-     * Queues a `ping`; a disabled endpoint is enabled again by its test. At most the policy's tests
-     * per account and window (each makes the service send a request): RATE_LIMITED past them.
+     * Queues a `ping`; a disabled endpoint is enabled again by its test, and one backing off is
+     * tried at once. At most the policy's tests per account and window, and per endpoint and window
+     * (each makes the service send a request): RATE_LIMITED past either.
      */
     readonly test: (
       accountId: string,
@@ -186,7 +187,7 @@ export class Webhooks extends Context.Service<
       const resolve = yield* WebhookResolver
       const limits = yield* RateLimits
       const allowPrivate = config.webhookAllowPrivateUrls
-      const { maxEndpointsPerAccount, tests } = config.policy.webhooks
+      const { maxEndpointsPerAccount, tests, testsPerEndpoint } = config.policy.webhooks
 
       const create = Effect.fn("Webhooks.create")(function* (
         accountId: string,
@@ -263,9 +264,16 @@ export class Webhooks extends Context.Service<
       const test = Effect.fn("Webhooks.test")(function* (accountId: string, webhookId: string) {
         const [endpoint] = yield* endpointRows(accountId, webhookId)
         if (endpoint === undefined) return yield* unknownWebhook(webhookId)
-        yield* limits.takeAll([{ key: `webhook-test:${accountId}`, rule: tests }], "webhook test")
+        yield* limits.takeAll(
+          [
+            { key: `webhook-test:${accountId}`, rule: tests },
+            { key: `webhook-test-endpoint:${webhookId}`, rule: testsPerEndpoint }
+          ],
+          "webhook test"
+        )
+        // The owner's test is tried at once: it ends the endpoint's back-off.
         const enabled = yield* sql`UPDATE webhook_endpoints
-            SET state = 'active', disabled_at = NULL, failing_since = NULL
+            SET state = 'active', disabled_at = NULL, failing_since = NULL, failures = 0, retry_at = NULL
             WHERE id = ${webhookId} AND account_id = ${accountId} AND state <> 'deleted' RETURNING id`
         if (enabled.length === 0) return yield* unknownWebhook(webhookId)
         const eventId = yield* events.ping(accountId, webhookId)

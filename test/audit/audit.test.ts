@@ -95,7 +95,10 @@ describe(`the audit log (${storeName})`, () => {
         ok(yield* post(app, "/v1/keys/revoke", { key_id: rotated.key_id }, as))
         ok(yield* post(app, "/v1/alert", { threshold: 750 }, as))
 
-        // A sub-agent's key, made and revoked by the account's first key from another address.
+        // A sub-agent's key, made and revoked by the account's first key (its owner lets it
+        // delegate) from another address.
+        const firstKeyId = ok(yield* app.call("/v1/keys", as)).keys[0].key_id as string
+        ok(yield* post(app, "/v1/keys/update", { key_id: firstKeyId, may_delegate: true }, as))
         const agentIp = freshIp()
         const child = ok(
           yield* post(app, "/v1/keys/child", { spend_cap_credits: 50 }, { key: who.key, ip: agentIp }),
@@ -133,6 +136,7 @@ describe(`the audit log (${storeName})`, () => {
           ["key.rotated", ...byEmail, created.key_id, ip],
           ["key.revoked", ...byEmail, rotated.key_id, ip],
           ["alert.set", ...byEmail, "750", ip],
+          ["key.updated", ...byEmail, firstKeyId, ip],
           ["child_key.created", "key", child.parent_key_id, child.key_id, agentIp],
           ["child_key.revoked", "key", child.parent_key_id, child.key_id, agentIp],
           ["webhook.created", ...byEmail, hook.webhook_id, ip],
@@ -196,6 +200,17 @@ describe(`the audit log (${storeName})`, () => {
           assert.match(topup!.target!, /^topup_/)
           assert.deepStrictEqual(topup!.actor, { kind: "service", id: "svc" })
           assert.isNull(topup!.ip, "the worker paid it: no request")
+          // Arming authorised card charges: the owner's, from where it was done, with its pack.
+          const [armed] = events.filter((event) => event.action === "topup.armed")
+          assert.deepInclude(armed!, { target: "flex", actor: { kind: "email", id: who.email }, ip })
+          ok(yield* post(app, "/v1/topup", { enabled: false }, { key: token, ip }))
+          // Disarming what is no longer armed changes nothing, and so records nothing.
+          ok(yield* post(app, "/v1/topup", { enabled: false }, { key: token, ip }))
+          const disarmed = (yield* auditOf(token, ip)).filter((event) => event.action === "topup.disarmed")
+          assert.deepStrictEqual(
+            disarmed.map((event) => [event.target, event.actor, event.ip]),
+            [[null, { kind: "email", id: who.email }, ip]]
+          )
           const renewed = events.find((event) => event.action === "subscription.renewed")!
           const ended = events.find((event) => event.action === "subscription.ended")!
           assert.deepInclude(renewed, { target: "production", actor: { kind: "service", id: "svc" } })
@@ -227,7 +242,10 @@ describe(`the audit log (${storeName})`, () => {
         const app = yield* TestApp
         yield* Effect.gen(function* () {
           yield* (yield* AdminClient).credit({ accountId: who.account_id, credits: 7, kind: "balance" })
-        }).pipe(Effect.provide(AdminClient.layerFor(app.url, "test-admin-token")), Effect.orDie)
+        }).pipe(
+          Effect.provide(AdminClient.layerFor(app.url, "test-admin-token-7f3a9c2e5b8d1f4a6c")),
+          Effect.orDie
+        )
         const operator = ["operator", "operator"] as const
         const events = yield* auditOf(who.token, who.ip)
         assert.deepStrictEqual(lines(events).slice(2), [
@@ -331,6 +349,31 @@ describe(`the audit log (${storeName})`, () => {
         assert.notInclude(JSON.stringify(foreign.body), "alert.set")
         const own = yield* auditOf(mine.token, mine.ip)
         assert.isTrue(own.every((event) => event.target !== "9" && event.actor.id !== theirs.email))
+
+        // Audit 2: a cursor is the account's own. Another account's (or one forged from the
+        // service's event numbering) is refused, and shows nothing of the other log.
+        for (let n = 0; n < 3; n++)
+          ok(yield* post(app, "/v1/alert", { threshold: 10 + n }, { key: theirs.token, ip: theirs.ip }))
+        const page = ok(yield* app.call("/v1/audit?limit=1", { key: theirs.token, ip: theirs.ip }))
+        assert.isString(page.next_cursor)
+        assert.strictEqual(
+          page.next_cursor,
+          page.events[0].event_id,
+          "opaque: an event's own id, no position"
+        )
+        ok(
+          yield* app.call(`/v1/audit?limit=1&cursor=${page.next_cursor}`, {
+            key: theirs.token,
+            ip: theirs.ip
+          })
+        )
+        for (const cursor of [page.next_cursor, "aud_1", "aud_z"]) {
+          const forged = yield* app.call(`/v1/audit?cursor=${cursor}`, { key: mine.token, ip: mine.ip })
+          assert.strictEqual(forged.status, 400, JSON.stringify(forged.body))
+          assert.strictEqual(forged.body.code, "INVALID_INPUT")
+          assert.strictEqual(forged.body.param, "cursor")
+          assert.notInclude(JSON.stringify(forged.body), "alert.set")
+        }
 
         for (const [key, code] of [
           [undefined, "AUTH_REQUIRED"],

@@ -24,7 +24,7 @@ const decodes = (schema: Schema.Top, example: unknown, what: string) =>
 
 const accountSchemas: Record<string, Schema.Top> = {
   mintKey: MintResponse,
-  getUsage: Usage,
+  get_usage: Usage,
   listReceipts: ReceiptPage,
   getReceipt: ReceiptSchema
 }

@@ -140,7 +140,11 @@ describe("the svc command line, piped", () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         const { account_id } = yield* app.mint("10.72.0.3")
-        const env = { baseUrl: app.url, home: freshHome(), extra: { SVC_ADMIN_TOKEN: "test-admin-token" } }
+        const env = {
+          baseUrl: app.url,
+          home: freshHome(),
+          extra: { SVC_ADMIN_TOKEN: "test-admin-token-7f3a9c2e5b8d1f4a6c" }
+        }
         const shown = yield* svc(["admin", "account", "--account", account_id], env)
         assert.strictEqual(shown.code, 0, shown.stderr)
         assert.strictEqual(JSON.parse(shown.stdout).account.id, account_id)

@@ -159,6 +159,12 @@ describe("svc's first run", () => {
           assert.strictEqual(notANumber.code, 2, notANumber.stderr)
           const help = yield* svc(["profnet", "search-people", "--help"], env)
           assert.match(help.stdout, /--limit integer/)
+          assert.include(help.stdout, "--max-credits")
+          // A resolve takes its url only (the contract's resolveUrl): no ceiling, no realtime.
+          const resolveHelp = yield* svc(["profnet", "resolve-url", "--help"], env)
+          assert.strictEqual(resolveHelp.code, 0, resolveHelp.stderr)
+          assert.notInclude(resolveHelp.stdout, "--max-credits")
+          assert.notInclude(resolveHelp.stdout, "--realtime")
           const five = yield* svc(["profnet", "search-people", "engineer", "--limit", "5", "--json"], env)
           assert.strictEqual(five.code, 0, five.stderr)
         }),
@@ -169,7 +175,11 @@ describe("svc's first run", () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         yield* signIn(app, "outbox-cli@example.com", { ip: "10.73.0.9" })
-        const env = { baseUrl: app.url, home: freshHome(), extra: { SVC_ADMIN_TOKEN: "test-admin-token" } }
+        const env = {
+          baseUrl: app.url,
+          home: freshHome(),
+          extra: { SVC_ADMIN_TOKEN: "test-admin-token-7f3a9c2e5b8d1f4a6c" }
+        }
         const outbox = yield* svc(["admin", "outbox", "--email", "outbox-cli@example.com"], env)
         assert.strictEqual(outbox.code, 0, outbox.stderr)
         const [message] = JSON.parse(outbox.stdout)

@@ -12,7 +12,7 @@ import { freshHome, svc } from "./run.ts"
 
 const nextYear = new Date().getUTCFullYear() + 1
 
-describe("svc keys: caps, platforms, expiry and child keys from a shell", () => {
+describe("svc keys: caps, platforms, delegation and child keys from a shell", () => {
   layer(testApp(testOperations), { timeout: 180_000, excludeTestServices: true })((it) => {
     it.effect(
       "create, update and list capped keys; make, list and revoke child keys; bad flags exit 2",
@@ -39,18 +39,13 @@ describe("svc keys: caps, platforms, expiry and child keys from a shell", () => 
             [["--cap", "12.5"], "--cap takes a whole number"],
             [["--period", "week"], "--period is one of day, month, total"],
             [["--platforms", "forum,nowhere"], "unknown: nowhere"],
-            [["--expires", `${nextYear}-13-45`], "--expires takes a date"],
-            [["--expires", "tomorrow"], "--expires takes a date"]
+            // A spend key does not expire: there is no such flag.
+            [["--expires", `${nextYear}-12-31`], "--expires"]
           ] as const) {
             const refused = yield* svc(["keys", "create", ...flags], env)
             assert.strictEqual(refused.code, 2, `${flags.join(" ")}: ${refused.stderr}`)
             assert.include(refused.stderr, says)
           }
-          // A date already past is the service's INVALID_INPUT: exit 2 too.
-          const past = yield* svc(["keys", "create", "--expires", "2001-01-01"], env)
-          assert.strictEqual(past.code, 2, past.stderr)
-          assert.include(past.stderr, "expires_at")
-
           const created = yield* svc(
             [
               "keys",
@@ -63,8 +58,7 @@ describe("svc keys: caps, platforms, expiry and child keys from a shell", () => 
               "day",
               "--platforms",
               "forum",
-              "--expires",
-              `${nextYear}-12-31`,
+              "--may-delegate",
               "--json"
             ],
             env
@@ -74,7 +68,8 @@ describe("svc keys: caps, platforms, expiry and child keys from a shell", () => 
           assert.strictEqual(capped.spend_cap_credits, 500)
           assert.strictEqual(capped.cap_period, "day")
           assert.deepStrictEqual(capped.platforms, ["forum"])
-          assert.strictEqual(capped.expires_at, `${nextYear}-12-31T23:59:59.000Z`)
+          assert.strictEqual(capped.may_delegate, true)
+          assert.notProperty(capped, "expires_at")
 
           // The key spends 7 credits on forum; profnet is outside its platforms.
           const spent = yield* app.call("/v1/forum/test-echo?value=v&cost=7", {
@@ -113,7 +108,23 @@ describe("svc keys: caps, platforms, expiry and child keys from a shell", () => 
             [made.key_id]
           )
 
-          // The list: the cap, what it spent, when it resets, platforms, expiry; the child under its parent.
+          // The parent changes its child: a cap within its own, platforms among its own.
+          const keepsCap = yield* svc(["keys", "child", "update", made.key_id, "--cap", "none"], asParent)
+          assert.strictEqual(keepsCap.code, 2, keepsCap.stderr)
+          const childChanged = yield* svc(
+            ["keys", "child", "update", made.key_id, "--cap", "30", "--platforms", "forum", "--json"],
+            asParent
+          )
+          assert.strictEqual(childChanged.code, 0, childChanged.stderr)
+          assert.strictEqual(JSON.parse(childChanged.stdout).spend_cap_credits, 30)
+          const childWider = yield* svc(
+            ["keys", "child", "update", made.key_id, "--platforms", "profnet"],
+            asParent
+          )
+          assert.strictEqual(childWider.code, 2, childWider.stderr)
+          assert.include(childWider.stderr, "may not call profnet")
+
+          // The list: the cap, what it spent, when it resets, platforms, delegation; the child under its parent.
           const listed = yield* svc(["keys", "list"], env)
           assert.strictEqual(listed.code, 0, listed.stderr)
           const lines = listed.stdout.split("\n")
@@ -121,13 +132,13 @@ describe("svc keys: caps, platforms, expiry and child keys from a shell", () => 
           assert.isAtLeast(parentLine, 0, listed.stdout)
           assert.match(
             lines[parentLine + 1]!,
-            /7\/500 credits today \(resets \d{4}-\d\d-\d\d 00:00Z\) · forum · expires/
+            /7\/500 credits today \(resets \d{4}-\d\d-\d\d 00:00Z\) · forum · may delegate$/
           )
           assert.include(lines[parentLine + 2]!, `└ child ${made.key_id}`)
-          assert.match(lines[parentLine + 3]!, /0\/40 credits in total · forum/)
+          assert.match(lines[parentLine + 3]!, /0\/30 credits in total · forum$/)
           assert.include(listed.stdout, minted.key.slice(0, 4), "the account's first key is listed too")
 
-          // Update: an absent flag stays; none / all / never clear.
+          // Update: an absent flag stays; none / all clear.
           const nothing = yield* svc(["keys", "update", capped.key_id], env)
           assert.strictEqual(nothing.code, 2, nothing.stderr)
           assert.include(nothing.stderr, "Nothing to change")
@@ -142,11 +153,11 @@ describe("svc keys: caps, platforms, expiry and child keys from a shell", () => 
           assert.deepStrictEqual(afterRaise.platforms, ["forum"])
           assert.strictEqual(afterRaise.spent_in_period, 7)
           const cleared = yield* svc(
-            ["keys", "update", capped.key_id, "--cap", "none", "--platforms", "all", "--expires", "never"],
+            ["keys", "update", capped.key_id, "--cap", "none", "--platforms", "all"],
             env
           )
           assert.strictEqual(cleared.code, 0, cleared.stderr)
-          assert.include(cleared.stdout, "no cap · all platforms · no expiry")
+          assert.include(cleared.stdout, "no cap · all platforms · may delegate")
           const badUpdate = yield* svc(["keys", "update", capped.key_id, "--platforms", ""], env)
           assert.strictEqual(badUpdate.code, 2, badUpdate.stderr)
           const unknownKey = yield* svc(["keys", "update", "key_nosuchkey", "--cap", "5"], env)
@@ -162,6 +173,14 @@ describe("svc keys: caps, platforms, expiry and child keys from a shell", () => 
             idempotencyKey: "cli-cap-0003"
           })
           assert.strictEqual(gone.status, 401)
+
+          // The grant taken back: the key makes no more child keys.
+          const withdrawn = yield* svc(["keys", "update", capped.key_id, "--no-may-delegate"], env)
+          assert.strictEqual(withdrawn.code, 0, withdrawn.stderr)
+          assert.notInclude(withdrawn.stdout, "may delegate")
+          const notAnyMore = yield* svc(["keys", "child", "create", "--cap", "5"], asParent)
+          assert.notStrictEqual(notAnyMore.code, 0)
+          assert.include(notAnyMore.stderr, "NOT_ENTITLED")
 
           // Without a spend key, child keys say how to get one (exit 4).
           const homeless = freshHome()

@@ -8,9 +8,7 @@ import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { checkPage, dashboard } from "./support.ts"
 
-const nextYear = new Date().getUTCFullYear() + 1
-
-describe(`/dashboard/keys: caps, platforms, expiry and child keys in Chromium (${storeName})`, () => {
+describe(`/dashboard/keys: caps, platforms, delegation and child keys in Chromium (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 180_000, excludeTestServices: true })((it) => {
     it.effect(
       "create a capped key, see its spend and its child key under it, edit its limits, revoke the child; plain forms, axe at 360 px and desktop",
@@ -37,19 +35,17 @@ describe(`/dashboard/keys: caps, platforms, expiry and child keys in Chromium ($
 
             // A refused limit names the fault; nothing is created.
             await page.goto(dashboard("/keys"))
-            await page.getByLabel("Works until the end of (UTC date; empty: no expiry)").fill("2001-01-01")
+            await page.getByLabel("Spend cap in credits (empty: no cap)").fill("0")
             await page.getByRole("button", { name: "Create key" }).click()
             assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys"), 400)
-            assert.include(await textOf(page), "must be in the future")
+            assert.include(await textOf(page), "whole number of credits")
 
-            // A key with a day cap of 500, forum only, working through the end of next year.
+            // A key with a day cap of 500, forum only, that may make child keys.
             await page.getByLabel("Label (optional)").fill("capped")
             await page.getByLabel("Spend cap in credits (empty: no cap)").fill("500")
             await page.getByLabel("Cap period").selectOption("day")
             await page.getByLabel("forum", { exact: true }).check()
-            await page
-              .getByLabel("Works until the end of (UTC date; empty: no expiry)")
-              .fill(`${nextYear}-12-31`)
+            await page.getByLabel("May make child keys for sub-agents (delegate)").check()
             await page.getByRole("button", { name: "Create key" }).click()
             assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys"), 201)
             const key = (await page.locator("#new-key-secret").textContent()) ?? ""
@@ -81,7 +77,7 @@ describe(`/dashboard/keys: caps, platforms, expiry and child keys in Chromium ($
               parentText,
               /7 of 500 credits spent today \(UTC\); starts afresh \d{4}-\d\d-\d\d 00:00 UTC/
             )
-            assert.include(parentText, `${nextYear}-12-31 23:59 UTC`)
+            assert.match(parentText, /May delegate\s*yes/)
             assert.match(parentText, /Platforms\s*forum/)
             const children = page.getByRole("list", { name: /^Child keys of / })
             const childText = (await children.textContent()) ?? ""
@@ -91,7 +87,7 @@ describe(`/dashboard/keys: caps, platforms, expiry and child keys in Chromium ($
             assert.include(parentText, "sub-agent", "the child is inside its parent's card")
             await checkPage(page, "keys-capped")
 
-            // Edit: a refused change keeps the page; then a month cap of 800, every platform, no expiry.
+            // Edit: a refused change keeps the page; then a month cap of 800, every platform.
             await parentCard.getByRole("link", { name: /^Edit limits of key / }).click()
             assert.strictEqual(new URL(page.url()).pathname, "/dashboard/keys/edit")
             assert.strictEqual(
@@ -100,14 +96,14 @@ describe(`/dashboard/keys: caps, platforms, expiry and child keys in Chromium ($
             )
             assert.isTrue(await page.getByLabel("forum", { exact: true }).isChecked())
             await checkPage(page, "keys-edit")
-            await page.getByLabel("Works until the end of (UTC date; empty: no expiry)").fill("2001-01-01")
+            assert.isTrue(await page.getByLabel("May make child keys for sub-agents (delegate)").isChecked())
+            await page.getByLabel("Spend cap in credits (empty: no cap)").fill("0")
             await page.getByRole("button", { name: "Save limits" }).click()
             assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys/update"), 400)
-            assert.include(await textOf(page), "must be in the future")
+            assert.include(await textOf(page), "whole number of credits")
             await page.getByLabel("Spend cap in credits (empty: no cap)").fill("800")
             await page.getByLabel("Cap period").selectOption("month")
             await page.getByLabel("forum", { exact: true }).uncheck()
-            await page.getByLabel("Works until the end of (UTC date; empty: no expiry)").fill("")
             await page.getByRole("button", { name: "Save limits" }).click()
             assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys/update"), 200)
             assert.include(await textOf(page), "limits saved")
@@ -115,7 +111,7 @@ describe(`/dashboard/keys: caps, platforms, expiry and child keys in Chromium ($
               (await page.locator(".items > li").filter({ hasText: "capped" }).first().textContent()) ?? ""
             assert.include(edited, "7 of 800 credits spent this month (UTC)")
             assert.match(edited, /Platforms\s*all of the account's/)
-            assert.match(edited, /Expires\s*never/)
+            assert.match(edited, /May delegate\s*yes/)
             const nowProfnet = await call("/v1/profnet/test-echo?value=v&cost=1", {
               key,
               idempotencyKey: "dash-cap-3"

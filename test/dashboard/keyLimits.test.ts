@@ -26,21 +26,21 @@ const key = (limits: Partial<KeyListing>): KeyListing => ({
   parent_key_id: null,
   spend_cap_credits: null,
   cap_period: "total",
-  expires_at: null,
   platforms: null,
+  may_delegate: false,
   spent_in_period: null,
   cap_resets_at: null,
   ...limits
 })
 
 describe("the Keys page's limit fields", () => {
-  it("an empty form clears every limit: no cap, all platforms, no expiry", () => {
+  it("an empty form clears every limit: no cap, all platforms, no delegation", () => {
     assert.deepStrictEqual(limitArgsOf(form({}), account), {
-      args: { spend_cap_credits: null, cap_period: "total", platforms: null, expires_at: null }
+      args: { spend_cap_credits: null, cap_period: "total", platforms: null, may_delegate: false }
     })
   })
 
-  it("reads a cap, its period, some platforms and a date (through its end, UTC)", () => {
+  it("reads a cap, its period, some platforms and the delegation box", () => {
     assert.deepStrictEqual(
       limitArgsOf(
         form({
@@ -48,7 +48,7 @@ describe("the Keys page's limit fields", () => {
           cap_period: "day",
           "platform:forum": "on",
           "platform:profnet": "on",
-          expires: "2027-12-31"
+          may_delegate: "on"
         }),
         account
       ),
@@ -57,7 +57,7 @@ describe("the Keys page's limit fields", () => {
           spend_cap_credits: 500,
           cap_period: "day",
           platforms: ["profnet", "forum"],
-          expires_at: "2027-12-31T23:59:59Z"
+          may_delegate: true
         }
       }
     )
@@ -68,24 +68,20 @@ describe("the Keys page's limit fields", () => {
     assert.isTrue("args" in all && all.args.platforms === null, "every platform checked is all of them")
   })
 
-  it("refuses a cap that is not a whole number of 1 or more, and a date that is not one", () => {
+  it("refuses a cap that is not a whole number of 1 or more", () => {
     for (const cap of ["0", "-3", "2.5", "lots", "1e3"])
       assert.match(
         (limitArgsOf(form({ spend_cap_credits: cap }), account) as { error: string }).error,
         /whole number/
       )
-    for (const expires of ["2027-13-01", "31/12/2027", "tomorrow"])
-      assert.match((limitArgsOf(form({ expires }), account) as { error: string }).error, /a date like/)
     const odd = limitArgsOf(form({ cap_period: "week" }), account)
     assert.isTrue("args" in odd && odd.args.cap_period === "total", "an unknown period is the default")
   })
 
-  it("editing keeps a key's exact expiry when its day is unchanged", () => {
-    const current = key({ expires_at: "2027-06-01T12:30:00.000Z" })
-    const same = limitArgsOf(form({ expires: "2027-06-01" }), account, current)
-    assert.isTrue("args" in same && same.args.expires_at === "2027-06-01T12:30:00.000Z")
-    const moved = limitArgsOf(form({ expires: "2027-06-02" }), account, current)
-    assert.isTrue("args" in moved && moved.args.expires_at === "2027-06-02T23:59:59Z")
+  it("a child key's form never asks for delegation (a child never delegates)", () => {
+    const child = key({ parent_key_id: "key_parent", spend_cap_credits: 5 })
+    const read = limitArgsOf(form({ may_delegate: "on", spend_cap_credits: "5" }), account, child)
+    assert.isTrue("args" in read && !("may_delegate" in read.args))
   })
 
   it("says what a cap has spent and when it starts afresh", () => {

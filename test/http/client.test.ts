@@ -84,7 +84,9 @@ describe(`a typed client derived from the contract (${storeName})`, () => {
         assert.instanceOf(capped, TrialCapExceeded)
         if (capped._tag === "TrialCapExceeded") {
           assert.strictEqual(capped.param, "freshness")
-          assert.strictEqual(capped.upgrade_url, `http://svc.test/upgrade?account=${account_id}`)
+          // A free key's error carries the public upgrade link; the offer's checkout credits this key.
+          assert.strictEqual(capped.upgrade_url, "http://svc.test/upgrade")
+          assert.strictEqual(capped.offer?.checkout_url, `http://svc.test/upgrade?account=${account_id}`)
           assert.strictEqual(capped.offer?.reason, "TRIAL_CAP_EXCEEDED")
         }
 

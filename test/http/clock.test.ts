@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { TestClock } from "effect/testing"
+import { defaultPolicy } from "../../src/domain/policy.ts"
 import { dayOf, dayToIso, msPerDay } from "../../src/domain/time.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -131,6 +132,30 @@ describe(`windows, days and leases in virtual time (${storeName})`, () => {
           assert.strictEqual(usage.body.balance.purchased, 96)
           assert.deepStrictEqual(usage.body.today, { credits: 4, calls: 1 })
         })
+    )
+  })
+
+  // REPLAY_HOURS=2: the stored result is replayed for 2 hours, and the refusal after says so.
+  layer(testApp(testOperations, { policy: { ...defaultPolicy, replayWindowMs: 2 * 3_600_000 } }), {
+    timeout: 60_000
+  })((it) => {
+    it.effect("a stored result past the replay window is NOT_FOUND naming the configured window", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const { key } = yield* paidKey(ip, 100)
+        const idempotencyKey = uuid()
+        const call = () => app.call("/v1/profnet/test-echo?value=x&cost=1", { key, ip, idempotencyKey })
+        assert.strictEqual((yield* call()).status, 200)
+        yield* TestClock.adjust("1 hour")
+        assert.strictEqual((yield* call()).headers.get("idempotent-replayed"), "true")
+        yield* TestClock.adjust("1 hour")
+        const expired = yield* call()
+        assert.strictEqual(expired.status, 404, JSON.stringify(expired.body))
+        assert.strictEqual(expired.body.code, "NOT_FOUND")
+        assert.include(expired.body.message, "results are kept 2 hours")
+        assert.notInclude(expired.body.message, "24 hours")
+      })
     )
   })
 })

@@ -146,11 +146,14 @@ describe(`receipts export (${storeName})`, () => {
         assert.strictEqual(csv.status, 200)
         assert.strictEqual(csv.headers.get("content-type"), "text/csv; charset=utf-8")
         assert.match(csv.headers.get("content-disposition")!, /attachment; filename="receipts-acct_.*\.csv"/)
-        const lines = csv.text.trimEnd().split("\r\n")
+        // Each line ends with the key that spent (and its parent, for a child key: none here).
+        const [header, ...rest] = csv.text.trimEnd().split("\r\n")
         assert.strictEqual(
-          lines[0],
-          "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key"
+          header,
+          "receipt_id,created_at,operation,platform,quoted,charged,free_tier,grant,balance,refunded,idempotency_key,key_id,parent_key_id"
         )
+        for (const line of rest) assert.match(line, /,key_\w+,$/)
+        const lines = [header, ...rest.map((line) => line.replace(/,key_\w+,$/, ""))]
         assert.strictEqual(lines.length, keys.length + 1)
         assert.include(lines[1]!, `,"'=HYPERLINK(""http://evil.example"",""x"")"`)
         assert.isTrue(lines[2]!.endsWith(",'+1+1+1+1"))
@@ -230,6 +233,19 @@ describe(`receipts export (${storeName})`, () => {
           ip
         )
         assert.strictEqual(JSON.parse(foreign.text).code, "AUTH_REQUIRED")
+
+        // Audit 2: exports were unlimited (150 full-year exports in 1.9 s). 10 a minute per account
+        // (refused ones above took none); the 11th is RATE_LIMITED, whatever the bearer.
+        const query = `from=${today()}&to=${today()}&format=jsonl`
+        for (let n = 2; n < 10; n++)
+          assert.strictEqual((yield* exported(app, query, minted.key, ip)).status, 200)
+        const limited = yield* exported(app, `${query}&account_id=${minted.account_id}`, both, ip)
+        assert.strictEqual(limited.status, 429, limited.text)
+        assert.strictEqual(limited.headers.get("content-type"), "application/problem+json")
+        assert.strictEqual(JSON.parse(limited.text).code, "RATE_LIMITED")
+        assert.isAbove(JSON.parse(limited.text).retry_after_seconds, 0)
+        // Another account is not held back.
+        assert.strictEqual((yield* exported(app, query, second.key, "10.93.2.2")).status, 200)
       })
     )
 

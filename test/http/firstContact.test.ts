@@ -4,7 +4,7 @@ import { operations } from "../../src/operations/registry.ts"
 import { buy } from "../billing/support.ts"
 import { post, signIn } from "../identity/support.ts"
 import { sampleArguments } from "../mcp/samples.ts"
-import { callTool, connect, modes } from "../mcp/support.ts"
+import { connect, modes } from "../mcp/support.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
@@ -29,9 +29,14 @@ describe(`first contact: the contract and keys (${storeName})`, () => {
             assert.strictEqual(header.schema.minLength, 8, path)
             assert.strictEqual(header.schema.maxLength, 128, path)
             const ceiling = item.get.parameters.find((p: any) => p.name === "max_credits")
+            if (path.endsWith("/resolve-url")) {
+              assert.isUndefined(ceiling, `${path} takes only its url and the header`)
+              continue
+            }
             assert.isDefined(ceiling, `${path} takes max_credits`)
+            // The contract's range, 0 to 9007199254740991, stated whole.
             assert.strictEqual(ceiling.schema.minimum, 0)
-            assert.notProperty(ceiling.schema, "maximum", "no 9007199254740991 beside max_credits")
+            assert.strictEqual(ceiling.schema.maximum, 9007199254740991)
           }
           const profile = spec.paths["/v1/profnet/profiles"].get.parameters
           const sections = profile.find((p: any) => p.name === "sections").schema
@@ -54,27 +59,36 @@ describe(`first contact: the contract and keys (${storeName})`, () => {
     )
 
     it.effect(
-      "resolveUrl honours max_credits=0 like every other operation, on REST and MCP: nothing charged",
+      "the three resolve operations take only their url and the header, on REST, MCP and the SDK",
       () =>
         Effect.gen(function* () {
           const app = yield* TestApp
           const ip = freshIp()
           const { key } = yield* app.mint(ip)
-          const url = encodeURIComponent(sampleArguments.resolveUrl!.url as string)
-          const refused = yield* app.call(`/v1/profnet/resolve-url?url=${url}&max_credits=0`, { key, ip })
-          assert.strictEqual(refused.status, 402, JSON.stringify(refused.body))
-          assert.strictEqual(refused.body.code, "QUOTE_EXCEEDS_MAX_CREDITS")
-          assert.strictEqual(refused.body.max_credits, 0)
           const client = yield* connect(`${app.url}/mcp`, { key, ip }, modes[0])
-          const tool = yield* callTool(client, "resolveUrl", {
-            url: sampleArguments.resolveUrl!.url,
-            max_credits: 0
-          })
-          assert.strictEqual(tool.problem.code, "QUOTE_EXCEEDS_MAX_CREDITS")
-          const usage = yield* app.call("/v1/usage", { key, ip })
-          assert.strictEqual(usage.body.today.credits, 0, "nothing charged")
-          const allowed = yield* app.call(`/v1/profnet/resolve-url?url=${url}&max_credits=2`, { key, ip })
-          assert.strictEqual(allowed.status, 200, JSON.stringify(allowed.body))
+          const { tools } = yield* Effect.promise(() => client.listTools())
+          for (const id of ["resolveUrl", "resolveForumUrl", "resolveMicroblogUrl"]) {
+            const operation = operations.find((o) => o.id === id)!
+            assert.deepStrictEqual(Object.keys(operation.params.fields), ["url"], id)
+            const tool = tools.find((t) => t.name === id)!
+            assert.deepStrictEqual(Object.keys(tool.inputSchema.properties ?? {}).sort(), [
+              "idempotency_key",
+              "url"
+            ])
+          }
+          // `max_credits` and `freshness` are unknown parameters there, read as any unknown parameter
+          // is (left aside): the call is answered and charged its price, not refused.
+          const url = encodeURIComponent(sampleArguments.resolveUrl!.url as string)
+          const answered = yield* app.call(
+            `/v1/profnet/resolve-url?url=${url}&max_credits=0&freshness=realtime`,
+            {
+              key,
+              ip
+            }
+          )
+          assert.strictEqual(answered.status, 200, JSON.stringify(answered.body))
+          assert.strictEqual(answered.body.cost.charged, 2)
+          assert.strictEqual(answered.body.freshness.requested, "recent")
         }).pipe(Effect.scoped)
     )
 

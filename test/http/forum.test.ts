@@ -439,9 +439,9 @@ describe(`forum operations (${storeName})`, () => {
           }
         }
         const resolveParams = byId.get("resolveForumUrl").parameters.map((p: any) => p.name)
-        // A resolve is never cached (no freshness) but takes max_credits like every operation.
+        // A resolve takes its url and the header only (the contract's resolveUrl rule).
         assert.notInclude(resolveParams, "freshness")
-        assert.include(resolveParams, "max_credits")
+        assert.notInclude(resolveParams, "max_credits")
       })
     )
   })

@@ -185,7 +185,7 @@ describe(`foundation (${storeName})`, () => {
         const ids = Object.values(spec.paths).flatMap((item: any) =>
           Object.values(item).map((op: any) => op.operationId)
         )
-        for (const id of ["mintKey", "getUsage", "listReceipts", "getReceipt", "testEcho"])
+        for (const id of ["mintKey", "get_usage", "listReceipts", "getReceipt", "testEcho"])
           assert.include(ids, id)
         assert.property(spec.paths, "/v1/keys/mint")
         // A lower-case `bearer` http scheme: the docs page then builds `Authorization: Bearer ...`.

@@ -14,7 +14,7 @@ const freshIp = ipSequence("10.60")
 describe(`hostile input (${storeName})`, () => {
   it("each of Node's parse failures maps to a status and a contract code", () => {
     const cases = [
-      ["HPE_HEADER_OVERFLOW", 431, "PAYLOAD_TOO_LARGE"],
+      ["HPE_HEADER_OVERFLOW", 413, "PAYLOAD_TOO_LARGE"],
       ["HPE_CHUNK_EXTENSIONS_OVERFLOW", 413, "PAYLOAD_TOO_LARGE"],
       ["ERR_HTTP_REQUEST_TIMEOUT", 408, "INVALID_INPUT"],
       ["HPE_INVALID_METHOD", 400, "INVALID_INPUT"],
@@ -119,13 +119,13 @@ describe(`hostile input (${storeName})`, () => {
           [
             "headers over 16 KB",
             `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${long}\r\n\r\n`,
-            431,
+            413,
             "PAYLOAD_TOO_LARGE"
           ],
           [
             "a URL over 16 KB",
             `GET /v1/usage?q=${long} HTTP/1.1\r\nHost: x\r\n\r\n`,
-            431,
+            413,
             "PAYLOAD_TOO_LARGE"
           ],
           [

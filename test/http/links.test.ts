@@ -110,7 +110,7 @@ describe(`every link the API hands out leads somewhere (${storeName})`, () => {
         assert.include(errors, `<code>curl -X POST ${baseUrl}/v1/keys/mint</code>`)
         assert.include(
           errors,
-          "Here: 200 credits per IP per UTC day, a search <code>limit</code> of at most 10."
+          "Here: Free keys from one IP share 200 credits per UTC day, recent (cached) data and first pages only. A search <code>limit</code> is at most 10."
         )
         for (const code of Object.keys(errorCatalog) as Array<ErrorCode>) {
           assert.strictEqual(errors.split(`id="${code}"`).length, 2, `one anchor for ${code}`)

@@ -64,6 +64,10 @@ describe("policy configuration", () => {
         RECOVER_PER_EMAIL_MINUTES: "8",
         MAX_ACTIVE_KEYS: "12",
         MAX_CHILD_KEYS: "7",
+        EXPORTS_PER_ACCOUNT: "4",
+        EXPORTS_PER_ACCOUNT_MINUTES: "2",
+        OPERATOR_AUTH_FAILURES_PER_IP: "3",
+        OPERATOR_AUTH_FAILURES_PER_IP_MINUTES: "5",
         OAUTH_AUTHORIZATIONS_PER_IP: "6",
         OAUTH_AUTHORIZATION_WINDOW_MINUTES: "5",
         OAUTH_CLIENT_FETCHES_PER_IP: "3",
@@ -84,6 +88,11 @@ describe("policy configuration", () => {
         WEBHOOK_KEEP_DAYS: "7",
         WEBHOOK_TESTS_PER_ACCOUNT: "5",
         WEBHOOK_TESTS_PER_ACCOUNT_MINUTES: "10",
+        WEBHOOK_CONNECT_TIMEOUT_MS: "700",
+        WEBHOOK_CONCURRENCY_PER_ACCOUNT: "1",
+        WEBHOOK_MAX_PENDING: "50",
+        WEBHOOK_TESTS_PER_ENDPOINT: "2",
+        WEBHOOK_TESTS_PER_ENDPOINT_MINUTES: "3",
         TOPUP_FAILURES_TO_DISARM: "2",
         TOPUP_RETRY_MINUTES: "30",
         TOPUP_CHARGE_ATTEMPTS: "3",
@@ -126,6 +135,12 @@ describe("policy configuration", () => {
         },
         maxActiveKeysPerAccount: 12,
         maxChildKeysPerKey: 7,
+        maxChildKeysPerAccount: 1_000,
+        childKeyChangesPerKey: { limit: 30, windowMs: minute },
+        childKeyChangesPerAccount: { limit: 60, windowMs: minute },
+        exportsPerAccount: { limit: 4, windowMs: 2 * minute },
+        auditReadsPerAccount: { limit: 120, windowMs: minute },
+        operatorAuthFailuresPerIp: { limit: 3, windowMs: 5 * minute },
         oauth: {
           authorizationsPerIp: 6,
           authorizationWindowMs: 5 * 60_000,
@@ -140,14 +155,18 @@ describe("policy configuration", () => {
         webhooks: {
           maxEndpointsPerAccount: 4,
           timeoutMs: 2500,
+          connectTimeoutMs: 700,
           retryFirstMs: 2000,
           retryMaxMs: 600_000,
           retryForMs: 6 * hour,
           disableAfterMs: 24 * hour,
           responseMaxBytes: 256,
           concurrency: 2,
+          perAccount: 1,
+          maxPendingPerEndpoint: 50,
           keepMs: 7 * 24 * hour,
-          tests: { limit: 5, windowMs: 10 * minute }
+          tests: { limit: 5, windowMs: 10 * minute },
+          testsPerEndpoint: { limit: 2, windowMs: 3 * minute }
         },
         topup: { failuresToDisarm: 2, retryAfterFailureMs: 30 * minute, chargeAttempts: 3 },
         exportMaxDays: 31,
@@ -206,8 +225,12 @@ describe(`a configured policy reaches every answer (${storeName})`, () => {
         const over = yield* app.call("/v1/profnet/test-echo?value=x&cost=4", { key, ip })
         assert.strictEqual(over.body.code, "TRIAL_CAP_EXCEEDED")
         assert.deepStrictEqual(over.body.offer.packs, packs)
-        assert.strictEqual(over.body.upgrade_url, `https://pay.example.test/buy?account=${minted.account_id}`)
-        assert.strictEqual(over.body.offer.checkout_url, over.body.upgrade_url)
+        // A free key's error: the public upgrade link, and the offer's checkout that credits this key.
+        assert.strictEqual(over.body.upgrade_url, "https://pay.example.test/buy")
+        assert.strictEqual(
+          over.body.offer.checkout_url,
+          `https://pay.example.test/buy?account=${minted.account_id}`
+        )
 
         assert.strictEqual((yield* app.call("/v1/keys/mint", { method: "POST", ip })).status, 200)
         const third = yield* app.call("/v1/keys/mint", { method: "POST", ip })

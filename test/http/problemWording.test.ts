@@ -1,5 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Admin } from "../../src/operator/Admin.ts"
 import { post, signIn } from "../identity/support.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence } from "../support/accounts.ts"
@@ -136,6 +138,116 @@ describe(`problem wording on each surface (${storeName})`, () => {
         assert.strictEqual(unknown.status, 404)
         for (const page of [expired, upgrade, unknown])
           assert.notMatch(String(page.body), /(POST|GET) \/v1\/(portal|usage|apps)/)
+      })
+    )
+
+    it.effect("a parameter left out is said to be required, not a 'Missing key'", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const { key } = yield* app.mint(ip)
+        const data = yield* app.call("/v1/profnet/test-echo", { key, ip })
+        assert.strictEqual(data.status, 400, data.text)
+        assert.strictEqual(data.body.param, "value")
+        assert.strictEqual(data.body.message, "`value` is required.")
+        const session = yield* signIn(app, "required-param@example.com", { key, ip })
+        const body = yield* post(app, "/v1/keys/revoke", {}, { key: session.management_token, ip })
+        assert.strictEqual(body.status, 400, body.text)
+        assert.strictEqual(body.body.param, "key_id")
+        assert.strictEqual(body.body.message, "`key_id` is required.")
+        for (const reply of [data, body]) assert.notInclude(reply.text, "Missing key")
+      })
+    )
+
+    it.effect(
+      "a key cap's refusal names who can lift it, resets only day and month caps, and sells nothing",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const admin = yield* Admin
+          const ip = freshIp()
+          const minted = yield* app.mint(ip)
+          const session = yield* signIn(app, "cap-wording@example.com", { key: minted.key, ip })
+          yield* Effect.orDie(admin.setPlan(minted.account_id, "flex"))
+          const token = session.management_token
+          const daily = yield* post(
+            app,
+            "/v1/keys",
+            { label: "daily", spend_cap_credits: 10, cap_period: "day", may_delegate: true },
+            { key: token, ip }
+          )
+          assert.strictEqual(daily.status, 201, daily.text)
+          const child = yield* post(
+            app,
+            "/v1/keys/child",
+            { label: "sub", spend_cap_credits: 3, cap_period: "total" },
+            { key: daily.body.key, ip }
+          )
+          assert.strictEqual(child.status, 201, child.text)
+          const over = (key: string, idempotencyKey: string, cost = 4) =>
+            app.call(`/v1/profnet/test-echo?value=over-${cost}&cost=${cost}`, { key, ip, idempotencyKey })
+
+          // An ordinary key: the account's owner lifts it, with the route, the tool and the page.
+          const owned = yield* over(daily.body.key, "cap-wording-0001")
+          assert.strictEqual(owned.status, 200, owned.text)
+          const ownerCap = yield* over(daily.body.key, "cap-wording-0002", 8)
+          assert.strictEqual(ownerCap.status, 402, ownerCap.text)
+          assert.strictEqual(ownerCap.body.limit, "key_cap")
+          assert.include(ownerCap.body.message, "account's owner")
+          assert.include(ownerCap.body.message, "POST /v1/keys/update")
+          assert.include(ownerCap.body.message, "update_key")
+          assert.include(ownerCap.body.message, "/dashboard/keys")
+          assert.isString(ownerCap.body.cap_resets_at, "a day cap resets")
+          assert.include(ownerCap.body.message, "cap_resets_at")
+
+          // A child key (its own total cap of 3 binds, the parent's has 6): its parent lifts it; a
+          // total cap never resets; nothing is for sale.
+          const childCap = yield* over(child.body.key, "cap-wording-0003")
+          assert.strictEqual(childCap.status, 402, childCap.text)
+          assert.strictEqual(childCap.body.limit, "key_cap")
+          assert.include(childCap.body.message, daily.body.key_id)
+          assert.include(childCap.body.message, "POST /v1/keys/child/update")
+          assert.include(childCap.body.message, "update_child_key")
+          assert.notInclude(childCap.body.message, "update_key tool")
+          assert.notProperty(childCap.body, "cap_resets_at")
+          assert.notInclude(childCap.body.message, "reset")
+          for (const refused of [ownerCap, childCap]) {
+            assert.deepStrictEqual(refused.body.offer.packs, [], "buying cannot lift a key's cap")
+            assert.deepStrictEqual(refused.body.offer.rails, [])
+            assert.notMatch(refused.body.message, /buy a pack|upgrade_url/i)
+            assert.strictEqual(refused.body.offer.resume.action, "retry_same_idempotency_key")
+            assert.notInclude(refused.body.offer.resume.detail, "POST /v1/keys/update")
+          }
+        })
+    )
+
+    it.effect("a trial's spent free budget names claim_url and its free credits before buying", () =>
+      Effect.gen(function* () {
+        const app = yield* TestApp
+        const ip = freshIp()
+        const minted = yield* app.mint(ip)
+        const refused = yield* app.call("/v1/profnet/test-echo?value=big&cost=1000", {
+          key: minted.key,
+          ip,
+          idempotencyKey: "trial-claim-0001"
+        })
+        assert.strictEqual(refused.body.code, "TRIAL_CAP_EXCEEDED", refused.text)
+        assert.strictEqual(refused.body.claim_url, `http://svc.test/claim?account=${minted.account_id}`)
+        const message = refused.body.message as string
+        assert.include(message, "claim_url")
+        assert.include(message, "10,000")
+        assert.isBelow(message.indexOf("claim_url"), message.indexOf("buy a pack"))
+        // Once claimed, there is nothing to claim: the problem no longer offers it.
+        yield* signIn(app, "trial-claimer@example.com", { key: minted.key, ip })
+        yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.orDie(sql`UPDATE accounts SET grant_credits = 0 WHERE id = ${minted.account_id}`)
+        )
+        const claimed = yield* app.call("/v1/profnet/test-echo?value=big&cost=1000", {
+          key: minted.key,
+          ip,
+          idempotencyKey: "trial-claim-0002"
+        })
+        assert.notProperty(claimed.body, "claim_url", claimed.text)
       })
     )
   })

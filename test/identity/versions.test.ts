@@ -7,9 +7,10 @@ import { hashSecret } from "../../src/domain/secrets.ts"
 import { type CallInput, type Identity, meterDataCall } from "../../src/metering/meterDataCall.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { KeyMemory } from "../../src/services/KeyMemory.ts"
+import { Keys } from "../../src/services/Keys.ts"
 import { Bearers } from "../../src/surfaces/common/bearers.ts"
 import { ipSequence } from "../support/accounts.ts"
-import { testApp } from "../support/app.ts"
+import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { paidCaller, profilePath, profileSlugs, slugCycle, warmedProfile } from "../support/profiles.ts"
 
@@ -117,6 +118,71 @@ describe(`a remembered key checked by the cache hit's own statement (${storeName
         assert.isUndefined(memory.peek(hash, Date.now()))
         assert.strictEqual((yield* account.call(profile(slug))).status, 401)
       })
+    )
+
+    it.effect(
+      "a hit from a child remembered past its parent's change (narrowed, revoked) is refused, and charges nothing",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const memory = yield* KeyMemory
+          const app = yield* TestApp
+          const keys = yield* Keys
+          const slug = yield* warmed
+          const account = yield* paid(1000)
+          // A child of the account's key, able to call every platform its parent may.
+          const child = yield* Effect.orDie(
+            keys.issue({
+              accountId: account.account_id,
+              plan: "production",
+              label: "child",
+              limits: { spendCapCredits: 500, capPeriod: "total", platforms: null },
+              parentKeyId: account.keyId
+            })
+          )
+          const call = (idempotencyKey = crypto.randomUUID()) =>
+            app.call(profile(slug), { key: child.key, ip: account.ip, idempotencyKey })
+          const hash = hashSecret(child.key)
+
+          for (const [setup, change, status, code] of [
+            [
+              Effect.void,
+              sql`UPDATE api_keys SET platforms = 'forum' WHERE id = ${account.keyId}`,
+              403,
+              "NOT_ENTITLED"
+            ],
+            [
+              Effect.andThen(
+                Effect.orDie(sql`UPDATE api_keys SET platforms = NULL WHERE id = ${account.keyId}`),
+                forgotten(hash)
+              ),
+              sql`UPDATE api_keys SET revoked_at = ${Date.now()} WHERE id = ${account.keyId}`,
+              401,
+              "UNAUTHORIZED"
+            ]
+          ] as const) {
+            yield* setup
+            const before = yield* call()
+            assert.strictEqual(before.status, 200, JSON.stringify(before.body))
+            const entry = memory.peek(hash, Date.now())
+            assert.isDefined(entry)
+            const balance = yield* account.balance
+            const receipts = yield* account.receipts
+
+            // The parent changed elsewhere (its child's own row untouched); the report reaches this
+            // instance and forgets the account's keys.
+            yield* Effect.orDie(change)
+            yield* forgotten(hash)
+            // As if the report were still on its way: the child is remembered as it was before.
+            memory.remember(hash, entry!, memory.generation(), Date.now())
+
+            const refused = yield* call()
+            assert.strictEqual(refused.status, status, JSON.stringify(refused.body))
+            assert.strictEqual(refused.body.code, code)
+            assert.strictEqual(yield* account.balance, balance)
+            assert.strictEqual(yield* account.receipts, receipts)
+          }
+        })
     )
 
     it.effect(

@@ -53,7 +53,7 @@ describe(`a key cap across two instances, over REST and MCP (${storeName})`, () 
           const parent = yield* post(
             b,
             "/v1/keys",
-            { label: "race", spend_cap_credits: cap.parent },
+            { label: "race", spend_cap_credits: cap.parent, may_delegate: true },
             { key: owner.management_token, ip }
           )
           assert.strictEqual(parent.status, 201, JSON.stringify(parent.body))

@@ -27,7 +27,7 @@ describe(`the storm's key-cap invariant finds what it promises to (${storeName})
           const parent = yield* post(
             app,
             "/v1/keys",
-            { label: "parent", spend_cap_credits: 10 },
+            { label: "parent", spend_cap_credits: 10, may_delegate: true },
             { key: owner.management_token, ip }
           )
           assert.strictEqual(parent.status, 201, JSON.stringify(parent.body))

@@ -78,13 +78,7 @@ describe(`MCP Inspector CLI (${storeName})`, () => {
         assert.strictEqual(listed.code, 0, listed.stderr)
         assert.deepStrictEqual(
           JSON.parse(listed.stdout).tools.map((tool: { name: string }) => tool.name),
-          [
-            ...operations.map((operation) => operation.id),
-            "get_usage",
-            "create_child_key",
-            "list_child_keys",
-            "revoke_child_key"
-          ]
+          [...operations.map((operation) => operation.id), "get_usage"]
         )
 
         // The CLI reads `--tool-arg k=v` as JSON when it parses: a bare numeric id becomes a number

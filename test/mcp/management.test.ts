@@ -1,7 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { Admin } from "../../src/operator/Admin.ts"
-import { childKeyTools } from "../../src/surfaces/mcp/managementTools.ts"
 import { post, signIn } from "../identity/support.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -20,12 +19,8 @@ const managementToolNames = [
   "billing_portal",
   "list_audit_events"
 ]
-/** A spend key's catalogue: the data tools, get_usage and the child-key tools (issue 26). */
-const dataToolNames = [
-  ...testOperations.map((operation) => operation.id),
-  "get_usage",
-  ...childKeyTools.map((tool) => tool.name)
-]
+/** A spend key's catalogue: the data tools and get_usage (the child-key tools only with may_delegate). */
+const dataToolNames = [...testOperations.map((operation) => operation.id), "get_usage"]
 
 describe(`MCP management tools (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 60_000, excludeTestServices: true })((it) => {

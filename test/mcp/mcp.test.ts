@@ -5,7 +5,6 @@ import { platforms } from "../../src/domain/plans.ts"
 import type { AnyOperation } from "../../src/operations/Operation.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { Admin } from "../../src/operator/Admin.ts"
-import { childKeyTools } from "../../src/surfaces/mcp/managementTools.ts"
 import { UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -15,8 +14,6 @@ import { person, sampleArguments } from "./samples.ts"
 import { callTool, connect, initializeBody, jsonRpcHeaders, type Mode, modes, rawRequest } from "./support.ts"
 
 const freshIp = ipSequence("10.50")
-/** A spend key's connection also hands out child keys (issue 26). */
-const childToolNames = childKeyTools.map((tool) => tool.name)
 const uuid = () => crypto.randomUUID()
 /** BASE_URL of the test configuration. */
 const baseUrl = "http://svc.test"
@@ -48,7 +45,7 @@ const expectedInput = (operation: AnyOperation) => {
   return {
     properties: [
       ...own.map(([name]) => name),
-      ...(operation.common ? ["freshness", "max_credits"] : ["max_credits"]),
+      ...(operation.common ? ["freshness", "max_credits"] : []),
       "idempotency_key"
     ].sort(),
     required: own
@@ -80,7 +77,8 @@ describe(`MCP (${storeName})`, () => {
           const { tools } = yield* Effect.promise(() => client.listTools())
           assert.deepStrictEqual(
             tools.map((tool) => tool.name),
-            [...operations.map((operation) => operation.id), "get_usage", ...childToolNames]
+            // A spend key's catalogue is data-only (a trial key never delegates).
+            [...operations.map((operation) => operation.id), "get_usage"]
           )
           for (const operation of operations) {
             const tool = tools.find((candidate) => candidate.name === operation.id)!
@@ -108,11 +106,7 @@ describe(`MCP (${storeName})`, () => {
             const { tools } = yield* Effect.promise(() => client.listTools())
             assert.deepStrictEqual(
               tools.map((tool) => tool.name),
-              [
-                ...operations.filter((o) => o.platform === platform).map((o) => o.id),
-                "get_usage",
-                ...childToolNames
-              ]
+              [...operations.filter((o) => o.platform === platform).map((o) => o.id), "get_usage"]
             )
           }
         })
@@ -249,7 +243,8 @@ describe(`MCP (${storeName})`, () => {
         assert.strictEqual(cap.problem.code, "TRIAL_CAP_EXCEEDED")
         assert.strictEqual(cap.problem.status, 403)
         assert.strictEqual(cap.problem.param, "limit")
-        assert.include(cap.problem.upgrade_url, account_id)
+        assert.notInclude(cap.problem.upgrade_url, account_id)
+        assert.include(cap.problem.offer.checkout_url, account_id)
         assert.strictEqual(cap.problem.offer.offer_version, 1)
         assert.strictEqual(cap.problem.offer.reason, "TRIAL_CAP_EXCEEDED")
         assert.strictEqual(cap.problem.offer.resume.action, "retry_fresh_idempotency_key")

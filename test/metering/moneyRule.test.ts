@@ -130,6 +130,7 @@ describe("the envelope's JSON", () => {
       idempotency_key: "k-00000001",
       replayed: false,
       created_at: "2026-11-25T00:00:01.000Z",
+      key_id: "app_y",
       app_id: "app_y"
     }
     assert.strictEqual(

@@ -12,7 +12,8 @@ const receipt = (id: string): Receipt => ({
   funding: { free_tier: 0, grant: 0, balance: 2 },
   idempotency_key: `key-${id}`,
   replayed: false,
-  created_at: "2026-11-29T12:00:00.000Z"
+  created_at: "2026-11-29T12:00:00.000Z",
+  key_id: "key_1"
 })
 
 const result = (chars: number, fill = "x") =>

@@ -6,7 +6,7 @@ import { afterAll, assert, describe, it } from "vitest"
 import { freePort, liveCall, paidKey, type Service, startService } from "./service.ts"
 
 const store = process.env.TEST_DATABASE_URL === undefined ? "PGlite" : "PostgreSQL"
-const metricsToken = "ops-test-metrics-token"
+const metricsToken = "ops-test-metrics-token-2d7a5f9c1e8b4a6d3f"
 const cleanups: Array<() => void> = []
 afterAll(() => {
   for (const cleanup of cleanups.splice(0)) cleanup()
@@ -94,7 +94,7 @@ describe(`GET /metrics scraped by Prometheus (${store})`, { timeout: 120_000 }, 
     assert.strictEqual(wrong.status, 401)
     // METRICS_TOKEN replaces the admin token here.
     const admin = await fetch(`${service.base}/metrics`, {
-      headers: { authorization: "Bearer ops-test-admin-token" }
+      headers: { authorization: "Bearer ops-test-admin-token-5e9b2c7f1a4d8e3b6c" }
     })
     assert.strictEqual(admin.status, 401)
     const page = await fetch(`${service.base}/metrics`, {
@@ -141,8 +141,11 @@ describe(`GET /metrics scraped by Prometheus (${store})`, { timeout: 120_000 }, 
     const service = await startService({ METRICS_PORT: String(metricsPort) })
     started.push(service)
     assert.strictEqual(
-      (await fetch(`${service.base}/metrics`, { headers: { authorization: "Bearer ops-test-admin-token" } }))
-        .status,
+      (
+        await fetch(`${service.base}/metrics`, {
+          headers: { authorization: "Bearer ops-test-admin-token-5e9b2c7f1a4d8e3b6c" }
+        })
+      ).status,
       404
     )
     const prometheus = await startPrometheus(`127.0.0.1:${metricsPort}`, undefined)

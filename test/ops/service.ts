@@ -11,7 +11,7 @@ import type { Faults } from "../../src/upstream/Upstream.ts"
 const node = join(import.meta.dirname, "../../node_modules/.bin/node")
 const main = join(import.meta.dirname, "../../src/main.ts")
 
-export const adminToken = "ops-test-admin-token"
+export const adminToken = "ops-test-admin-token-5e9b2c7f1a4d8e3b6c"
 
 export interface Service {
   readonly child: ChildProcess

@@ -49,7 +49,7 @@ const pathOf = (url: string) => {
 describe(`checkout, upgrade and portal pages in Chromium (${storeName})`, () => {
   layer(testApp(testOperations), { timeout: 120_000, excludeTestServices: true })((it) => {
     it.effect(
-      "TRIAL_CAP_EXCEEDED → its upgrade_url → flex on the local rail → the SAME key calls realtime",
+      "TRIAL_CAP_EXCEEDED → its offer's checkout_url → flex on the local rail → the SAME key calls realtime",
       (context) =>
         Effect.gen(function* () {
           if (skipReason !== undefined) return context.skip(skipReason)
@@ -63,7 +63,9 @@ describe(`checkout, upgrade and portal pages in Chromium (${storeName})`, () => 
           })
           assert.strictEqual(capped.status, 403)
           assert.strictEqual(capped.body.code, "TRIAL_CAP_EXCEEDED")
-          const upgradeUrl: string = capped.body.upgrade_url
+          // A free key's upgrade_url is the public page; the offer's checkout credits this same key.
+          assert.strictEqual(capped.body.upgrade_url, `${baseUrl}/upgrade`)
+          const upgradeUrl: string = capped.body.offer.checkout_url
           assert.strictEqual(upgradeUrl, `${baseUrl}/upgrade?account=${account_id}`)
 
           yield* withBrowser(app.url, { ip, viewport: phone }, async (run) => {

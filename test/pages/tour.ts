@@ -66,7 +66,7 @@ export const makeTour = (app: TestApp["Service"], baseUrl: string, ip: string) =
         spend_cap_credits: 500,
         cap_period: "day",
         platforms: ["profnet"],
-        expires_at: `${new Date().getUTCFullYear() + 1}-12-31T23:59:59Z`
+        may_delegate: true
       },
       { key: token, ip }
     )

@@ -6,6 +6,7 @@ import { Effect, Layer, Logger, Option, Redacted } from "effect"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
 import { AdminToken, adminTokenPath } from "../../src/services/AdminToken.ts"
 import { Ids } from "../../src/services/Ids.ts"
+import { RateLimits } from "../../src/services/RateLimits.ts"
 
 /** Builds AdminToken under `config`, returning it with every log message written while building it. */
 const build = (config: Partial<AppConfigShape>) =>
@@ -19,7 +20,7 @@ const build = (config: Partial<AppConfigShape>) =>
     }).pipe(
       Effect.provide(
         AdminToken.layer.pipe(
-          Layer.provide([AppConfig.layerTest(config), Ids.layer]),
+          Layer.provide([AppConfig.layerTest(config), Ids.layer, RateLimits.layerMemory]),
           Layer.provide(Logger.layer([logger]))
         )
       )

@@ -14,7 +14,7 @@ import { runCli } from "./cli.ts"
 /** Runs `f` with an admin RPC client of the test server, sending `token`. */
 const withAdmin = <A, E, R>(
   f: (admin: AdminClient["Service"]) => Effect.Effect<A, E, R>,
-  token = "test-admin-token"
+  token = "test-admin-token-7f3a9c2e5b8d1f4a6c"
 ) =>
   Effect.gen(function* () {
     const app = yield* TestApp
@@ -24,7 +24,10 @@ const withAdmin = <A, E, R>(
     return yield* call.pipe(Effect.provide(AdminClient.layerFor(app.url, token)))
   })
 
-const cliEnv = (url: string) => ({ SVC_BASE_URL: url, SVC_ADMIN_TOKEN: "test-admin-token" })
+const cliEnv = (url: string) => ({
+  SVC_BASE_URL: url,
+  SVC_ADMIN_TOKEN: "test-admin-token-7f3a9c2e5b8d1f4a6c"
+})
 
 // Live services: the RPC client times its interrupt messages with the Clock, which a TestClock would freeze.
 describe(`admin RPC and CLI (${storeName})`, () => {
@@ -231,7 +234,7 @@ describe(`admin RPC and CLI (${storeName})`, () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         const head =
-          "POST /admin/rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-admin-token\r\nContent-Type: application/json\r\n"
+          "POST /admin/rpc HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-admin-token-7f3a9c2e5b8d1f4a6c\r\nContent-Type: application/json\r\n"
         const announced = yield* rawExchange(app.url, `${head}Content-Length: ${1024 * 1024}\r\n\r\n`)
         assert.strictEqual(announced.status, 413, announced.statusLine)
         assert.strictEqual(announced.body.code, "PAYLOAD_TOO_LARGE")
@@ -255,7 +258,10 @@ describe(`admin RPC and CLI (${storeName})`, () => {
         const app = yield* TestApp
         const rpc = yield* app.call("/admin/rpc", {
           method: "POST",
-          headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
+          headers: {
+            authorization: "Bearer test-admin-token-7f3a9c2e5b8d1f4a6c",
+            "content-type": "application/json"
+          },
           body: JSON.stringify({
             _tag: "Request",
             id: "1",
@@ -344,7 +350,7 @@ describe(`admin RPC and CLI (${storeName})`, () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         const { account_id } = yield* app.mint("10.40.7.1")
-        const env = { SVC_BASE_URL: app.url, SVC_ADMIN_TOKEN: "test-admin-token" }
+        const env = { SVC_BASE_URL: app.url, SVC_ADMIN_TOKEN: "test-admin-token-7f3a9c2e5b8d1f4a6c" }
         const [shown, bad, unknown] = yield* Effect.all(
           [
             runCli(["admin", "account", "--account", account_id], env),

@@ -12,7 +12,7 @@ describe(`admin apps (${storeName})`, () => {
       Effect.gen(function* () {
         const app = yield* TestApp
         const sql = yield* SqlClient.SqlClient
-        const env = { SVC_BASE_URL: app.url, SVC_ADMIN_TOKEN: "test-admin-token" }
+        const env = { SVC_BASE_URL: app.url, SVC_ADMIN_TOKEN: "test-admin-token-7f3a9c2e5b8d1f4a6c" }
         const { account_id } = yield* app.mint("10.46.0.1")
         const empty = yield* runCli(["admin", "apps", "--account", account_id], env)
         assert.strictEqual(empty.code, 0, empty.stderr)

@@ -13,13 +13,16 @@ const withAdmin = <A, E, R>(f: (admin: AdminClient["Service"]) => Effect.Effect<
     const app = yield* TestApp
     return yield* Effect.gen(function* () {
       return yield* f(yield* AdminClient)
-    }).pipe(Effect.provide(AdminClient.layerFor(app.url, "test-admin-token")))
+    }).pipe(Effect.provide(AdminClient.layerFor(app.url, "test-admin-token-7f3a9c2e5b8d1f4a6c")))
   })
 
 const cli = (args: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const app = yield* TestApp
-    const run = yield* runCli(args, { SVC_BASE_URL: app.url, SVC_ADMIN_TOKEN: "test-admin-token" })
+    const run = yield* runCli(args, {
+      SVC_BASE_URL: app.url,
+      SVC_ADMIN_TOKEN: "test-admin-token-7f3a9c2e5b8d1f4a6c"
+    })
     assert.strictEqual(run.code, 0, run.stderr)
     return JSON.parse(run.stdout)
   })
@@ -131,7 +134,7 @@ describe(`admin purchases and renew (${storeName})`, () => {
         assert.strictEqual(purchases._tag, "AccountNotFound")
         const renew = yield* Effect.flip(withAdmin((admin) => admin.renew({ accountId: "acct_nobody" })))
         assert.strictEqual(renew._tag, "AccountNotFound")
-        const env = { SVC_BASE_URL: app.url, SVC_ADMIN_TOKEN: "test-admin-token" }
+        const env = { SVC_BASE_URL: app.url, SVC_ADMIN_TOKEN: "test-admin-token-7f3a9c2e5b8d1f4a6c" }
         const missing = yield* runCli(["admin", "renew"], env)
         assert.strictEqual(missing.code, 2)
         const unknown = yield* runCli(["admin", "purchases", "--account", "acct_nobody"], env)

@@ -167,6 +167,12 @@ describe("the SDK's usage numbers and KeyCapReached against the running service"
         Effect.gen(function* () {
           const app = yield* TestApp
           const owner = yield* account("sdk-cap-promise@example.com", 1_000)
+          // The owner lets the key delegate.
+          const manager = createClient({ baseUrl: app.url, managementToken: owner.token, retry: fast })
+          const keyId = (yield* Effect.promise(() => manager.listKeys({ query: {} }))).keys[0]!.key_id
+          yield* Effect.promise(() =>
+            manager.updateKey({ query: {}, payload: { key_id: keyId, may_delegate: true } })
+          )
           const parent = createClient({ baseUrl: app.url, key: owner.key, retry: fast })
           const child = yield* Effect.promise(() =>
             parent.createChildKey({
@@ -175,6 +181,10 @@ describe("the SDK's usage numbers and KeyCapReached against the running service"
           )
           assert.match(child.parent_key_id, /^key_/)
           assert.strictEqual(child.spend_cap_credits, 5)
+          const narrowed = yield* Effect.promise(() =>
+            parent.updateChildKey({ payload: { key_id: child.key_id, platforms: ["profnet"] } })
+          )
+          assert.deepStrictEqual(narrowed.platforms, ["profnet"])
           const children = yield* Effect.promise(() => parent.listChildKeys())
           assert.deepStrictEqual(
             children.keys.map((k) => k.key_id),

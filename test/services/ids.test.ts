@@ -9,6 +9,7 @@ import { Credits } from "../../src/services/Credits.ts"
 import { Ids, idBody } from "../../src/services/Ids.ts"
 import { KeyMemory } from "../../src/services/KeyMemory.ts"
 import { Outbox } from "../../src/services/mail/Outbox.ts"
+import { RateLimits } from "../../src/services/RateLimits.ts"
 import { Settings } from "../../src/services/Settings.ts"
 import { WebhookEvents, WebhookWake } from "../../src/services/WebhookEvents.ts"
 import { Notifications } from "../../src/store/Notifications.ts"
@@ -75,9 +76,11 @@ const services = Layer.mergeAll(Accounts.layer, Credits.layer).pipe(
     Layer.mergeAll(WebhookEvents.layer.pipe(Layer.provideMerge(WebhookWake.layer)), Audit.layer)
   ),
   Layer.provideMerge(Outbox.layer),
+  Layer.provideMerge(RateLimits.layerMemory),
   Layer.provideMerge(Settings.layer),
   Layer.provideMerge(KeyMemory.layer),
   Layer.provideMerge(Notifications.layer),
+  Layer.provideMerge(RateLimits.layerMemory),
   Layer.provideMerge(Ids.layerTest),
   Layer.provideMerge(freshDatabase),
   Layer.provide(AppConfig.layerTest())
@@ -122,6 +125,22 @@ describe(`services over deterministic ids (${storeName})`, () => {
           sorted.map(({ id }) => id),
           made
         )
+      }).pipe(Effect.orDie)
+    )
+
+    it.effect("the mint's per-IP limit is the service's: past it, RATE_LIMITED and no account made", () =>
+      Effect.gen(function* () {
+        const accounts = yield* Accounts
+        const sql = yield* SqlClient.SqlClient
+        const ip = "10.71.9.9"
+        for (let i = 0; i < 5; i++) yield* accounts.mintTrial(ip)
+        const refused = yield* Effect.flip(accounts.mintTrial(ip))
+        assert.strictEqual(refused._tag, "RateLimited")
+        assert.include(refused.message, "At most 5 keys per IP per hour")
+        const made = yield* sql<{
+          readonly n: number
+        }>`SELECT count(*)::int AS n FROM accounts WHERE created_ip = ${ip}`
+        assert.strictEqual(made[0]!.n, 5)
       }).pipe(Effect.orDie)
     )
   })

@@ -95,7 +95,7 @@ describe("the bundled start (src/bundledStart.ts)", { timeout: 120_000 }, () => 
     // The bundler writes string literals in ASCII but leaves a template literal's text as it is
     // (a tag may read its raw text), so one character past Latin-1 in a page's template would
     // make V8 hold the whole bundle's text at two bytes a character: 2 MB more for as long as the
-    // service runs (docs/performance.md, round 29). Such text is written as an entity or escape.
+    // service runs (docs/performance-history.md, round 29). Such text is written as an entity or escape.
     const repo = fileURLToPath(new URL("../../", import.meta.url))
     const service = bundled(repo, join(repo, "src", "launch.ts"), join(root, "cache-service"))
     assert.isDefined(service)

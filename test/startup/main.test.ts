@@ -76,6 +76,8 @@ const tempDir = () => {
 }
 
 const started = /listening on http:\/\/127\.0\.0\.1:\d+/
+/** An operator token the service takes (32 random characters at least). */
+const operatorToken = "start-test-admin-token-8c1f4e7a2d9b5"
 
 afterEach(() => {
   for (const child of running.splice(0)) if (child.exitCode === null) child.kill("SIGKILL")
@@ -88,7 +90,7 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
   it("accepts a lower-case LOG_LEVEL and says in one line where it listens, its store, upstream and MCP mounts", async () => {
     const dir = tempDir()
     const port = await freePort()
-    const run = start({ LOG_LEVEL: "info", PORT: String(port), DATA_DIR: dir, ADMIN_TOKEN: "t" })
+    const run = start({ LOG_LEVEL: "info", PORT: String(port), DATA_DIR: dir, ADMIN_TOKEN: operatorToken })
     const output = await run.waitFor(started)
     const line = output.split("\n").find((l) => started.test(l)) ?? ""
     assert.include(line, `http://127.0.0.1:${port}`)
@@ -104,7 +106,12 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     // At Debug a failed start shows its stack trace, whose frames name the file the code runs from.
     const { port, blocker } = await occupiedPort()
     try {
-      const run = start({ LOG_LEVEL: "debug", PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+      const run = start({
+        LOG_LEVEL: "debug",
+        PORT: String(port),
+        DATA_DIR: ":memory:",
+        ADMIN_TOKEN: operatorToken
+      })
       assert.strictEqual(await run.exited, 1)
       const cache = join(import.meta.dirname, "../../node_modules/.cache/svc-start/bundle")
       const manifest = JSON.parse(readFileSync(join(cache, "manifest.json"), "utf8")) as {
@@ -126,7 +133,12 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
 
   it("LOG_LEVEL=debug adds a line per request: method, path, status, milliseconds, account, receipt", async () => {
     const port = await freePort()
-    const run = start({ LOG_LEVEL: "DEBUG", PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+    const run = start({
+      LOG_LEVEL: "DEBUG",
+      PORT: String(port),
+      DATA_DIR: ":memory:",
+      ADMIN_TOKEN: operatorToken
+    })
     await run.waitFor(started)
     const minted = await fetch(`http://127.0.0.1:${port}/v1/keys/mint`, { method: "POST" })
     const { key, account_id } = (await minted.json()) as { key: string; account_id: string }
@@ -148,7 +160,12 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
 
   it("LOG_FORMAT=json logs one JSON object a line; an unknown LOG_LEVEL stops the start-up in one sentence", async () => {
     const port = await freePort()
-    const run = start({ LOG_FORMAT: "json", PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+    const run = start({
+      LOG_FORMAT: "json",
+      PORT: String(port),
+      DATA_DIR: ":memory:",
+      ADMIN_TOKEN: operatorToken
+    })
     const output = await run.waitFor(/listening on/)
     const line = output.split("\n").find((l) => l.includes("listening on")) ?? ""
     const parsed = JSON.parse(line)
@@ -159,10 +176,24 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     assert.match(bad.output(), /^The configuration is invalid: LOG_LEVEL must be one of .* got "loud"\.\n$/)
   })
 
+  it("a weak ADMIN_TOKEN or METRICS_TOKEN stops the start-up in one sentence", async () => {
+    for (const [env, pattern] of [
+      [{ ADMIN_TOKEN: "a" }, /ADMIN_TOKEN is 1 character long; it must be at least 32 random characters/],
+      [{ ADMIN_TOKEN: "ab".repeat(20) }, /ADMIN_TOKEN repeats a few characters/],
+      [{ ADMIN_TOKEN: operatorToken, METRICS_TOKEN: "short" }, /METRICS_TOKEN is 5 characters long/]
+    ] as const) {
+      const run = start({ PORT: String(await freePort()), DATA_DIR: ":memory:", ...env })
+      assert.strictEqual(await run.exited, 1)
+      assert.match(run.output(), new RegExp(`^The configuration is invalid: ${pattern.source}.*\\.\\n$`))
+      assert.notMatch(run.output(), /\n\s+at /, "no stack trace")
+      assert.notInclude(run.output(), "abab", "the token is never echoed")
+    }
+  })
+
   it("a port in use is one sentence and exit code 1, without a stack trace", async () => {
     const { port, blocker } = await occupiedPort()
     try {
-      const run = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+      const run = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: operatorToken })
       assert.strictEqual(await run.exited, 1)
       assert.include(run.output(), `Port ${port} on 127.0.0.1 is already in use`)
       assert.notMatch(run.output(), /\n\s+at /, "no stack trace")
@@ -173,9 +204,9 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
 
   it("a second instance on the port of a running one does not start (the port's sockets are shared only within one process)", async () => {
     const port = await freePort()
-    const first = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+    const first = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: operatorToken })
     await first.waitFor(started)
-    const second = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: "t" })
+    const second = start({ PORT: String(port), DATA_DIR: ":memory:", ADMIN_TOKEN: operatorToken })
     assert.strictEqual(await second.exited, 1)
     assert.include(second.output(), `Port ${port} on 127.0.0.1 is already in use`)
     const health = await fetch(`http://127.0.0.1:${port}/healthz`)
@@ -188,7 +219,7 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     const run = start({
       PORT: String(port),
       DATABASE_URL: `postgres://svc:hunter2secret@127.0.0.1:${dead}/svcdb`,
-      ADMIN_TOKEN: "t"
+      ADMIN_TOKEN: operatorToken
     })
     assert.strictEqual(await run.exited, 1)
     assert.include(run.output(), `Cannot reach the database (PostgreSQL at 127.0.0.1:${dead}/svcdb)`)
@@ -202,7 +233,7 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
       const url = new URL(process.env.TEST_DATABASE_URL ?? "")
       url.password = "hunter2secret"
       const port = await freePort()
-      const run = start({ PORT: String(port), DATABASE_URL: url.toString(), ADMIN_TOKEN: "t" })
+      const run = start({ PORT: String(port), DATABASE_URL: url.toString(), ADMIN_TOKEN: operatorToken })
       const output = await run.waitFor(started)
       assert.include(output, `store: PostgreSQL at ${url.hostname}:${url.port || "5432"}${url.pathname}`)
       assert.notInclude(output, "hunter2secret")
@@ -211,9 +242,9 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
 
   it("a second process on the same DATA_DIR exits with one sentence before touching it; a dead holder's lock is taken over", async () => {
     const dir = tempDir()
-    const first = start({ PORT: String(await freePort()), DATA_DIR: dir, ADMIN_TOKEN: "t" })
+    const first = start({ PORT: String(await freePort()), DATA_DIR: dir, ADMIN_TOKEN: operatorToken })
     await first.waitFor(started)
-    const second = start({ PORT: String(await freePort()), DATA_DIR: dir, ADMIN_TOKEN: "t" })
+    const second = start({ PORT: String(await freePort()), DATA_DIR: dir, ADMIN_TOKEN: operatorToken })
     assert.strictEqual(await second.exited, 1)
     assert.strictEqual(
       second.output(),
@@ -223,14 +254,14 @@ describe("node src/main.ts", { timeout: 90_000 }, () => {
     await first.exited
     // kill -9 leaves the lock behind; its pid is dead, so the next start takes it over.
     assert.isTrue(existsSync(join(dir, lockFileName)))
-    const third = start({ PORT: String(await freePort()), DATA_DIR: dir, ADMIN_TOKEN: "t" })
+    const third = start({ PORT: String(await freePort()), DATA_DIR: dir, ADMIN_TOKEN: operatorToken })
     await third.waitFor(started)
   })
 
   it("a lock naming a live process that is not a service is still honoured (remove the file by hand)", async () => {
     const dir = tempDir()
     writeFileSync(join(dir, lockFileName), `${process.pid}\n`)
-    const run = start({ PORT: String(await freePort()), DATA_DIR: dir, ADMIN_TOKEN: "t" })
+    const run = start({ PORT: String(await freePort()), DATA_DIR: dir, ADMIN_TOKEN: operatorToken })
     assert.strictEqual(await run.exited, 1)
     assert.include(run.output(), `is in use by another process (pid ${process.pid})`)
   })

@@ -8,10 +8,10 @@ export const seriesValue = (page: string, series: string): number => {
   return line === undefined ? 0 : Number(line.slice(series.length + 1))
 }
 
-/** The test app's operator token, as `/metrics` takes it. */
-export const operatorHeaders = { authorization: "Bearer test-admin-token" }
+/** The test app's metrics token (METRICS_TOKEN), as `/metrics` takes it. */
+export const operatorHeaders = { authorization: "Bearer test-metrics-token-4b8e1d6a9c3f7e2a5d" }
 
-/** The test app's metrics page, read with the operator's token. */
+/** The test app's metrics page, read with its metrics token. */
 export const scrapeMetrics = Effect.gen(function* () {
   const app = yield* TestApp
   const reply = yield* app.call("/metrics", { headers: operatorHeaders })

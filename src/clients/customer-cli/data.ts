@@ -60,14 +60,12 @@ const dataCommand = (operation: AnyDeclaration) => {
       return [name, doc.description ? Flag.withDescription(flag, doc.description) : flag]
     })
   ) as Record<string, Flag.Flag<Option.Option<string>>>
-  const ceiling = {
-    maxCredits: Flag.Int("max-credits").pipe(
-      Flag.withDescription("Refuse the call (nothing charged) if it would cost more credits."),
-      Flag.optional
-    )
-  }
   const common = operation.common
     ? {
+        maxCredits: Flag.Int("max-credits").pipe(
+          Flag.withDescription("Refuse the call (nothing charged) if it would cost more credits."),
+          Flag.optional
+        ),
         realtime: Flag.Boolean("realtime").pipe(
           Flag.withDescription("Fetch live instead of cached (+2 credits, paid keys only)."),
           Flag.withoutNegation,
@@ -77,7 +75,6 @@ const dataCommand = (operation: AnyDeclaration) => {
     : {}
   const config = {
     ...flags,
-    ...ceiling,
     ...common,
     positional: Argument.String(kebab(first ?? "value")).pipe(
       Argument.withDescription(`The ${first} (same as --${kebab(first ?? "value")}).`),

@@ -5,7 +5,7 @@ import { platforms as allPlatforms, type Platform } from "../../domain/plans.ts"
 import { dim } from "./output.ts"
 import { UsageError } from "./session.ts"
 
-/** `--cap`, `--period`, `--platforms`, `--expires`: a key's limits as flags. */
+/** `--cap`, `--period`, `--platforms`: a key's limits as flags (a spend key does not expire: revoke it). */
 export const limitFlags = {
   cap: Flag.String("cap").pipe(
     Flag.withDescription(
@@ -22,10 +22,14 @@ export const limitFlags = {
       `The platforms the key may call, comma separated (${allPlatforms.join(",")}); \`all\` for every one.`
     ),
     Flag.optional
-  ),
-  expires: Flag.String("expires").pipe(
+  )
+}
+
+/** `--may-delegate` / `--no-may-delegate`: the owner's grant of making child keys (default: none). */
+export const delegationFlag = {
+  mayDelegate: Flag.Boolean("may-delegate").pipe(
     Flag.withDescription(
-      "When the key stops working: a date (the key works through that UTC day), an RFC 3339 time, or `never`."
+      "Let the key make child keys for sub-agents (`svc keys child ...`); --no-may-delegate takes it back."
     ),
     Flag.optional
   )
@@ -35,14 +39,12 @@ export interface LimitFlagValues {
   readonly cap: Option.Option<string>
   readonly period: Option.Option<string>
   readonly platforms: Option.Option<string>
-  readonly expires: Option.Option<string>
 }
 
-/** The request fields the flags ask for: absent flags stay absent, `none` / `all` / `never` clear. */
+/** The request fields the flags ask for: absent flags stay absent, `none` / `all` clear. */
 export interface LimitFields {
   spend_cap_credits?: number | null
   cap_period?: CapPeriod
-  expires_at?: string | null
   platforms?: ReadonlyArray<Platform> | null
 }
 
@@ -76,19 +78,6 @@ const platformsOf = (text: string) => {
   return Effect.succeed([...new Set(named)] as ReadonlyArray<Platform>)
 }
 
-/** A date alone is the end of that UTC day: `--expires 2026-12-31` works through the 31st. */
-const expiryOf = (text: string) => {
-  if (text === "never") return Effect.succeed(null)
-  if (/^\d{4}-\d\d-\d\d$/.test(text)) {
-    const start = Date.parse(`${text}T00:00:00Z`)
-    if (Number.isFinite(start) && new Date(start).toISOString().startsWith(text))
-      return Effect.succeed(`${text}T23:59:59Z`)
-  } else if (/^\d{4}-\d\d-\d\dT/.test(text) && Number.isFinite(Date.parse(text))) return Effect.succeed(text)
-  return fail(
-    `--expires takes a date (2026-12-31), an RFC 3339 time (2026-12-31T18:00:00Z) or \`never\`; got "${text}".`
-  )
-}
-
 /** The flags as request fields, or a usage error naming the flag at fault (exit 2). */
 export const limitFieldsOf = (values: LimitFlagValues): Effect.Effect<LimitFields, UsageError> =>
   Effect.gen(function* () {
@@ -96,11 +85,10 @@ export const limitFieldsOf = (values: LimitFlagValues): Effect.Effect<LimitField
     if (Option.isSome(values.cap)) fields.spend_cap_credits = yield* capOf(values.cap.value)
     if (Option.isSome(values.period)) fields.cap_period = yield* periodOf(values.period.value)
     if (Option.isSome(values.platforms)) fields.platforms = yield* platformsOf(values.platforms.value)
-    if (Option.isSome(values.expires)) fields.expires_at = yield* expiryOf(values.expires.value)
     return fields
   })
 
-/** A new key's fields: no flag clears on a key that has nothing yet, so `none`, `all` and `never` just leave it out. */
+/** A new key's fields: no flag clears on a key that has nothing yet, so `none` and `all` just leave it out. */
 export const newKeyFields = (fields: LimitFields): LimitFields =>
   Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null)) as LimitFields
 
@@ -114,14 +102,14 @@ export interface ListedKey {
   readonly cap_period: CapPeriod
   readonly spent_in_period: number | null
   readonly cap_resets_at: string | null
-  readonly expires_at: string | null
+  readonly may_delegate: boolean
   readonly platforms: ReadonlyArray<string> | null
   readonly last_used_at: string | null
 }
 
 const day = (iso: string) => iso.replace(/:\d\d(\.\d+)?Z$/, "Z").replace("T", " ")
 
-/** A key's limits in a few words: `12/500 credits today (resets 2026-11-26 00:00Z) · forum · expires ...`. */
+/** A key's limits in a few words: `12/500 credits today (resets 2026-11-26 00:00Z) · forum · may delegate`. */
 export const limitsText = (key: ListedKey) => {
   const parts: Array<string> = []
   if (key.spend_cap_credits === null) parts.push("no cap")
@@ -134,7 +122,7 @@ export const limitsText = (key: ListedKey) => {
     )
   }
   parts.push(key.platforms === null ? "all platforms" : key.platforms.join(","))
-  parts.push(key.expires_at === null ? "no expiry" : `expires ${day(key.expires_at)}`)
+  if (key.may_delegate) parts.push("may delegate")
   return parts.join(" · ")
 }
 

@@ -2,7 +2,7 @@ import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { updateConfig } from "./config.ts"
 import { account, accountQuery, json, show } from "./flags.ts"
-import { keyTree, limitFieldsOf, limitFlags, limitsText, newKeyFields } from "./keyLimits.ts"
+import { delegationFlag, keyTree, limitFieldsOf, limitFlags, limitsText, newKeyFields } from "./keyLimits.ts"
 import { dim } from "./output.ts"
 import { NotSignedIn, session, UsageError, withManagement } from "./session.ts"
 
@@ -54,7 +54,7 @@ const childKeys = Command.make("child").pipe(
         })
     ).pipe(
       Command.withDescription(
-        "Make a child key (--cap required; --period, --platforms, --expires within this key's); its secret is printed once."
+        "Make a child key (--cap required; --period, --platforms within this key's); its secret is printed once. The key needs its owner's --may-delegate."
       )
     ),
     Command.make("list", { json }, ({ json: asJson }) =>
@@ -68,6 +68,37 @@ const childKeys = Command.make("child").pipe(
         )
       })
     ).pipe(Command.withDescription("List this key's child keys (never their secrets).")),
+    Command.make(
+      "update",
+      { json, keyId, cap: limitFlags.cap, platforms: limitFlags.platforms },
+      ({ json: asJson, keyId, cap, platforms }) =>
+        Effect.gen(function* () {
+          const fields = yield* limitFieldsOf({ cap, platforms, period: Option.none() })
+          if (fields.spend_cap_credits === null)
+            return yield* new UsageError({
+              message: "A child key keeps a cap: --cap takes N (credits, 1 or more)."
+            })
+          if (Object.keys(fields).length === 0)
+            return yield* new UsageError({
+              message: "Nothing to change: give --cap N or --platforms LIST|all."
+            })
+          const { client } = yield* withSpendKey
+          const updated = yield* client.updateChildKey({
+            payload: {
+              key_id: keyId,
+              ...(fields.spend_cap_credits === undefined
+                ? {}
+                : { spend_cap_credits: fields.spend_cap_credits }),
+              ...(fields.platforms === undefined ? {} : { platforms: fields.platforms })
+            }
+          })
+          yield* show(asJson, updated, () => `${updated.key_id}: ${limitsText(updated)}`)
+        })
+    ).pipe(
+      Command.withDescription(
+        "Change one of this key's child keys: --cap N, --platforms LIST|all (all: this key's), within this key's own."
+      )
+    ),
     Command.make("revoke", { json, keyId }, ({ json: asJson, keyId }) =>
       Effect.gen(function* () {
         const { client } = yield* withSpendKey
@@ -89,7 +120,7 @@ export const keys = Command.make("keys").pipe(
       })
     ).pipe(
       Command.withDescription(
-        "List the keys (never their secrets): each one's cap, what it spent and when that resets, platforms and expiry; child keys under their parent."
+        "List the keys (never their secrets): each one's cap, what it spent and when that resets, platforms and whether it may delegate; child keys under their parent."
       )
     ),
     Command.make(
@@ -103,16 +134,21 @@ export const keys = Command.make("keys").pipe(
           Flag.withoutNegation,
           Flag.withDefault(false)
         ),
-        ...limitFlags
+        ...limitFlags,
+        ...delegationFlag
       },
-      ({ json: asJson, account, label, use, ...limits }) =>
+      ({ json: asJson, account, label, use, mayDelegate, ...limits }) =>
         Effect.gen(function* () {
           const fields = newKeyFields(yield* limitFieldsOf(limits))
           const { client, config } = yield* withManagement
           const query = accountQuery(account, config)
           const created = yield* client.createKey({
             query,
-            payload: { ...(Option.isSome(label) ? { label: label.value } : {}), ...fields }
+            payload: {
+              ...(Option.isSome(label) ? { label: label.value } : {}),
+              ...fields,
+              ...(Option.isSome(mayDelegate) ? { may_delegate: mayDelegate.value } : {})
+            }
           })
           // The CLI's key and account change together: `usage` and `keys` keep speaking of one account.
           if (use) {
@@ -133,18 +169,22 @@ export const keys = Command.make("keys").pipe(
         })
     ).pipe(
       Command.withDescription(
-        "Create a key; its secret is printed once. `--cap 500 --period day --platforms forum --expires 2026-12-31` limits it."
+        "Create a key; its secret is printed once. `--cap 500 --period day --platforms forum` limits it; `--may-delegate` lets it make child keys. A key does not expire: revoke it to end it."
       )
     ),
     Command.make(
       "update",
-      { json, account, keyId, ...limitFlags },
-      ({ json: asJson, account, keyId, ...limits }) =>
+      { json, account, keyId, ...limitFlags, ...delegationFlag },
+      ({ json: asJson, account, keyId, mayDelegate, ...limits }) =>
         Effect.gen(function* () {
-          const fields = yield* limitFieldsOf(limits)
+          const fields = {
+            ...(yield* limitFieldsOf(limits)),
+            ...(Option.isSome(mayDelegate) ? { may_delegate: mayDelegate.value } : {})
+          }
           if (Object.keys(fields).length === 0)
             return yield* new UsageError({
-              message: "Nothing to change: give --cap, --period, --platforms or --expires."
+              message:
+                "Nothing to change: give --cap, --period, --platforms or --may-delegate / --no-may-delegate."
             })
           const { client, config } = yield* withManagement
           const updated = yield* client.updateKey({
@@ -155,7 +195,7 @@ export const keys = Command.make("keys").pipe(
         })
     ).pipe(
       Command.withDescription(
-        "Change a key's limits: --cap N|none, --period day|month|total, --platforms LIST|all, --expires DATE|never; other limits stay."
+        "Change a key's limits: --cap N|none, --period day|month|total, --platforms LIST|all, --may-delegate|--no-may-delegate; the rest stays."
       )
     ),
     Command.make("rotate", { json, account, keyId }, ({ json: asJson, account, keyId }) =>

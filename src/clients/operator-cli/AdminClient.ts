@@ -14,11 +14,18 @@ import { AdminRpcs, adminRpcPath } from "../../surfaces/rpc/AdminRpc.ts"
 
 export class AdminTokenMissing extends Data.TaggedError("AdminTokenMissing")<{ readonly message: string }> {}
 
+/** Where the CLI looks for the service when SVC_BASE_URL is unset: `npm start`'s address. */
+export const defaultServiceUrl = "http://127.0.0.1:8787"
+
+/** The service the CLI talks to: SVC_BASE_URL, else the default. */
+export const serviceUrl = Config.String("SVC_BASE_URL").pipe(
+  Config.withDefault(defaultServiceUrl),
+  Config.map((url) => url.replace(/\/+$/, ""))
+)
+
 /** SVC_BASE_URL, and SVC_ADMIN_TOKEN or else the token file the service wrote next to its data. */
 const connection = Effect.gen(function* () {
-  const baseUrl = (yield* Config.String("SVC_BASE_URL").pipe(
-    Config.withDefault("http://127.0.0.1:8787")
-  )).replace(/\/+$/, "")
+  const baseUrl = yield* serviceUrl
   const fromEnv = yield* Config.option(Config.Redacted("SVC_ADMIN_TOKEN"))
   if (Option.isSome(fromEnv)) return { baseUrl, token: fromEnv.value }
   const dataDir = yield* Config.String("DATA_DIR").pipe(Config.withDefault("./.data"))

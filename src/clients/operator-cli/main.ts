@@ -4,6 +4,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Console, Data, Effect, Layer, Runtime } from "effect"
 import { CliError, CliOutput, Command } from "effect/cli"
 import { RpcClientError } from "effect/rpc/RpcClientError"
+import { defaultServiceUrl, serviceUrl } from "./AdminClient.ts"
 import { cli } from "./commands.ts"
 
 /** Already written to stderr as one JSON line; only its exit code is left to report. */
@@ -30,12 +31,33 @@ const causeChain = (error: unknown): string => {
   return messages.join(": ")
 }
 
-/** Bad flags exit 2; anything the service or the connection refused exits 1. */
-const toLine = (error: unknown): { readonly exitCode: number; readonly body: Record<string, unknown> } => {
+/**
+ * Bad flags exit 2; anything the service or the connection refused exits 1. When nothing answered,
+ * the line says where the CLI looked and which setting moves it.
+ */
+const toLine = (
+  error: unknown,
+  service: string
+): { readonly exitCode: number; readonly body: Record<string, unknown> } => {
   if (CliError.isCliError(error))
     return { exitCode: 2, body: { error: "InvalidArguments", message: usage(error) } }
-  if (error instanceof RpcClientError)
-    return { exitCode: 1, body: { error: "RpcClientError", message: causeChain(error.reason) } }
+  if (error instanceof RpcClientError) {
+    const message = causeChain(error.reason)
+    const unreachable = /fetch failed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET/.test(message)
+    return {
+      exitCode: 1,
+      body: {
+        error: "RpcClientError",
+        message,
+        ...(unreachable
+          ? {
+              service,
+              hint: `No service answered at ${service}. Start it (npm start), or set SVC_BASE_URL to its address (unset, the CLI looks at ${defaultServiceUrl}).`
+            }
+          : {})
+      }
+    }
+  }
   if (typeof error === "object" && error !== null && "_tag" in error) {
     const { _tag, ...fields } = { ...error } as { readonly _tag: unknown }
     const message = error instanceof Error ? error.message : undefined
@@ -62,8 +84,15 @@ const presenter = CliOutput.layerPresenter({
 Command.run(cli, { version: "0.1.0", renderErrors: false }).pipe(
   Effect.catchCause((cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
-    const { exitCode, body } = toLine(Cause.squash(cause))
-    return Console.error(JSON.stringify(body)).pipe(Effect.andThen(Effect.fail(new Reported({ exitCode }))))
+    return Effect.flatMap(
+      Effect.orElseSucceed(serviceUrl, () => defaultServiceUrl),
+      (service) => {
+        const { exitCode, body } = toLine(Cause.squash(cause), service)
+        return Console.error(JSON.stringify(body)).pipe(
+          Effect.andThen(Effect.fail(new Reported({ exitCode })))
+        )
+      }
+    )
   }),
   Effect.provide(Layer.mergeAll(NodeServices.layer, presenter)),
   NodeRuntime.runMain

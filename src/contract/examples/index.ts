@@ -9,7 +9,7 @@ import stored from "./responses.json" with { type: "json" }
 export interface ResponseExamples {
   readonly world: string
   readonly baseUrl: string
-  /** The trial key's answers by operation id: `mintKey`, `getUsage`, `listReceipts`, `getReceipt`. */
+  /** The trial key's answers by operation id: `mintKey`, `get_usage`, `listReceipts`, `getReceipt`. */
   readonly account: {
     readonly mintKey: { readonly account_id: string } & Record<string, unknown>
     readonly [operationId: string]: unknown

@@ -18,6 +18,7 @@ import {
   Unauthorized,
   UpstreamUnavailable
 } from "../errors.ts"
+import { idempotencyKeyLengthText } from "../idempotencyKey.ts"
 
 /**
  * One error of each code, as the service raises it (the messages are the service's own, with
@@ -66,8 +67,7 @@ export const problemExamples = (
       account: flex
     }),
     IDEMPOTENCY_KEY_REQUIRED: new IdempotencyKeyRequired({
-      message:
-        "Paid keys must send an Idempotency-Key header (8 to 128 characters, a UUID is best) on metered calls.",
+      message: `Paid keys must send an Idempotency-Key header (${idempotencyKeyLengthText}, a UUID is best) on metered calls.`,
       account: flex
     }),
     IDEMPOTENCY_KEY_REUSED: new IdempotencyKeyReused({

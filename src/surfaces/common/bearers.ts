@@ -69,13 +69,6 @@ const inactive = (message: string) => new Unauthorized({ message })
 const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.Service): BearerResolver => {
   // The principal, with the key's `last_used_at` written at most once per resolution interval.
   const touched = (entry: Remembered, now: number): Effect.Effect<Principal, Unauthorized> => {
-    const expiresAt = entry.principal.key.expiresAt
-    if (expiresAt !== undefined && expiresAt <= now)
-      return Effect.fail(
-        inactive(
-          `This key expired at ${new Date(expiresAt).toISOString()}. Use another key, or have its owner set a later expires_at (POST /v1/keys/update).`
-        )
-      )
     if (entry.lastUsedAt !== null && now - entry.lastUsedAt < identityPolicy.lastUsedResolutionMs)
       return Effect.succeed(entry.principal)
     entry.lastUsedAt = now
@@ -146,13 +139,12 @@ const spendKeys = (accounts: typeof Accounts.Service, memory: typeof KeyMemory.S
         Clock.currentTimeMillis,
         (now): Effect.Effect<ResolvedBearer, Unauthorized> => confirmed(secret, hashSecret(secret), now)
       ),
-    // hot path: an entry expired by what is remembered may have been extended since, so it is confirmed.
+    // hot path
     resolveToCharge: (secret) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<ResolvedBearer, Unauthorized> => {
         const hash = hashSecret(secret)
         const entry = memory.peek(hash, now)
-        const expiresAt = entry?.principal.key.expiresAt
-        return entry === undefined || (expiresAt !== undefined && expiresAt <= now)
+        return entry === undefined
           ? confirmed(secret, hash, now)
           : Effect.map(unconfirmed(secret, hash, entry, now), spending)
       })

@@ -22,44 +22,25 @@ type AccountArgs = { readonly account_id?: string | undefined }
 export interface LimitArgs {
   readonly spend_cap_credits?: number | null | undefined
   readonly cap_period?: CapPeriod | undefined
-  readonly expires_at?: string | null | undefined
   readonly platforms?: ReadonlyArray<Platform> | null | undefined
 }
 
-const expiryOf = (text: string) => {
-  const at = Date.parse(text)
-  return Number.isFinite(at) && /^\d{4}-\d\d-\d\dT/.test(text)
-    ? Effect.succeed(at)
-    : Effect.fail(
-        new InvalidInput({
-          message: "`expires_at` must be an RFC 3339 time, like 2026-12-31T23:59:59Z.",
-          param: "expires_at"
-        })
-      )
-}
-
-/** The changes a request asks for, its expiry read as a time. */
-export const limitChangesOf = (args: LimitArgs): Effect.Effect<LimitChanges, InvalidInput> =>
-  Effect.map(
-    args.expires_at === undefined || args.expires_at === null
-      ? Effect.succeed(args.expires_at)
-      : expiryOf(args.expires_at),
-    (expiresAt): LimitChanges => ({
-      ...(args.spend_cap_credits === undefined ? {} : { spendCapCredits: args.spend_cap_credits }),
-      ...(args.cap_period === undefined ? {} : { capPeriod: args.cap_period }),
-      ...(expiresAt === undefined ? {} : { expiresAt }),
-      ...(args.platforms === undefined ? {} : { platforms: args.platforms })
-    })
-  )
+/** The changes a request asks for. */
+export const limitChangesOf = (args: LimitArgs): LimitChanges => ({
+  ...(args.spend_cap_credits === undefined ? {} : { spendCapCredits: args.spend_cap_credits }),
+  ...(args.cap_period === undefined ? {} : { capPeriod: args.cap_period }),
+  ...(args.platforms === undefined ? {} : { platforms: args.platforms })
+})
 
 /** A new key's limits: what the request asks, the defaults (no limit) otherwise. */
-export const limitsOf = (args: LimitArgs): Effect.Effect<KeyLimits, InvalidInput> =>
-  Effect.map(limitChangesOf(args), (changes) => ({
+export const limitsOf = (args: LimitArgs): KeyLimits => {
+  const changes = limitChangesOf(args)
+  return {
     spendCapCredits: changes.spendCapCredits ?? noLimits.spendCapCredits,
     capPeriod: changes.capPeriod ?? noLimits.capPeriod,
-    expiresAt: changes.expiresAt ?? noLimits.expiresAt,
     platforms: changes.platforms ?? noLimits.platforms
-  }))
+  }
+}
 
 /** The chosen account, for a change: a suspended account's keys, alert and billing stay as they are. */
 const changeable = (governor: Governor, accountId: string | undefined) =>
@@ -79,21 +60,34 @@ export const listKeys = (governor: Governor, args: AccountArgs) =>
     return { account_id: account.id, keys: yield* (yield* Keys).list(account.id) }
   })
 
+/** `may_delegate` as a request carries it: the owner's grant of making child keys. */
+type DelegationArgs = { readonly may_delegate?: boolean | undefined }
+
 export const createKey = (
   governor: Governor,
-  args: AccountArgs & LimitArgs & { readonly label?: string | undefined }
+  args: AccountArgs & LimitArgs & DelegationArgs & { readonly label?: string | undefined }
 ) =>
   Effect.gen(function* () {
     const account = yield* changeable(governor, args.account_id)
-    const limits = yield* limitsOf(args)
-    return yield* (yield* Keys).create({ account, email: governor.email, label: args.label ?? null, limits })
+    return yield* (yield* Keys).create({
+      account,
+      email: governor.email,
+      label: args.label ?? null,
+      limits: limitsOf(args),
+      mayDelegate: args.may_delegate === true
+    })
   })
 
-export const updateKey = (governor: Governor, args: AccountArgs & LimitArgs & { readonly key_id: string }) =>
+export const updateKey = (
+  governor: Governor,
+  args: AccountArgs & LimitArgs & DelegationArgs & { readonly key_id: string }
+) =>
   Effect.gen(function* () {
     const account = yield* changeable(governor, args.account_id)
-    const changes = yield* limitChangesOf(args)
-    return yield* (yield* Keys).update(account, args.key_id, changes)
+    return yield* (yield* Keys).update(account, args.key_id, {
+      ...limitChangesOf(args),
+      ...(args.may_delegate === undefined ? {} : { mayDelegate: args.may_delegate })
+    })
   })
 
 export const rotateKey = (governor: Governor, args: AccountArgs & { readonly key_id: string }) =>

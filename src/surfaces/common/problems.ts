@@ -62,7 +62,11 @@ export class Problems extends Context.Service<
   )
 }
 
-const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+/** A parameter left out is said so ("`x` is required"), not in the schema library's words ("Missing key"). */
+const missing = "\u0000missing"
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (issue) => (issue._tag === "MissingKey" ? missing : SchemaIssue.defaultLeafHook(issue))
+})
 
 /** A request-decoding failure as INVALID_INPUT naming the first offending parameter. */
 export const invalidInputFromSchemaError = (error: HttpApiError.HttpApiSchemaError): InvalidInput => {
@@ -71,6 +75,11 @@ export const invalidInputFromSchemaError = (error: HttpApiError.HttpApiSchemaErr
   const param =
     segment === undefined ? undefined : String(typeof segment === "object" ? segment.key : segment)
   const where = param === undefined ? `the request ${error.kind.toLowerCase()}` : `\`${param}\``
+  if (issue?.message === missing)
+    return new InvalidInput({
+      message: param === undefined ? `A required part of ${where} is missing.` : `${where} is required.`,
+      param
+    })
   return new InvalidInput({
     message: `Invalid ${where}: ${issue?.message ?? "malformed value"}.`,
     param

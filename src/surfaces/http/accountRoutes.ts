@@ -4,19 +4,20 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, links } from "../../config.ts"
 import { BaseApi, Caller, ClientIp, ServedApi } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
-import { InvalidInput, NotFound, RateLimited } from "../../contract/errors.ts"
+import { InvalidInput, NotFound } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
 import { Usage as UsageBody } from "../../contract/schemas.ts"
-import { freeTier } from "../../domain/plans.ts"
+import { freeTier, freeTierSentence } from "../../domain/plans.ts"
 import { Receipts } from "../../metering/Receipts.ts"
 import { Accounts } from "../../services/Accounts.ts"
-import { RateLimits } from "../../services/RateLimits.ts"
 import { Usage } from "../../services/Usage.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
+import { receiptKeyOf } from "../common/receiptScope.ts"
 import { usageReport } from "../usageReport.ts"
-import { bearerCredential } from "./dataRoutes.ts"
+
 import { callerOf, noStore } from "./middleware.ts"
 import { parseQuery } from "./queryString.ts"
 
@@ -24,26 +25,16 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
   Effect.gen(function* () {
     const config = yield* AppConfig
     const accounts = yield* Accounts
-    const limits = yield* RateLimits
     const problems = yield* Problems
     const link = links(config.baseUrl)
     return handlers.handle("mintKey", () =>
       Effect.gen(function* () {
         const ip = yield* ClientIp
-        const limit = yield* limits.take({
-          key: `mint:${ip}`,
-          limit: config.policy.mintPerIpHour,
-          window: "1 hour"
-        })
-        if (!limit.allowed) {
-          return problems.render(
-            new RateLimited({
-              message: `At most ${config.policy.mintPerIpHour} keys per IP per hour. Keys from one IP share one free budget, so another key gains nothing; reuse the key you have.`,
-              retry_after_seconds: limit.retryAfterSeconds
-            })
-          )
-        }
-        const minted = yield* Effect.orDie(accounts.mintTrial(ip))
+        const result = yield* Effect.result(
+          accounts.mintTrial(ip).pipe(Effect.catchTag("SqlError", Effect.die))
+        )
+        if (result._tag === "Failure") return problems.render(result.failure)
+        const minted = result.success
         return {
           key: minted.secret,
           key_hint: minted.key.hint,
@@ -60,7 +51,7 @@ export const KeysRoutes = HttpApiBuilder.group(BaseApi, "keys", (handlers) =>
             rest: `curl -s -H "Authorization: Bearer ${minted.secret}" ${config.baseUrl}/v1/usage`,
             mcp: { url: link.mcp, headers: { Authorization: `Bearer ${minted.secret}` } }
           },
-          note: `This key is shown once; store it now. Free keys from one IP share ${config.policy.freeCreditsPerIpDay} credits per UTC day, recent (cached) data only, first page only. Buy a pack at upgrade_url to lift the caps on this same key.`,
+          note: `This key is shown once; store it now. ${freeTierSentence(config.policy.freeCreditsPerIpDay)} Buy a pack at upgrade_url to lift the caps on this same key.`,
           docs: link.docs
         }
       })
@@ -75,7 +66,9 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
     return handlers
       .handle("listReceipts", ({ query }) =>
         Effect.gen(function* () {
-          const { account } = yield* Caller
+          const { account, key } = yield* Caller
+          const keyId = receiptKeyOf(key, query.key_id)
+          if (keyId === null) return { receipts: [], cursor: null }
           const before = query.cursor === undefined ? undefined : decodeReceiptCursor(query.cursor)
           if (before === null) {
             return problems.render(
@@ -87,7 +80,7 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
             )
           }
           const limit = query.limit ?? 20
-          const rows = yield* Effect.orDie(receipts.list(account.id, { limit: limit + 1, before }))
+          const rows = yield* Effect.orDie(receipts.list(account.id, { limit: limit + 1, before, keyId }))
           const page = rows.slice(0, limit)
           const last = page[page.length - 1]
           return {
@@ -101,8 +94,10 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
       )
       .handle("getReceipt", ({ params }) =>
         Effect.gen(function* () {
-          const { account } = yield* Caller
-          const receipt = yield* Effect.orDie(receipts.get(account.id, params.id))
+          const { account, key } = yield* Caller
+          const receipt = yield* Effect.orDie(
+            receipts.get(account.id, params.id, { keyId: receiptKeyOf(key) ?? undefined })
+          )
           return (
             receipt ?? problems.render(new NotFound({ message: `No receipt ${params.id} on this account.` }))
           )
@@ -112,7 +107,7 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
 )
 
 /**
- * `GET /v1/usage` (the contract's `usage.getUsage`), the route an agent polls: a wire adapter on
+ * `GET /v1/usage` (the contract's `get_usage`), the route an agent polls: a wire adapter on
  * the router, as the data routes are, doing what the HttpApi's middlewares do for the usage group
  * in their order (`Client`: a body announced too large, the client IP, no-store; `SpendKeyAuth`:
  * the bearer; `PlainInput`: no control characters in the query) and encoding the answer with the
@@ -133,19 +128,21 @@ export const UsageRead = HttpRouter.use((router) =>
       const ip = bearers.clientIp(request)
       return Effect.map(
         Effect.flatMap(
-          Effect.result(callerOf(bearers, bearerCredential(request.headers.authorization), ip)),
+          Effect.result(callerOf(bearers, bearerCredential(request.headers.authorization) ?? "", ip)),
           (caller) => {
             if (caller._tag === "Failure") return Effect.succeed(problems.render(caller.failure))
             const at = request.url.indexOf("?")
             const refused =
               at === -1 ? undefined : controlCharacterInput(parseQuery(request.url.slice(at + 1)))
             if (refused !== undefined) return Effect.succeed(problems.render(refused))
-            return Effect.flatMap(Effect.orDie(usage.facts(caller.success.account.id, ip)), (facts) =>
-              Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
-                  HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
+            return Effect.flatMap(
+              Effect.orDie(usage.facts(caller.success.account.id, caller.success.key.id, ip)),
+              (facts) =>
+                Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                  Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
+                    HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
+                  )
                 )
-              )
             )
           }
         ),

@@ -7,6 +7,8 @@ import { type Publication, publishedApi } from "../../contract/openapi.ts"
 import { Lifecycle } from "../../observability/Lifecycle.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import { MetricsPage, prometheusContentType } from "../../services/MetricsPage.ts"
+import { bearerCredential } from "../common/authorization.ts"
+import { Bearers } from "../common/bearers.ts"
 import { Problems } from "../common/problems.ts"
 import { McpRoutes } from "../mcp/routes.ts"
 import { AdminRpcRoutes } from "../rpc/routes.ts"
@@ -15,7 +17,7 @@ import { AuditRoutes } from "./auditRoutes.ts"
 import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
-import { bearerCredential, DataRoutes } from "./dataRoutes.ts"
+import { DataRoutes } from "./dataRoutes.ts"
 import { docsLayer } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import {
@@ -53,6 +55,7 @@ const opsRoutes = (methodsAt: (path: string) => ReadonlyArray<string>) =>
       const problems = yield* Problems
       const lifecycle = yield* Lifecycle
       const metrics = yield* MetricsPage
+      const bearers = yield* Bearers
       yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
       // Routes are attached only after the database is migrated, so any answer here means ready.
       const ready = HttpServerResponse.jsonUnsafe({ status: "ready" })
@@ -68,11 +71,15 @@ const opsRoutes = (methodsAt: (path: string) => ReadonlyArray<string>) =>
           "/metrics",
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
-            if (!metrics.allows(bearerCredential(request.headers.authorization)))
+            const allowed = yield* Effect.result(
+              metrics.allows(bearerCredential(request.headers.authorization) ?? "", bearers.clientIp(request))
+            )
+            if (allowed._tag === "Failure") return problems.render(allowed.failure)
+            if (!allowed.success)
               return problems.render(
                 new Unauthorized({
                   message:
-                    "Send the metrics token as `Authorization: Bearer <token>` (METRICS_TOKEN, or the admin token when unset)."
+                    "Send the metrics token as `Authorization: Bearer <token>` (METRICS_TOKEN; the admin token does not open /metrics, and without METRICS_TOKEN it is served only on METRICS_PORT)."
                 })
               )
             return HttpServerResponse.text(yield* metrics.render, { contentType: prometheusContentType })

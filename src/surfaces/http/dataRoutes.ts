@@ -1,8 +1,8 @@
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { dataQueryDecoder, IdempotencyHeaders } from "../../contract/api.ts"
+import { dataQueryDecoder } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { type InsufficientCredits, type InvalidInput, isApiError } from "../../contract/errors.ts"
 import {
@@ -14,6 +14,7 @@ import {
 } from "../../metering/meterDataCall.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
 import { X402 } from "../../payments/X402.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers, type Principal } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
@@ -91,42 +92,26 @@ const meteredResponse = (
 }
 
 /**
- * The credential of `Authorization: Bearer <credential>` (RFC 9110 11.1: the scheme in any case,
- * then one or more spaces); empty for no header or another scheme, which the bearer chain answers
- * KEY_REQUIRED.
- */
-export const bearerCredential = (authorization: string | undefined): string => {
-  if (authorization === undefined || authorization.length <= 6 || authorization.charCodeAt(6) !== 32)
-    return ""
-  if (authorization.slice(0, 6).toLowerCase() !== "bearer") return ""
-  let start = 7
-  while (authorization.charCodeAt(start) === 32) start++
-  return authorization.slice(start)
-}
-
-/**
- * How REST carries a data call: its query string and `Idempotency-Key` header, read with the
- * endpoint's own schemas (the contract's), refusing control characters first.
+ * How REST carries a data call: its query string, read with the endpoint's own schema (the
+ * contract's), refusing control characters first, and its `Idempotency-Key` header as sent (its
+ * length is the metering front door's check, the same for MCP's `idempotency_key`).
  */
 const restInput = (operation: AnyOperation) => {
   const query = dataQueryDecoder(operation)
-  const headers = Schema.decodeUnknownEffect(IdempotencyHeaders)
   return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<CallInput, InvalidInput> =>
     Effect.suspend(() => {
       const at = request.url.indexOf("?")
       const parsed = parseQuery(at === -1 ? "" : request.url.slice(at + 1))
       const refused = controlCharacterInput(parsed)
       if (refused !== undefined) return Effect.fail(refused)
-      return Effect.all([
-        HttpApiError.HttpApiSchemaError.wrap("Headers", headers(request.headers)),
-        HttpApiError.HttpApiSchemaError.wrap("Query", query(parsed))
-      ]).pipe(
+      const idempotencyKey: string | undefined = request.headers["idempotency-key"]
+      return HttpApiError.HttpApiSchemaError.wrap("Query", query(parsed)).pipe(
         Effect.mapError(invalidInputFromSchemaError),
-        Effect.map(([decodedHeaders, { freshness, max_credits, ...params }]) => ({
+        Effect.map(({ freshness, max_credits, ...params }) => ({
           params,
           freshness: (freshness as Freshness | undefined) ?? "recent",
           maxCredits: max_credits as number | undefined,
-          idempotencyKey: decodedHeaders["idempotency-key"]
+          idempotencyKey
         }))
       )
     })
@@ -159,7 +144,7 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const tooLarge = announcedBodyTooLarge(request.headers, maxBodyBytes)
           if (tooLarge !== undefined) return Effect.succeed(problems.render(tooLarge))
           const ip = bearers.clientIp(request)
-          const credential = bearerCredential(request.headers.authorization)
+          const credential = bearerCredential(request.headers.authorization) ?? ""
           const payment = request.headers["payment-signature"]
           const call = (principal: Principal, note?: string) =>
             Effect.map(meterDataCall(operation, { ...principal, ip }, input(request)), (metered) =>

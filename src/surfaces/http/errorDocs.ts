@@ -1,5 +1,6 @@
 import { type AppConfigShape, links } from "../../config.ts"
 import { type ErrorCode, type ErrorSpec, errorCatalog } from "../../contract/errors.ts"
+import { freeTierSentence } from "../../domain/plans.ts"
 import { html, inlineCode, page } from "./pages/html.ts"
 
 const entries = Object.entries(errorCatalog) as Array<[ErrorCode, ErrorSpec]>
@@ -13,8 +14,8 @@ export const errorDocsPage = ({ baseUrl, policy }: Pick<AppConfigShape, "baseUrl
   const link = links(baseUrl)
   // The catalogue names no numbers an operator can change; this service's are added here.
   const configured: Partial<Record<ErrorCode, string>> = {
-    TRIAL_CAP_EXCEEDED: `Here: ${policy.freeCreditsPerIpDay} credits per IP per UTC day, a search \`limit\` of at most ${policy.trialSearchLimit}.`,
-    BUDGET_EXHAUSTED: `Here the free budget is ${policy.freeCreditsPerIpDay} credits per IP per UTC day.`
+    TRIAL_CAP_EXCEEDED: `Here: ${freeTierSentence(policy.freeCreditsPerIpDay)} A search \`limit\` is at most ${policy.trialSearchLimit}.`,
+    BUDGET_EXHAUSTED: `Here: ${freeTierSentence(policy.freeCreditsPerIpDay)}`
   }
   const prose = (text: string) => inlineCode(text.replaceAll("{base_url}", baseUrl))
   return page(

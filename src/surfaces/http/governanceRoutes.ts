@@ -10,6 +10,7 @@ import { spendKeyPattern } from "../../domain/secrets.ts"
 import { ManagementTokens } from "../../services/ManagementTokens.ts"
 import { Recovery } from "../../services/Recovery.ts"
 import { SignIn } from "../../services/SignIn.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import * as childKeys from "../common/childKeys.ts"
 import * as management from "../common/management.ts"
@@ -28,10 +29,8 @@ export const answering =
     )
 
 /** `Authorization: Bearer <secret>` if the request has one. */
-export const bearerOf = (request: HttpServerRequest.HttpServerRequest) => {
-  const match = /^bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")
-  return match?.[1]
-}
+export const bearerOf = (request: HttpServerRequest.HttpServerRequest) =>
+  bearerCredential(request.headers.authorization)
 
 /** Email sign-in, command-line sign-in and recovery: no credential needed. */
 export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
@@ -42,7 +41,8 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
     const answer = answering(yield* Problems)
     /**
      * The spend key a sign-in call holds as bearer, which names the account a sign-in claims: a
-     * claim needs the same key at start and at verify. A management token adds nothing.
+     * claim needs the same key at start and at verify. A management token adds nothing, and so
+     * does a child key: it is never a claimant (the sign-in goes on without a key).
      */
     const heldKeyId = Effect.gen(function* () {
       const bearer = bearerOf(yield* HttpServerRequest.HttpServerRequest)
@@ -52,7 +52,8 @@ export const AuthRoutes = HttpApiBuilder.group(BaseApi, "auth", (handlers) =>
           message:
             "The bearer is not a spend key of this service; send none, or the key of the account to claim."
         })
-      return (yield* bearers.authenticate(bearer)).key.id
+      const { key } = yield* bearers.authenticate(bearer)
+      return key.parentKeyId === undefined ? key.id : undefined
     })
     return handlers
       .handle("startEmailSignIn", ({ payload }) =>
@@ -210,7 +211,7 @@ export const ManagementRoutes = HttpApiBuilder.group(BaseApi, "management", (han
   })
 )
 
-/** Child keys, made, listed and revoked with the parent spend key as bearer. */
+/** Child keys, made, listed, changed and revoked with the parent spend key as bearer. */
 export const ChildKeysRoutes = HttpApiBuilder.group(BaseApi, "childKeys", (handlers) =>
   Effect.gen(function* () {
     const answer = answering(yield* Problems)
@@ -224,6 +225,9 @@ export const ChildKeysRoutes = HttpApiBuilder.group(BaseApi, "childKeys", (handl
       .handle("listChildKeys", () => asCaller(childKeys.listChildKeys))
       .handle("revokeChildKey", ({ payload }) =>
         asCaller((caller) => childKeys.revokeChildKey(caller, payload))
+      )
+      .handle("updateChildKey", ({ payload }) =>
+        asCaller((caller) => childKeys.updateChildKey(caller, payload))
       )
   })
 )

@@ -1,5 +1,5 @@
-import { Effect, Layer, Redacted } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Effect, Layer } from "effect"
+import { HttpMethod, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiMiddleware } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "../../contract/api.ts"
@@ -7,6 +7,7 @@ import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { Governing, ManagementAuth } from "../../contract/governance.ts"
 import { asOrigin, RequestAddress } from "../../services/Audit.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
@@ -51,6 +52,10 @@ export const noStore = (response: HttpServerResponse.HttpServerResponse) =>
     ? HttpServerResponse.setHeader(response, "cache-control", "no-store")
     : response
 
+/** The bearer credential of a request, "" without one (which the bearer chain answers KEY_REQUIRED). */
+const credentialOf = (request: HttpServerRequest.HttpServerRequest) =>
+  bearerCredential(request.headers.authorization) ?? ""
+
 /** The caller of a spend-key route: the principal behind the bearer credential, at the client's IP. */
 export const callerOf = (
   bearers: Bearers["Service"],
@@ -69,6 +74,29 @@ export const InputProblemsLayer = Layer.unwrap(
   )
 )
 
+/**
+ * A JSON body's members, judged as parameters are: the first member whose name or value (at any
+ * depth) holds a control character. The body is read once (the request caches it); a body that
+ * does not parse, or is not an object, is left to the route's schema to refuse.
+ */
+const jsonBodyInput = (request: HttpServerRequest.HttpServerRequest) => {
+  if (!HttpMethod.hasBody(request.method)) return Effect.succeed(undefined)
+  const type = request.headers["content-type"] ?? "application/json"
+  if (!type.toLowerCase().includes("json")) return Effect.succeed(undefined)
+  return Effect.map(Effect.result(request.text), (text) => {
+    if (text._tag === "Failure" || text.success === "") return undefined
+    let body: unknown
+    try {
+      body = JSON.parse(text.success)
+    } catch {
+      return undefined
+    }
+    return typeof body === "object" && body !== null && !Array.isArray(body)
+      ? controlCharacterInput(body as Record<string, unknown>)
+      : undefined
+  })
+}
+
 export const PlainInputLayer = Layer.effect(
   PlainInput,
   Effect.gen(function* () {
@@ -77,7 +105,12 @@ export const PlainInputLayer = Layer.effect(
       Effect.flatMap(HttpRouter.RouteContext, (route) =>
         Effect.flatMap(HttpServerRequest.ParsedSearchParams, (query) => {
           const refused = controlCharacterInput(route.params) ?? controlCharacterInput(query)
-          return refused === undefined ? httpEffect : Effect.succeed(problems.render(refused))
+          if (refused !== undefined) return Effect.succeed(problems.render(refused))
+          return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+            Effect.flatMap(jsonBodyInput(request), (inBody) =>
+              inBody === undefined ? httpEffect : Effect.succeed(problems.render(inBody))
+            )
+          )
         })
       )
   })
@@ -89,9 +122,10 @@ export const SpendKeyAuthLayer = Layer.effect(
     const problems = yield* Problems
     const bearers = yield* Bearers
     return SpendKeyAuth.of({
-      bearer: (httpEffect, { credential }) =>
-        Effect.flatMap(ClientIp, (ip) =>
-          Effect.flatMap(Effect.result(callerOf(bearers, Redacted.value(credential), ip)), (caller) =>
+      // The request's own header, read by the one bearer parser (the same rule as the HttpApi's).
+      bearer: (httpEffect) =>
+        Effect.flatMap(Effect.all([ClientIp, HttpServerRequest.HttpServerRequest]), ([ip, request]) =>
+          Effect.flatMap(Effect.result(callerOf(bearers, credentialOf(request), ip)), (caller) =>
             caller._tag === "Failure"
               ? Effect.succeed(problems.render(caller.failure))
               : Effect.provideService(httpEffect, Caller, caller.success)
@@ -108,16 +142,18 @@ export const ManagementAuthLayer = Layer.effect(
     const problems = yield* Problems
     const bearers = yield* Bearers
     return ManagementAuth.of({
-      management: (httpEffect, { credential }) =>
-        Effect.flatMap(Effect.result(bearers.governor(Redacted.value(credential))), (found) =>
-          found._tag === "Failure"
-            ? Effect.succeed(problems.render(found.failure))
-            : Effect.flatMap(ClientIp, (ip) =>
-                httpEffect.pipe(
-                  Effect.provideService(Governing, found.success),
-                  asOrigin({ actor: { kind: "email", id: found.success.email }, ip })
+      management: (httpEffect) =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          Effect.flatMap(Effect.result(bearers.governor(credentialOf(request))), (found) =>
+            found._tag === "Failure"
+              ? Effect.succeed(problems.render(found.failure))
+              : Effect.flatMap(ClientIp, (ip) =>
+                  httpEffect.pipe(
+                    Effect.provideService(Governing, found.success),
+                    asOrigin({ actor: { kind: "email", id: found.success.email }, ip })
+                  )
                 )
-              )
+          )
         )
     })
   })

@@ -19,12 +19,11 @@ type ParseError = Error & { readonly code?: string | undefined; readonly reason?
 export const refusalOf = (error: ParseError): Refusal => {
   switch (error.code) {
     case "HPE_HEADER_OVERFLOW":
-      // The request line and headers exceed Node's 16 KB. The status stays 431, which clients
-      // and proxies know for exactly this; the code is PAYLOAD_TOO_LARGE because the contract
-      // means it for "the request exceeded a size limit" (send less), which is what happened.
+      // The request line and headers exceed Node's 16 KB: the contract's PAYLOAD_TOO_LARGE ("the
+      // request exceeded the size limit", send less) with the status the contract ties to it, 413.
       // INVALID_INPUT would send an agent looking for a `param` to fix, and there is none.
       return {
-        status: 431,
+        status: 413,
         error: new PayloadTooLarge({
           message:
             "The request line and headers together exceed 16 KB. Send a shorter URL (fewer or shorter parameters) or smaller headers."

@@ -15,6 +15,7 @@ import { Bearers, selectAccount } from "../common/bearers.ts"
 import * as management from "../common/management.ts"
 import { Problems } from "../common/problems.ts"
 import { csvHeader, csvRow } from "../common/receiptCsv.ts"
+import { receiptKeyOf } from "../common/receiptScope.ts"
 import { answering, bearerOf } from "./governanceRoutes.ts"
 
 /** Webhooks and automatic top-up: the management surface's steps (`common/management.ts`). */
@@ -92,11 +93,24 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const { policy } = yield* AppConfig
       const platformOf = new Map(operations.map((operation) => [operation.id, operation.platform]))
 
-      /** The account the bearer may export: a spend key's, or one a management token governs. */
-      const accountOf = (bearer: string | undefined, accountId: string | undefined) =>
+      /**
+       * The account the bearer may export (a spend key's, or one a management token governs), and
+       * whose receipts in it (`receiptKeyOf`: a child key only its own).
+       */
+      const scopeOf = (
+        bearer: string | undefined,
+        accountId: string | undefined,
+        keyId: string | undefined
+      ) =>
         bearer !== undefined && managementTokenPattern.test(bearer)
-          ? Effect.flatMap(bearers.governor(bearer), (governor) => selectAccount(governor, accountId))
-          : Effect.map(bearers.authenticate(bearer ?? ""), (principal) => principal.account)
+          ? Effect.map(
+              Effect.flatMap(bearers.governor(bearer), (governor) => selectAccount(governor, accountId)),
+              (account) => ({ account, keyId: receiptKeyOf(undefined, keyId) })
+            )
+          : Effect.map(bearers.authenticate(bearer ?? ""), (principal) => ({
+              account: principal.account,
+              keyId: receiptKeyOf(principal.key, keyId)
+            }))
 
       const lineOf = (format: "csv" | "jsonl") =>
         format === "csv"
@@ -109,7 +123,7 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         answer(
           Effect.gen(function* () {
             const request = yield* HttpServerRequest.HttpServerRequest
-            const account = yield* accountOf(bearerOf(request), query.account_id)
+            const { account, keyId } = yield* scopeOf(bearerOf(request), query.account_id, query.key_id)
             const from = dayStart(query.from)
             if (from === undefined)
               return yield* new InvalidInput({
@@ -130,6 +144,7 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
                 message: `The range is ${days} days; one export covers at most ${policy.exportMaxDays}. Export it in parts.`,
                 param: "to"
               })
+            yield* receipts.startExport(account.id)
             const format = query.format ?? "csv"
             const line = lineOf(format)
             const to = toDay + msPerDay
@@ -137,7 +152,9 @@ export const ExportRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
             // One page per pull: the next is read only once the response has taken this one.
             const pages = Stream.paginate(undefined as After, (after) =>
               Effect.map(
-                receipts.range(account.id, { from, to, after, limit: policy.exportPageRows }),
+                keyId === null
+                  ? Effect.succeed([])
+                  : receipts.range(account.id, { from, to, after, limit: policy.exportPageRows, keyId }),
                 (rows) => {
                   const last = rows[rows.length - 1]
                   const text = rows.map(line).join("")

@@ -5,10 +5,13 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
 import { AuditGroup, AuditQuery } from "../../contract/audit.ts"
+import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import {
   AuthRequired,
   type InvalidInput,
+  type NotEntitled,
   type NotFound,
+  type RateLimited,
   type Unauthorized,
   type UpstreamUnavailable
 } from "../../contract/errors.ts"
@@ -67,7 +70,15 @@ const notSignedIn = new AuthRequired({
 
 type ManagementStepServices = Keys | Checkout | PaymentRails | Audit
 type ManagementServices = McpBearer | ManagementStepServices | AppConfig | Ids
-type StepError = AuthRequired | InvalidInput | NotFound | Unauthorized | UpstreamUnavailable | SqlError
+type StepError =
+  | AuthRequired
+  | InvalidInput
+  | NotEntitled
+  | NotFound
+  | RateLimited
+  | Unauthorized
+  | UpstreamUnavailable
+  | SqlError
 
 /**
  * A REST route of the account side as a tool: its body (or query) as arguments and its answer as
@@ -98,7 +109,10 @@ const routeTool = <E extends Endpoint>(
     annotations: { openWorldHint: false, ...annotations },
     call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
       const bearer = yield* McpBearer
-      // As on REST, a malformed body is answered before the account is chosen.
+      // As on REST, a malformed body is answered before the account is chosen, and a control
+      // character in any argument is refused as REST refuses it in a JSON body.
+      const refused = controlCharacterInput(args ?? {})
+      if (refused !== undefined) return yield* Effect.fail(refused)
       const body = yield* decode(args ?? {}).pipe(
         Effect.mapError((cause) =>
           invalidInputFromSchemaError(new HttpApiError.HttpApiSchemaError({ kind: "Body", cause }))
@@ -154,7 +168,7 @@ const changes = { readOnlyHint: false, destructiveHint: false, idempotentHint: f
 
 /** What a management token's connection tells its client beyond the data tools. */
 export const managementInstructions =
-  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, expiry and platforms), rotate_key, revoke_key, set_balance_alert, billing_portal and list_audit_events (who changed what, newest first). A new key's secret is shown once; pass `account_id` when the sign-in governs several accounts."
+  " This connection's management token also manages the account: list_keys, create_key, update_key (a key's spend cap, platforms and may_delegate), rotate_key, revoke_key, set_balance_alert, billing_portal and list_audit_events (who changed what, newest first). A new key's secret is shown once; pass `account_id` when the sign-in governs several accounts."
 
 /** The management tools, built once: a management token's connection on every mount adds them. */
 export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
@@ -202,8 +216,9 @@ export const managementTools: ReadonlyArray<McpTool<ManagementServices>> = [
 ]
 
 /**
- * The child-key tools, built once: a connection whose bearer is a spend key hands a sub-agent a
- * key bounded by its own (create_child_key), lists (list_child_keys) and revokes them.
+ * The child-key tools, built once: a connection on `/mcp` whose bearer is a spend key its owner
+ * lets delegate (`may_delegate`) hands a sub-agent a key bounded by its own (create_child_key),
+ * lists (list_child_keys), changes (update_child_key) and revokes them.
  */
 export const childKeyTools: ReadonlyArray<McpTool<ManagementServices>> = [
   childKeyTool("create_child_key", childEndpoints.createChildKey, changes, childKeys.createChildKey),
@@ -215,5 +230,11 @@ export const childKeyTools: ReadonlyArray<McpTool<ManagementServices>> = [
     childEndpoints.revokeChildKey,
     { ...changes, destructiveHint: true, idempotentHint: true },
     childKeys.revokeChildKey
+  ),
+  childKeyTool(
+    "update_child_key",
+    childEndpoints.updateChildKey,
+    { ...changes, idempotentHint: true },
+    childKeys.updateChildKey
   )
 ]

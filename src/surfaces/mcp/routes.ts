@@ -1,5 +1,5 @@
 import { createMcpHandler, isJsonContentType, type McpHttpHandler } from "@modelcontextprotocol/server"
-import { Context, Effect, Redacted, Result } from "effect"
+import { Context, Effect, Result } from "effect"
 import {
   HttpEffect,
   HttpRouter,
@@ -7,15 +7,16 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "effect/http"
-import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import type { Caller } from "../../contract/api.ts"
 import { type McpMount, mcpMounts, mountUrl } from "../../contract/mcpMounts.ts"
+import { grantedDelegation } from "../../domain/accounts.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 import type { Checkout } from "../../payments/Checkout.ts"
 import type { PaymentRails } from "../../payments/PaymentRail.ts"
 import type { Audit } from "../../services/Audit.ts"
 import type { Keys } from "../../services/Keys.ts"
+import { bearerCredential } from "../common/authorization.ts"
 import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
@@ -53,7 +54,10 @@ const fastResponse = ({ headers, body }: FastAnswer) => {
 
 /** A mount's two catalogues: a spend key's data tools, and a management token's (plus management). */
 interface MountHandlers<R> {
+  /** A spend key's: data tools (and get_usage) only. */
   readonly data: Served<R>
+  /** A spend key its owner lets delegate, on /mcp only: the data and child-key tools. */
+  readonly delegating?: Served<R>
   readonly management: Served<R>
 }
 
@@ -93,7 +97,7 @@ const announcedBody = (request: HttpServerRequest.HttpServerRequest) =>
 
 /** What a spend key's connection tells its client beyond the data tools. */
 const childKeyInstructions =
-  " This connection's spend key can also hand a sub-agent a bounded key: create_child_key (a spend cap, platforms and an expiry within this key's), list_child_keys and revoke_child_key."
+  " This connection's spend key may also delegate (its owner's grant): create_child_key hands a sub-agent a key with a spend cap and platforms within this key's, update_child_key changes them, list_child_keys and revoke_child_key."
 
 /** What every tool of a mount needs: the operations' services, the data and management tools'. */
 type McpToolServices<R> =
@@ -148,7 +152,7 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
         const announced = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
         if (announced !== undefined) return answered(problems.render(announced))
 
-        const secret = Redacted.value(yield* HttpApiBuilder.securityDecode(HttpApiSecurity.bearer))
+        const secret = bearerCredential(request.headers.authorization) ?? ""
         const found = yield* Effect.result(
           resolveBearer(bearers, secret, bearers.clientIp(request), resource)
         )
@@ -157,8 +161,16 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           return answered(challengeResponse(problems, found.failure, config.baseUrl, metadataUrl))
         }
         const bearer = found.success
-        // A management token's connection adds the management tools (spec rule 7).
-        const served = bearer.governor === undefined ? handlers.data : handlers.management
+        // A management token's connection adds the management tools (spec rule 7); a spend key its
+        // owner lets delegate adds the child-key tools on /mcp; any other spend key sees data tools.
+        const served =
+          bearer.governor !== undefined
+            ? handlers.management
+            : handlers.delegating !== undefined &&
+                Result.isSuccess(bearer.caller) &&
+                grantedDelegation(bearer.caller.success.key)
+              ? handlers.delegating
+              : handlers.data
         const body = yield* announcedBody(request)
         if (HttpServerResponse.isHttpServerResponse(body)) return answered(body)
         const fast =
@@ -226,7 +238,11 @@ export const McpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       for (const mount of mcpMounts) {
         const data = mountTools(mount, tools)
         const handlers: MountHandlers<McpToolServices<R>> = {
-          data: yield* handlerOf(mount, [...data, ...childKeyTools], childKeyInstructions),
+          data: yield* handlerOf(mount, data),
+          // The child-key tools on /mcp only, never on a platform's mount.
+          ...(mount.platform === undefined
+            ? { delegating: yield* handlerOf(mount, [...data, ...childKeyTools], childKeyInstructions) }
+            : {}),
           management: yield* handlerOf(mount, [...data, ...managementTools], managementInstructions)
         }
         const catalog = mount.platform === undefined ? "every tool" : `${mount.platform} tools`

@@ -7,6 +7,7 @@ import {
 import { Schema } from "effect"
 import { queryFields } from "../../contract/api.ts"
 import { envelopeOf } from "../../contract/envelope.ts"
+import { IdempotencyKey } from "../../contract/idempotencyKey.ts"
 import { Usage } from "../../contract/schemas.ts"
 import type { AnyOperation } from "../../operations/Operation.ts"
 
@@ -25,17 +26,12 @@ export const jsonSchemaOf = (schema: Schema.Top): JsonSchemaType => {
   return (Object.keys(defs).length === 0 ? root : { ...root, $defs: defs }) as JsonSchemaType
 }
 
-/**
- * Written as JSON Schema rather than derived: it is a header on REST, and Effect's derived
- * `minLength` counts code points (a looser bound) where the pipeline counts UTF-16 units.
- */
+/** REST's Idempotency-Key header as a tool argument, its length from the schema REST's header has. */
 const idempotencyKey = {
-  type: "string",
-  minLength: 8,
-  maxLength: 128,
+  ...jsonSchemaOf(IdempotencyKey),
   description:
-    "REST's Idempotency-Key: 8 to 128 characters, unique per logical call (UUID recommended). Required on paid keys. The same key with the same arguments, over MCP or REST, returns the stored result without charging again."
-} as const
+    "REST's Idempotency-Key: unique per logical call (UUID recommended). Required on paid keys. The same key with the same arguments, over MCP or REST, returns the stored result without charging again."
+}
 
 /** A tool's arguments: the operation's own parameters (decoded types), the common ones, and `idempotency_key`. */
 export const toolInputJsonSchema = (operation: AnyOperation): JsonSchemaType => {

@@ -92,7 +92,7 @@ export const usageTool: McpTool<ToolServices> = {
   call: Effect.fn("mcp.get_usage")(function* () {
     const caller = yield* Caller
     const config = yield* AppConfig
-    const facts = yield* Effect.orDie((yield* Usage).facts(caller.account.id, caller.ip))
+    const facts = yield* Effect.orDie((yield* Usage).facts(caller.account.id, caller.key.id, caller.ip))
     return usageReport(caller, facts, yield* Clock.currentTimeMillis, config)
   }, toToolResult)
 }

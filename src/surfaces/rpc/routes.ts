@@ -5,21 +5,18 @@ import { AppConfig } from "../../config.ts"
 import { Unauthorized } from "../../contract/errors.ts"
 import { AdminToken } from "../../services/AdminToken.ts"
 import { asActor } from "../../services/Audit.ts"
+import { bearerCredential } from "../common/authorization.ts"
+import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge, bodyTooLarge } from "../common/limits.ts"
 import { Problems } from "../common/problems.ts"
 import { AdminAuth, AdminRpcs, AdminUnauthorized, adminRpcPath } from "./AdminRpc.ts"
 import { AdminHandlers } from "./handlers.ts"
 
-const bearer = /^Bearer\s+(\S+)\s*$/i
-
-/** Why a request's `Authorization` header does not carry the operator token, or undefined when it does. */
-const refusal = (token: AdminToken["Service"], authorization: string | undefined): string | undefined => {
-  const candidate = bearer.exec(authorization ?? "")?.[1]
-  if (candidate !== undefined && token.check(candidate)) return undefined
-  return candidate === undefined
+/** Why a request without the operator token is refused: none was sent, or the one sent is not it. */
+const refusal = (candidate: string | undefined): string =>
+  candidate === undefined
     ? "Send the operator token as `Authorization: Bearer <admin token>`."
     : "The admin token is not valid."
-}
 
 /**
  * Refuses every procedure unless the call carries the operator token; never logs what was sent.
@@ -31,9 +28,11 @@ export const AdminAuthLayer = Layer.effect(
   Effect.gen(function* () {
     const token = yield* AdminToken
     return AdminAuth.of((effect, { headers, rpc }) => {
-      const message = refusal(token, headers.authorization)
+      const candidate = bearerCredential(headers.authorization)
       // Whatever an operator procedure changes is the operator's in the audit log.
-      if (message === undefined) return asActor({ kind: "operator", id: "operator" })(effect)
+      if (candidate !== undefined && token.check(candidate))
+        return asActor({ kind: "operator", id: "operator" })(effect)
+      const message = refusal(candidate)
       return Effect.logWarning(`admin RPC: refused ${rpc._tag}: ${message}`).pipe(
         Effect.andThen(Effect.fail(new AdminUnauthorized({ message })))
       )
@@ -57,6 +56,7 @@ export const AdminRpcRoutes = HttpRouter.use((router) =>
     const config = yield* AppConfig
     const problems = yield* Problems
     const token = yield* AdminToken
+    const bearers = yield* Bearers
     const rpc = yield* RpcServer.toHttpEffect(AdminRpcs)
     const limit = ByteSize.bytes(config.maxBodyBytes)
 
@@ -65,8 +65,18 @@ export const AdminRpcRoutes = HttpRouter.use((router) =>
       adminRpcPath,
       Effect.gen(function* () {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const message = refusal(token, request.headers.authorization)
-        if (message !== undefined) {
+        // Wrong tokens are counted per client IP (OPERATOR_AUTH_FAILURES_PER_IP): RATE_LIMITED past them.
+        const candidate = bearerCredential(request.headers.authorization)
+        const checked =
+          candidate === undefined
+            ? undefined
+            : yield* Effect.result(token.checkFrom(candidate, bearers.clientIp(request)))
+        if (checked?._tag === "Failure") {
+          yield* Effect.logWarning("admin RPC: refused: too many wrong tokens from this address")
+          return problems.render(checked.failure)
+        }
+        if (checked === undefined || !checked.success) {
+          const message = refusal(candidate)
           yield* Effect.logWarning(`admin RPC: refused: ${message}`)
           return problems.render(new Unauthorized({ message }))
         }

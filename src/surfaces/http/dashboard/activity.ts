@@ -18,6 +18,7 @@ const actionWords: Record<string, string> = {
   "key.revoked": "Key revoked",
   "child_key.created": "Child key created",
   "child_key.revoked": "Child key revoked",
+  "child_key.updated": "Child key changed by its parent",
   "account.rekeyed": "Account recovered (all keys replaced)",
   "alert.set": "Balance alert set",
   "credits.purchased": "Credits purchased",
@@ -27,6 +28,8 @@ const actionWords: Record<string, string> = {
   "app.revoked": "App revoked",
   "webhook.created": "Webhook created",
   "webhook.deleted": "Webhook deleted",
+  "topup.armed": "Automatic top-up armed",
+  "topup.disarmed": "Automatic top-up disarmed",
   "topup.succeeded": "Automatic top-up paid",
   "operator.credit": "Credits added by the operator",
   "operator.plan": "Plan set by the operator",
@@ -101,6 +104,18 @@ export const ActivityRoutes = HttpRouter.use((router) =>
                   }),
                   400
                 )
+              )
+            )
+          ),
+          // The page reads the same limited log as GET /v1/audit: past its limit, say when to come back.
+          Effect.catchTag("RateLimited", (limited) =>
+            Effect.succeed(
+              guard.respond(
+                guard.barePage(
+                  "Too many reads",
+                  html`<p>The activity of this account was read too often just now. Reload in ${String(limited.retry_after_seconds)} seconds.</p>`
+                ),
+                429
               )
             )
           )

@@ -7,7 +7,10 @@ import { html } from "../pages/html.ts"
 import type { Form } from "../pages/respond.ts"
 import { dateOf } from "./layout.ts"
 
-/** A key's limits as the Keys page shows and edits them: a spend cap and its period, platforms, an expiry. */
+/**
+ * A key's limits as the Keys page shows and edits them: a spend cap and its period, platforms, and
+ * whether it may make child keys (a key does not expire: it ends when revoked).
+ */
 
 const periodWords: Record<CapPeriod, { readonly spent: string; readonly option: string }> = {
   day: { spent: "today (UTC)", option: "Per UTC day" },
@@ -26,12 +29,13 @@ export const capText = (key: KeyListing) =>
 export const platformsText = (key: KeyListing) =>
   key.platforms === null ? "all of the account's" : key.platforms.join(", ")
 
-export const expiryText = (key: KeyListing) => (key.expires_at === null ? "never" : dateOf(key.expires_at))
+export const delegationText = (key: KeyListing) =>
+  key.may_delegate ? "yes (an agent with it may make child keys)" : "no"
 
 /**
  * The limit fields of the create and edit forms, filled with `key`'s limits when editing. A form
- * always sends every field: an empty cap is no cap, no platform checked is all of them, an empty
- * date is no expiry.
+ * always sends every field: an empty cap is no cap, no platform checked is all of them, an
+ * unchecked delegation box is none. A child key's form has no delegation box (it never delegates).
  */
 export const limitFields = (account: Account, key?: KeyListing) => {
   const period = key?.cap_period ?? "total"
@@ -47,7 +51,13 @@ export const limitFields = (account: Account, key?: KeyListing) => {
         key?.platforms?.includes(platform) === true ? html` checked` : ""
       }><label for="platform-${platform}" style="display:inline;font-weight:400">${platform}</label></div>`
   )}</fieldset>
-<label for="expires">Works until the end of (UTC date; empty: no expiry)</label><input id="expires" name="expires" type="date" autocomplete="off" value="${key?.expires_at?.slice(0, 10) ?? ""}">
+${
+  key?.parent_key_id != null
+    ? ""
+    : html`<div><input type="checkbox" id="may_delegate" name="may_delegate" value="on"${
+        key?.may_delegate === true ? html` checked` : ""
+      }><label for="may_delegate" style="display:inline;font-weight:400">May make child keys for sub-agents (delegate)</label></div>`
+}
 </fieldset>`
 }
 
@@ -56,29 +66,20 @@ export const limitArgsOf = (
   form: Form,
   account: Account,
   current?: KeyListing
-): { readonly args: LimitArgs } | { readonly error: string } => {
+): { readonly args: LimitArgs & { readonly may_delegate?: boolean } } | { readonly error: string } => {
   const capText = form.get("spend_cap_credits")
   const cap = capText === "" ? null : /^\d{1,12}$/.test(capText) ? Number(capText) : Number.NaN
   if (cap !== null && !(cap >= 1))
     return { error: "The spend cap is a whole number of credits, 1 or more; leave it empty for no cap." }
   const period = form.get("cap_period")
   const chosen = account.entitlements.filter((platform) => form.get(`platform:${platform}`) === "on")
-  const expires = form.get("expires")
-  const day = /^\d{4}-\d\d-\d\d$/.test(expires) ? Date.parse(`${expires}T00:00:00Z`) : Number.NaN
-  if (expires !== "" && !Number.isFinite(day))
-    return { error: "The expiry is a date like 2026-12-31; leave it empty for no expiry." }
   return {
     args: {
       spend_cap_credits: cap,
       cap_period: (capPeriods as ReadonlyArray<string>).includes(period) ? (period as CapPeriod) : "total",
       platforms: chosen.length === 0 || chosen.length === account.entitlements.length ? null : chosen,
-      // The key works through the day it names; its own expiry's day keeps its exact time.
-      expires_at:
-        expires === ""
-          ? null
-          : current?.expires_at?.slice(0, 10) === expires
-            ? current.expires_at
-            : `${expires}T23:59:59Z`
+      // A child's form has no box: its delegation stays (none).
+      ...(current?.parent_key_id != null ? {} : { may_delegate: form.get("may_delegate") === "on" })
     }
   }
 }

@@ -7,7 +7,7 @@ import { createKey, revokeKey, rotateKey, updateKey } from "../../common/managem
 import { count } from "../checkout/format.ts"
 import { html } from "../pages/html.ts"
 import { dashboardGuard } from "./guard.ts"
-import { capText, expiryText, limitArgsOf, limitFields, platformsText } from "./keyLimits.ts"
+import { capText, delegationText, limitArgsOf, limitFields, platformsText } from "./keyLimits.ts"
 import {
   accountQuery,
   dashboardPage,
@@ -35,7 +35,7 @@ const keyFacts = (key: KeyListing): ReadonlyArray<readonly [string, ReturnType<t
   ["Key", html`<code>${key.hint}</code>`],
   ["Spend cap", capText(key)],
   ["Platforms", platformsText(key)],
-  ["Expires", expiryText(key)],
+  ["May delegate", delegationText(key)],
   ["Created", dateOf(key.created_at)],
   ["Last used", dateOf(key.last_used_at)]
 ]
@@ -104,8 +104,8 @@ ${
 <label for="label">Label (optional)</label><input id="label" name="label" maxlength="100" autocomplete="off">
 ${limitFields(frame.account)}
 <button type="submit">Create key</button></form>
-<p>An agent makes child keys for its sub-agents with its own key (<code>POST /v1/keys/child</code> or the
-<code>create_child_key</code> tool); they appear here under the key that made them.</p>`,
+<p>An agent makes child keys for its sub-agents with its own key, if you let that key delegate ("May make child keys"; <code>POST /v1/keys/child</code> or the
+<code>create_child_key</code> tool on <code>/mcp</code>); they appear here under the key that made them.</p>`,
     { copy: options.issued !== undefined }
   )
 

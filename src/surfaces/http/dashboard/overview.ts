@@ -23,7 +23,7 @@ export const overviewPage = (frame: Frame, usage: typeof Usage.Type, options: No
     html`${notes(options)}
 <div class="figures">
 ${figure("Plan", usage.plan, usage.state === "active" ? "" : html`<span class="error">Suspended: write to the operator's support address.</span>`)}
-${figure("Spendable credits", balance?.total ?? 0, html`grant ${count(balance?.grant ?? 0)}, purchased ${count(balance?.purchased ?? 0)}`)}
+${figure("Spendable credits", usage.credits_remaining, html`${free === undefined ? "" : html`free today ${count(free.remaining_today)}, `}grant ${count(balance?.grant ?? 0)}, purchased ${count(balance?.purchased ?? 0)}`)}
 ${
   free === undefined
     ? figure("Free budget", "not used", "Paid plans spend credits, not the free tier.")

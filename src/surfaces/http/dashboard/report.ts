@@ -17,7 +17,7 @@ export const usageReporter = Effect.gen(function* () {
   return (governor: Governor, account: Account) =>
     Effect.gen(function* () {
       const ip = bearers.clientIp(yield* HttpServerRequest.HttpServerRequest)
-      const facts = yield* usage.facts(account.id, ip)
+      const facts = yield* usage.facts(account.id, governor.tokenId, ip)
       const now = yield* Clock.currentTimeMillis
       const key = { id: governor.tokenId, accountId: account.id, hint: governor.hint, revoked: false }
       return usageReport({ account, key, ip }, facts, now, config)

@@ -1,7 +1,8 @@
 import { Clock, Effect } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { platforms } from "../../../domain/plans.ts"
-import type { Receipts } from "../../../metering/Receipts.ts"
+import { dayOf } from "../../../domain/time.ts"
+import { type KeySpend, Receipts } from "../../../metering/Receipts.ts"
 import type { AnyOperation } from "../../../operations/Operation.ts"
 import { csvHeader, csvRow } from "../../common/receiptCsv.ts"
 import { html } from "../pages/html.ts"
@@ -24,7 +25,7 @@ const maxScanned = 5_000
 const maxCsvRows = 10_000
 
 const receiptRow = (receipt: ListedReceipt) =>
-  html`<tr><td><code>${receipt.id}</code></td><td>${dateOf(receipt.created_at)}</td><td>${receipt.operation}</td><td class="n">${receipt.charged}</td><td class="n">${receipt.funding.free_tier}/${receipt.funding.grant}/${receipt.funding.balance}</td></tr>`
+  html`<tr><td><code>${receipt.id}</code></td><td>${dateOf(receipt.created_at)}</td><td>${receipt.operation}</td><td><code>${receipt.key_id}</code>${receipt.parent_key_id === undefined ? "" : html` (child of <code>${receipt.parent_key_id}</code>)`}</td><td class="n">${receipt.charged}</td><td class="n">${receipt.funding.free_tier}/${receipt.funding.grant}/${receipt.funding.balance}</td></tr>`
 
 export interface ReceiptView {
   readonly receipts: ReadonlyArray<ListedReceipt>
@@ -65,7 +66,7 @@ ${
           : "No receipt matches these filters. Choose another operation or day, or clear them."
       }</p>`
     : html`<table tabindex="0"><caption>Receipts, newest first</caption>
-<thead><tr><th scope="col">Receipt</th><th scope="col">When</th><th scope="col">Operation</th><th scope="col">Credits</th><th scope="col">Free/grant/purchased</th></tr></thead>
+<thead><tr><th scope="col">Receipt</th><th scope="col">When</th><th scope="col">Operation</th><th scope="col">Key</th><th scope="col">Credits</th><th scope="col">Free/grant/purchased</th></tr></thead>
 <tbody>${view.receipts.map(receiptRow)}</tbody></table>`
 }
 <p>${view.paged ? html`<a href="${base}/usage?${filters.toString()}#receipts">Newest</a> · ` : ""}${
@@ -75,10 +76,32 @@ ${
   }<a href="${base}/receipts.csv?${filters.toString()}">Download these receipts as CSV</a></p></section>`
 }
 
-/** Usage: the 30-day chart with its table, then the receipts. */
+const keyName = (spend: KeySpend) =>
+  spend.label === null && spend.hint === null
+    ? html`<code>${spend.keyId}</code>`
+    : html`${spend.label ?? ""}${spend.label === null ? "" : " "}<code>${spend.hint ?? spend.keyId}</code>${
+        spend.parentKeyId === null ? "" : html` (child of <code>${spend.parentKeyId}</code>)`
+      }`
+
+/** Who spent: credits and calls of each key (a sub-agent's child key on its own line) over the 30 days. */
+const keysSection = (spends: ReadonlyArray<KeySpend>) =>
+  html`<section aria-labelledby="per-key"><h2 id="per-key">Credits by key, last 30 days</h2>
+${
+  spends.length === 0
+    ? html`<p>No key has spent credits in the last 30 days.</p>`
+    : html`<table tabindex="0"><caption>Credits by key, most first</caption>
+<thead><tr><th scope="col">Key</th><th scope="col">Credits</th><th scope="col">Calls</th></tr></thead>
+<tbody>${spends.map(
+        (spend) =>
+          html`<tr><td>${keyName(spend)}</td><td class="n">${spend.credits}</td><td class="n">${spend.calls}</td></tr>`
+      )}</tbody></table>`
+}</section>`
+
+/** Usage: the 30-day chart with its table, the spend by key, then the receipts. */
 export const usagePage = (
   frame: Frame,
   days: ReadonlyArray<DayUsage>,
+  spends: ReadonlyArray<KeySpend>,
   platforms: ReadonlyArray<string>,
   operations: ReadonlyArray<string>,
   receipts: ReceiptView,
@@ -93,6 +116,7 @@ export const usagePage = (
     html`<section aria-labelledby="per-day"><h2 id="per-day">Credits per day, by platform</h2>
 ${usageChart(days, columns)}
 ${usageTable(days, columns)}</section>
+${keysSection(spends)}
 ${receiptsSection(frame, operations, receipts, error)}`
   )
 }
@@ -138,6 +162,7 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
               const report = yield* reportFor(governor, frame.account)
               const now = yield* Clock.currentTimeMillis
               const days = yield* usageByDay(frame.account.id, now, report.history, platformOf, maxScanned)
+              const spends = yield* (yield* Receipts).spendByKey(frame.account.id, dayOf(now) - 29)
               const filter = filterOf(query)
               const before = decodeCursor(query.get("before") ?? "")
               const page = yield* receiptPage(frame.account.id, filter, {
@@ -149,6 +174,7 @@ export const UsageRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
                 usagePage(
                   frame,
                   days,
+                  spends,
                   chartPlatforms,
                   operationIds,
                   { ...page, operation: filter.operation, day: filter.day, paged: before !== undefined },

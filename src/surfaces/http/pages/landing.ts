@@ -1,4 +1,5 @@
 import { type AppConfigShape, links } from "../../../config.ts"
+import { freeTierSentence } from "../../../domain/plans.ts"
 import { html, page } from "./html.ts"
 
 /** `/`: what the service is and where everything is, for a person who opened the base URL. */
@@ -21,7 +22,7 @@ and as MCP tools. Every call is quoted in credits before it runs and answered wi
 <ol>
 <li>Mint a free trial key (no signup, no body):
 <pre><code>curl -s -X POST ${config.baseUrl}/v1/keys/mint</code></pre>
-The key is shown once; store it. Free keys of one IP share ${config.policy.freeCreditsPerIpDay} credits per UTC day, cached data and first pages only.</li>
+The key is shown once; store it. ${freeTierSentence(config.policy.freeCreditsPerIpDay)}</li>
 <li>Send it on every call: <code>Authorization: Bearer &lt;key&gt;</code>. <code>GET ${config.baseUrl}/v1/usage</code> shows what the key can do.</li>
 <li>Or connect an MCP client to <code>${link.mcp}</code> with the same header.</li>
 </ol>

@@ -142,14 +142,17 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
 
     /**
      * The key a form carries (the claim's, from `/claim` through its code step, or pasted on the
-     * link's page): its id when it is an active spend key, else none, and then nothing is claimed.
+     * link's page): its id when it is an active spend key and not a child key (never a claimant),
+     * else none, and then nothing is claimed.
      */
     const heldKey = (key: string) =>
       spendKeyPattern.test(key)
         ? bearers.authenticate(key).pipe(
-            Effect.map(({ key, account }) => ({ keyId: key.id, accountId: account.id })),
+            Effect.map(({ key, account }) =>
+              key.parentKeyId === undefined ? { keyId: key.id, accountId: account.id } : undefined
+            ),
             Effect.option,
-            Effect.map(Option.getOrUndefined)
+            Effect.map((held) => Option.getOrUndefined(held))
           )
         : Effect.succeed(undefined)
 
@@ -376,6 +379,13 @@ export const SignInPageRoutes = HttpRouter.use((router) =>
               { status: 401, ...personal }
             )
           const { key: record, account } = principal.value
+          if (record.parentKeyId !== undefined)
+            return page(
+              again(
+                "This is a child key: it never claims an account. Claim with the account's own key (the one its child keys were made with, or the first key of the account)."
+              ),
+              { status: 403, ...personal }
+            )
           return yield* sendCode(email, record.id, { continuation: home, claiming: account.id, key }, again)
         })
       )

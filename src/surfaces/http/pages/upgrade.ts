@@ -1,5 +1,5 @@
 import { type AppConfigShape, links } from "../../../config.ts"
-import type { Pack } from "../../../domain/plans.ts"
+import { freeTierSentence, type Pack } from "../../../domain/plans.ts"
 import { count, dollars, railLabel } from "../checkout/format.ts"
 import { html, page } from "./html.ts"
 
@@ -62,7 +62,7 @@ lists purchases and cancels a subscription at the end of its period.</p>
 <h2>After paying</h2>
 <p>Retry as the error's <code>offer.resume</code> says: <code>INSUFFICIENT_CREDITS</code> with the same
 <code>Idempotency-Key</code>, <code>TRIAL_CAP_EXCEEDED</code> and <code>BUDGET_EXHAUSTED</code> with a fresh one.
-A failed call was never charged. Meanwhile the free tier keeps answering: ${config.policy.freeCreditsPerIpDay} credits per IP per UTC day.</p>
+A failed call was never charged. Meanwhile the free tier keeps answering. ${freeTierSentence(config.policy.freeCreditsPerIpDay)}</p>
 <p>See <a href="${config.baseUrl}/docs/errors">the error codes</a> and <a href="${links(config.baseUrl).docs}">the API reference</a>.</p>`,
     {
       testMode: config.checkoutRails.includes("local"),
