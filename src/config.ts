@@ -1,7 +1,7 @@
 import type { LogLevel } from "effect"
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { defaultHosts, type Hosts, isHostName } from "./domain/identifiers/hosts.ts"
-import { type PaymentRailName, paymentRailNames } from "./domain/plans.ts"
+import { offeredRailNames, type PaymentRailName, paymentRailNames } from "./domain/plans.ts"
 import { defaultPolicy, type LimitRule, type Policy, type StartLimits } from "./domain/policy.ts"
 import { operatorTokenWeakness } from "./domain/secrets.ts"
 
@@ -43,6 +43,11 @@ export interface AppConfigShape {
   readonly checkoutRails: ReadonlyArray<PaymentRailName>
   /** Stripe, when `STRIPE_SECRET_KEY` and `STRIPE_WEBHOOK_SECRET` are set. */
   readonly stripe: Option.Option<StripeConfig>
+  /**
+   * The x402 rail, when `PAYMENT_RAILS` offers it (named, or unset with `X402_PAY_TO` set): agents
+   * pay with an EIP-3009 token inside the call that needs the credits, or at `POST /v1/credits/x402`.
+   */
+  readonly x402: Option.Option<X402Config>
   /** What every offer says about refunds (`REFUND_POLICY`). */
   readonly refundPolicy: string
   /** The platforms' hosts, which identifiers, canonical URLs, messages and descriptions name. */
@@ -108,6 +113,29 @@ export interface StripeConfig {
   readonly apiUrl: string | undefined
 }
 
+/** The x402 rail's settings (`X402_*`). */
+export interface X402Config {
+  /** `X402_PAY_TO`: the address that receives the payments. */
+  readonly payTo: string
+  /** `X402_NETWORK`: the CAIP-2 chain (`eip155:8453`). */
+  readonly network: string
+  /** `X402_ASSET`: the EIP-3009 token's address; `X402_ASSET_NAME` and `X402_ASSET_VERSION`: its EIP-712 domain. */
+  readonly asset: string
+  readonly assetName: string
+  readonly assetVersion: string
+  /** `X402_ATOMIC_PER_CREDIT`: token units per credit (2,000: $0.002 a credit for a 6-decimal USD token). */
+  readonly atomicPerCredit: number
+  /** `X402_MIN_CREDITS`: the fewest credits one payment buys (500). */
+  readonly minCredits: number
+  /**
+   * Who verifies and settles: the service's own facilitator on `X402_RPC_URL` with
+   * `X402_FACILITATOR_PRIVATE_KEY` (it pays the gas), else a facilitator at `X402_FACILITATOR_URL`.
+   */
+  readonly facilitator:
+    | { readonly _tag: "InProcess"; readonly rpcUrl: string; readonly privateKey: Redacted.Redacted<string> }
+    | { readonly _tag: "Remote"; readonly url: string }
+}
+
 export const defaultRefundPolicy =
   "Unused purchased credits are refundable within 14 days of purchase; write to the operator's support address."
 
@@ -126,7 +154,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
     const host = yield* Config.String("HOST").pipe(Config.withDefault("127.0.0.1"))
     const baseUrl = yield* Config.String("BASE_URL").pipe(Config.withDefault(`http://127.0.0.1:${port}`))
     const stripe = yield* stripeFromEnv
-    const checkoutRails = yield* paymentRailsFromEnv(stripe)
+    const { checkoutRails, x402 } = yield* paymentRailsFromEnv(stripe)
     return AppConfig.of({
       port,
       host,
@@ -154,6 +182,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
       ),
       checkoutRails,
       stripe,
+      x402,
       refundPolicy: yield* Config.String("REFUND_POLICY").pipe(Config.withDefault(defaultRefundPolicy)),
       hosts: yield* hostsFromEnv,
       oauthAllowPrivateClientUrls: yield* Config.Boolean("OAUTH_ALLOW_PRIVATE_CLIENT_URLS").pipe(
@@ -219,6 +248,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("con
         upgradeUrl: "http://svc.test/upgrade",
         checkoutRails: ["local"],
         stripe: Option.none(),
+        x402: Option.none(),
         refundPolicy: defaultRefundPolicy,
         hosts: defaultHosts,
         oauthAllowPrivateClientUrls: false,
@@ -315,30 +345,108 @@ const stripeFromEnv = Effect.gen(function* () {
   })
 })
 
+const configFailure = (message: string) =>
+  Effect.fail(new Config.ConfigError(new ConfigProvider.SourceError({ message })))
+
 /**
- * `PAYMENT_RAILS` (comma-separated, in the order offers list them). Unset: `stripe` when Stripe is
- * configured, otherwise `local`. Naming `stripe` without Stripe's keys, an unknown rail, or no rail
- * at all stops the start-up: a rail that cannot take money is never offered by accident.
+ * The x402 rail's settings, read when `X402_PAY_TO` is set (or `PAYMENT_RAILS` names x402): every
+ * one it needs, or the start-up stops with one sentence naming what is missing.
+ */
+const x402FromEnv = (named: boolean) =>
+  Effect.gen(function* () {
+    const text = (name: string) =>
+      Config.option(Config.NonEmptyString(name)).pipe(Effect.map(Option.getOrUndefined))
+    const payTo = yield* text("X402_PAY_TO")
+    if (payTo === undefined && !named) return Option.none<X402Config>()
+    const network = yield* text("X402_NETWORK")
+    const asset = yield* text("X402_ASSET")
+    const assetName = yield* text("X402_ASSET_NAME")
+    const assetVersion = yield* text("X402_ASSET_VERSION")
+    const rpcUrl = yield* text("X402_RPC_URL")
+    const privateKey = (yield* Config.option(Config.Redacted("X402_FACILITATOR_PRIVATE_KEY"))).pipe(
+      Option.filter((key) => Redacted.value(key).length > 0)
+    )
+    const facilitatorUrl = yield* text("X402_FACILITATOR_URL")
+    const missing = [
+      ...(payTo === undefined ? ["X402_PAY_TO"] : []),
+      ...(network === undefined ? ["X402_NETWORK"] : []),
+      ...(asset === undefined ? ["X402_ASSET"] : []),
+      ...(assetName === undefined ? ["X402_ASSET_NAME"] : []),
+      ...(assetVersion === undefined ? ["X402_ASSET_VERSION"] : []),
+      ...(rpcUrl === undefined && Option.isNone(privateKey) && facilitatorUrl === undefined
+        ? ["a facilitator (X402_FACILITATOR_URL, or X402_RPC_URL with X402_FACILITATOR_PRIVATE_KEY)"]
+        : []),
+      ...(rpcUrl !== undefined && Option.isNone(privateKey)
+        ? ["X402_FACILITATOR_PRIVATE_KEY (X402_RPC_URL is set)"]
+        : []),
+      ...(rpcUrl === undefined && Option.isSome(privateKey)
+        ? ["X402_RPC_URL (X402_FACILITATOR_PRIVATE_KEY is set)"]
+        : [])
+    ]
+    if (missing.length > 0)
+      return yield* configFailure(
+        `The x402 rail needs ${missing.join(", ")}, which ${missing.length === 1 ? "is" : "are"} not set.`
+      )
+    if (!/^eip155:[0-9]+$/.test(network!))
+      return yield* configFailure(
+        `X402_NETWORK must be an EVM chain in CAIP-2 form such as eip155:8453, got "${network}".`
+      )
+    for (const [name, value] of [
+      ["X402_PAY_TO", payTo],
+      ["X402_ASSET", asset]
+    ] as const) {
+      if (!/^0x[0-9a-fA-F]{40}$/.test(value!))
+        return yield* configFailure(`${name} must be a 0x-prefixed 20-byte address, got "${value}".`)
+    }
+    return Option.some<X402Config>({
+      payTo: payTo!,
+      network: network!,
+      asset: asset!,
+      assetName: assetName!,
+      assetVersion: assetVersion!,
+      atomicPerCredit: yield* positive("X402_ATOMIC_PER_CREDIT", 2000),
+      minCredits: yield* positive("X402_MIN_CREDITS", 500),
+      facilitator:
+        rpcUrl !== undefined && Option.isSome(privateKey)
+          ? { _tag: "InProcess", rpcUrl, privateKey: privateKey.value }
+          : { _tag: "Remote", url: facilitatorUrl! }
+    })
+  })
+
+/**
+ * `PAYMENT_RAILS` (comma-separated, in the order offers list them). Unset: every configured rail
+ * (`x402` when `X402_PAY_TO` is set, `stripe` when Stripe is configured, otherwise `local`). Naming
+ * a rail without its settings, an unknown rail, or no rail at all stops the start-up: a rail that
+ * cannot take money is never offered by accident. `x402` is no checkout rail (it has no checkout
+ * page): named alone, the checkout rails are the unset default's.
  */
 export const paymentRailsFromEnv = (stripe: Option.Option<StripeConfig>) =>
   Effect.gen(function* () {
-    const fail = (message: string) =>
-      Effect.fail(new Config.ConfigError(new ConfigProvider.SourceError({ message })))
     const text = yield* Config.option(Config.String("PAYMENT_RAILS"))
-    if (Option.isNone(text)) return Option.isSome(stripe) ? (["stripe"] as const) : (["local"] as const)
+    const checkoutDefault = Option.isSome(stripe) ? (["stripe"] as const) : (["local"] as const)
+    if (Option.isNone(text)) return { checkoutRails: checkoutDefault, x402: yield* x402FromEnv(false) }
     const named = text.value
       .split(",")
       .map((entry) => entry.trim().toLowerCase())
       .filter((entry) => entry.length > 0)
-    const unknown = named.filter((name) => !(paymentRailNames as ReadonlyArray<string>).includes(name))
+    const unknown = named.filter((name) => !(offeredRailNames as ReadonlyArray<string>).includes(name))
     if (unknown.length > 0)
-      return yield* fail(`PAYMENT_RAILS names ${unknown.join(", ")}; the rails are local and stripe`)
-    if (named.length === 0) return yield* fail("PAYMENT_RAILS names no rail; name local, stripe or both")
+      return yield* configFailure(
+        `PAYMENT_RAILS names ${unknown.join(", ")}; the rails are local, stripe and x402`
+      )
+    if (named.length === 0)
+      return yield* configFailure("PAYMENT_RAILS names no rail; name local, stripe or x402")
     if (named.includes("stripe") && Option.isNone(stripe))
-      return yield* fail(
+      return yield* configFailure(
         "PAYMENT_RAILS names stripe, but STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET are not set"
       )
-    return [...new Set(named)] as ReadonlyArray<PaymentRailName>
+    const checkoutRails = [...new Set(named)].filter((name): name is PaymentRailName =>
+      (paymentRailNames as ReadonlyArray<string>).includes(name)
+    )
+    return {
+      checkoutRails: checkoutRails.length === 0 ? checkoutDefault : checkoutRails,
+      x402: named.includes("x402") ? yield* x402FromEnv(true) : Option.none<X402Config>()
+    }
   })
 
 /** `NAME` events per `NAME_MINUTES` minutes. */

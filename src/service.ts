@@ -23,6 +23,7 @@ import { Checkout } from "./payments/Checkout.ts"
 import { paymentRailsLayer } from "./payments/rails.ts"
 import { Topups } from "./payments/Topups.ts"
 import { TopupWake } from "./payments/TopupWake.ts"
+import { X402, X402Facilitator } from "./payments/X402.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { AdminToken } from "./services/AdminToken.ts"
 import { Audit } from "./services/Audit.ts"
@@ -57,7 +58,10 @@ import { SecretBox } from "./webhooks/SecretBox.ts"
 import { Webhooks } from "./webhooks/Webhooks.ts"
 
 /** The services behind every surface, over one migrated SqlClient, with the ids they are given. */
-export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
+export const servicesLayer = (
+  ids: Layer.Layer<Ids> = Ids.layer,
+  facilitator: Layer.Layer<X402Facilitator, never, AppConfig> = X402Facilitator.layer
+) =>
   Layer.mergeAll(
     Usage.layer,
     Problems.layer,
@@ -78,7 +82,10 @@ export const servicesLayer = (ids: Layer.Layer<Ids> = Ids.layer) =>
     Layer.provideMerge(OAuthServer.layer),
     Layer.provideMerge(Checkout.layer),
     Layer.provideMerge(Billing.layer),
-    Layer.provideMerge(paymentRailsLayer),
+    // The rails with the x402 rail beneath them (one step: a pipe takes at most 20).
+    Layer.provideMerge(
+      paymentRailsLayer.pipe(Layer.provideMerge(X402.layer.pipe(Layer.provideMerge(facilitator))))
+    ),
     Layer.provideMerge(Recovery.layer),
     Layer.provideMerge(SignIn.layer),
     Layer.provideMerge(ManagementTokens.layer),
@@ -232,8 +239,10 @@ export const httpServerLayer = <R>(operations: ReadonlyArray<AnyOperation<R>>) =
 export const appLayer = <R>(
   operations: ReadonlyArray<AnyOperation<R>>,
   database: Layer.Layer<Database.Migrated, unknown, AppConfig> = Database.layer,
-  ids: Layer.Layer<Ids> = Ids.layer
-) => httpServerLayer(operations).pipe(Layer.provideMerge(supportLayer(database, ids)))
+  ids: Layer.Layer<Ids> = Ids.layer,
+  /** Who verifies and settles x402 payments: the configured facilitator, or a test's. */
+  facilitator: Layer.Layer<X402Facilitator, never, AppConfig> = X402Facilitator.layer
+) => httpServerLayer(operations).pipe(Layer.provideMerge(supportLayer(database, ids, {}, facilitator)))
 
 /**
  * Everything the HTTP surface stands on: housekeeping, services, the store, the configured hosts.
@@ -244,7 +253,8 @@ export const appLayer = <R>(
 export const supportLayer = (
   database: Layer.Layer<Database.Migrated, unknown, AppConfig>,
   ids: Layer.Layer<Ids>,
-  workers: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {}
+  workers: { readonly pollEvery?: Duration.Input; readonly idleMax?: Duration.Input } = {},
+  facilitator: Layer.Layer<X402Facilitator, never, AppConfig> = X402Facilitator.layer
 ) =>
   AppConfig.hostsLayer.pipe(
     Layer.provideMerge(Housekeeping),
@@ -254,6 +264,6 @@ export const supportLayer = (
     Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(MetricsPage.layer),
     Layer.provideMerge(AuditAddressLayer),
-    Layer.provideMerge(servicesLayer(ids)),
+    Layer.provideMerge(servicesLayer(ids, facilitator)),
     Layer.provideMerge(database)
   )

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { x402MaxCredits } from "../domain/plans.ts"
 import { PlainInput } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
 
@@ -45,6 +46,17 @@ export const CheckoutStatus = Schema.Struct({
   )
 }).annotate({ identifier: "CheckoutStatus" })
 
+export const X402Purchase = Schema.Struct({
+  credits_added: Schema.Int,
+  balance_credits: Schema.Int.annotate({
+    description: "The account's purchased balance after the purchase."
+  }),
+  plan: Schema.String.annotate({ description: "A trial account that buys becomes `flex`." }),
+  transaction: Schema.String.annotate({
+    description: "The settling transaction's hash on the payment's chain."
+  })
+}).annotate({ identifier: "X402Purchase" })
+
 export const BillingGroup = HttpApiGroup.make("billing", { topLevel: true })
   .annotate(
     OpenApi.Description,
@@ -83,6 +95,39 @@ export const BillingGroup = HttpApiGroup.make("billing", { topLevel: true })
         summary: "Start a checkout",
         description:
           "With a spend key (the pack credits that key's account), a management token (+ `account_id` when it governs several) or no bearer at all (a new account; its key is handed to this caller, once, by `GET /v1/checkout/{session_id}` after payment, and never shown on the payment pages). Checkouts started per hour are limited per client IP without a bearer and per account with one: `RATE_LIMITED` past the limit, and nothing is started."
+      })
+    ),
+    HttpApiEndpoint.post("buyCreditsX402", "/credits/x402", {
+      payload: Schema.Struct({
+        credits: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: x402MaxCredits })).annotate({
+          description: "The credits to buy; at least the rail's minimum (X402_MIN_CREDITS, 500 by default).",
+          examples: [500]
+        })
+      }),
+      headers: Schema.Struct({
+        "payment-signature": Schema.optionalKey(
+          Schema.String.annotate({
+            description:
+              "x402 (protocol v2): the base64 JSON payment for the `PAYMENT-REQUIRED` this route answered. Without it the route answers 402 with `PAYMENT-REQUIRED`."
+          })
+        )
+      }),
+      success: X402Purchase,
+      error: errorsOf(
+        "INVALID_INPUT",
+        "KEY_REQUIRED",
+        "UNAUTHORIZED",
+        "NOT_FOUND",
+        "INSUFFICIENT_CREDITS",
+        "UPSTREAM_UNAVAILABLE",
+        "PAYLOAD_TOO_LARGE",
+        "INTERNAL"
+      )
+    }).annotateMerge(
+      OpenApi.annotations({
+        summary: "Buy credits with x402",
+        description:
+          "An agent pays for its own credits with x402 (protocol v2, the EIP-3009 `exact` scheme), with any spend key, a trial key included (its account becomes `flex`). Without `PAYMENT-SIGNATURE`: `402 INSUFFICIENT_CREDITS` whose `PAYMENT-REQUIRED` header (and `offer.x402`) is the payment for `credits`. With it: the payment is verified, settled on-chain and credited once (an authorization credits once, however often it is sent), and the answer carries `PAYMENT-RESPONSE`. A refused payment (replayed, wrong amount, network, asset or payee, expired, a payer without the funds) is `402 INSUFFICIENT_CREDITS` with the `reason`; a facilitator or chain that does not answer is `UPSTREAM_UNAVAILABLE`; either way nothing is credited. `NOT_FOUND` where the rail is not offered."
       })
     ),
     HttpApiEndpoint.get("getCheckout", "/checkout/:session_id", {

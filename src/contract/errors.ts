@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { plans } from "../domain/plans.ts"
 import { idempotencyKeyLengthText } from "./idempotencyKey.ts"
-import { Offer } from "./offer.ts"
+import { Offer, X402PaymentRequired } from "./offer.ts"
 
 /**
  * The 17 error codes of the contract. Every code needs an entry in `errorCatalog`
@@ -236,7 +236,11 @@ export class InsufficientCredits extends ApiErrorClass<InsufficientCredits>()("I
   /** `key_cap`: the key's spend cap (or its parent's), not the account, cannot cover the quote. */
   limit: Schema.optional(Schema.Literal("key_cap")),
   /** When a day or month cap starts afresh. */
-  cap_resets_at: Schema.optional(Schema.String)
+  cap_resets_at: Schema.optional(Schema.String),
+  /** Why an x402 payment sent with the call was refused (the facilitator's reason); nothing was credited. */
+  reason: Schema.optional(Schema.String),
+  /** The x402 payment that buys what is missing, where the rail is offered (`offer.x402`, `PAYMENT-REQUIRED`). */
+  x402: Schema.optional(X402PaymentRequired)
 }) {
   readonly code = "INSUFFICIENT_CREDITS"
 }

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Option, Schema } from "effect"
 import { links } from "../config.ts"
 import { isPaid, type Pack } from "../domain/plans.ts"
 import { type ApiError, type ErrorCode, errorCatalog } from "./errors.ts"
@@ -23,6 +23,11 @@ export const ProblemBody = Schema.Struct({
   credits_available: Schema.optionalKey(Schema.Int),
   limit: Schema.optionalKey(Schema.Literal("key_cap")),
   cap_resets_at: Schema.optionalKey(Schema.String),
+  reason: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "Why an x402 payment sent with the call was refused (nothing was credited or charged)."
+    })
+  ),
   quoted: Schema.optionalKey(Schema.Int),
   max_credits: Schema.optionalKey(Schema.Int),
   platform: Schema.optionalKey(Schema.String),
@@ -54,12 +59,17 @@ export const problemContext = (config: {
   readonly baseUrl: string
   readonly upgradeUrl: string
   readonly checkoutRails: ReadonlyArray<string>
+  /** Present when the x402 rail is offered: offers name it after the checkout rails. */
+  readonly x402?: Option.Option<unknown>
   readonly refundPolicy: string
   readonly policy: { readonly packs: ReadonlyArray<Pack> }
 }): ProblemContext => ({
   baseUrl: config.baseUrl,
   upgradeUrl: config.upgradeUrl,
-  rails: config.checkoutRails,
+  rails:
+    config.x402 !== undefined && Option.isSome(config.x402)
+      ? [...config.checkoutRails, "x402"]
+      : config.checkoutRails,
   packs: config.policy.packs,
   refundPolicy: config.refundPolicy
 })
@@ -143,12 +153,16 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
   }
   if (carriesOffer) {
     body.upgrade_url = freeKey ? context.upgradeUrl : checkoutUrl
-    body.offer = makeOffer(
+    const offer = makeOffer(
       error.code,
       checkoutUrl,
       context,
       error._tag === "InsufficientCredits" && error.limit === "key_cap"
     )
+    body.offer =
+      error._tag === "InsufficientCredits" && error.x402 !== undefined
+        ? { ...offer, x402: error.x402 }
+        : offer
   }
   switch (error._tag) {
     case "InvalidInput":
@@ -168,6 +182,7 @@ export const toProblem = (error: ApiError, context: ProblemContext): ProblemBody
       body.credits_available = error.credits_available
       if (error.limit !== undefined) body.limit = error.limit
       if (error.cap_resets_at !== undefined) body.cap_resets_at = error.cap_resets_at
+      if (error.reason !== undefined) body.reason = error.reason
       break
     case "QuoteExceedsMaxCredits":
       body.quoted = error.quoted

@@ -34,3 +34,10 @@ export interface Pack {
 /** Ways to take money: `local` is the built-in test-mode checkout (no money moves), `stripe` is Stripe. */
 export type PaymentRailName = "local" | "stripe"
 export const paymentRailNames = ["local", "stripe"] as const satisfies ReadonlyArray<PaymentRailName>
+/**
+ * What `PAYMENT_RAILS` may name: the checkout rails and `x402`, the agent's own payment inside a
+ * call or `POST /v1/credits/x402` (no checkout page, so never a checkout rail).
+ */
+export const offeredRailNames = [...paymentRailNames, "x402"] as const
+/** The most credits one x402 payment buys (its price then fits a purchase row). */
+export const x402MaxCredits = 1_000_000_000

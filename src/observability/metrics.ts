@@ -230,3 +230,17 @@ export const gauge = (name: string, description: string, attributes?: Record<str
   const metric = Metric.gauge(name, { description, ...(attributes === undefined ? {} : { attributes }) })
   return (value: number) => metric.updateUnsafe(value, defaults)
 }
+
+const x402Settlements = seriesBy((attributes) =>
+  Metric.counter("svc_x402_settlements_total", {
+    description:
+      "x402 payments by outcome: settled (credited), refused (verification or settlement refused it), replayed (an authorization already credited), unavailable (the facilitator or chain did not answer)",
+    attributes,
+    incremental: true
+  })
+)
+
+/** One x402 payment's outcome. */
+export const recordX402Settlement = (outcome: "settled" | "refused" | "replayed" | "unavailable") => {
+  if (recording.on) x402Settlements(outcome, () => ({ outcome })).updateUnsafe(1, defaults)
+}

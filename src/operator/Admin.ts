@@ -75,6 +75,10 @@ export interface PurchasesReport {
     readonly price_usd_cents: number
     readonly period_end: number | null
     readonly created_at: number
+    /** x402 purchases: the payer, the network and the settling transaction. */
+    readonly payer: string | null
+    readonly network: string | null
+    readonly transaction_hash: string | null
   }>
   /** The active subscription, else the latest canceled one; null when it never had one. */
   readonly subscription: {

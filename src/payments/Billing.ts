@@ -14,7 +14,11 @@ const PurchaseRow = Schema.Struct({
   price_usd_cents: Row.Int,
   currency: Schema.String,
   period_end: Row.NullableInt,
-  created_at: Row.Int
+  created_at: Row.Int,
+  /** A payment settled on a chain (the x402 rail): the payer, the CAIP-2 network, the transaction. */
+  payer: Schema.NullOr(Schema.String),
+  network: Schema.NullOr(Schema.String),
+  transaction_hash: Schema.NullOr(Schema.String)
 })
 export type Purchase = typeof PurchaseRow.Type
 const decodePurchases = Row.decoder(PurchaseRow, "purchases")
@@ -37,7 +41,7 @@ export class Billing extends Context.Service<
       const sql = yield* SqlClient.SqlClient
       const history = Effect.fn("Billing.history")(function* (accountId: string, limit: number) {
         const purchases = yield* sql`SELECT id, pack, rail, payment_ref, credits, price_usd_cents, currency,
-            period_end, created_at
+            period_end, created_at, payer, network, transaction_hash
           FROM purchases WHERE account_id = ${accountId}
           ORDER BY created_at DESC, id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodePurchases))
         const [subscription] = yield* sql`SELECT pack, rail, status, current_period_end, cancel_at_period_end

@@ -23,6 +23,17 @@ export interface PurchaseInput {
   readonly paymentRef: string
   /** The end of the paid period, for a subscription. */
   readonly periodEnd?: number | undefined
+  /** A payment settled on a chain (the x402 rail): who paid, where, what, and its transaction. */
+  readonly onChain?: OnChainPayment | undefined
+}
+
+export interface OnChainPayment {
+  readonly payer: string
+  readonly network: string
+  readonly asset: string
+  /** The amount in the token's own units, exact. */
+  readonly amountAtomic: string
+  readonly transaction: string
 }
 
 /**
@@ -113,13 +124,17 @@ export class Credits extends Context.Service<
         const now = yield* Clock.currentTimeMillis
         const id = yield* ids.newId("pur")
         const credits = input.pack.credits ?? input.pack.credits_per_month ?? 0
+        const { onChain } = input
         return yield* sql.withTransaction(
           Effect.gen(function* () {
             const inserted =
               yield* sql`INSERT INTO purchases (id, account_id, pack, rail, payment_ref, credits,
-                price_usd_cents, currency, period_end, created_at)
+                price_usd_cents, currency, period_end, created_at, payer, network, asset, amount_atomic,
+                transaction_hash)
               VALUES (${id}, ${input.accountId}, ${input.pack.pack}, ${input.rail}, ${input.paymentRef}, ${credits},
-                ${input.pack.price_usd_cents}, 'usd', ${input.periodEnd ?? null}, ${now})
+                ${input.pack.price_usd_cents}, 'usd', ${input.periodEnd ?? null}, ${now}, ${onChain?.payer ?? null},
+                ${onChain?.network ?? null}, ${onChain?.asset ?? null}, ${onChain?.amountAtomic ?? null},
+                ${onChain?.transaction ?? null})
               ON CONFLICT (payment_ref) DO NOTHING RETURNING id`
             if (inserted.length === 0) return false
             yield* addCredits(
@@ -145,7 +160,10 @@ export class Credits extends Context.Service<
               currency: "usd",
               ...(input.periodEnd === undefined
                 ? {}
-                : { period_end: new Date(input.periodEnd).toISOString() })
+                : { period_end: new Date(input.periodEnd).toISOString() }),
+              ...(onChain === undefined
+                ? {}
+                : { payer: onChain.payer, network: onChain.network, transaction: onChain.transaction })
             })
             return true
           })

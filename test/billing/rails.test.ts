@@ -26,7 +26,7 @@ const withEnv = <A, E, R>(effect: Effect.Effect<A, E, R>, env: Record<string, st
 
 /** The rails the service offers for an environment, as `AppConfig.fromEnv` reads them. */
 const railsOf = (env: Record<string, string>, configured: Option.Option<StripeConfig>) =>
-  withEnv(paymentRailsFromEnv(configured), env)
+  withEnv(paymentRailsFromEnv(configured), env).pipe(Effect.map((rails) => rails.checkoutRails))
 
 describe("PAYMENT_RAILS", () => {
   it.effect("defaults to stripe when Stripe is configured, to local otherwise", () =>
@@ -62,6 +62,60 @@ describe("PAYMENT_RAILS", () => {
         assert.isTrue(Exit.isFailure(exit), `PAYMENT_RAILS=${value} was accepted`)
       }
     })
+  )
+})
+
+describe("PAYMENT_RAILS with x402", () => {
+  const x402Env = {
+    X402_PAY_TO: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+    X402_NETWORK: "eip155:31337",
+    X402_ASSET: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+    X402_ASSET_NAME: "Test USD",
+    X402_ASSET_VERSION: "2",
+    X402_FACILITATOR_URL: "http://127.0.0.1:9/facilitator"
+  }
+
+  it.effect("offered when configured: unset PAYMENT_RAILS offers it beside the checkout rail", () =>
+    Effect.gen(function* () {
+      const rails = yield* withEnv(paymentRailsFromEnv(Option.none()), x402Env)
+      assert.deepStrictEqual(rails.checkoutRails, ["local"])
+      assert.isTrue(Option.isSome(rails.x402))
+      if (Option.isNone(rails.x402)) return
+      assert.strictEqual(rails.x402.value.atomicPerCredit, 2000)
+      assert.strictEqual(rails.x402.value.minCredits, 500)
+      assert.deepStrictEqual(rails.x402.value.facilitator, {
+        _tag: "Remote",
+        url: x402Env.X402_FACILITATOR_URL
+      })
+      const named = yield* withEnv(paymentRailsFromEnv(Option.none()), { ...x402Env, PAYMENT_RAILS: "x402" })
+      assert.deepStrictEqual(named.checkoutRails, ["local"])
+      const without = yield* withEnv(paymentRailsFromEnv(Option.none()), {
+        ...x402Env,
+        PAYMENT_RAILS: "local"
+      })
+      assert.isTrue(Option.isNone(without.x402))
+    })
+  )
+
+  it.effect(
+    "named without what it needs, the start-up stops with one sentence naming it; the key never shows",
+    () =>
+      Effect.gen(function* () {
+        const message = (env: Record<string, string>) =>
+          Effect.flip(withEnv(paymentRailsFromEnv(Option.none()), env)).pipe(
+            Effect.map((error) => String(error))
+          )
+        const bare = yield* message({ PAYMENT_RAILS: "x402" })
+        assert.include(bare, "X402_PAY_TO, X402_NETWORK, X402_ASSET, X402_ASSET_NAME, X402_ASSET_VERSION")
+        assert.include(bare, "a facilitator")
+        const { X402_FACILITATOR_URL: _, ...noFacilitator } = x402Env
+        const keyOnly = yield* message({
+          ...noFacilitator,
+          X402_FACILITATOR_PRIVATE_KEY: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
+        })
+        assert.include(keyOnly, "X402_RPC_URL")
+        assert.notInclude(keyOnly, "59c6995e")
+      })
   )
 })
 

@@ -10,7 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
  * trailing dots are dropped, and a glob (`*`), a placeholder (`<name>`, `{id}`) or `NNNN` is not
  * checked. It exists when it is a file or folder, or the start of one's name
  * (`svc-start/bundle/`-style prefixes such as `test/pages/*.browser` read as `test/pages/`). `tools/`
- * is not a folder here, and `tools/call` is MCP's method, so it is not a root.
+ * (the tools package) is not a root: `tools/call` and `tools/list` are MCP's methods.
  *
  * Relative Markdown links (`[text](../src/metering/README.md#hot-path)`) resolve from the document
  * that holds them, and their anchors, and a document's own `#anchors`, name a heading of the

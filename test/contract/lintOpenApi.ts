@@ -7,11 +7,11 @@ import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { openApiDocument } from "../../src/contract/openapi.ts"
 import { declarations } from "../../src/contract/operations/index.ts"
+import { toolPath } from "../support/tools.ts"
 
-const bin = (name: string) => fileURLToPath(new URL(`../../node_modules/.bin/${name}`, import.meta.url))
+const bin = (name: string) => toolPath(`.bin/${name}`)
 const dir = mkdtempSync(join(tmpdir(), "svc-openapi-"))
 const file = join(dir, "openapi.json")
 const env = {

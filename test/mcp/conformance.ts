@@ -10,6 +10,7 @@ import { createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { toolPath } from "../support/tools.ts"
 
 /** The scenarios that apply to a tools-only, stateless, key-authenticated server, at each wire they exist for. */
 const scenarios: ReadonlyArray<{ readonly name: string; readonly spec: "2025-11-25" | "2026-07-28" }> = [
@@ -29,7 +30,7 @@ const scenarios: ReadonlyArray<{ readonly name: string; readonly spec: "2025-11-
 
 const here = import.meta.dirname
 const root = join(here, "../..")
-const suite = join(root, "node_modules/@modelcontextprotocol/conformance/dist/index.js")
+const suite = toolPath("@modelcontextprotocol/conformance/dist/index.js")
 const baseline = join(here, "conformance-baseline.yaml")
 
 const listen = (server: Server) =>

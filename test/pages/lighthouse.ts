@@ -12,13 +12,56 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import * as chromeLauncher from "chrome-launcher"
 import { Effect } from "effect"
-import lighthouse from "lighthouse"
 import { freePort } from "../oauth/support.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { testOperations } from "../support/testOperations.ts"
+import { toolPath } from "../support/tools.ts"
 import { makeTour } from "./tour.ts"
+
+/**
+ * Lighthouse and its Chrome launcher come from the tools package (`tools/`, not in the root
+ * install), so their types are not at hand for the typecheck: what this script reads of them.
+ */
+interface LighthouseResult {
+  readonly lhr: {
+    readonly runtimeError?: { readonly message: string }
+    readonly categories: Record<
+      string,
+      | {
+          readonly score: number | null
+          readonly auditRefs: ReadonlyArray<{ readonly id: string; readonly weight: number }>
+        }
+      | undefined
+    >
+    readonly audits: Record<
+      string,
+      | {
+          readonly score: number | null
+          readonly displayValue?: string
+          readonly title: string
+          readonly details?: unknown
+        }
+      | undefined
+    >
+  }
+}
+const lighthouse: (
+  url: string,
+  flags: {
+    readonly port: number
+    readonly output: "json"
+    readonly logLevel: "error"
+    readonly onlyCategories: Array<string>
+    readonly extraHeaders: Record<string, string>
+  }
+) => Promise<LighthouseResult | undefined> = (await import(toolPath("lighthouse/core/index.js"))).default
+const chromeLauncher: {
+  readonly launch: (options: {
+    readonly chromePath: string
+    readonly chromeFlags: Array<string>
+  }) => Promise<{ readonly port: number; readonly kill: () => void }>
+} = await import(toolPath("chrome-launcher/dist/index.js"))
 
 const minimum = Number(process.env.LIGHTHOUSE_MIN_SCORE ?? 95)
 const categories = ["performance", "accessibility", "best-practices", "seo"] as const

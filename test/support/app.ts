@@ -5,6 +5,7 @@ import { AppConfig, type AppConfigShape } from "../../src/config.ts"
 import type { Hosts } from "../../src/domain/identifiers/index.ts"
 import type { AnyOperation } from "../../src/operations/Operation.ts"
 import type { OperationServices } from "../../src/operations/support.ts"
+import { X402Facilitator } from "../../src/payments/X402.ts"
 import { appLayer } from "../../src/service.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { layerWorld, type Upstream, UpstreamFaults } from "../../src/upstream/Upstream.ts"
@@ -77,7 +78,9 @@ export const clientOf = (url: string): TestApp["Service"] => {
 export const testApp = (
   operations: ReadonlyArray<AnyOperation<OperationServices>>,
   config: Partial<AppConfigShape> = {},
-  upstream: Layer.Layer<Upstream | UpstreamFaults> = worldOn(config.hosts)
+  upstream: Layer.Layer<Upstream | UpstreamFaults> = worldOn(config.hosts),
+  /** Who verifies and settles x402 payments: the configured facilitator, or a test's. */
+  facilitator: Layer.Layer<X402Facilitator, never, AppConfig> = X402Facilitator.layer
 ): Layer.Layer<TestApp | Upstream | UpstreamFaults | Layer.Success<ReturnType<typeof appLayer>>, unknown> =>
   Layer.effect(
     TestApp,
@@ -89,7 +92,7 @@ export const testApp = (
     })
   ).pipe(
     // Ids counted from 1 per app (one app per database), so a test can name the ids it expects.
-    Layer.provideMerge(appLayer(operations, freshDatabase, Ids.layerTest)),
+    Layer.provideMerge(appLayer(operations, freshDatabase, Ids.layerTest, facilitator)),
     Layer.provideMerge(upstream),
     Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"], ...config }))
   )

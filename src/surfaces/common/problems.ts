@@ -4,13 +4,15 @@ import type { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { type ApiError, errorCatalog, Internal, InvalidInput, isApiError } from "../../contract/errors.ts"
 import { problemContext, toProblem } from "../../contract/problem.ts"
+import { encodeX402Header } from "../../payments/x402Wire.ts"
 import { Ids } from "../../services/Ids.ts"
 
 /** Renders errors as `application/problem+json` responses; the one place REST turns a failure into bytes. */
 export class Problems extends Context.Service<
   Problems,
   {
-    readonly render: (error: ApiError) => HttpServerResponse.HttpServerResponse
+    /** `note`: a sentence added to the problem's message (a call that failed after its x402 payment settled). */
+    readonly render: (error: ApiError, note?: string) => HttpServerResponse.HttpServerResponse
     /** Any failure: an ApiError renders as itself, anything else is logged and becomes INTERNAL with a trace id. */
     readonly fromUnknown: (
       cause: Cause.Cause<unknown>
@@ -23,11 +25,18 @@ export class Problems extends Context.Service<
       const config = yield* AppConfig
       const ids = yield* Ids
       const context = problemContext(config)
-      const render = (error: ApiError) => {
-        const body = toProblem(error, context)
+      const render = (error: ApiError, note?: string) => {
+        const problem = toProblem(error, context)
+        const body =
+          note === undefined
+            ? problem
+            : { ...problem, message: `${problem.message} ${note}`, detail: `${problem.detail} ${note}` }
         const headers: Record<string, string> = {}
         if (body.retry_after_seconds !== undefined) headers["retry-after"] = String(body.retry_after_seconds)
         if (error._tag === "KeyRequired") headers["www-authenticate"] = 'Bearer realm="svc"'
+        // x402's header form of `offer.x402`: what an x402 client pays before it retries.
+        if (error._tag === "InsufficientCredits" && error.x402 !== undefined)
+          headers["payment-required"] = encodeX402Header(error.x402)
         return HttpServerResponse.jsonUnsafe(body, {
           status: errorCatalog[error.code].status,
           contentType: "application/problem+json",

@@ -1,10 +1,10 @@
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
 import { dataQueryDecoder } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
-import { type InvalidInput, isApiError } from "../../contract/errors.ts"
+import { type InsufficientCredits, type InvalidInput, isApiError } from "../../contract/errors.ts"
 import { prefersReceiptSignature, receiptSignaturePreference } from "../../contract/receiptSignature.ts"
 import {
   type CallInput,
@@ -15,12 +15,14 @@ import {
 } from "../../metering/meterDataCall.ts"
 import { ReceiptSigner, signedAnswer } from "../../metering/ReceiptSigner.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
+import { X402 } from "../../payments/X402.ts"
 import { bearerCredential } from "../common/authorization.ts"
-import { Bearers } from "../common/bearers.ts"
+import { Bearers, type Principal } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 import { noStore } from "./middleware.ts"
 import { parseQuery } from "./queryString.ts"
+import { payThenCall } from "./x402Inline.ts"
 
 /**
  * The usage headers of every metered answer: the plan's rate limit and what is left of it
@@ -70,14 +72,33 @@ export const envelopeResponse = (outcome: CallOutcome, extra: Record<string, str
 /** What an answer whose receipt was signed on request says (RFC 7240). */
 const signatureApplied = { "preference-applied": receiptSignaturePreference }
 
-/** A metered answer on the wire: the envelope or the problem, with the usage headers. */
-const meteredResponse = (problems: Problems["Service"], metered: Metered<InvalidInput>, signed: boolean) => {
+/**
+ * A metered answer on the wire: the envelope or the problem, with the usage headers. An
+ * INSUFFICIENT_CREDITS carries the x402 payment that buys what is missing where the rail is
+ * offered (`priced`, for the request's URL).
+ */
+const meteredResponse = (
+  problems: Problems["Service"],
+  metered: Metered<InvalidInput>,
+  request: HttpServerRequest.HttpServerRequest,
+  priced:
+    | ((failure: InsufficientCredits, request: HttpServerRequest.HttpServerRequest) => InsufficientCredits)
+    | undefined,
+  /** Whether the receipt was signed on request (`Prefer: receipt-signature`). */
+  signed: boolean,
+  /** Said in the problem of a call that failed after its x402 payment settled. */
+  note?: string
+) => {
   const { result, rate } = metered
   if (result._tag === "Success") {
     const headers = usageHeaders(rate, result.success)
     return envelopeResponse(result.success, signed ? { ...headers, ...signatureApplied } : headers)
   }
-  return HttpServerResponse.setHeaders(problems.render(result.failure), usageHeaders(rate, undefined))
+  const failure =
+    priced !== undefined && result.failure._tag === "InsufficientCredits"
+      ? priced(result.failure, request)
+      : result.failure
+  return HttpServerResponse.setHeaders(problems.render(failure, note), usageHeaders(rate, undefined))
 }
 
 /**
@@ -117,7 +138,15 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
     Effect.gen(function* () {
       const problems = yield* Problems
       const bearers = yield* Bearers
-      const { maxBodyBytes } = yield* AppConfig
+      const x402 = yield* X402
+      const { maxBodyBytes, baseUrl } = yield* AppConfig
+      // The request's URL as x402's `resource` names it.
+      const resourceOf = (request: HttpServerRequest.HttpServerRequest) => `${baseUrl}${request.url}`
+      const priced = Option.isSome(x402.config)
+        ? (failure: InsufficientCredits, request: HttpServerRequest.HttpServerRequest) =>
+            x402.offerOn(failure, resourceOf(request))
+        : undefined
+      const payThen = payThenCall(x402, bearers)
       const signed = signedAnswer(yield* ReceiptSigner)
       for (const operation of operations) {
         const input = restInput(operation)
@@ -128,12 +157,20 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const ip = bearers.clientIp(request)
           // Signing only when asked: the default answer pays nothing for it.
           const signing = prefersReceiptSignature(request.headers.prefer)
-          return bearers.authenticateToCharge(bearerCredential(request.headers.authorization) ?? "").pipe(
-            Effect.flatMap((principal) => {
-              const metered = meterDataCall(operation, { ...principal, ip }, input(request))
-              return signing ? Effect.flatMap(metered, signed) : metered
-            }),
-            Effect.map((metered) => meteredResponse(problems, metered, signing)),
+          const credential = bearerCredential(request.headers.authorization) ?? ""
+          const payment = request.headers["payment-signature"]
+          const call = (principal: Principal, note?: string) => {
+            const metered = meterDataCall(operation, { ...principal, ip }, input(request))
+            return Effect.map(signing ? Effect.flatMap(metered, signed) : metered, (answered) =>
+              meteredResponse(problems, answered, request, priced, signing, note)
+            )
+          }
+          // Only a retry carrying an x402 payment takes the payment step, before the call is metered.
+          return (
+            payment === undefined || priced === undefined
+              ? Effect.flatMap(bearers.authenticateToCharge(credential), call)
+              : payThen(credential, payment, resourceOf(request), call)
+          ).pipe(
             Effect.catch((error) =>
               isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
             ),

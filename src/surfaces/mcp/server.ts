@@ -6,7 +6,6 @@ import {
 } from "@modelcontextprotocol/server"
 import { type Context, Effect } from "effect"
 import type { McpMount } from "../../contract/mcpMounts.ts"
-import { receiptSignatureMetaKey } from "../../contract/receiptSignature.ts"
 import type { McpTool } from "./tools.ts"
 
 /** What authentication hands the per-request MCP server: how to run a tool call as the caller. */
@@ -68,11 +67,7 @@ export const mcpServerFactory =
           outputSchema: tool.outputSchema,
           annotations: tool.annotations
         },
-        (args, ctx) =>
-          session.run(
-            tool.call(args, { signReceipt: ctx.mcpReq._meta?.[receiptSignatureMetaKey] === true }),
-            ctx.mcpReq.signal
-          )
+        (args, ctx) => session.run(tool.call(args, ctx.mcpReq._meta), ctx.mcpReq.signal)
       )
     }
     return server

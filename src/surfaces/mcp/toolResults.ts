@@ -6,6 +6,7 @@ import { type ProblemBody, problemContext, toProblem } from "../../contract/prob
 import type { CallOutcome, Metered, RateState } from "../../metering/meterDataCall.ts"
 import { Ids } from "../../services/Ids.ts"
 import { forMcp } from "../common/wording.ts"
+import { pricedForMcp } from "./x402.ts"
 
 /** The JSON of each result `structuredResult` built: its structured content's, which is its text. */
 const jsonTexts = new WeakMap<CallToolResult, string>()
@@ -41,11 +42,24 @@ export const structuredResult = (
  * as the MCP Inspector check it even on errors. Widening every output schema to "envelope or
  * problem" would blur the success type that typed clients generate from it.
  */
-export const problemResult = (problem: ProblemBody, meta?: Record<string, unknown>): CallToolResult => ({
-  content: [{ type: "text", text: JSON.stringify(problem) }],
-  isError: true,
-  ...(meta === undefined ? {} : { _meta: meta })
-})
+export const problemResult = (problem: ProblemBody, meta?: Record<string, unknown>): CallToolResult => {
+  const x402 = problem.offer?.x402
+  if (x402 === undefined)
+    return {
+      content: [{ type: "text", text: JSON.stringify(problem) }],
+      isError: true,
+      ...(meta === undefined ? {} : { _meta: meta })
+    }
+  // x402's MCP transport: a payment-needed error result's `structuredContent` is the
+  // `PaymentRequired` object, the same JSON as its text; the problem's members ride beside it.
+  const paymentRequired = { ...x402, ...problem }
+  return {
+    content: [{ type: "text", text: JSON.stringify(paymentRequired) }],
+    structuredContent: paymentRequired,
+    isError: true,
+    ...(meta === undefined ? {} : { _meta: meta })
+  }
+}
 
 /** A problem as an MCP agent reads it: its message names tools, not REST routes. */
 const forAgents = (problem: ProblemBody, baseUrl: string): ProblemBody => {
@@ -62,7 +76,8 @@ export const settledResult = <R>(effect: Effect.Effect<CallToolResult, ApiError,
     Effect.gen(function* () {
       const config = yield* AppConfig
       const context = problemContext(config)
-      const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
+      const found = Option.getOrUndefined(Cause.findErrorOption(cause))
+      const failure = found?._tag === "InsufficientCredits" ? yield* pricedForMcp(found) : found
       if (isApiError(failure)) return problemResult(forAgents(toProblem(failure, context), config.baseUrl))
       const traceId = yield* (yield* Ids).newId("trace")
       yield* Effect.logError("MCP tool call failed", { traceId }, Cause.pretty(cause))

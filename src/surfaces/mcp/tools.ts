@@ -3,6 +3,7 @@ import { Clock, Effect, Result } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
 import type { McpMount } from "../../contract/mcpMounts.ts"
+import { receiptSignatureMetaKey } from "../../contract/receiptSignature.ts"
 import { type Hosts, rehost, rehostJson } from "../../domain/identifiers/index.ts"
 import type { Platform } from "../../domain/plans.ts"
 import { type MeteringServices, meterDataCall } from "../../metering/meterDataCall.ts"
@@ -22,6 +23,7 @@ import {
   toolOutputJsonSchema,
   usageOutputJsonSchema
 } from "./toolSchemas.ts"
+import { payingToolCall, paymentMetaKey } from "./x402.ts"
 
 /** What every data tool call needs besides the operations' own services. */
 export type ToolServices = Caller | Usage | MeteringServices | ReceiptSigner
@@ -40,14 +42,9 @@ export interface McpTool<R> {
   /** Never fails: metered failures and defects are error results. */
   readonly call: (
     args: Record<string, unknown>,
-    options?: ToolCallOptions
+    /** The request's `_meta` (x402's MCP transport pays with `_meta["x402/payment"]`). */
+    meta?: Readonly<Record<string, unknown>> | undefined
   ) => Effect.Effect<CallToolResult, never, R>
-}
-
-/** What a `tools/call` asks beyond its arguments, in its `_meta`. */
-export interface ToolCallOptions {
-  /** `_meta["svc/receipt-signature"]: true`: the envelope's receipt carries its signature. */
-  readonly signReceipt?: boolean
 }
 
 /**
@@ -64,23 +61,29 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
     annotations: dataAnnotations,
     // hot path
-    call: (args: Record<string, unknown>, options?: ToolCallOptions) =>
-      settledResult(
+    call: (args: Record<string, unknown>, meta?: Readonly<Record<string, unknown>>) => {
+      const run = settledResult(
         Effect.flatMap(Caller, (caller) => {
           const metered = meterDataCall(
             operation,
             caller,
             Effect.suspend(() => decode(args))
           )
-          // Signing only when asked: the default call pays nothing for it.
+          // Signing only when asked (`_meta["svc/receipt-signature"]: true`): the default call pays nothing for it.
           return Effect.flatMap(
-            options?.signReceipt === true
+            meta?.[receiptSignatureMetaKey] === true
               ? Effect.flatMap(ReceiptSigner, (signer) => Effect.flatMap(metered, signedAnswer(signer)))
               : metered,
             meteredResult
           )
         })
       )
+      // Only a call carrying an x402 payment takes the payment step, before the call is metered.
+      const payment = meta?.[paymentMetaKey]
+      return payment === undefined
+        ? run
+        : payingToolCall(payment, run, (refused) => settledResult(Effect.fail(refused)))
+    }
   }
 }
 
@@ -109,13 +112,13 @@ export const callingAsBearer = <R>(
   tool: McpTool<R>
 ): McpTool<Exclude<R, Caller> | McpBearer | AppConfig | Ids> => ({
   ...tool,
-  call: (args, options) =>
+  call: (args, meta) =>
     Effect.flatMap(
       McpBearer,
       ({ caller }): Effect.Effect<CallToolResult, never, Exclude<R, Caller> | AppConfig | Ids> =>
         Result.isFailure(caller)
           ? toToolResult(Effect.fail(caller.failure))
-          : Effect.provideService(tool.call(args, options), Caller, caller.success)
+          : Effect.provideService(tool.call(args, meta), Caller, caller.success)
     )
 })
 

@@ -85,7 +85,10 @@ export const PurchasesReport = Schema.Struct({
       credits: Schema.Number,
       price_usd_cents: Schema.Number,
       period_end: Schema.NullOr(Schema.Number),
-      created_at: Schema.Number
+      created_at: Schema.Number,
+      payer: Schema.NullOr(Schema.String),
+      network: Schema.NullOr(Schema.String),
+      transaction_hash: Schema.NullOr(Schema.String)
     })
   ),
   subscription: Schema.NullOr(

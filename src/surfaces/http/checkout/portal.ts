@@ -53,7 +53,11 @@ const purchaseRow = (purchase: PortalView["history"]["purchases"][number]) =>
     purchase.currency === "usd"
       ? dollars(purchase.price_usd_cents)
       : `${purchase.price_usd_cents} ${purchase.currency}`
-  }</td><td>${purchase.rail}</td></tr>`
+  }</td><td>${purchase.rail}${
+    purchase.transaction_hash === null
+      ? ""
+      : html`<br><small>${purchase.network ?? ""} · from <code>${purchase.payer ?? ""}</code> · transaction <code>${purchase.transaction_hash}</code></small>`
+  }</td></tr>`
 
 /** `/portal?session=...`: the local billing portal of one account, for the hour its link lives. */
 export const portalPage = (

@@ -7,12 +7,10 @@ import { Effect } from "effect"
 import { operations } from "../../src/operations/registry.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
+import { toolPath } from "../support/tools.ts"
 import { sampleArguments } from "./samples.ts"
 
-const inspector = join(
-  import.meta.dirname,
-  "../../node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
-)
+const inspector = toolPath("@modelcontextprotocol/inspector/clients/launcher/build/index.js")
 
 /** The official MCP Inspector's CLI against the test server, run as a user would run it. */
 const inspect = (url: string, key: string | undefined, args: ReadonlyArray<string>) =>

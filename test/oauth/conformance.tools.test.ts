@@ -1,15 +1,15 @@
 import { execFile } from "node:child_process"
-import { join } from "node:path"
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
+import { toolPath } from "../support/tools.ts"
 import { freePort } from "./support.ts"
 
 const port = await freePort()
 const baseUrl = `http://127.0.0.1:${port}`
-const suite = join(import.meta.dirname, "../../node_modules/@modelcontextprotocol/conformance/dist/index.js")
+const suite = toolPath("@modelcontextprotocol/conformance/dist/index.js")
 
 /** The MCP conformance suite's authorization-server scenario that needs no person at a browser. */
 describe(`MCP conformance: authorization server (${storeName})`, () => {

@@ -1,0 +1,528 @@
+import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types"
+import { Clock, Context, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig, type X402Config } from "../config.ts"
+import { InsufficientCredits, InvalidInput, UpstreamUnavailable } from "../contract/errors.ts"
+import type { X402PaymentRequired } from "../contract/offer.ts"
+import { x402MaxCredits } from "../domain/plans.ts"
+import { recordX402Settlement } from "../observability/metrics.ts"
+import { Credits } from "../services/Credits.ts"
+import * as Row from "../store/rows.ts"
+import { decodePaymentSignature } from "./x402Wire.ts"
+
+/** The facilitator could not be asked (down, timed out, the chain unreachable): nothing was settled by us. */
+export class FacilitatorUnavailable extends Data.TaggedError("FacilitatorUnavailable")<{
+  readonly message: string
+}> {}
+
+/**
+ * Who verifies an x402 payment and settles it on its chain: the library's facilitator in process
+ * (the EVM `exact` scheme with our own key, which pays the gas) or a facilitator over the
+ * protocol's HTTP API. A port, so tests and the simulation can put a deterministic one in.
+ */
+export class X402Facilitator extends Context.Service<
+  X402Facilitator,
+  {
+    readonly verify: (
+      payload: PaymentPayload,
+      requirements: PaymentRequirements
+    ) => Effect.Effect<VerifyResponse, FacilitatorUnavailable>
+    readonly settle: (
+      payload: PaymentPayload,
+      requirements: PaymentRequirements
+    ) => Effect.Effect<SettleResponse, FacilitatorUnavailable>
+    /**
+     * The transaction that used an EIP-3009 authorization on-chain (its `AuthorizationUsed` event),
+     * if one did: how a settlement whose answer was lost (a crash, a timeout) is found again.
+     * Undefined also where the facilitator cannot read the chain (one over HTTP).
+     */
+    readonly usedBy: (authorization: {
+      readonly asset: string
+      readonly from: string
+      readonly nonce: string
+    }) => Effect.Effect<string | undefined, FacilitatorUnavailable>
+  }
+>()("payments/X402Facilitator") {
+  /**
+   * The configured facilitator. The library and viem are loaded only when the rail is offered; a
+   * service without it has one that is never asked.
+   */
+  static readonly layer = Layer.effect(
+    X402Facilitator,
+    Effect.gen(function* () {
+      const { x402 } = yield* AppConfig
+      if (Option.isNone(x402))
+        return X402Facilitator.of({
+          verify: () => Effect.fail(new FacilitatorUnavailable({ message: "the x402 rail is not offered" })),
+          settle: () => Effect.fail(new FacilitatorUnavailable({ message: "the x402 rail is not offered" })),
+          usedBy: () => Effect.succeed(undefined)
+        })
+      const config = x402.value
+      const { client, usedBy } = yield* config.facilitator._tag === "InProcess"
+        ? inProcessFacilitator(config, config.facilitator)
+        : Effect.promise(async () => {
+            const { HTTPFacilitatorClient } = await import("@x402/core/http")
+            // Always our URL: the library's default is a public facilitator.
+            return {
+              client: new HTTPFacilitatorClient({
+                url: (config.facilitator as { url: string }).url,
+                timeoutMs: 30_000
+              }),
+              usedBy: undefined
+            }
+          })
+      const hide =
+        config.facilitator._tag === "InProcess"
+          ? (text: string) =>
+              text.split((config.facilitator as { rpcUrl: string }).rpcUrl).join("<X402_RPC_URL>")
+          : (text: string) => text
+      const call = <A>(what: "verify" | "settle", run: () => Promise<A>) =>
+        Effect.tryPromise({
+          try: run,
+          catch: (cause) =>
+            new FacilitatorUnavailable({
+              message: hide(`${what}: ${cause instanceof Error ? cause.message : String(cause)}`).slice(
+                0,
+                300
+              )
+            })
+        })
+      return X402Facilitator.of({
+        verify: (payload, requirements) => call("verify", () => client.verify(payload, requirements)),
+        settle: (payload, requirements) => call("settle", () => client.settle(payload, requirements)),
+        usedBy: (authorization) =>
+          usedBy === undefined ? Effect.succeed(undefined) : call("settle", () => usedBy(authorization))
+      })
+    })
+  )
+}
+
+/** The library's facilitator with the EVM `exact` scheme, signing with `X402_FACILITATOR_PRIVATE_KEY`. */
+const inProcessFacilitator = (
+  config: X402Config,
+  facilitator: { readonly rpcUrl: string; readonly privateKey: Redacted.Redacted<string> }
+) =>
+  Effect.gen(function* () {
+    const [
+      { x402Facilitator },
+      { ExactEvmScheme },
+      { toFacilitatorEvmSigner },
+      viem,
+      { privateKeyToAccount }
+    ] = yield* Effect.promise(() =>
+      Promise.all([
+        import("@x402/core/facilitator"),
+        import("@x402/evm/exact/facilitator"),
+        import("@x402/evm"),
+        import("viem"),
+        import("viem/accounts")
+      ])
+    )
+    const key = Redacted.value(facilitator.privateKey)
+    // The key's own text never reaches a message: viem's errors would quote it.
+    const account = yield* Effect.try({
+      try: () => privateKeyToAccount(key as `0x${string}`),
+      catch: () => new Error("X402_FACILITATOR_PRIVATE_KEY is not a 32-byte private key in 0x-prefixed hex.")
+    }).pipe(Effect.orDie)
+    const chain = viem.defineChain({
+      id: Number(config.network.slice("eip155:".length)),
+      name: config.network,
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [facilitator.rpcUrl] } }
+    })
+    const wallet = viem
+      .createWalletClient({ account, chain, transport: viem.http(facilitator.rpcUrl, { retryCount: 1 }) })
+      .extend(viem.publicActions)
+    const signer = toFacilitatorEvmSigner({ ...(wallet as any), address: account.address })
+    const authorizationUsed = viem.parseAbiItem(
+      "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)"
+    )
+    return {
+      client: new x402Facilitator().register(
+        config.network as `${string}:${string}`,
+        new ExactEvmScheme(signer)
+      ),
+      usedBy: async (authorization: {
+        readonly asset: string
+        readonly from: string
+        readonly nonce: string
+      }) => {
+        // An authorization is valid for minutes (maxTimeoutSeconds): its use is among the recent blocks.
+        const latest = await wallet.getBlockNumber()
+        const logs = await wallet.getLogs({
+          address: authorization.asset as `0x${string}`,
+          event: authorizationUsed,
+          args: {
+            authorizer: authorization.from as `0x${string}`,
+            nonce: authorization.nonce as `0x${string}`
+          },
+          fromBlock: latest > 5000n ? latest - 5000n : 0n,
+          toBlock: latest
+        })
+        return logs[0]?.transactionHash ?? undefined
+      }
+    }
+  })
+
+/** What a settled payment bought. */
+export interface X402Paid {
+  readonly purchaseId: string
+  readonly credits: number
+  readonly payer: string
+  readonly network: string
+  readonly transaction: string
+  /** x402's `PAYMENT-RESPONSE` header, base64 JSON of the settlement. */
+  readonly paymentResponse: SettleResponse
+}
+
+/** Why an authorization was refused before the facilitator was asked. */
+const refusedHere = (reason: string, message: string, credits: number, available: number) =>
+  new InsufficientCredits({
+    message: `The x402 payment was refused (${reason}): ${message} Nothing was credited or charged.`,
+    credits_required: credits,
+    credits_available: available,
+    reason
+  })
+
+/** The same refusal carrying `x402` (`offer.x402` and `PAYMENT-REQUIRED`). */
+export const withPayment = (failure: InsufficientCredits, x402: X402PaymentRequired | undefined) =>
+  new InsufficientCredits({
+    message: failure.message,
+    account: failure.account,
+    doc_url: failure.doc_url,
+    upgrade_url: failure.upgrade_url,
+    offer: failure.offer,
+    credits_required: failure.credits_required,
+    credits_available: failure.credits_available,
+    limit: failure.limit,
+    cap_resets_at: failure.cap_resets_at,
+    reason: failure.reason,
+    x402
+  })
+
+const decodeAccount = Row.decoder(
+  Schema.Struct({ balance_credits: Row.Int, grant_credits: Row.Int, plan: Schema.String }),
+  "accounts (x402)"
+)
+
+/**
+ * The x402 rail: the payment an agent makes for credits, inline in the retry of a call refused
+ * INSUFFICIENT_CREDITS or at `POST /v1/credits/x402`. A payment is verified, settled on-chain by
+ * the facilitator, then credited once under its authorization's nonce (`Credits.applyPurchase`),
+ * so one authorization never credits twice, whatever retries, instances or restarts report it.
+ */
+export class X402 extends Context.Service<
+  X402,
+  {
+    /** The rail's settings, when it is offered. */
+    readonly config: Option.Option<X402Config>
+    /**
+     * x402's `PaymentRequired` for `credits` (at least `X402_MIN_CREDITS`) at `resource`, when the
+     * rail is offered.
+     */
+    readonly required: (credits: number, resource: string) => X402PaymentRequired | undefined
+    /**
+     * Verifies, settles and credits the payment of a `PAYMENT-SIGNATURE` header to `accountId`.
+     * `credits`: what the payment must buy (the explicit purchase); undefined, what its
+     * authorization pays for (the retry of a refused call, which was offered at least the shortfall).
+     */
+    readonly pay: (input: {
+      readonly accountId: string
+      readonly header: string
+      readonly credits: number | undefined
+    }) => Effect.Effect<X402Paid, InvalidInput | InsufficientCredits | UpstreamUnavailable | SqlError>
+    /**
+     * A call's INSUFFICIENT_CREDITS with the x402 payment that buys what it lacks (max(shortfall,
+     * `X402_MIN_CREDITS`) credits at `resource`), where the rail is offered; a key cap's, which
+     * paying does not lift, as it is.
+     */
+    readonly offerOn: (failure: InsufficientCredits, resource: string) => InsufficientCredits
+    /** The account's balance and plan, as the explicit purchase answers them. */
+    readonly standing: (
+      accountId: string
+    ) => Effect.Effect<
+      { readonly balanceCredits: number; readonly spendable: number; readonly plan: string },
+      SqlError
+    >
+  }
+>()("payments/X402") {
+  static readonly layer = Layer.effect(
+    X402,
+    Effect.gen(function* () {
+      const { x402: offered } = yield* AppConfig
+      const facilitator = yield* X402Facilitator
+      const credits = yield* Credits
+      const sql = yield* SqlClient.SqlClient
+
+      const requirementsOf = (config: X402Config, amount: bigint): PaymentRequirements => ({
+        scheme: "exact",
+        network: config.network as `${string}:${string}`,
+        amount: amount.toString(),
+        asset: config.asset,
+        payTo: config.payTo,
+        maxTimeoutSeconds: 300,
+        extra: { name: config.assetName, version: config.assetVersion }
+      })
+
+      const required = (wanted: number, resource: string): X402PaymentRequired | undefined => {
+        if (Option.isNone(offered)) return undefined
+        const config = offered.value
+        const count = Math.max(wanted, config.minCredits)
+        return {
+          x402Version: 2,
+          resource: {
+            url: resource,
+            description: `${count} credits of this service`,
+            mimeType: "application/json"
+          },
+          accepts: [requirementsOf(config, BigInt(count) * BigInt(config.atomicPerCredit))]
+        }
+      }
+
+      const standing = (accountId: string) =>
+        sql`SELECT balance_credits, grant_credits, plan FROM accounts WHERE id = ${accountId}`.pipe(
+          Effect.flatMap(decodeAccount),
+          Effect.map((rows) => {
+            const row = rows[0]
+            return {
+              balanceCredits: row?.balance_credits ?? 0,
+              spendable: (row?.balance_credits ?? 0) + (row?.grant_credits ?? 0),
+              plan: row?.plan ?? "trial"
+            }
+          })
+        )
+
+      const pay = Effect.fn("X402.pay")(function* (input: {
+        readonly accountId: string
+        readonly header: string
+        readonly credits: number | undefined
+      }) {
+        if (Option.isNone(offered))
+          return yield* new InvalidInput({
+            message: "This service does not take x402 payments; see the offer's rails.",
+            param: "PAYMENT-SIGNATURE"
+          })
+        const config = offered.value
+        const payment = decodePaymentSignature(input.header)
+        if (payment === undefined)
+          return yield* new InvalidInput({
+            message:
+              "PAYMENT-SIGNATURE is not an x402 v2 payment (base64 JSON with x402Version 2, accepted, and an EIP-3009 authorization).",
+            param: "PAYMENT-SIGNATURE"
+          })
+        const authorization = payment.payload.authorization
+        if (
+          !/^0x[0-9a-fA-F]{40}$/.test(authorization.from) ||
+          !/^0x[0-9a-fA-F]{64}$/.test(authorization.nonce)
+        )
+          return yield* new InvalidInput({
+            message:
+              "PAYMENT-SIGNATURE's authorization needs a 20-byte `from` and a 32-byte `nonce` in 0x-prefixed hex.",
+            param: "PAYMENT-SIGNATURE"
+          })
+        const available = (yield* standing(input.accountId)).spendable
+        const refuse = (reason: string, message: string, wanted: number) => {
+          recordX402Settlement("refused")
+          return Effect.fail(refusedHere(reason, message, wanted, available))
+        }
+        const per = BigInt(config.atomicPerCredit)
+        const value = /^[0-9]{1,78}$/.test(authorization.value) ? BigInt(authorization.value) : -1n
+        const wanted =
+          input.credits ?? (value >= 0n && value % per === 0n ? Number(value / per) : config.minCredits)
+        const accepted = payment.accepted
+        if (
+          accepted.scheme !== "exact" ||
+          accepted.network !== config.network ||
+          accepted.asset.toLowerCase() !== config.asset.toLowerCase() ||
+          accepted.payTo.toLowerCase() !== config.payTo.toLowerCase() ||
+          authorization.to.toLowerCase() !== config.payTo.toLowerCase()
+        )
+          return yield* refuse(
+            "requirements_mismatch",
+            `it must pay ${config.payTo} in ${config.asset} on ${config.network} with the exact scheme, as PAYMENT-REQUIRED says.`,
+            wanted
+          )
+        if (
+          value < 0n ||
+          value % per !== 0n ||
+          (input.credits !== undefined && value !== BigInt(input.credits) * per)
+        )
+          return yield* refuse(
+            "invalid_amount",
+            input.credits === undefined
+              ? `it must pay a whole number of credits at ${config.atomicPerCredit} units each.`
+              : `${input.credits} credits cost ${BigInt(input.credits) * per} units, the authorization pays ${authorization.value}.`,
+            wanted
+          )
+        if (wanted > x402MaxCredits)
+          return yield* refuse("invalid_amount", `a payment buys at most ${x402MaxCredits} credits.`, wanted)
+        if (wanted < config.minCredits)
+          return yield* refuse(
+            "invalid_amount",
+            `a payment buys at least ${config.minCredits} credits (${BigInt(config.minCredits) * per} units).`,
+            wanted
+          )
+        const nonce = authorization.nonce.toLowerCase()
+        const paymentRef = `x402:${config.network}:${config.asset.toLowerCase()}:${authorization.from.toLowerCase()}:${nonce}`
+        const already = yield* sql<{
+          readonly id: string
+        }>`SELECT id FROM purchases WHERE payment_ref = ${paymentRef}`
+        if (already.length > 0) {
+          recordX402Settlement("replayed")
+          return yield* Effect.fail(
+            refusedHere(
+              "authorization_already_used",
+              "this authorization was already credited.",
+              wanted,
+              available
+            )
+          )
+        }
+        const requirements = requirementsOf(config, value)
+        const libraryPayload = payment as unknown as PaymentPayload
+        const unavailable = (failure: FacilitatorUnavailable) =>
+          Effect.andThen(
+            Effect.logWarning("x402 facilitator unavailable", failure.message),
+            Effect.suspend(() => {
+              recordX402Settlement("unavailable")
+              return Effect.fail(
+                new UpstreamUnavailable({
+                  message:
+                    "The x402 facilitator or its chain did not answer; nothing was credited or charged. Retry with the same PAYMENT-SIGNATURE in a minute.",
+                  retry_after_seconds: 60
+                })
+              )
+            })
+          )
+        const credit = (transaction: string, network: string, payer: string) =>
+          Effect.andThen(
+            credits.applyPurchase({
+              accountId: input.accountId,
+              pack: {
+                pack: "flex",
+                mode: "one_time",
+                // The purchase's exact price is `amount_atomic`; this is it in whole US cents for a
+                // 6-decimal USD token (rounded down), as the other rails' rows show theirs.
+                price_usd_cents: Number(value / 10_000n),
+                credits: wanted
+              },
+              rail: "x402",
+              paymentRef,
+              onChain: {
+                payer,
+                network,
+                asset: config.asset.toLowerCase(),
+                amountAtomic: value.toString(),
+                transaction
+              }
+            }),
+            (applied: boolean) =>
+              Effect.as(sql`DELETE FROM x402_settlements WHERE payment_ref = ${paymentRef}`, applied)
+          )
+        const alreadyCredited = () => {
+          // Another request with the same authorization credited it first.
+          recordX402Settlement("replayed")
+          return Effect.fail(
+            refusedHere(
+              "authorization_already_used",
+              "this authorization was already credited.",
+              wanted,
+              available
+            )
+          )
+        }
+        // A settlement begun before and never credited (a crash, a facilitator that timed out after
+        // broadcasting): if the chain used the authorization, that transfer is this purchase.
+        const now = yield* Clock.currentTimeMillis
+        const begun = yield* sql<{ readonly payment_ref: string }>`INSERT INTO x402_settlements
+            (payment_ref, account_id, credits, created_at)
+          VALUES (${paymentRef}, ${input.accountId}, ${wanted}, ${now})
+          ON CONFLICT (payment_ref) DO NOTHING RETURNING payment_ref`
+        if (begun.length === 0) {
+          const transaction = yield* facilitator
+            .usedBy({ asset: config.asset, from: authorization.from, nonce })
+            .pipe(Effect.catchTag("FacilitatorUnavailable", unavailable))
+          if (transaction !== undefined) {
+            const payer = authorization.from.toLowerCase()
+            if (!(yield* credit(transaction, config.network, payer))) return yield* alreadyCredited()
+            recordX402Settlement("settled")
+            const [row] = yield* sql<{
+              readonly id: string
+            }>`SELECT id FROM purchases WHERE payment_ref = ${paymentRef}`
+            yield* Effect.logInfo("x402 payment found settled and credited", { credits: wanted, transaction })
+            return {
+              purchaseId: row?.id ?? "",
+              credits: wanted,
+              payer,
+              network: config.network,
+              transaction,
+              paymentResponse: {
+                success: true,
+                transaction,
+                network: config.network as `${string}:${string}`,
+                payer
+              }
+            } satisfies X402Paid
+          }
+        }
+        // Only the attempt that began the settlement forgets it: another one's may be on its way.
+        const forget: Effect.Effect<void, SqlError> =
+          begun.length > 0
+            ? Effect.asVoid(sql`DELETE FROM x402_settlements WHERE payment_ref = ${paymentRef}`)
+            : Effect.void
+        const verified = yield* facilitator
+          .verify(libraryPayload, requirements)
+          .pipe(
+            Effect.catchTag("FacilitatorUnavailable", (failure) =>
+              Effect.andThen(forget, unavailable(failure))
+            )
+          )
+        if (!verified.isValid) {
+          yield* forget
+          return yield* refuse(
+            verified.invalidReason ?? "invalid_payment",
+            `${verified.invalidMessage ?? "the facilitator found the authorization invalid"}.`,
+            wanted
+          )
+        }
+        // A settle that fails to answer may have broadcast: the row stays for the next attempt.
+        const settled = yield* facilitator
+          .settle(libraryPayload, requirements)
+          .pipe(Effect.catchTag("FacilitatorUnavailable", unavailable))
+        if (!settled.success) {
+          yield* forget
+          return yield* refuse(
+            settled.errorReason ?? "settlement_failed",
+            `${settled.errorMessage ?? "the settlement did not go through"}.`,
+            wanted
+          )
+        }
+        const payer = (settled.payer ?? verified.payer ?? authorization.from).toLowerCase()
+        if (!(yield* credit(settled.transaction, settled.network ?? config.network, payer)))
+          return yield* alreadyCredited()
+        recordX402Settlement("settled")
+        const [row] = yield* sql<{
+          readonly id: string
+        }>`SELECT id FROM purchases WHERE payment_ref = ${paymentRef}`
+        yield* Effect.logInfo("x402 payment credited", { credits: wanted, transaction: settled.transaction })
+        return {
+          purchaseId: row?.id ?? "",
+          credits: wanted,
+          payer,
+          network: settled.network ?? config.network,
+          transaction: settled.transaction,
+          paymentResponse: settled
+        } satisfies X402Paid
+      })
+
+      const offerOn = (failure: InsufficientCredits, resource: string) => {
+        if (Option.isNone(offered) || failure.limit === "key_cap" || failure.x402 !== undefined)
+          return failure
+        return withPayment(failure, required(failure.credits_required - failure.credits_available, resource))
+      }
+
+      return X402.of({ config: offered, required, pay, offerOn, standing })
+    })
+  )
+}

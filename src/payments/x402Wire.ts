@@ -1,0 +1,50 @@
+import { Schema } from "effect"
+
+/**
+ * x402's HTTP headers (protocol v2): `PAYMENT-REQUIRED`, `PAYMENT-SIGNATURE` and
+ * `PAYMENT-RESPONSE`, each a JSON object in base64. Read and written here without loading the
+ * library, so a service without the rail loads none of it.
+ */
+export const encodeX402Header = (value: unknown): string =>
+  Buffer.from(JSON.stringify(value), "utf8").toString("base64")
+
+/** The client's `PAYMENT-SIGNATURE`: an EIP-3009 authorization signed for one of our requirements. */
+export const X402PaymentPayload = Schema.Struct({
+  x402Version: Schema.Literal(2),
+  resource: Schema.optionalKey(Schema.Unknown),
+  accepted: Schema.Struct({
+    scheme: Schema.String,
+    network: Schema.String,
+    amount: Schema.String,
+    asset: Schema.String,
+    payTo: Schema.String,
+    maxTimeoutSeconds: Schema.Number,
+    extra: Schema.Record(Schema.String, Schema.Unknown)
+  }),
+  payload: Schema.Struct({
+    signature: Schema.String,
+    authorization: Schema.Struct({
+      from: Schema.String,
+      to: Schema.String,
+      value: Schema.String,
+      validAfter: Schema.String,
+      validBefore: Schema.String,
+      nonce: Schema.String
+    })
+  }),
+  extensions: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
+})
+export type X402PaymentPayload = typeof X402PaymentPayload.Type
+
+const decodePayload = Schema.decodeUnknownOption(X402PaymentPayload)
+
+/** A `PAYMENT-SIGNATURE` header's payload, or undefined when it is not base64 JSON of that shape. */
+export const decodePaymentSignature = (header: string): X402PaymentPayload | undefined => {
+  if (header.length > 16_384 || !/^[A-Za-z0-9+/=_-]+$/.test(header.trim())) return undefined
+  try {
+    const decoded = decodePayload(JSON.parse(Buffer.from(header.trim(), "base64").toString("utf8")))
+    return decoded._tag === "Some" ? decoded.value : undefined
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,261 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { createServer } from "node:net"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { type Address, createPublicClient, createWalletClient, type Hex, http, publicActions } from "viem"
+import { mnemonicToAccount } from "viem/accounts"
+import { foundry } from "viem/chains"
+
+/**
+ * A local EVM chain for the x402 tests: anvil (from the registry's `@foundry-rs/anvil` package) on
+ * 127.0.0.1 at a free port, chain 31337, with our EIP-3009 token (test/support/contracts/Token.sol,
+ * compiled with solc-js here) deployed and minted to a payer, and Multicall3's `tryAggregate` at
+ * Multicall3's address for the facilitator's failure diagnosis. Nothing reaches past 127.0.0.1.
+ */
+
+const require = createRequire(import.meta.url)
+const here = dirname(fileURLToPath(import.meta.url))
+
+/** The anvil binary the registry package ships, or undefined when it is not installed here. */
+export const anvilBinary = (): string | undefined => {
+  try {
+    const path = join(dirname(require.resolve("@foundry-rs/anvil-linux-amd64/package.json")), "bin", "anvil")
+    return existsSync(path) ? path : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Whether the chain tests run: without the anvil binary they are skipped locally with a message,
+ * and under CI its absence fails the run (a check that silently does not run is no check).
+ */
+export const chainAvailable = (): boolean => {
+  if (anvilBinary() !== undefined) return true
+  if (process.env.CI !== undefined && process.env.CI !== "")
+    throw new Error("CI is set but the anvil binary (@foundry-rs/anvil) is not installed: run npm ci")
+  console.log("The anvil binary (@foundry-rs/anvil) is not installed: the x402 chain tests are skipped.")
+  return false
+}
+
+/** anvil's well-known test mnemonic: account 0 deploys and is the facilitator, 1 pays, 2 receives. */
+const mnemonic = "test test test test test test test test test test test junk"
+export const deployer = mnemonicToAccount(mnemonic, { addressIndex: 0 })
+export const payer = mnemonicToAccount(mnemonic, { addressIndex: 1 })
+export const payTo = mnemonicToAccount(mnemonic, { addressIndex: 2 }).address
+/** A second payer, minted nothing: a payer without the funds. */
+export const poorPayer = mnemonicToAccount(mnemonic, { addressIndex: 3 })
+/** The facilitator's key (anvil's account 0): a test key, published with anvil itself. */
+export const facilitatorPrivateKey =
+  `0x${Buffer.from(deployer.getHdKey().privateKey ?? new Uint8Array()).toString("hex")}` as Hex
+
+export const multicall3Address: Address = "0xcA11bde05977b3631167028862bE2a173976CA11"
+export const tokenName = "Test USD"
+export const tokenVersion = "2"
+export const network = "eip155:31337"
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+interface Compiled {
+  readonly abi: ReadonlyArray<unknown>
+  readonly bytecode: Hex
+  readonly deployedBytecode: Hex
+}
+
+/** Token.sol compiled with solc-js (about 2 s), once per process. */
+let compiled: Promise<Record<"Token" | "Multicall3", Compiled>> | undefined
+export const compileContracts = () => {
+  compiled ??= Promise.resolve().then(() => {
+    const solc = require("solc") as { compile: (input: string) => string }
+    const input = {
+      language: "Solidity",
+      sources: { "Token.sol": { content: readFileSync(join(here, "contracts", "Token.sol"), "utf8") } },
+      settings: {
+        optimizer: { enabled: true, runs: 200 },
+        outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"] } }
+      }
+    }
+    const output = JSON.parse(solc.compile(JSON.stringify(input))) as {
+      errors?: ReadonlyArray<{ severity: string; formattedMessage: string }>
+      contracts: Record<
+        string,
+        Record<
+          string,
+          {
+            abi: ReadonlyArray<unknown>
+            evm: { bytecode: { object: string }; deployedBytecode: { object: string } }
+          }
+        >
+      >
+    }
+    const errors = (output.errors ?? []).filter((error) => error.severity === "error")
+    if (errors.length > 0) throw new Error(errors.map((error) => error.formattedMessage).join("\n"))
+    const of = (name: "Token" | "Multicall3"): Compiled => {
+      const contract = output.contracts["Token.sol"]?.[name]
+      if (contract === undefined) throw new Error(`solc produced no ${name}`)
+      return {
+        abi: contract.abi,
+        bytecode: `0x${contract.evm.bytecode.object}`,
+        deployedBytecode: `0x${contract.evm.deployedBytecode.object}`
+      }
+    }
+    return { Token: of("Token"), Multicall3: of("Multicall3") }
+  })
+  return compiled
+}
+
+export const tokenAbi = [
+  {
+    type: "function",
+    name: "balanceOf",
+    stateMutability: "view",
+    inputs: [{ name: "account", type: "address" }],
+    outputs: [{ type: "uint256" }]
+  },
+  {
+    type: "function",
+    name: "mint",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "to", type: "address" },
+      { name: "value", type: "uint256" }
+    ],
+    outputs: []
+  },
+  {
+    type: "function",
+    name: "authorizationState",
+    stateMutability: "view",
+    inputs: [
+      { name: "authorizer", type: "address" },
+      { name: "nonce", type: "bytes32" }
+    ],
+    outputs: [{ type: "bool" }]
+  }
+] as const
+
+export interface Chain {
+  readonly rpcUrl: string
+  readonly token: Address
+  readonly balanceOf: (address: Address) => Promise<bigint>
+  readonly mint: (to: Address, value: bigint) => Promise<void>
+  /** Every `Transfer` of the token from `from`, as the chain logged it. */
+  readonly transfersFrom: (
+    from: Address
+  ) => Promise<ReadonlyArray<{ readonly to: Address; readonly value: bigint; readonly transaction: Hex }>>
+  /** Stops answering (anvil paused with SIGSTOP) or answers again: a chain that is down. */
+  readonly pause: () => void
+  readonly resume: () => void
+  readonly stop: () => Promise<void>
+}
+
+/** Starts anvil, deploys the token and mints `initialBalance` to `payer`. */
+export const startChain = async (initialBalance = 100_000_000n): Promise<Chain> => {
+  const binary = anvilBinary()
+  if (binary === undefined) throw new Error("The anvil binary (@foundry-rs/anvil) is not installed")
+  const [contracts, port] = await Promise.all([compileContracts(), freePort()])
+  const child: ChildProcess = spawn(
+    binary,
+    ["--host", "127.0.0.1", "--port", String(port), "--chain-id", "31337", "--silent"],
+    { stdio: ["ignore", "ignore", "pipe"] }
+  )
+  let stderr = ""
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  const rpcUrl = `http://127.0.0.1:${port}`
+  const transport = http(rpcUrl, { retryCount: 0 })
+  const publicClient = createPublicClient({ chain: foundry, transport })
+  const wallet = createWalletClient({ chain: foundry, transport, account: deployer }).extend(publicActions)
+  const deadline = performance.now() + 20_000
+  for (;;) {
+    try {
+      await publicClient.getChainId()
+      break
+    } catch (error) {
+      if (child.exitCode !== null || performance.now() > deadline)
+        throw new Error(`anvil did not start on ${rpcUrl}: ${stderr || String(error)}`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  await publicClient.request({
+    method: "anvil_setCode" as never,
+    params: [multicall3Address, contracts.Multicall3.deployedBytecode] as never
+  })
+  const deployHash = await wallet.deployContract({
+    abi: contracts.Token.abi,
+    bytecode: contracts.Token.bytecode,
+    args: [tokenName, tokenVersion]
+  })
+  const receipt = await publicClient.waitForTransactionReceipt({ hash: deployHash })
+  const token = receipt.contractAddress
+  if (token === null || token === undefined) throw new Error("the token did not deploy")
+  const mint = async (to: Address, value: bigint) => {
+    const hash = await wallet.writeContract({
+      address: token,
+      abi: tokenAbi,
+      functionName: "mint",
+      args: [to, value]
+    })
+    await publicClient.waitForTransactionReceipt({ hash })
+  }
+  await mint(payer.address, initialBalance)
+  const transferEvent = {
+    type: "event",
+    name: "Transfer",
+    inputs: [
+      { name: "from", type: "address", indexed: true },
+      { name: "to", type: "address", indexed: true },
+      { name: "value", type: "uint256", indexed: false }
+    ]
+  } as const
+  return {
+    rpcUrl,
+    token,
+    balanceOf: (address) =>
+      publicClient.readContract({
+        address: token,
+        abi: tokenAbi,
+        functionName: "balanceOf",
+        args: [address]
+      }),
+    mint,
+    transfersFrom: async (from) => {
+      const logs = await publicClient.getLogs({
+        address: token,
+        event: transferEvent,
+        args: { from },
+        fromBlock: 0n,
+        toBlock: "latest"
+      })
+      return logs.map((log) => ({
+        to: log.args.to as Address,
+        value: log.args.value as bigint,
+        transaction: log.transactionHash as Hex
+      }))
+    },
+    pause: () => {
+      child.kill("SIGSTOP")
+    },
+    resume: () => {
+      child.kill("SIGCONT")
+    },
+    stop: async () => {
+      child.kill("SIGCONT")
+      child.kill("SIGTERM")
+      await exited
+    }
+  }
+}
