@@ -154,7 +154,7 @@ export interface Settled {
  * The full path's ledger moves of a metered call: reserve the whole quote (taking the account's
  * one in-flight slot), settle at most the quote (or release it all), beat while running, and sweep
  * the reservations of dead calls. The rules (funding order, busy, alert crossing) are the
- * database's functions (migrations/0013_money_rule.sql); this service calls them and turns their
+ * database's functions (migrations/functions.sql); this service calls them and turns their
  * outcomes into problems and mail.
  */
 export class Reservations extends Context.Service<

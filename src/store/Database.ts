@@ -1,7 +1,8 @@
+import { createHash } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import * as Migrator from "effect/sql/Migrator"
 import { AppConfig } from "../config.ts"
 import * as PgClient from "./PgClient.ts"
@@ -56,7 +57,76 @@ export const loadMigrations: Migrator.Loader = Effect.sync(() =>
     })
 )
 
-export const runMigrations = Migrator.make({})({ loader: loadMigrations })
+/** The numbered migrations only: the schema (`runMigrations` applies the functions' file after them). */
+export const runNumberedMigrations = Migrator.make({})({ loader: loadMigrations })
+
+/** A file the migrator applies whole whenever its text is new to the database (not numbered). */
+export interface Repeatable {
+  /** Its name in `svc_repeatable`. */
+  readonly name: string
+  readonly text: string
+}
+
+/** `migrations/functions.sql`: the live text of every function of the schema (the money rule's and the triggers'). */
+export const functionsFile = (): Repeatable => ({
+  name: "functions.sql",
+  text: readFileSync(`${migrationsDir}functions.sql`, "utf8")
+})
+
+/**
+ * What `applyRepeatable` did: `applied` (a text new to the database), `current` (the text applied
+ * last), `superseded` (a text applied before and another since: an older release's, left as it is).
+ */
+export type RepeatableOutcome = "applied" | "current" | "superseded"
+
+/**
+ * Applies `file` in one transaction when its text was never applied to this database, and records
+ * its hash. Two instances starting together on one PostgreSQL take turns (a transaction-scoped
+ * advisory lock, taken before anything is read); the second finds the text applied. A text applied
+ * before is never applied again, so an instance of an older release that starts during a rolling
+ * restart does not take the functions back to its text (src/metering/README.md).
+ */
+export const applyRepeatable = (
+  file: Repeatable
+): Effect.Effect<RepeatableOutcome, SqlError.SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const sha256 = createHash("sha256").update(file.text).digest("hex")
+    return yield* sql.withTransaction(
+      Effect.gen(function* () {
+        yield* sql`SELECT pg_advisory_xact_lock(hashtext('svc_repeatable'))`
+        const exists = yield* sql`SELECT 1 AS found WHERE to_regclass('svc_repeatable') IS NOT NULL`
+        if (exists.length === 0) {
+          yield* sql`CREATE TABLE svc_repeatable (name text NOT NULL, sha256 text NOT NULL,
+            applied_at timestamptz NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (name, sha256))`
+        }
+        const applied = yield* sql<{
+          sha256: string
+        }>`SELECT sha256 FROM svc_repeatable WHERE name = ${file.name}
+          ORDER BY applied_at DESC`
+        if (applied[0]?.sha256 === sha256) return "current" as const
+        if (applied.some((row) => row.sha256 === sha256)) return "superseded" as const
+        for (const statement of statementsOf(file.text)) yield* sql.unsafe(statement)
+        yield* sql`INSERT INTO svc_repeatable (name, sha256) VALUES (${file.name}, ${sha256})`
+        return "applied" as const
+      })
+    )
+  })
+
+/** The numbered migrations, then the functions' file (`functionsFile`); answers the numbered ones applied. */
+export const runMigrations = runNumberedMigrations.pipe(
+  Effect.tap(() =>
+    Effect.suspend(() => applyRepeatable(functionsFile())).pipe(
+      Effect.tap((outcome) =>
+        outcome === "superseded"
+          ? Effect.logWarning(
+              "migrations/functions.sql: this text was applied before and another since; the functions are left as they are"
+            )
+          : Effect.void
+      )
+    )
+  )
+)
 
 const seconds = (duration: Duration.Duration) => `${(Duration.toMillis(duration) / 1000).toFixed(1)} s`
 

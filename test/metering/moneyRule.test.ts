@@ -6,7 +6,7 @@ import { envelopeJson, envelopeOf } from "../../src/metering/receipt.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
 /**
- * The funding order exists once, as the database's `svc_draw` (migrations/0013_money_rule.sql); the
+ * The funding order exists once, as the database's `svc_draw` (migrations/functions.sql); the
  * reservation, the settlement and the cache hit's charge all call it. Its properties are checked
  * here against the function itself, on the store the suite runs on.
  */

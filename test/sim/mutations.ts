@@ -16,11 +16,10 @@ export interface Mutation {
   readonly rewrite?: (sql: string) => string
 }
 
-const moneyRule = readFileSync(new URL("../../migrations/0013_money_rule.sql", import.meta.url), "utf8")
-const webhooks = readFileSync(new URL("../../migrations/0012_webhooks.sql", import.meta.url), "utf8")
-const hitLookups = readFileSync(new URL("../../migrations/0016_hit_lookups.sql", import.meta.url), "utf8")
+/** The live text of every function (applied by the migrator before a mutation's patch runs). */
+const functions = readFileSync(new URL("../../migrations/functions.sql", import.meta.url), "utf8")
 
-/** A function's definition from a migration, as `CREATE OR REPLACE`. */
+/** A function's definition from `source`, as `CREATE OR REPLACE`. */
 const functionOf = (source: string, name: string): string => {
   const at = (text: string) => {
     const index = source.indexOf(`${text} ${name}(`)
@@ -55,7 +54,7 @@ export const mutations: ReadonlyArray<Mutation> = [
   {
     name: "skip-settle-fence",
     description: "settle a call whatever its state: a call that outlived its lease settles after its refund",
-    patch: replaceFunction(moneyRule, "svc_settle", [
+    patch: replaceFunction(functions, "svc_settle", [
       ["WHERE c.id = p_call AND c.state = 'reserved';", "WHERE c.id = p_call;"],
       ["WHERE c.id = p_call AND c.state = 'reserved' RETURNING", "WHERE c.id = p_call RETURNING"]
     ])
@@ -63,7 +62,7 @@ export const mutations: ReadonlyArray<Mutation> = [
   {
     name: "free-budget-race",
     description: "count the free budget as twice its size (what a read-then-write race lets through)",
-    patch: replaceFunction(moneyRule, "svc_free_left", [
+    patch: replaceFunction(functions, "svc_free_left", [
       ["free_left := p_free_per_ip - used", "free_left := 2 * p_free_per_ip - used"]
     ])
   },
@@ -72,7 +71,7 @@ export const mutations: ReadonlyArray<Mutation> = [
     description: "let an account reserve a second call while one is in flight",
     patch: Effect.andThen(
       statements("DROP INDEX calls_one_in_flight"),
-      replaceFunction(moneyRule, "svc_in_flight", [["c.state = 'reserved' LIMIT 1", "false LIMIT 1"]])
+      replaceFunction(functions, "svc_in_flight", [["c.state = 'reserved' LIMIT 1", "false LIMIT 1"]])
     )
   },
   {
@@ -91,7 +90,7 @@ export const mutations: ReadonlyArray<Mutation> = [
   {
     name: "take-twice",
     description: "take a reservation's grant and balance from the account twice",
-    patch: replaceFunction(moneyRule, "svc_take", [
+    patch: replaceFunction(functions, "svc_take", [
       [
         "SET grant_credits = grant_credits - p_grant, balance_credits = balance_credits - p_balance",
         "SET grant_credits = GREATEST(grant_credits - 2 * p_grant, 0), balance_credits = GREATEST(balance_credits - 2 * p_balance, 0)"
@@ -102,7 +101,7 @@ export const mutations: ReadonlyArray<Mutation> = [
     name: "cap-spend-wrong-period",
     description:
       "count a capped key's spend toward its total whatever its cap's period: a day or month cap never binds",
-    patch: replaceFunction(hitLookups, "svc_key_spend", [
+    patch: replaceFunction(functions, "svc_key_spend", [
       [
         "SELECT k.id, svc_period(k.cap_period, p_day), GREATEST(p_delta, 0)",
         "SELECT k.id, 'total', GREATEST(p_delta, 0)"
@@ -112,7 +111,7 @@ export const mutations: ReadonlyArray<Mutation> = [
   {
     name: "topup-past-max",
     description: "arm an automatic top-up whatever the month's maximum",
-    patch: replaceFunction(webhooks, "svc_topup_arm", [
+    patch: replaceFunction(functions, "svc_topup_arm", [
       ["IF v_spent + t.price_usd_cents > t.monthly_max_usd_cents THEN", "IF false THEN"]
     ])
   }
