@@ -7,6 +7,7 @@ import {
 import { type Context, Effect } from "effect"
 import type { McpMount } from "../../contract/mcpMounts.ts"
 import { receiptSignatureMetaKey } from "../../contract/receiptSignature.ts"
+import { commonInstructions, envelopeInstructions, idempotencyInstructions } from "./toolSchemas.ts"
 import type { McpTool } from "./tools.ts"
 
 /** What authentication hands the per-request MCP server: how to run a tool call as the caller. */
@@ -38,8 +39,7 @@ const sessionOf = <R>(context: McpRequestContext): McpSession<R> => {
   return session as McpSession<R>
 }
 
-const instructions =
-  "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt (signed when the call's `_meta` has `\"svc/receipt-signature\": true`; keys at /.well-known/jwks.json); errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
+const instructions = `Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments. ${commonInstructions} ${idempotencyInstructions} ${envelopeInstructions} Every result carries a receipt (signed when the call's \`_meta\` has \`"svc/receipt-signature": true\`; keys at /.well-known/jwks.json); errors are problem documents with \`code\`, \`message\` and, on INVALID_INPUT, \`param\`. get_usage is free.`
 
 /** The server's identity on a mount. */
 export const serverInfoOf = (mount: McpMount) => ({
@@ -57,6 +57,9 @@ export const mcpServerFactory =
     const session = sessionOf<R>(context)
     const server = new McpServer(serverInfoOf(mount), {
       capabilities: { tools: { listChanged: false } },
+      // The list changes only with a deployment, but it is the bearer's (spend key or management
+      // token): cached by its client for an hour, never by a shared cache.
+      cacheHints: { "tools/list": { ttlMs: 3_600_000, cacheScope: "private" } },
       instructions: `${instructions}${moreInstructions}`
     })
     for (const tool of tools) {

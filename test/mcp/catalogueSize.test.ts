@@ -1,0 +1,91 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import { Effect } from "effect"
+import { platforms } from "../../src/domain/plans.ts"
+import { operations } from "../../src/operations/registry.ts"
+import { signIn } from "../identity/support.ts"
+import { ipSequence } from "../support/accounts.ts"
+import { TestApp, testApp } from "../support/app.ts"
+import { storeName } from "../support/database.ts"
+import { type Mode, modes } from "./support.ts"
+
+const freshIp = ipSequence("10.86")
+
+/** What the catalogue may weigh, as sent: `/mcp` and each platform mount. */
+const bound = { all: 32 * 1024, platform: 16 * 1024, management: 48 * 1024 }
+
+/**
+ * The bytes of the `tools/list` response body as the server sent it (JSON or one SSE event),
+ * and the tools the client read from it.
+ */
+const measure = (url: string, auth: { readonly key: string; readonly ip: string }, mode: Mode) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => {
+      const sizes: Array<number> = []
+      const measuring = async (input: string | URL | Request, init?: RequestInit) => {
+        const response = await fetch(input, init)
+        const body = typeof init?.body === "string" ? init.body : ""
+        if (!body.includes('"tools/list"')) return response
+        const bytes = new Uint8Array(await response.arrayBuffer())
+        sizes.push(bytes.byteLength)
+        return new Response(bytes, { status: response.status, headers: response.headers })
+      }
+      const client = new Client({ name: "svc-catalogue-size", version: "1.0.0" }, mode.options)
+      const transport = new StreamableHTTPClientTransport(new URL(url), {
+        fetch: measuring,
+        requestInit: { headers: { authorization: `Bearer ${auth.key}`, "x-forwarded-for": auth.ip } }
+      })
+      return { client, transport, sizes }
+    }),
+    ({ client, transport, sizes }) =>
+      Effect.promise(async () => {
+        await client.connect(transport)
+        const listed = await client.listTools()
+        return { bytes: sizes.reduce((total, size) => total + size, 0), listed }
+      }),
+    ({ client }) => Effect.promise(() => client.close())
+  )
+
+describe(`The MCP catalogue's size (${storeName})`, () => {
+  layer(testApp(operations), { timeout: 60_000, excludeTestServices: true })((it) => {
+    for (const mode of modes) {
+      it.effect(`${mode.name}: a spend key's tools/list fits 32 KB on /mcp and 16 KB per platform`, () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = freshIp()
+          const { key } = yield* app.mint(ip)
+          const all = yield* measure(`${app.url}/mcp`, { key, ip }, mode)
+          assert.strictEqual(all.listed.tools.length, operations.length + 1)
+          console.info(`tools/list ${mode.era} /mcp: ${all.bytes} bytes`)
+          assert.isAtMost(all.bytes, bound.all, "/mcp")
+          for (const platform of platforms) {
+            const one = yield* measure(`${app.url}/mcp/${platform}`, { key, ip }, mode)
+            console.info(`tools/list ${mode.era} /mcp/${platform}: ${one.bytes} bytes`)
+            assert.isAtMost(one.bytes, bound.platform, `/mcp/${platform}`)
+          }
+          if (mode.era === "modern") {
+            const result = all.listed as unknown as { ttlMs?: number; cacheScope?: string }
+            assert.strictEqual(result.cacheScope, "private")
+            assert.isAbove(result.ttlMs ?? 0, 0)
+          }
+        })
+      )
+
+      it.effect(`${mode.name}: a management token's catalogue, measured`, () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = freshIp()
+          const minted = yield* app.mint(ip)
+          const { management_token } = yield* signIn(app, `catalogue-${mode.era}@example.com`, {
+            key: minted.key,
+            ip
+          })
+          const all = yield* measure(`${app.url}/mcp`, { key: management_token, ip }, mode)
+          console.info(`tools/list ${mode.era} /mcp (management token): ${all.bytes} bytes`)
+          // The data tools and the management ones (measured 41 KB).
+          assert.isAtMost(all.bytes, bound.management, "/mcp for a management token")
+        })
+      )
+    }
+  })
+})
