@@ -2,6 +2,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
 import { Effect } from "effect"
 import { platforms } from "../../src/domain/plans.ts"
+import { domainSurcharge, prices } from "../../src/domain/pricing.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { signIn } from "../identity/support.ts"
 import { ipSequence } from "../support/accounts.ts"
@@ -10,6 +11,27 @@ import { storeName } from "../support/database.ts"
 import { type Mode, modes } from "./support.ts"
 
 const freshIp = ipSequence("10.86")
+
+/** The quote of each operation's cheapest call, from the pricing rules the calls are charged by. */
+const cheapestQuotes = {
+  resolveUrl: prices.resolveUrl().credits,
+  getProfile: prices.getProfile(0).credits,
+  searchPeople: prices.searchPeople(1).credits,
+  getCompany: prices.getCompany(false).credits,
+  getPosts: prices.getPosts(false).credits,
+  forumSearch: prices.forumSearch().credits,
+  getCommunity: prices.getCommunity(false).credits,
+  getCommunityPosts: prices.getCommunityPosts().credits,
+  getForumUser: prices.getForumUser(0).credits,
+  getForumPosts: prices.getForumPosts(1, false).credits,
+  resolveForumUrl: prices.resolveForumUrl().credits,
+  microblogSearch: prices.microblogSearch().credits,
+  getMicroblogProfile: prices.getMicroblogProfile().credits,
+  getTweets: prices.getTweets().credits,
+  getTweet: prices.getTweet().credits,
+  getTweetReplies: prices.getTweetReplies().credits,
+  resolveMicroblogUrl: prices.resolveMicroblogUrl().credits
+}
 
 /** What the catalogue may weigh, as sent: `/mcp` and each platform mount. */
 const bound = { all: 32 * 1024, platform: 16 * 1024, management: 48 * 1024 }
@@ -68,6 +90,32 @@ describe(`The MCP catalogue's size (${storeName})`, () => {
             assert.strictEqual(result.cacheScope, "private")
             assert.isAbove(result.ttlMs ?? 0, 0)
           }
+        })
+      )
+
+      it.effect(`${mode.name}: each data tool states its price: the base is its cheapest call's quote`, () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = freshIp()
+          const { key } = yield* app.mint(ip)
+          const { listed } = yield* measure(`${app.url}/mcp`, { key, ip }, mode)
+          for (const operation of operations) {
+            const tool = listed.tools.find((candidate) => candidate.name === operation.id)!
+            const pricing = tool._meta?.["svc/pricing"] as
+              | { base: number; rules: Array<{ item: string; credits: number; per?: number }> }
+              | undefined
+            assert.isDefined(pricing, operation.id)
+            const cheapest = cheapestQuotes[operation.id as keyof typeof cheapestQuotes]
+            assert.strictEqual(pricing!.base, cheapest, operation.id)
+            const items = pricing!.rules.map((rule) => rule.item)
+            assert.strictEqual(items.includes("realtime"), operation.common, operation.id)
+          }
+          const rulesOf = (id: string) =>
+            (listed.tools.find((tool) => tool.name === id)!._meta as any)["svc/pricing"].rules
+          assert.deepInclude(rulesOf("getProfile"), { item: "sections beyond 2", credits: 2 })
+          assert.deepInclude(rulesOf("searchPeople"), { item: "results beyond 10", credits: 1, per: 10 })
+          assert.deepInclude(rulesOf("getCompany"), { item: "domain resolution", credits: domainSurcharge })
+          assert.deepInclude(rulesOf("getForumPosts"), { item: "thread", credits: 4 })
         })
       )
 

@@ -69,7 +69,8 @@ export const mcpServerFactory =
           description: tool.description,
           inputSchema: tool.inputSchema,
           outputSchema: tool.outputSchema,
-          annotations: tool.annotations
+          annotations: tool.annotations,
+          ...(tool.meta === undefined ? {} : { _meta: tool.meta })
         },
         (args, ctx) =>
           session.run(
