@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client"
+import { Ajv } from "ajv"
 import { Effect } from "effect"
 import { platforms } from "../../src/domain/plans.ts"
 import { domainSurcharge, prices } from "../../src/domain/pricing.ts"
@@ -8,7 +9,8 @@ import { signIn } from "../identity/support.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"
-import { type Mode, modes } from "./support.ts"
+import { sampleArguments } from "./samples.ts"
+import { callTool, connect, type Mode, modes } from "./support.ts"
 
 const freshIp = ipSequence("10.86")
 
@@ -116,6 +118,28 @@ describe(`The MCP catalogue's size (${storeName})`, () => {
           assert.deepInclude(rulesOf("searchPeople"), { item: "results beyond 10", credits: 1, per: 10 })
           assert.deepInclude(rulesOf("getCompany"), { item: "domain resolution", credits: domainSurcharge })
           assert.deepInclude(rulesOf("getForumPosts"), { item: "thread", credits: 4 })
+        })
+      )
+
+      it.effect(`${mode.name}: the shortened output schemas hold for real results`, () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const ip = freshIp()
+          const { key } = yield* app.mint(ip)
+          const { listed } = yield* measure(`${app.url}/mcp`, { key, ip }, mode)
+          const client = yield* connect(`${app.url}/mcp`, { key, ip }, mode)
+          const ajv = new Ajv({ strict: false })
+          let validated = 0
+          for (const tool of listed.tools) {
+            const args = tool.name === "get_usage" ? {} : sampleArguments[tool.name]
+            assert.isDefined(args, tool.name)
+            const result = yield* callTool(client, tool.name, args)
+            assert.isFalse(result.isError, `${tool.name}: ${result.text}`)
+            const validate = ajv.compile(tool.outputSchema as object)
+            assert.isTrue(validate(result.structured), `${tool.name}: ${ajv.errorsText(validate.errors)}`)
+            validated += 1
+          }
+          assert.strictEqual(validated, operations.length + 1)
         })
       )
 
