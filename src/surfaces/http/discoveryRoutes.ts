@@ -4,6 +4,7 @@ import { HttpRouter, HttpServerResponse } from "effect/http"
 import { AppConfig, type AppConfigShape, links } from "../../config.ts"
 import { errorCatalog } from "../../contract/errors.ts"
 import { mcpMounts, mcpPath, mountUrl } from "../../contract/mcpMounts.ts"
+import type { PaymentRailName } from "../../domain/plans.ts"
 import { protectedResourcePath } from "../mcp/auth.ts"
 import { serverInfoOf } from "../mcp/server.ts"
 import { jwksPath } from "./jwksRoute.ts"
@@ -71,13 +72,16 @@ export const aiCatalog = (config: Pick<AppConfigShape, "baseUrl">) => ({
   ]
 })
 
-/** The payment rails an agent can pay by, from the configuration. */
+/** What each rail asks of the payer; a new rail name does not compile until it is described here. */
+const railText: Record<PaymentRailName, string> = {
+  stripe:
+    "the checkout's `url` is a Stripe payment page for a person; credits land on the key when Stripe confirms.",
+  local: "the built-in test-mode checkout; open its `url` and confirm (no real money)."
+}
+
+/** The payment rails an agent can pay by, in the configured order. */
 const railLines = (config: Pick<AppConfigShape, "checkoutRails">) =>
-  config.checkoutRails.map((rail) =>
-    rail === "stripe"
-      ? "- stripe: the checkout's `url` is a Stripe payment page for a person; credits land on the key when Stripe confirms."
-      : "- local: the built-in test-mode checkout; open its `url` and confirm (no real money)."
-  )
+  config.checkoutRails.map((rail) => `- ${rail}: ${railText[rail]}`)
 
 /** `/llms.txt`: what an agent needs, in plain text, from the configuration and the error catalogue. */
 export const llmsTxt = (config: Pick<AppConfigShape, "baseUrl" | "checkoutRails">) => {
