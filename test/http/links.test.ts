@@ -41,6 +41,8 @@ describe(`every link the API hands out leads somewhere (${storeName})`, () => {
         })
         const keyRequired = yield* app.call("/v1/usage")
         const notFound = yield* app.call("/v1/nope")
+        const serverCard = yield* app.call("/mcp/server-card")
+        const aiCatalog = yield* app.call("/.well-known/ai-catalog.json")
         assert.strictEqual(trialCap.body.code, "TRIAL_CAP_EXCEEDED")
         assert.strictEqual(keyRequired.body.code, "KEY_REQUIRED")
 
@@ -51,6 +53,8 @@ describe(`every link the API hands out leads somewhere (${storeName})`, () => {
           ...linksIn(trialCap.body, "TRIAL_CAP_EXCEEDED"),
           ...linksIn(keyRequired.body, "KEY_REQUIRED"),
           ...linksIn(notFound.body, "NOT_FOUND"),
+          ...linksIn(serverCard.body, "server-card"),
+          ...linksIn(aiCatalog.body, "ai-catalog"),
           ...Object.keys(errorCatalog).map((code): Found => [`doc_url of ${code}`, link.errorDoc(code)]),
           ...(["login", "activate", "docs", "openapi", "upgrade", "claim", "mcp"] as const).map(
             (name): Found => [`links.${name}`, link[name]]
@@ -66,7 +70,10 @@ describe(`every link the API hands out leads somewhere (${storeName})`, () => {
           "TRIAL_CAP_EXCEEDED.doc_url",
           "TRIAL_CAP_EXCEEDED.upgrade_url",
           "TRIAL_CAP_EXCEEDED.offer.checkout_url",
-          "KEY_REQUIRED.doc_url"
+          "KEY_REQUIRED.doc_url",
+          "server-card.remotes.url",
+          "server-card.authentication.schemes.protectedResourceMetadata",
+          "ai-catalog.entries.url"
         ]) {
           assert.isTrue(at.has(expected), `${expected} is among the links found: ${[...at].join(", ")}`)
         }

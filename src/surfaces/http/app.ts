@@ -18,6 +18,7 @@ import { BillingRoutes } from "./billingRoutes.ts"
 import { CheckoutPageRoutes } from "./checkout/routes.ts"
 import { DashboardRoutes } from "./dashboard/routes.ts"
 import { DataRoutes } from "./dataRoutes.ts"
+import { DiscoveryRoutes } from "./discoveryRoutes.ts"
 import { docsHeader, docsLayer, docsScalarConfig, freshIdempotencyKeys } from "./docsPage.ts"
 import { AuthRoutes, ChildKeysRoutes, ManagementRoutes, SessionsRoutes } from "./governanceRoutes.ts"
 import { JwksRoute } from "./jwksRoute.ts"
@@ -149,6 +150,7 @@ export const httpRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>, public
     }),
     AdminRpcRoutes,
     JwksRoute,
+    DiscoveryRoutes,
     McpRoutes(operations),
     PageRoutes,
     DashboardRoutes(operations),

@@ -225,6 +225,17 @@ const plainRequest = (
   return { era: "modern", id: id as string | number, params, version }
 }
 
+/** Whether a 2026-07-28 request's envelope declares URL-mode elicitation. */
+const takesUrlRequests = (meta: unknown) => {
+  if (!isPlainObject(meta)) return false
+  const capabilities = meta[clientCapabilitiesKey]
+  return (
+    isPlainObject(capabilities) &&
+    isPlainObject(capabilities.elicitation) &&
+    capabilities.elicitation.url !== undefined
+  )
+}
+
 /**
  * Recognises a plain `tools/call` of a tool of `catalogue`, given the request's headers and its
  * parsed JSON body, or `undefined` for anything the SDK should answer.
@@ -240,6 +251,8 @@ export const fastCallOf = <R>(
   if (typeof name !== "string") return undefined
   const tool = catalogue.tools.get(name)
   if (tool === undefined) return undefined
+  // A client that takes URL-mode input requests may be offered a page (server.ts): the SDK's path.
+  if (takesUrlRequests(plain.params._meta)) return undefined
   if (args !== undefined && (!isPlainObject(args) || Object.hasOwn(args, "__proto__"))) return undefined
   const idJson = JSON.stringify(plain.id)
   return {

@@ -27,7 +27,7 @@ import * as management from "../common/management.ts"
 import { invalidInputFromSchemaError } from "../common/problems.ts"
 import { type Bearer, McpBearer } from "./bearer.ts"
 import { toToolResult } from "./toolResults.ts"
-import { inputSchema, jsonSchemaOf, outputSchema } from "./toolSchemas.ts"
+import { compactJsonSchema, inputSchema, jsonSchemaOf, outputSchema } from "./toolSchemas.ts"
 import type { McpTool } from "./tools.ts"
 
 /**
@@ -105,7 +105,7 @@ const routeTool = <E extends Endpoint>(
     platform: undefined,
     description: `${description}${moreHelp}`,
     inputSchema: inputSchema(argumentsJsonSchema(argumentsSchema)),
-    outputSchema: outputSchema(jsonSchemaOf(successOf(endpoint))),
+    outputSchema: outputSchema(compactJsonSchema(jsonSchemaOf(successOf(endpoint)))),
     annotations: { openWorldHint: false, ...annotations },
     call: Effect.fn(`mcp.${name}`)(function* (args: Record<string, unknown> | undefined) {
       const bearer = yield* McpBearer

@@ -1,11 +1,17 @@
 import {
   type AuthInfo,
   type CallToolResult,
+  CLIENT_CAPABILITIES_META_KEY,
+  type ClientCapabilities,
+  type InputRequiredResult,
+  inputRequired,
   type McpRequestContext,
-  McpServer
+  McpServer,
+  type ServerContext
 } from "@modelcontextprotocol/server"
 import { type Context, Effect } from "effect"
 import type { McpMount } from "../../contract/mcpMounts.ts"
+import { commonInstructions, envelopeInstructions, idempotencyInstructions } from "./toolSchemas.ts"
 import type { McpTool } from "./tools.ts"
 
 /** What authentication hands the per-request MCP server: how to run a tool call as the caller. */
@@ -37,8 +43,54 @@ const sessionOf = <R>(context: McpRequestContext): McpSession<R> => {
   return session as McpSession<R>
 }
 
-const instructions =
-  "Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments; `idempotency_key` is REST's Idempotency-Key (required on paid keys). Every result carries a receipt (signed when the call's `_meta` has `\"svc/receipt-signature\": true`; keys at /.well-known/jwks.json); errors are problem documents with `code`, `message` and, on INVALID_INPUT, `param`. get_usage is free."
+const instructions = `Metered public data from a professional network (profnet), a forum and a microblog. Each tool mirrors one REST operation of the same name and takes its query parameters as arguments. ${commonInstructions} ${idempotencyInstructions} ${envelopeInstructions} Every result carries a receipt (signed when the call's \`_meta\` has \`"svc/receipt-signature": true\`; keys at /.well-known/jwks.json); errors are problem documents with \`code\`, \`message\` and, on INVALID_INPUT, \`param\`. get_usage is free.`
+
+/** The key of the URL-mode input request a tool result that needs a person is offered as. */
+export const personRequestKey = "svc/person"
+
+/** The page a person must open to get past a failed call: the claim page, the offer's checkout, or the upgrade page. */
+const personUrlOf = (
+  result: CallToolResult
+): { readonly url: string; readonly message: string } | undefined => {
+  if (result.isError !== true) return undefined
+  const text = result.content.find((content) => content.type === "text")
+  if (text?.type !== "text") return undefined
+  const problem = JSON.parse(text.text) as {
+    upgrade_url?: string
+    claim_url?: string
+    offer?: { checkout_url?: string }
+    message?: string
+  }
+  const url = problem.claim_url ?? problem.offer?.checkout_url ?? problem.upgrade_url
+  return url === undefined ? undefined : { url, message: problem.message ?? "Open this page to continue." }
+}
+
+/** Whether the client said it takes URL-mode input requests (in the request's envelope, or at its handshake). */
+const takesUrlRequests = (server: McpServer, context: ServerContext) => {
+  const envelope = context.mcpReq.envelope as Record<string, unknown> | undefined
+  const capabilities = (envelope?.[CLIENT_CAPABILITIES_META_KEY] ?? server.server.getClientCapabilities()) as
+    | ClientCapabilities
+    | undefined
+  return capabilities?.elicitation?.url !== undefined
+}
+
+/**
+ * A failed call a person can fix (pay, or claim the trial account) offered the 2026-07-28 way: an
+ * input request in URL mode for its page, when the client takes them; the retry after it runs the
+ * call again and answers as it answers (the problem again when nothing was fixed).
+ */
+const offeringThePage = (
+  server: McpServer,
+  context: ServerContext,
+  result: CallToolResult
+): CallToolResult | InputRequiredResult => {
+  const page = personUrlOf(result)
+  if (page === undefined || context.mcpReq.inputResponses?.[personRequestKey] !== undefined) return result
+  if (!takesUrlRequests(server, context)) return result
+  return inputRequired({
+    inputRequests: { [personRequestKey]: inputRequired.elicitUrl({ message: page.message, url: page.url }) }
+  })
+}
 
 /** The server's identity on a mount. */
 export const serverInfoOf = (mount: McpMount) => ({
@@ -56,6 +108,9 @@ export const mcpServerFactory =
     const session = sessionOf<R>(context)
     const server = new McpServer(serverInfoOf(mount), {
       capabilities: { tools: { listChanged: false } },
+      // The list changes only with a deployment, but it is the bearer's (spend key or management
+      // token): cached by its client for an hour, never by a shared cache.
+      cacheHints: { "tools/list": { ttlMs: 3_600_000, cacheScope: "private" } },
       instructions: `${instructions}${moreInstructions}`
     })
     for (const tool of tools) {
@@ -65,9 +120,13 @@ export const mcpServerFactory =
           description: tool.description,
           inputSchema: tool.inputSchema,
           outputSchema: tool.outputSchema,
-          annotations: tool.annotations
+          annotations: tool.annotations,
+          ...(tool.meta === undefined ? {} : { _meta: tool.meta })
         },
-        (args, ctx) => session.run(tool.call(args, ctx.mcpReq._meta), ctx.mcpReq.signal)
+        (args, ctx) =>
+          session
+            .run(tool.call(args, ctx.mcpReq._meta), ctx.mcpReq.signal)
+            .then((result) => offeringThePage(server, ctx, result))
       )
     }
     return server

@@ -5,7 +5,7 @@ import {
   type StandardSchemaWithJSON
 } from "@modelcontextprotocol/server"
 import { Schema } from "effect"
-import { queryFields } from "../../contract/api.ts"
+import { commonFields, queryFields } from "../../contract/api.ts"
 import { envelopeOf } from "../../contract/envelope.ts"
 import { IdempotencyKey } from "../../contract/idempotencyKey.ts"
 import { Usage } from "../../contract/schemas.ts"
@@ -29,21 +29,104 @@ export const jsonSchemaOf = (schema: Schema.Top): JsonSchemaType => {
 /** REST's Idempotency-Key header as a tool argument, its length from the schema REST's header has. */
 const idempotencyKey = {
   ...jsonSchemaOf(IdempotencyKey),
-  description:
-    "REST's Idempotency-Key: unique per logical call (UUID recommended). Required on paid keys. The same key with the same arguments, over MCP or REST, returns the stored result without charging again."
+  description: "REST's Idempotency-Key; required on paid keys. See instructions."
 }
 
-/** A tool's arguments: the operation's own parameters (decoded types), the common ones, and `idempotency_key`. */
+/** What the server's instructions say once about `idempotency_key`, for every tool. */
+export const idempotencyInstructions =
+  "`idempotency_key` is REST's Idempotency-Key: unique per logical call (UUID recommended), required on paid keys; the same key with the same arguments, over MCP or REST, returns the stored result without charging again."
+
+/** The common arguments' JSON Schemas, their descriptions said once in the instructions. */
+const commonJsonSchemas = jsonSchemaOf(Schema.toType(Schema.Struct(commonFields))).properties as Record<
+  string,
+  { readonly description?: string }
+>
+
+/** What the server's instructions say once about the common arguments `freshness` and `max_credits`. */
+export const commonInstructions = Object.entries(commonJsonSchemas)
+  .map(([name, schema]) => `\`${name}\`: ${schema.description ?? ""}.`)
+  .join(" ")
+  .replaceAll("..", ".")
+
+/**
+ * A tool's arguments: the operation's own parameters (decoded types), the common ones, and
+ * `idempotency_key`. Every constraint stays; the common arguments' long descriptions are in the
+ * server's instructions, said once rather than on every tool.
+ */
 export const toolInputJsonSchema = (operation: AnyOperation): JsonSchemaType => {
   const fields = queryFields(operation)
   const schema = jsonSchemaOf(Schema.toType(Schema.Struct(fields)))
-  return { ...schema, properties: { ...schema.properties, idempotency_key: idempotencyKey } }
+  const properties = Object.fromEntries(
+    Object.entries(schema.properties ?? {}).map(([name, member]) =>
+      name in commonJsonSchemas
+        ? [name, { ...(member as object), description: "See instructions." }]
+        : [name, member]
+    )
+  )
+  return { ...schema, properties: { ...properties, idempotency_key: idempotencyKey } }
 }
 
-export const toolOutputJsonSchema = (operation: AnyOperation): JsonSchemaType =>
+/** The complete envelope of an operation's answer, as REST's OpenAPI states it. */
+export const fullOutputJsonSchema = (operation: AnyOperation): JsonSchemaType =>
   jsonSchemaOf(envelopeOf(operation.kind, operation.data))
 
-export const usageOutputJsonSchema: JsonSchemaType = jsonSchemaOf(Usage)
+type Node = {
+  readonly type?: string | ReadonlyArray<string>
+  readonly $ref?: string
+  readonly enum?: ReadonlyArray<unknown>
+  readonly required?: ReadonlyArray<string>
+  readonly properties?: Record<string, Node>
+  readonly $defs?: Record<string, Node>
+}
+
+/**
+ * One level of a schema: its type and, for an object, its required member names; a `$ref` is
+ * followed. It admits every value the schema admits (it only drops constraints), so it is never wrong.
+ */
+const shallow = (node: Node | undefined, defs: Record<string, Node>): JsonSchemaType => {
+  const resolved = node?.$ref === undefined ? node : defs[node.$ref.replace("#/$defs/", "")]
+  if (resolved?.type === undefined) return {} as JsonSchemaType
+  return {
+    type: resolved.type,
+    ...(resolved.type === "object" && resolved.required !== undefined && resolved.required.length > 0
+      ? { required: resolved.required }
+      : {})
+  } as JsonSchemaType
+}
+
+/** One level of a schema without its member names: its type. */
+const typeOnly = (node: Node | undefined, defs: Record<string, Node>): JsonSchemaType => {
+  const { type } = shallow(node, defs) as Node
+  return (type === undefined ? {} : { type }) as JsonSchemaType
+}
+
+/**
+ * A schema as the catalogue advertises it: the root's own constants (`kind`, `schema_version`) whole,
+ * `data` one level deep (its type and required members), each other member by its type (the envelope's
+ * members are described once in the instructions). The catalogue is read by the model at every turn: the envelope
+ * is described once in the server's instructions, and REST's OpenAPI keeps the complete schema.
+ */
+export const compactJsonSchema = (full: JsonSchemaType): JsonSchemaType => {
+  const root = full as Node
+  const defs = root.$defs ?? {}
+  const properties = Object.fromEntries(
+    Object.entries(root.properties ?? {}).map(([name, member]) => [
+      name,
+      member.enum !== undefined ? member : name === "data" ? shallow(member, defs) : typeOnly(member, defs)
+    ])
+  )
+  return {
+    type: "object",
+    properties,
+    ...(root.required === undefined ? {} : { required: root.required })
+  } as JsonSchemaType
+}
+
+/** A data tool's advertised output: its envelope, compacted. */
+export const toolOutputJsonSchema = (operation: AnyOperation): JsonSchemaType =>
+  compactJsonSchema(fullOutputJsonSchema(operation))
+
+export const usageOutputJsonSchema: JsonSchemaType = compactJsonSchema(jsonSchemaOf(Usage))
 
 export const noArguments: JsonSchemaType = { type: "object", properties: {}, additionalProperties: true }
 
@@ -86,3 +169,21 @@ export const outputSchema = (schema: JsonSchemaType): StandardSchemaWithJSON => 
   synchronous.add(lazy)
   return lazy
 }
+
+/** A schema's members as text, nested objects in braces, optional ones marked `?`. */
+const outline = (node: Node, defs: Record<string, Node>): string => {
+  const resolved = node.$ref === undefined ? node : (defs[node.$ref.replace("#/$defs/", "")] ?? {})
+  const items = (resolved as { items?: Node }).items
+  if (resolved.type === "array" && items !== undefined) return `[${outline(items, defs)}]`
+  if (resolved.properties === undefined) return ""
+  const required = new Set(resolved.required ?? [])
+  return `{${Object.entries(resolved.properties)
+    .map(([name, member]) => `${name}${required.has(name) ? "" : "?"}${outline(member, defs)}`)
+    .join(", ")}}`
+}
+
+/** The envelope every data tool answers with, described once (from its schema) in the instructions. */
+export const envelopeInstructions = (() => {
+  const full = jsonSchemaOf(envelopeOf("kind", Schema.Unknown)) as Node
+  return `Every data tool's structuredContent is the envelope ${outline(full, full.$defs ?? {})}; \`data\` is the tool's own shape (its outputSchema names its members, REST's OpenAPI at /v1/openapi.json has it whole).`
+})()

@@ -13,6 +13,7 @@ import type { Ids } from "../../services/Ids.ts"
 import { Usage } from "../../services/Usage.ts"
 import { usageReport } from "../usageReport.ts"
 import { McpBearer } from "./bearer.ts"
+import { pricingMetaKey, pricingOf } from "./pricing.ts"
 import { toolArgumentsDecoder } from "./toolArguments.ts"
 import { meteredResult, settledResult, toToolResult } from "./toolResults.ts"
 import {
@@ -39,6 +40,8 @@ export interface McpTool<R> {
   readonly inputSchema: StandardSchemaWithJSON<Record<string, unknown>>
   readonly outputSchema: StandardSchemaWithJSON
   readonly annotations: ToolAnnotations
+  /** The tool's `_meta` in the catalogue: a data tool's price (`svc/pricing`). */
+  readonly meta?: Record<string, unknown>
   /** Never fails: metered failures and defects are error results. */
   readonly call: (
     args: Record<string, unknown>,
@@ -60,6 +63,7 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     inputSchema: inputSchema(rehostJson(hosts, toolInputJsonSchema(operation))),
     outputSchema: outputSchema(rehostJson(hosts, toolOutputJsonSchema(operation))),
     annotations: dataAnnotations,
+    meta: { [pricingMetaKey]: pricingOf(operation) },
     // hot path
     call: (args: Record<string, unknown>, meta?: Readonly<Record<string, unknown>>) => {
       const run = settledResult(
