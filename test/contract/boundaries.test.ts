@@ -147,7 +147,7 @@ describe("the house's structure", () => {
 
   it("imports only downward: each room of src/ (a folder or a top-level file) imports only rooms below it", () => {
     // From the ground up: pure rules and shapes, then the store and the upstream, the services, what
-    // runs on them, the metering, the surfaces, and the start-up files in their order.
+    // runs on them, identity, the metering, the surfaces, and the start-up files in their order.
     const order = [
       "domain",
       "strippedTypes.ts",
@@ -163,6 +163,7 @@ describe("the house's structure", () => {
       "payments",
       "operator",
       "webhooks",
+      "identity",
       "metering",
       "logging.ts",
       "surfaces",

@@ -11,8 +11,8 @@ import {
   unrecognizedBearer
 } from "../../domain/secrets.ts"
 import { identityPolicy } from "../../domain/signIn.ts"
+import type { Unconfirmed } from "../../identity/types.ts"
 import { noteAccount } from "../../logging.ts"
-import type { Unconfirmed } from "../../metering/meterDataCall.ts"
 import { OAuthServer } from "../../oauth/OAuthServer.ts"
 import { Accounts } from "../../services/Accounts.ts"
 import { KeyMemory, type Remembered } from "../../services/KeyMemory.ts"
