@@ -6,6 +6,8 @@ import { dataQueryDecoder } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { type InvalidInput, isApiError } from "../../contract/errors.ts"
 import { prefersReceiptSignature, receiptSignaturePreference } from "../../contract/receiptSignature.ts"
+import { bearerCredential } from "../../identity/authorization.ts"
+import { Bearers } from "../../identity/Bearers.ts"
 import {
   type CallInput,
   type CallOutcome,
@@ -15,8 +17,6 @@ import {
 } from "../../metering/meterDataCall.ts"
 import { ReceiptSigner, signedAnswer } from "../../metering/ReceiptSigner.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
-import { bearerCredential } from "../common/authorization.ts"
-import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 import { noStore } from "./middleware.ts"
