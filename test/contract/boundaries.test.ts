@@ -192,6 +192,17 @@ describe("the house's structure", () => {
     assert.deepStrictEqual(withSql, [])
   })
 
+  it("the clients import only the contract, the domain and client code: no server module", () => {
+    const rooms = ["clients/", "contract/", "domain/"]
+    const reached = filesUnder(join(src, "clients")).flatMap((file) =>
+      localImports(file)
+        .map((target) => relative(src, target))
+        .filter((target) => !rooms.some((room) => target.startsWith(room)))
+        .map((target) => `${relative(src, file)} -> ${target}`)
+    )
+    assert.deepStrictEqual(reached, [])
+  })
+
   it("the surfaces reach the metering only through its front door and its receipts", () => {
     const door = [
       "metering/meterDataCall.ts",
