@@ -8,6 +8,7 @@ import { refundsOf, resultOf } from "./answer.ts"
 import { type Admitted, type CallOutcome, confirmed, type Meter } from "./call.ts"
 import { HitCharges } from "./HitCharges.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
+import { chargeHolds } from "./invariants.ts"
 import { envelopeJson, envelopeOf } from "./receipt.ts"
 import { rememberResult, replayFromMemory } from "./replay.ts"
 
@@ -146,7 +147,9 @@ const speculate = <R>(
               { discard: true }
             )
             const envelope = envelopeOf(result, outcome.receipt)
-            return Effect.as(Effect.andThen(writes, rememberResult(call, stored, outcome.receipt)), {
+            // The charge committed: its receipt must hold the money path's invariants.
+            const checked = Effect.andThen(chargeHolds(outcome.receipt), writes)
+            return Effect.as(Effect.andThen(checked, rememberResult(call, stored, outcome.receipt)), {
               envelope,
               receipt: outcome.receipt,
               replayed: false,

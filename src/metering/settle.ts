@@ -16,6 +16,7 @@ import { callsHeld } from "../observability/metrics.ts"
 import { refundsOf, resultOf } from "./answer.ts"
 import type { Admitted, CallOutcome, Restore } from "./call.ts"
 import { IdempotencyStore } from "./IdempotencyStore.ts"
+import { chargeHolds } from "./invariants.ts"
 import { type Reservation, ReservationLost, Reservations } from "./Reservations.ts"
 import { envelopeJson, envelopeOf, receiptOf } from "./receipt.ts"
 import { rememberResult, replayOf } from "./replay.ts"
@@ -168,6 +169,7 @@ export const runAndSettle = Effect.fnUntraced(function* <R>(
       key === undefined ? Effect.void : store.complete(call.caller.account.id, key, callId, resultJson)
     )
     .pipe(Effect.catchTag("SqlError", Effect.die))
+  yield* chargeHolds(settled.receipt)
   yield* rememberResult(call, resultJson, settled.receipt)
   return {
     envelope: envelopeOf(result, settled.receipt),
