@@ -1,6 +1,6 @@
 import { Effect, ManagedRuntime } from "effect"
 import { AdminClient } from "../src/clients/operator-cli/AdminClient.ts"
-import type { FaultsPatch } from "../src/upstream/http/wire.ts"
+import type { FaultsPatch } from "../src/contract/faults.ts"
 
 export interface BenchAccount {
   readonly accountId: string

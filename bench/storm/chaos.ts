@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises"
-import type { FaultsPatch } from "../../src/upstream/http/wire.ts"
+import type { FaultsPatch } from "../../src/contract/faults.ts"
 import { type Cluster, type Instance, postgresCluster, restartPostgres } from "./cluster.ts"
 import type { Random } from "./options.ts"
 

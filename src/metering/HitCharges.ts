@@ -126,6 +126,8 @@ export class HitCharges extends Context.Service<
         /** When it was queued (`performance.now()`), for the wait's metric. */
         readonly queuedAt: number
       }
+      // Bound: at most one waiting hit per account (`accountsUnderWay` declines a second at once), so
+      // never more than the data calls in flight on this instance; a worker takes up to a batch.
       const waiting = yield* Queue.unbounded<Waiting>()
       const accountsUnderWay = new Set<string>()
 
@@ -199,7 +201,7 @@ export class HitCharges extends Context.Service<
         if (accountsUnderWay.has(input.accountId))
           return Effect.succeed({ _tag: "Declined", reason: "pending" })
         accountsUnderWay.add(input.accountId)
-        // The queue is unbounded: offering never waits.
+        // Offering never waits: the queue's bound is one hit per account (above).
         const done = Deferred.makeUnsafe<HitOutcome, SqlError>()
         Queue.offerUnsafe(waiting, { input, done, queuedAt: performance.now() })
         return Effect.ensuring(

@@ -7,7 +7,7 @@ import { CompactSign } from "jose"
 import { AppConfig } from "../config.ts"
 import { receiptPayload, receiptSignatureAlg } from "../contract/receiptSignature.ts"
 import * as Row from "../store/rows.ts"
-import type { CallOutcome, Metered } from "./meterDataCall.ts"
+import type { CallOutcome, Metered } from "./call.ts"
 import { type Receipt, withSignedReceipt } from "./receipt.ts"
 import { newPrivateJwk, type PublicJwk, publicOnly, type SigningKey, signingKeyOf } from "./signingKeys.ts"
 

@@ -1,4 +1,4 @@
-import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { AppConfig, links } from "../config.ts"
@@ -10,7 +10,7 @@ import {
   TrialCapExceeded
 } from "../contract/errors.ts"
 import { upgradeUrl } from "../contract/problem.ts"
-import { type CapPeriod, capPeriods, capResetsAtIso } from "../domain/keyLimits.ts"
+import { type CapPeriod, capResetsAtIso } from "../domain/keyLimits.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
 import type { Plan } from "../domain/plans.ts"
 import { type Refund, settlement } from "../domain/pricing.ts"
@@ -20,8 +20,9 @@ import { alertMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
 import { freeTierTerms, Settings, type Terms } from "../services/Settings.ts"
 import { WebhookEvents } from "../services/WebhookEvents.ts"
-import * as Row from "../store/rows.ts"
-import { CallRow, type Funding, type Receipt, receiptOf } from "./receipt.ts"
+import { capResetsAt, keyCapMessage } from "./capRefusal.ts"
+import { type Funding, type Receipt, receiptOf } from "./receipt.ts"
+import { decodeCallIds, decodeCapReached, decodeReserved, decodeSettled } from "./reservationRows.ts"
 
 /** A call holding its reserved quote and its account's in-flight slot. */
 export interface Reservation {
@@ -60,82 +61,6 @@ export type ReserveError = ConcurrencyLimit | InsufficientCredits | TrialCapExce
  * or by the account's next call) before it could settle. The call charges nothing.
  */
 export class ReservationLost extends Data.TaggedError("ReservationLost")<{ readonly callId: string }> {}
-
-const decodeReserved = Row.decoder(
-  Schema.Struct({
-    outcome: Schema.Literals([
-      "reserved",
-      "account",
-      "expired",
-      "busy",
-      "key_cap",
-      "credits",
-      "budget",
-      "trial_cap"
-    ]),
-    free_left: Row.NullableInt,
-    available: Row.NullableInt,
-    holder_lease: Row.NullableInt,
-    holder_seen: Row.NullableInt,
-    cap_left: Row.NullableInt,
-    cap_period: Schema.NullOr(Schema.Literals(capPeriods)),
-    reserved_free: Row.NullableInt,
-    reserved_grant: Row.NullableInt,
-    reserved_balance: Row.NullableInt
-  }),
-  "svc_reserve"
-)
-const decodeSettled = Row.decoder(
-  Schema.Struct({
-    call: CallRow,
-    alert_email: Schema.NullOr(Schema.String),
-    alert_threshold: Row.NullableInt,
-    alert_spendable: Row.NullableInt,
-    spendable: Row.NullableInt,
-    cap_left: Row.NullableInt,
-    topup_id: Schema.NullOr(Schema.String)
-  }),
-  "svc_settle"
-)
-const decodeCapReached = Row.decoder(
-  Schema.Struct({
-    key_id: Schema.String,
-    period: Schema.String,
-    spend_cap_credits: Row.Int,
-    account_id: Schema.String
-  }),
-  "key_cap_events"
-)
-const decodeCallIds = Row.decoder(Schema.Struct({ id: Schema.String }), "calls.id")
-
-/**
- * A key's cap refused the call: what is left, and who can lift it, with the route and tool that
- * caller has. A child key's cap (or its parent's, which bounds it too) is raised by the agent
- * holding its parent key; an ordinary key's by the account's owner. Only a day or month cap resets.
- */
-const keyCapMessage = (
-  input: Pick<ReserveInput, "quoted" | "keyId" | "parentKeyId">,
-  period: CapPeriod | null,
-  left: number,
-  baseUrl: string
-) => {
-  const cap = period ?? "total"
-  const wait =
-    cap === "total"
-      ? ""
-      : ` or wait for it to reset at cap_resets_at (this ${cap === "day" ? "UTC day" : "UTC month"}'s end)`
-  const who =
-    input.parentKeyId === undefined
-      ? `The account's owner can raise it: POST /v1/keys/update with a management token (the update_key tool on /mcp), or the Keys page of the dashboard (${baseUrl}/dashboard/keys)`
-      : `This is a child key: the agent holding its parent key ${input.parentKeyId} can raise this key's cap (POST /v1/keys/child/update, the update_child_key tool), and the account's owner the parent's (POST /v1/keys/update, or ${baseUrl}/dashboard/keys)`
-  return `This call is quoted ${input.quoted} credits and the ${cap} spend cap bounding this key has ${left} left; buying credits does not lift it. ${who}${wait}; then retry with the SAME Idempotency-Key.`
-}
-
-/** `cap_resets_at` of a day or month cap (a total cap never resets). */
-const capResetsAt = (period: CapPeriod | null, now: number): { readonly cap_resets_at?: string } => {
-  const at = period === null ? undefined : capResetsAtIso(period, now)
-  return at === undefined ? {} : { cap_resets_at: at }
-}
 
 /** What an account and a key have left after a charge (Credits-Remaining, Key-Cap-Remaining). */
 export interface Remaining {

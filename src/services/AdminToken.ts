@@ -1,20 +1,13 @@
 import { createHash, timingSafeEqual } from "node:crypto"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { Context, Effect, FileSystem, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../config.ts"
+import { adminTokenPath } from "../contract/adminRpc.ts"
 import type { RateLimited } from "../contract/errors.ts"
 import { encodeBase62 } from "../domain/secrets.ts"
 import { Ids } from "./Ids.ts"
 import { RateLimits } from "./RateLimits.ts"
-
-/**
- * Where the generated operator token lives: `DATA_DIR/admin-token`, or a per-port file in the
- * system temp directory when the store is in memory (there is no data directory to keep it in).
- */
-export const adminTokenPath = (dataDir: string, port: number): string =>
-  dataDir === ":memory:" ? join(tmpdir(), `svc-admin-token-${port}`) : join(dataDir, "admin-token")
 
 const digest = (value: string) => createHash("sha256").update(value).digest()
 

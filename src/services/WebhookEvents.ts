@@ -10,6 +10,7 @@ import { Ids } from "./Ids.ts"
  * a moment later (once the event's transaction has committed) if it was not there yet.
  */
 export class WebhookWake extends Context.Service<WebhookWake, Queue.Queue<void>>()("services/WebhookWake") {
+  // Bound: one wake-up (sliding): a wake-up already waiting stands for any number of new ones.
   static readonly layer = Layer.effect(WebhookWake, Queue.sliding<void>(1))
 }
 

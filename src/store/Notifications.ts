@@ -100,6 +100,8 @@ export class Notifications extends Context.Service<
           Effect.gen(function* () {
             // Its own session, so round trips on it queue behind nothing but each other.
             const connection = yield* (yield* PgConnection.make(client.config)).pin
+            // Bound: the connection's queue of this channel's reports sets no limit of its own; it
+            // is drained whole as soon as one arrives, so it holds what arrived since the last drain.
             const queue = yield* connection.listen(channel)
             // Takes and applies at once (no other fiber runs between), so a report out of the queue
             // has reached the listener.

@@ -147,7 +147,7 @@ describe("the house's structure", () => {
 
   it("imports only downward: each room of src/ (a folder or a top-level file) imports only rooms below it", () => {
     // From the ground up: pure rules and shapes, then the store and the upstream, the services, what
-    // runs on them, the metering, the surfaces, and the start-up files in their order.
+    // runs on them, identity, the metering, the surfaces, and the start-up files in their order.
     const order = [
       "domain",
       "strippedTypes.ts",
@@ -164,8 +164,9 @@ describe("the house's structure", () => {
       "payments",
       "operator",
       "webhooks",
-      "metering",
       "logging.ts",
+      "identity",
+      "metering",
       "surfaces",
       "launchReport.ts",
       "service.ts",
@@ -190,6 +191,17 @@ describe("the house's structure", () => {
       .filter((file) => /from "effect\/sql"|\bsql`/.test(readFileSync(file, "utf8")))
       .map((file) => relative(src, file))
     assert.deepStrictEqual(withSql, [])
+  })
+
+  it("the clients import only the contract, the domain and client code: no server module", () => {
+    const rooms = ["clients/", "contract/", "domain/"]
+    const reached = filesUnder(join(src, "clients")).flatMap((file) =>
+      localImports(file)
+        .map((target) => relative(src, target))
+        .filter((target) => !rooms.some((room) => target.startsWith(room)))
+        .map((target) => `${relative(src, file)} -> ${target}`)
+    )
+    assert.deepStrictEqual(reached, [])
   })
 
   it("the surfaces reach the metering only through its front door and its receipts", () => {

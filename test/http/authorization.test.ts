@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { bearerCredential } from "../../src/surfaces/common/authorization.ts"
+import { bearerCredential } from "../../src/identity/authorization.ts"
 import { ipSequence } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import { storeName } from "../support/database.ts"

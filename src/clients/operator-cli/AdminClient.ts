@@ -9,8 +9,7 @@ import {
 } from "effect/http"
 import { RpcClient, RpcSerialization } from "effect/rpc"
 import type { RpcClientError } from "effect/rpc/RpcClientError"
-import { adminTokenPath } from "../../services/AdminToken.ts"
-import { AdminRpcs, adminRpcPath } from "../../surfaces/rpc/AdminRpc.ts"
+import { AdminRpcs, adminRpcPath, adminTokenPath } from "../../contract/adminRpc.ts"
 
 export class AdminTokenMissing extends Data.TaggedError("AdminTokenMissing")<{ readonly message: string }> {}
 

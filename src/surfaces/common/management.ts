@@ -3,13 +3,13 @@ import { InvalidInput, Unauthorized, UpstreamUnavailable } from "../../contract/
 import type { Governor } from "../../domain/accounts.ts"
 import { type CapPeriod, type KeyLimits, type LimitChanges, noLimits } from "../../domain/keyLimits.ts"
 import type { Platform } from "../../domain/plans.ts"
+import { selectAccount } from "../../identity/Bearers.ts"
 import { Checkout } from "../../payments/Checkout.ts"
 import { PaymentRails } from "../../payments/PaymentRail.ts"
 import { Topups } from "../../payments/Topups.ts"
 import { Audit } from "../../services/Audit.ts"
 import { Keys } from "../../services/Keys.ts"
 import { Webhooks } from "../../webhooks/Webhooks.ts"
-import { selectAccount } from "./bearers.ts"
 
 /**
  * The management surface's steps (spec rule 7), once for REST and MCP: choose the account the

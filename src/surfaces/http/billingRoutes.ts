@@ -11,10 +11,10 @@ import {
   Unauthorized
 } from "../../contract/errors.ts"
 import { managementTokenPattern, spendKeyPattern } from "../../domain/secrets.ts"
+import { Bearers, selectAccount } from "../../identity/Bearers.ts"
 import { Checkout, type CheckoutStarter } from "../../payments/Checkout.ts"
 import { withPayment, X402 } from "../../payments/X402.ts"
 import { encodeX402Header } from "../../payments/x402Wire.ts"
-import { Bearers, selectAccount } from "../common/bearers.ts"
 import { Problems } from "../common/problems.ts"
 import { answering, bearerOf } from "./governanceRoutes.ts"
 

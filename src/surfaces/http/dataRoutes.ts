@@ -6,6 +6,8 @@ import { dataQueryDecoder } from "../../contract/api.ts"
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { type InsufficientCredits, type InvalidInput, isApiError } from "../../contract/errors.ts"
 import { prefersReceiptSignature, receiptSignaturePreference } from "../../contract/receiptSignature.ts"
+import { bearerCredential } from "../../identity/authorization.ts"
+import { Bearers, type Principal } from "../../identity/Bearers.ts"
 import {
   type CallInput,
   type CallOutcome,
@@ -16,8 +18,6 @@ import {
 import { ReceiptSigner, signedAnswer } from "../../metering/ReceiptSigner.ts"
 import type { AnyOperation, Freshness } from "../../operations/Operation.ts"
 import { X402 } from "../../payments/X402.ts"
-import { bearerCredential } from "../common/authorization.ts"
-import { Bearers, type Principal } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 import { noStore } from "./middleware.ts"

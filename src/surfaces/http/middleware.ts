@@ -6,9 +6,9 @@ import { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } fro
 import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import type { ApiError } from "../../contract/errors.ts"
 import { Governing, ManagementAuth } from "../../contract/governance.ts"
+import { bearerCredential } from "../../identity/authorization.ts"
+import { Bearers } from "../../identity/Bearers.ts"
 import { asOrigin, RequestAddress } from "../../services/Audit.ts"
-import { bearerCredential } from "../common/authorization.ts"
-import { Bearers } from "../common/bearers.ts"
 import { announcedBodyTooLarge } from "../common/limits.ts"
 import { invalidInputFromSchemaError, Problems } from "../common/problems.ts"
 

@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
+import type { Bearers, Principal } from "../../identity/Bearers.ts"
 import { withPayment, type X402, type X402Paid } from "../../payments/X402.ts"
 import { encodeX402Header } from "../../payments/x402Wire.ts"
-import type { Bearers, Principal } from "../common/bearers.ts"
 
 /**
  * The retry of a data call refused INSUFFICIENT_CREDITS, carrying x402's `PAYMENT-SIGNATURE`: the

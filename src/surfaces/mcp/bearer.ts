@@ -2,7 +2,7 @@ import { Context, Effect, Result } from "effect"
 import type { Caller } from "../../contract/api.ts"
 import type { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.ts"
 import type { Governor } from "../../domain/accounts.ts"
-import type { Bearers } from "../common/bearers.ts"
+import type { Bearers } from "../../identity/Bearers.ts"
 
 /**
  * Who an MCP request's bearer stands for. A spend key is a caller; a management token is an

@@ -1,11 +1,11 @@
 import { Effect } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
+import { AccountNotFound, AdminRpcs, AdminStoreFailed, ReceiptKeyFixed } from "../../contract/adminRpc.ts"
 import { ReceiptSigner } from "../../metering/ReceiptSigner.ts"
 import { OAuthServer } from "../../oauth/OAuthServer.ts"
 import { Admin } from "../../operator/Admin.ts"
 import type { OperatorSettings } from "../../services/Settings.ts"
 import { UpstreamFaults } from "../../upstream/Upstream.ts"
-import { AccountNotFound, AdminRpcs, AdminStoreFailed, ReceiptKeyFixed } from "./AdminRpc.ts"
 
 /** A store failure is logged here and reaches the operator as AdminStoreFailed, without its details. */
 const storeFailed = (error: SqlError) =>

@@ -1,9 +1,10 @@
 import { Effect, Exit, Option, Result, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { FaultsPatch } from "../../contract/faults.ts"
 import { type Implementation, isMethod, type Method, methodPlatform, upstreamMethods } from "../methods.ts"
 import { type UpstreamFaults, withFaults, worldMethods } from "../Upstream.ts"
 import type { World } from "../world/index.ts"
-import { FaultsPatch, isObject } from "./wire.ts"
+import { isObject } from "./wire.ts"
 
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   HttpServerResponse.jsonUnsafe(body, { status, headers })

@@ -1,5 +1,4 @@
 import { Effect, Schema } from "effect"
-import { platforms } from "../../domain/plans.ts"
 import { type Answer, type Args, type Method, upstreamMethods } from "../methods.ts"
 import type { UpstreamFailure } from "../Upstream.ts"
 
@@ -44,13 +43,3 @@ export type FailureReason = (typeof failureReasons)[number]
 
 export const isFailureReason = (value: unknown): value is FailureReason =>
   typeof value === "string" && (failureReasons as ReadonlyArray<string>).includes(value)
-
-const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
-
-/** A patch of the simulated world's fault knobs, as `POST /faults` takes it. */
-export const FaultsPatch = Schema.Struct({
-  latencyMs: Schema.optionalKey(Schema.Struct({ min: NonNegative, max: NonNegative })),
-  errorRate: Schema.optionalKey(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))),
-  outage: Schema.optionalKey(Schema.Boolean),
-  paused: Schema.optionalKey(Schema.Array(Schema.Literals(platforms)))
-})

@@ -1,9 +1,9 @@
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "../../../config.ts"
+import { Bearers } from "../../../identity/Bearers.ts"
 import { Checkout } from "../../../payments/Checkout.ts"
 import { Accounts } from "../../../services/Accounts.ts"
-import { Bearers } from "../../common/bearers.ts"
 import { type Form, type FormRefusal, htmlPage, queryParams, readForm } from "../pages/respond.ts"
 import { upgradePage } from "../pages/upgrade.ts"
 import {

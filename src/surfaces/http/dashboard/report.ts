@@ -2,8 +2,8 @@ import { Clock, Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { AppConfig } from "../../../config.ts"
 import type { Account, Governor } from "../../../domain/accounts.ts"
+import { Bearers } from "../../../identity/Bearers.ts"
 import { Usage } from "../../../services/Usage.ts"
-import { Bearers } from "../../common/bearers.ts"
 import { usageReport } from "../../usageReport.ts"
 
 /**

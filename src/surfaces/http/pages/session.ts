@@ -4,10 +4,10 @@ import { AppConfig } from "../../../config.ts"
 import type { RateLimited } from "../../../contract/errors.ts"
 import type { Governor } from "../../../domain/accounts.ts"
 import { managementTokenPattern } from "../../../domain/secrets.ts"
+import { Bearers } from "../../../identity/Bearers.ts"
 import { ManagementTokens } from "../../../services/ManagementTokens.ts"
 import { Recovery } from "../../../services/Recovery.ts"
 import { SignIn } from "../../../services/SignIn.ts"
-import { Bearers } from "../../common/bearers.ts"
 import {
   cookieToken,
   csrfMatches,

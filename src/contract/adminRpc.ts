@@ -1,7 +1,9 @@
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Schema } from "effect"
 import { Rpc, RpcGroup, RpcMiddleware } from "effect/rpc"
-import { plans, platforms } from "../../domain/plans.ts"
-import { FaultsPatch } from "../../upstream/http/wire.ts"
+import { plans, platforms } from "../domain/plans.ts"
+import { FaultsPatch } from "./faults.ts"
 
 /** The operator surface: the contract shared by the server and the CLI, served at this path. */
 export const Faults = Schema.Struct({
@@ -12,6 +14,13 @@ export const Faults = Schema.Struct({
 })
 
 export const adminRpcPath = "/admin/rpc"
+
+/**
+ * Where the generated operator token lives: `DATA_DIR/admin-token`, or a per-port file in the
+ * system temp directory when the store is in memory (there is no data directory to keep it in).
+ */
+export const adminTokenPath = (dataDir: string, port: number): string =>
+  dataDir === ":memory:" ? join(tmpdir(), `svc-admin-token-${port}`) : join(dataDir, "admin-token")
 
 export const Plan = Schema.Literals(plans)
 export const Platform = Schema.Literals(platforms)

@@ -1,22 +1,17 @@
 import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import type { HttpServerRequest } from "effect/http"
-import { AppConfig } from "../../config.ts"
-import { AuthRequired, KeyRequired, Unauthorized } from "../../contract/errors.ts"
-import type { Account, KeyRecord } from "../../domain/accounts.ts"
-import { clientIp, perIpKey } from "../../domain/clientIp.ts"
-import {
-  hashSecret,
-  managementTokenPattern,
-  spendKeyPattern,
-  unrecognizedBearer
-} from "../../domain/secrets.ts"
-import { identityPolicy } from "../../domain/signIn.ts"
-import { noteAccount } from "../../logging.ts"
-import type { Unconfirmed } from "../../metering/meterDataCall.ts"
-import { OAuthServer } from "../../oauth/OAuthServer.ts"
-import { Accounts } from "../../services/Accounts.ts"
-import { KeyMemory, type Remembered } from "../../services/KeyMemory.ts"
-import { type Governor, ManagementTokens } from "../../services/ManagementTokens.ts"
+import { AppConfig } from "../config.ts"
+import { AuthRequired, KeyRequired, Unauthorized } from "../contract/errors.ts"
+import type { Account, KeyRecord } from "../domain/accounts.ts"
+import { clientIp, perIpKey } from "../domain/clientIp.ts"
+import { hashSecret, managementTokenPattern, spendKeyPattern, unrecognizedBearer } from "../domain/secrets.ts"
+import { identityPolicy } from "../domain/signIn.ts"
+import { noteAccount } from "../logging.ts"
+import { OAuthServer } from "../oauth/OAuthServer.ts"
+import { Accounts } from "../services/Accounts.ts"
+import { KeyMemory, type Remembered } from "../services/KeyMemory.ts"
+import { type Governor, ManagementTokens } from "../services/ManagementTokens.ts"
+import type { Unconfirmed } from "./types.ts"
 
 /** The account and key a bearer credential stands for. */
 export interface Principal {
@@ -256,7 +251,7 @@ export class Bearers extends Context.Service<
      */
     readonly clientIp: (request: HttpServerRequest.HttpServerRequest) => string
   }
->()("surfaces/common/Bearers") {
+>()("identity/Bearers") {
   static readonly layer = Layer.effect(
     Bearers,
     Effect.gen(function* () {
