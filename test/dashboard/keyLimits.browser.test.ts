@@ -38,7 +38,7 @@ describe(`/dashboard/keys: caps, platforms, delegation and child keys in Chromiu
             // The browser's own check (min 1) is lifted so the service's refusal is what answers.
             await page
               .locator('form[action$="/dashboard/keys"]')
-              .evaluate((form) => ((form as HTMLFormElement).noValidate = true))
+              .evaluate((form) => ((form as unknown as { noValidate: boolean }).noValidate = true))
             await page.getByLabel("Spend cap in credits (empty: no cap)").fill("0")
             await page.getByRole("button", { name: "Create key" }).click()
             assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys"), 400)
@@ -103,7 +103,7 @@ describe(`/dashboard/keys: caps, platforms, delegation and child keys in Chromiu
             assert.isTrue(await page.getByLabel("May make child keys for sub-agents (delegate)").isChecked())
             await page
               .locator('form[action$="/dashboard/keys/update"]')
-              .evaluate((form) => ((form as HTMLFormElement).noValidate = true))
+              .evaluate((form) => ((form as unknown as { noValidate: boolean }).noValidate = true))
             await page.getByLabel("Spend cap in credits (empty: no cap)").fill("0")
             await page.getByRole("button", { name: "Save limits" }).click()
             assert.strictEqual(lastStatus(browser, "POST", "/dashboard/keys/update"), 400)

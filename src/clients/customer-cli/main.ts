@@ -70,6 +70,7 @@ const describe = (error: unknown): string => {
     readonly retry_after_seconds?: number
     readonly credits_available?: number
     readonly cap_resets_at?: string
+    readonly account_ids?: ReadonlyArray<string>
   }
   const lines = [
     `${problem.code ?? (error as { _tag?: string })._tag ?? "Error"}: ${problem.message ?? String(error)}`
@@ -84,6 +85,11 @@ const describe = (error: unknown): string => {
   else if (problem.offer)
     lines.push(`Buy credits: svc buy flex (or ${problem.offer.checkout_url}). ${problem.offer.resume.detail}`)
   else if (problem.upgrade_url) lines.push(`Upgrade: ${problem.upgrade_url}`)
+  // A sign-in that governs several accounts: which ones, and how to pick one.
+  if (problem.account_ids !== undefined && problem.account_ids.length > 0)
+    lines.push(
+      `Your sign-in governs ${problem.account_ids.length} accounts: ${problem.account_ids.join(", ")}. Pick one with --account <account_id>.`
+    )
   if (problem.retry_after_seconds !== undefined) lines.push(`Retry after ${problem.retry_after_seconds} s.`)
   return lines.join("\n")
 }
