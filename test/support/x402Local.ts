@@ -1,5 +1,5 @@
 /**
- * x402 on a local chain, by hand (README "Agents pay with x402"):
+ * x402 on a local chain, by hand (docs/x402.md, linked from the README's "Agents pay with x402"):
  *
  *   npm run x402:local -- chain                 # anvil + the test token; prints the service's X402_* settings
  *   npm run x402:local -- pay BASE KEY CREDITS  # pays POST BASE/v1/credits/x402 with @x402/fetch

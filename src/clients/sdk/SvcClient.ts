@@ -108,7 +108,7 @@ export const withIdempotencyKey =
 
 const dataPath = new RegExp(`^/v1/(${[...new Set(declarations.map((d) => d.platform))].join("|")})/`)
 
-/** The routes that take a management token rather than a spend key (README, "Management tokens"). */
+/** The routes that take a management token rather than a spend key (docs/accounts.md, "Management tokens"). */
 const managementPath =
   /^\/v1\/(keys(\/rotate|\/revoke|\/update)?|alert|portal|auth\/tokens(\/revoke)?|auth\/logout|webhooks(\/delete|\/test|\/[^/]+\/deliveries)?|topup|audit)$/
 
