@@ -16,6 +16,7 @@ import { errorsOf } from "./problemSchemas.ts"
 import { MintResponse, ReceiptKeyId, ReceiptPage, Usage } from "./schemas.ts"
 import { withUsageHeaders } from "./usageHeaders.ts"
 import { ExportGroup, WebhooksGroup } from "./webhooks.ts"
+import { namePaymentSignature, paymentSignatureDescription, withX402Headers } from "./x402Headers.ts"
 
 export { Caller, Client, ClientIp, InputProblems, PlainInput, SpendKeyAuth } from "./middleware.ts"
 
@@ -148,7 +149,10 @@ export const commonFields = {
   })
 }
 
-/** A data call's request headers: its Idempotency-Key, and whether the answer's receipt is signed. */
+/**
+ * A data call's request headers: its Idempotency-Key, whether the answer's receipt is signed, and
+ * the x402 payment of its retry.
+ */
 export const DataCallHeaders = Schema.Struct({
   "idempotency-key": Schema.optionalKey(IdempotencyKey).annotate({
     description: "Unique per logical call (UUID recommended). Required on paid keys."
@@ -156,6 +160,9 @@ export const DataCallHeaders = Schema.Struct({
   prefer: Schema.optionalKey(Schema.String).annotate({
     description:
       "`receipt-signature` (RFC 7240): the answer's receipt carries its `signature` (a JWS verifiable with /.well-known/jwks.json), and the answer says `Preference-Applied: receipt-signature`. Without it the receipt is unsigned; GET /v1/receipts/{id} always signs it."
+  }),
+  "payment-signature": Schema.optionalKey(Schema.String).annotate({
+    description: paymentSignatureDescription
   })
 })
 
@@ -250,7 +257,7 @@ export const dataEndpoint = <D extends AnyDeclaration>(operation: D): DataEndpoi
 /**
  * The operation's OpenAPI object: parameters documented by their decoded types, its price, as its
  * 200 example the service's real answer to its request sample (`responseExamples`), and the usage
- * headers of its answers.
+ * and x402 headers of its answers.
  */
 const documentOperation = (operation: AnyDeclaration) => {
   const withQueryTypes = documentQueryTypes(operation)
@@ -270,7 +277,7 @@ const documentOperation = (operation: AnyDeclaration) => {
   }
   return (spec: Record<string, unknown>) => ({
     ...withQueryTypes(spec),
-    responses: withUsageHeaders(withExample((spec.responses ?? {}) as Responses)),
+    responses: withX402Headers(withUsageHeaders(withExample((spec.responses ?? {}) as Responses))),
     "x-price": operation.price.summary
   })
 }
@@ -307,6 +314,7 @@ const documentQueryTypes = (operation: AnyDeclaration) => {
         if (parameter.in === "header" && parameter.name === "idempotency-key")
           return { ...parameter, name: "Idempotency-Key", example: idempotencyKeyExample(operation) }
         if (parameter.in === "header" && parameter.name === "prefer") return { ...parameter, name: "Prefer" }
+        if (parameter.in === "header") return namePaymentSignature(parameter)
         const schema = parameter.in === "query" ? typed.properties?.[parameter.name ?? ""] : undefined
         if (schema === undefined) return parameter
         const description = schema.description ?? parameter.schema?.description

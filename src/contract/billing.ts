@@ -3,6 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { x402MaxCredits } from "../domain/plans.ts"
 import { PlainInput } from "./middleware.ts"
 import { errorsOf } from "./problemSchemas.ts"
+import { documentX402 } from "./x402Headers.ts"
 
 /** Checkout: buying a pack on a payment rail. */
 
@@ -123,13 +124,15 @@ export const BillingGroup = HttpApiGroup.make("billing", { topLevel: true })
         "PAYLOAD_TOO_LARGE",
         "INTERNAL"
       )
-    }).annotateMerge(
-      OpenApi.annotations({
-        summary: "Buy credits with x402",
-        description:
-          "An agent pays for its own credits with x402 (protocol v2, the EIP-3009 `exact` scheme), with any spend key, a trial key included (its account becomes `flex`). Without `PAYMENT-SIGNATURE`: `402 INSUFFICIENT_CREDITS` whose `PAYMENT-REQUIRED` header (and `offer.x402`) is the payment for `credits`. With it: the payment is verified, settled on-chain and credited once (an authorization credits once, however often it is sent), and the answer carries `PAYMENT-RESPONSE`. A refused payment (replayed, wrong amount, network, asset or payee, expired, a payer without the funds) is `402 INSUFFICIENT_CREDITS` with the `reason`; a facilitator or chain that does not answer is `UPSTREAM_UNAVAILABLE`; either way nothing is credited. `NOT_FOUND` where the rail is not offered."
-      })
-    ),
+    })
+      .annotateMerge(
+        OpenApi.annotations({
+          summary: "Buy credits with x402",
+          description:
+            "An agent pays for its own credits with x402 (protocol v2, the EIP-3009 `exact` scheme), with any spend key, a trial key included (its account becomes `flex`). Without `PAYMENT-SIGNATURE`: `402 INSUFFICIENT_CREDITS` whose `PAYMENT-REQUIRED` header (and `offer.x402`) is the payment for `credits`. With it: the payment is verified, settled on-chain and credited once (an authorization credits once, however often it is sent), and the answer carries `PAYMENT-RESPONSE`. A refused payment (replayed, wrong amount, network, asset or payee, expired, a payer without the funds) is `402 INSUFFICIENT_CREDITS` with the `reason`; a facilitator or chain that does not answer is `UPSTREAM_UNAVAILABLE`; either way nothing is credited. `NOT_FOUND` where the rail is not offered."
+        })
+      )
+      .annotate(OpenApi.Transform, documentX402),
     HttpApiEndpoint.get("getCheckout", "/checkout/:session_id", {
       params: { session_id: SessionId },
       success: CheckoutStatus,
