@@ -20,7 +20,7 @@ export const shared = {
 
 /**
  * The files that start processes of their own (the customer CLI, the bench's helpers, browsers, the
- * README's walk-throughs and its receipt verification snippet, in bash and Node). CI runs the suite
+ * README's walk-throughs and its receipt verification snippet, in bash and Node, the SDK paying on anvil). CI runs the suite
  * in two parts, TEST_PART=others at two workers, then TEST_PART=processes one at a time (see
  * .ci/run); each part is the other's exclusion, so together they are the whole suite.
  */
@@ -29,7 +29,8 @@ const startingProcesses = [
   "test/bench/**/*.test.ts",
   "test/**/*.browser.test.ts",
   "test/http/readme.test.ts",
-  "test/sdk/readmeSnippet.test.ts"
+  "test/sdk/readmeSnippet.test.ts",
+  "test/sdk/x402.test.ts"
 ]
 const part = process.env.TEST_PART
 if (part !== undefined && part !== "others" && part !== "processes")

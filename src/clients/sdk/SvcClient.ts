@@ -17,6 +17,14 @@ import { makeApi } from "../../contract/api.ts"
 import { declarations } from "../../contract/operations/index.ts"
 import { defaultRetryPolicy, isRetriable, type RetryPolicy, retryAfterOf, retryDelayMs } from "./retry.ts"
 import { distinguishKeyCap, type KeyCapReached, usageOf, type WithUsage } from "./usage.ts"
+import {
+  makeX402Payer,
+  paymentRequiredOf,
+  type X402Payer,
+  type X402PayerOptions,
+  X402PaymentRefused,
+  type X402SigningFailed
+} from "./x402Payer.ts"
 
 /** The `/v1` contract the server serves, built from the same declarations. */
 export const svcApi = makeApi(declarations)
@@ -45,10 +53,14 @@ export type SuccessOf<E extends Endpoint> = E["identifier"] extends DataId
   ? WithUsage<HttpApiClient.SuccessType<E["~Success"]>>
   : HttpApiClient.SuccessType<E["~Success"]>
 
-/** The contract's errors of `E`, plus `KeyCapReached` on data calls (a key cap's INSUFFICIENT_CREDITS). */
+/**
+ * The contract's errors of `E`, plus `KeyCapReached` on data calls (a key cap's INSUFFICIENT_CREDITS)
+ * and, where a call may pay with x402, the payments the client refused to make or could not sign.
+ */
 export type ErrorOf<E extends Endpoint> =
   | E["~Error"]["Type"]
   | (E["identifier"] extends DataId ? KeyCapReached : never)
+  | (E["identifier"] extends DataId | "buyCreditsX402" ? X402PaymentRefused | X402SigningFailed : never)
 
 /** The contract client's method for `E` (`HttpApiClient.Client.Method`), with `headers` optional. */
 type Method<E extends Endpoint> = <M extends Mode = "decoded-only">(
@@ -63,8 +75,20 @@ type Method<E extends Endpoint> = <M extends Mode = "decoded-only">(
   | ([M] extends ["response-only"] ? never : ErrorOf<E> | Schema.SchemaError)
 >
 
-/** Every route of the contract as a typed method: data operations by their id, the rest by name. */
-export type SvcClientShape = { readonly [E in Endpoint as E["identifier"]]: Method<E> }
+export type BuyX402 = Extract<Endpoint, { readonly identifier: "buyCreditsX402" }>
+
+/**
+ * Every route of the contract as a typed method: data operations by their id, the rest by name;
+ * and `buyCredits`, which pays `POST /v1/credits/x402` with the client's x402 account.
+ */
+export type SvcClientShape = { readonly [E in Endpoint as E["identifier"]]: Method<E> } & {
+  readonly buyCredits: (
+    credits: number
+  ) => Effect.Effect<
+    SuccessOf<BuyX402>,
+    ErrorOf<BuyX402> | HttpClientError.HttpClientError | Schema.SchemaError
+  >
+}
 
 /** `headers: {}` where the caller sent none: the contract's client encodes the headers it declares. */
 const withHeaders = (request: unknown) =>
@@ -80,6 +104,12 @@ export interface ClientOptions {
   /** A management token (`svcm_...`): keys, alert, portal, tokens; also spends when no key is given. */
   readonly managementToken?: string | undefined
   readonly retry?: Partial<RetryPolicy> | undefined
+  /**
+   * Pays with x402: a call refused INSUFFICIENT_CREDITS whose problem carries `PAYMENT-REQUIRED`
+   * is paid with this account and sent again with the same Idempotency-Key (one payment per call),
+   * within `maxCredits` and `spendLimit`; a payment over either fails with `X402PaymentRefused`.
+   */
+  readonly x402?: X402PayerOptions | undefined
 }
 
 /** One logical call: its Idempotency-Key (reused by every retry), the last request it sent and the last answer's headers. */
@@ -87,6 +117,8 @@ interface CallState {
   readonly idempotencyKey: string
   request: HttpClientRequest.HttpClientRequest | undefined
   headers: Readonly<Record<string, string>> | undefined
+  /** The `PAYMENT-SIGNATURE` this call paid with, sent on every attempt after it was made. */
+  payment: string | undefined
 }
 
 const CurrentCall = Context.Reference<CallState | undefined>("svc/client/CurrentCall", {
@@ -130,6 +162,8 @@ const prepare = (options: ClientOptions) => (request: HttpClientRequest.HttpClie
     const call = yield* CurrentCall
     if (call !== undefined && dataPath.test(path) && !("idempotency-key" in prepared.headers))
       prepared = HttpClientRequest.setHeader(prepared, "idempotency-key", call.idempotencyKey)
+    if (call?.payment !== undefined)
+      prepared = HttpClientRequest.setHeader(prepared, "payment-signature", call.payment)
     if (call !== undefined) call.request = prepared
     return prepared
   })
@@ -150,20 +184,37 @@ const withUsage = (call: CallState, value: unknown) =>
     ? { ...value, usage: usageOf(call.headers ?? {}) }
     : value
 
-/** One logical call: a fresh (or chosen) Idempotency-Key, then attempts until success or a final error. */
+/**
+ * What one payment of the client may cost at most: the service's price of `maxCredits` credits,
+ * asked once at `POST /v1/credits/x402` without a payment. A `maxCredits` below the rail's minimum
+ * buys nothing: no payment fits.
+ */
+type Ceiling = Effect.Effect<bigint, unknown>
+
+/**
+ * One logical call: a fresh (or chosen) Idempotency-Key, then attempts until success or a final
+ * error. With a payer, an INSUFFICIENT_CREDITS offering x402 is paid once and the call sent again
+ * with the same key (not counted as a retry).
+ */
 const asLogicalCall =
-  (policy: RetryPolicy) =>
+  (policy: RetryPolicy, payer: X402Payer | undefined, ceiling: Ceiling) =>
   (effect: Effect.Effect<unknown, unknown, unknown>): Effect.Effect<unknown, unknown, unknown> =>
     Effect.gen(function* () {
       const chosen = yield* ChosenIdempotencyKey
       const call: CallState = {
         idempotencyKey: chosen ?? crypto.randomUUID(),
         request: undefined,
-        headers: undefined
+        headers: undefined,
+        payment: undefined
       }
       const attempt = (n: number): Effect.Effect<unknown, unknown, unknown> =>
         Effect.catch(effect, (error) =>
           Effect.gen(function* () {
+            const required = payer === undefined ? undefined : paymentRequiredOf(error)
+            if (payer !== undefined && required !== undefined && call.payment === undefined) {
+              call.payment = yield* payer.pay(required, ceiling)
+              return yield* attempt(n)
+            }
             if (!isRetriable(error, call.request)) return yield* Effect.fail(error)
             const delay = retryDelayMs(policy, n, retryAfterOf(error), yield* Random.next)
             if (delay === undefined) return yield* Effect.fail(error)
@@ -188,9 +239,24 @@ export const makeSvcClient = (
         client.pipe(HttpClient.mapRequestEffect(prepare(options)), HttpClient.tap(recordHeaders))
     }),
     (client) => {
+      const payer = options.x402 === undefined ? undefined : makeX402Payer(options.x402)
+      const buy = client.buyCreditsX402 as unknown as (request: unknown) => Effect.Effect<unknown, unknown>
+      const ceiling: Ceiling = Effect.suspend(() =>
+        buy({ payload: { credits: payer?.options.maxCredits ?? 0 }, headers: {} })
+      ).pipe(
+        // Not part of the call being paid for: its request and headers are not the call's.
+        Effect.provideService(CurrentCall, undefined),
+        Effect.as(0n),
+        Effect.catch((error) => {
+          const tag = (error as { readonly _tag?: unknown })._tag
+          const offered = paymentRequiredOf(error)?.accepts[0]
+          if (offered !== undefined) return Effect.succeed(BigInt(offered.amount))
+          return tag === "InvalidInput" ? Effect.succeed(0n) : Effect.fail(error)
+        })
+      )
       // `transformResponse` wraps only the decoding; a logical call spans the request too, so each
       // method is wrapped whole. Every group is top level: the client is a flat record of methods.
-      const logical = asLogicalCall({ ...defaultRetryPolicy, ...options.retry })
+      const logical = asLogicalCall({ ...defaultRetryPolicy, ...options.retry }, payer, ceiling)
       const methods = Object.entries(client).map(([name, method]) => [
         name,
         (request: unknown) =>
@@ -198,7 +264,22 @@ export const makeSvcClient = (
             (method as (request: unknown) => Effect.Effect<unknown, unknown, unknown>)(withHeaders(request))
           )
       ])
-      return Object.fromEntries(methods) as unknown as SvcClientShape
+      const buyCredits = (credits: number) =>
+        payer === undefined || credits > payer.options.maxCredits
+          ? Effect.fail(
+              payer === undefined
+                ? new X402PaymentRefused({
+                    message:
+                      "buyCredits pays with x402: give the client `x402: { account, maxCredits, spendLimit }`.",
+                    limit: "no_payer"
+                  })
+                : new X402PaymentRefused({
+                    message: `buyCredits(${credits}) is over maxCredits (${payer.options.maxCredits}): nothing was paid.`,
+                    limit: "max_credits"
+                  })
+            )
+          : logical(buy({ payload: { credits }, headers: {} }))
+      return Object.fromEntries([...methods, ["buyCredits", buyCredits]]) as unknown as SvcClientShape
     }
   )
 

@@ -19,3 +19,4 @@ export {
 } from "./SvcClient.ts"
 export { KeyCapReached, type Usage, usageOf, type WithUsage } from "./usage.ts"
 export { type ReceiptRejection, type ReceiptVerification, verifyReceipt } from "./verifyReceipt.ts"
+export { type X402PayerOptions, X402PaymentRefused, X402SigningFailed } from "./x402Payer.ts"

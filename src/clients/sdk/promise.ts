@@ -3,6 +3,7 @@ import { FetchHttpClient } from "effect/http"
 import type { Offer } from "../../contract/offer.ts"
 import { offerOf } from "./resume.ts"
 import {
+  type BuyX402,
   type ClientOptions,
   type Endpoint,
   makeSvcClient,
@@ -20,6 +21,8 @@ export type PromiseClient = {
     ...request: {} extends RequestOf<E> ? [request?: RequestOf<E>] : [request: RequestOf<E>]
   ) => Promise<SuccessOf<E>>
 } & {
+  /** Buys `credits` at `POST /v1/credits/x402`, paid with the client's x402 account (`ClientOptions.x402`). */
+  readonly buyCredits: (credits: number) => Promise<SuccessOf<BuyX402>>
   /** Runs one call with the given Idempotency-Key (to follow `offer.resume` after paying). */
   readonly withIdempotencyKey: <A>(
     idempotencyKey: string,
