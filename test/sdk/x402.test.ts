@@ -18,6 +18,7 @@ import {
   tokenName,
   tokenVersion
 } from "../support/chain.ts"
+import { startProxy } from "./proxy.ts"
 
 /**
  * The SDK paying with x402 on a local chain (anvil, our EIP-3009 token, the facilitator in
@@ -36,12 +37,13 @@ const price = 1_000_000n
 const sdk = <A, E, R>(
   key: string,
   x402: { readonly maxCredits: number; readonly spendLimit: bigint },
-  use: (client: SvcClient["Service"]) => Effect.Effect<A, E, R>
+  use: (client: SvcClient["Service"]) => Effect.Effect<A, E, R>,
+  via?: string
 ) =>
   Effect.gen(function* () {
     const app = yield* TestApp
     const client = SvcClient.layer({
-      baseUrl: app.url,
+      baseUrl: via ?? app.url,
       key,
       retry: { baseDelayMs: 5, maxDelayMs: 2_000 },
       x402: { account: payer as LocalAccount, ...x402 }
@@ -97,44 +99,62 @@ describe.skipIf(!available)("the SDK pays with x402 on a local chain", () => {
         "inline: a call refused INSUFFICIENT_CREDITS is paid and sent again, charged once; the spend limit refuses the next payment",
         () =>
           Effect.gen(function* () {
+            const app = yield* TestApp
+            const proxy = yield* startProxy(app.url)
             const { key, account_id } = yield* paidKey(freshIp(), 0)
             const before = yield* balances(chain)
             const query = { identifier: sampleArguments.getProfile!.identifier as string }
-            yield* sdk(key, { maxCredits: 500, spendLimit: 1_500_000n }, (client) =>
-              Effect.gen(function* () {
-                const envelope = yield* client.getProfile({ query })
-                const charged = envelope.cost.charged
-                assert.isAbove(charged, 0)
-                assert.strictEqual(envelope.usage.credits_charged, charged)
-                assert.strictEqual(envelope.usage.credits_remaining, 500 - charged)
+            yield* sdk(
+              key,
+              { maxCredits: 500, spendLimit: 1_500_000n },
+              (client) =>
+                Effect.gen(function* () {
+                  const envelope = yield* client.getProfile({ query })
+                  const charged = envelope.cost.charged
+                  assert.isAbove(charged, 0)
+                  assert.strictEqual(envelope.usage.credits_charged, charged)
+                  assert.strictEqual(envelope.usage.credits_remaining, 500 - charged)
+                  // Refused, the price of maxCredits asked once, then the same call with the same key, paid.
+                  assert.deepStrictEqual(
+                    proxy.seen.map((seen) => seen.path.split("?")[0]),
+                    ["/v1/profnet/profiles", "/v1/credits/x402", "/v1/profnet/profiles"]
+                  )
+                  assert.isString(proxy.seen[0]!.idempotencyKey)
+                  assert.strictEqual(proxy.seen[2]!.idempotencyKey, proxy.seen[0]!.idempotencyKey)
 
-                // On-chain: exactly the price moved, once; our rows: one purchase, one charge.
-                const after = yield* balances(chain)
-                assert.strictEqual(after.payer, before.payer - price)
-                assert.strictEqual(after.payTo, before.payTo + price)
-                const rows = yield* rowsOf(account_id)
-                assert.strictEqual(rows.purchases.length, 1)
-                assert.strictEqual(rows.purchases[0]!.amount_atomic, String(price))
-                const transfers = yield* Effect.promise(() => chain.transfersFrom(payer.address))
-                assert.deepInclude(transfers, {
-                  to: payTo,
-                  value: price,
-                  transaction: rows.purchases[0]!.transaction_hash
-                })
-                assert.deepStrictEqual(rows.receipts, [charged])
-                assert.strictEqual(rows.balance, 500 - charged)
+                  // On-chain: exactly the price moved, once; our rows: one purchase, one charge.
+                  const after = yield* balances(chain)
+                  assert.strictEqual(after.payer, before.payer - price)
+                  assert.strictEqual(after.payTo, before.payTo + price)
+                  const rows = yield* rowsOf(account_id)
+                  assert.strictEqual(rows.purchases.length, 1)
+                  assert.strictEqual(rows.purchases[0]!.amount_atomic, String(price))
+                  const transfers = yield* Effect.promise(() => chain.transfersFrom(payer.address))
+                  assert.deepInclude(transfers, {
+                    to: payTo,
+                    value: price,
+                    transaction: rows.purchases[0]!.transaction_hash
+                  })
+                  assert.deepStrictEqual(rows.receipts, [charged])
+                  assert.strictEqual(rows.balance, 500 - charged)
 
-                // A second payment (1,000,000 more) would pass the 1,500,000 limit: refused here, nothing signed.
-                const refused = yield* Effect.flip(client.buyCredits(500))
-                assert.instanceOf(refused, X402PaymentRefused)
-                if (refused instanceof X402PaymentRefused) {
-                  assert.strictEqual(refused.limit, "spend_limit")
-                  assert.strictEqual(refused.amount, price)
-                  assert.strictEqual(refused.remaining, 500_000n)
-                }
-                assert.deepStrictEqual(yield* balances(chain), after)
-                assert.strictEqual((yield* rowsOf(account_id)).purchases.length, 1)
-              })
+                  // A second payment (1,000,000 more) would pass the 1,500,000 limit: refused here, nothing signed.
+                  const refused = yield* Effect.flip(client.buyCredits(500))
+                  assert.instanceOf(refused, X402PaymentRefused)
+                  if (refused instanceof X402PaymentRefused) {
+                    assert.strictEqual(refused.limit, "spend_limit")
+                    assert.strictEqual(refused.amount, price)
+                    assert.strictEqual(refused.remaining, 500_000n)
+                  }
+                  assert.deepStrictEqual(yield* balances(chain), after)
+                  assert.strictEqual((yield* rowsOf(account_id)).purchases.length, 1)
+                  // Its price asked (unpaid, a 402), then refused here: no fifth request, no payment.
+                  assert.deepStrictEqual(
+                    proxy.seen.slice(3).map((seen) => seen.path),
+                    ["/v1/credits/x402"]
+                  )
+                }),
+              proxy.url
             )
           })
       )
