@@ -26,10 +26,18 @@ export interface Running {
 /** A fresh config home, so each test starts signed out. */
 export const freshHome = () => mkdtempSync(join(tmpdir(), "svc-cli-"))
 
-/** Starts `svc args` piped (not a terminal), against `baseUrl`, with its config under `home`. */
+/**
+ * Starts `svc args` piped (not a terminal), against `baseUrl`, with its config under `home`; stdin
+ * is empty, or `env.input` when given.
+ */
 export const start = (
   args: ReadonlyArray<string>,
-  env: { readonly baseUrl: string; readonly home: string; readonly extra?: Record<string, string> },
+  env: {
+    readonly baseUrl: string
+    readonly home: string
+    readonly extra?: Record<string, string>
+    readonly input?: string
+  },
   command: ReadonlyArray<string> = [pinnedNode, svcMain]
 ): Running => {
   const [file, ...prefix] = command
@@ -42,14 +50,15 @@ export const start = (
       SVC_NO_BROWSER: "1",
       ...env.extra
     },
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: [env.input === undefined ? "ignore" : "pipe", "pipe", "pipe"]
   })
+  child.stdin?.end(env.input)
   let stdout = ""
   let stderr = ""
-  child.stdout.on("data", (chunk) => {
+  child.stdout?.on("data", (chunk) => {
     stdout += chunk
   })
-  child.stderr.on("data", (chunk) => {
+  child.stderr?.on("data", (chunk) => {
     stderr += chunk
   })
   const done = new Promise<Finished>((resolve) =>
@@ -58,10 +67,8 @@ export const start = (
   return { stdout: () => stdout, stderr: () => stderr, done, kill: () => child.kill() }
 }
 
-export const svc = (
-  args: ReadonlyArray<string>,
-  env: { readonly baseUrl: string; readonly home: string; readonly extra?: Record<string, string> }
-) => Effect.promise(() => start(args, env).done)
+export const svc = (args: ReadonlyArray<string>, env: Parameters<typeof start>[1]) =>
+  Effect.promise(() => start(args, env).done)
 
 /** Waits until `read()` matches `pattern` (polling), or fails after `timeoutMs`. */
 export const waitFor = (read: () => string, pattern: RegExp, timeoutMs = 20_000) =>
