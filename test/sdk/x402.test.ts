@@ -2,7 +2,7 @@ import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import type { LocalAccount } from "viem"
-import { SvcClient, X402PaymentRefused } from "../../src/clients/sdk/index.ts"
+import { createClient, SvcClient, X402PaymentRefused } from "../../src/clients/sdk/index.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { sampleArguments } from "../mcp/samples.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
@@ -160,32 +160,33 @@ describe.skipIf(!available)("the SDK pays with x402 on a local chain", () => {
       )
 
       it.effect(
-        "buyCredits: 402, paid, credited once; over maxCredits it is refused before any request",
+        "buyCredits (the Promise client): 402, paid, credited once; over maxCredits it is refused before any request",
         () =>
           Effect.gen(function* () {
             const app = yield* TestApp
             const { key, account_id } = yield* app.mint(freshIp())
             const before = yield* balances(chain)
-            yield* sdk(key, { maxCredits: 500, spendLimit: 10_000_000n }, (client) =>
-              Effect.gen(function* () {
-                const over = yield* Effect.flip(client.buyCredits(501))
-                assert.instanceOf(over, X402PaymentRefused)
-                if (over instanceof X402PaymentRefused) assert.strictEqual(over.limit, "max_credits")
+            const client = createClient({
+              baseUrl: app.url,
+              key,
+              x402: { account: payer as LocalAccount, maxCredits: 500, spendLimit: 10_000_000n }
+            })
+            const over = yield* Effect.promise(() => client.buyCredits(501).catch((error: unknown) => error))
+            assert.instanceOf(over, X402PaymentRefused)
+            if (over instanceof X402PaymentRefused) assert.strictEqual(over.limit, "max_credits")
 
-                const purchase = yield* client.buyCredits(500)
-                assert.strictEqual(purchase.credits_added, 500)
-                assert.strictEqual(purchase.balance_credits, 500)
-                assert.strictEqual(purchase.plan, "flex")
-                const after = yield* balances(chain)
-                assert.strictEqual(after.payer, before.payer - price)
-                assert.strictEqual(after.payTo, before.payTo + price)
-                const rows = yield* rowsOf(account_id)
-                assert.deepStrictEqual(rows.purchases, [
-                  { transaction_hash: purchase.transaction, amount_atomic: String(price) }
-                ])
-                assert.strictEqual(rows.balance, 500)
-              })
-            )
+            const purchase = yield* Effect.promise(() => client.buyCredits(500))
+            assert.strictEqual(purchase.credits_added, 500)
+            assert.strictEqual(purchase.balance_credits, 500)
+            assert.strictEqual(purchase.plan, "flex")
+            const after = yield* balances(chain)
+            assert.strictEqual(after.payer, before.payer - price)
+            assert.strictEqual(after.payTo, before.payTo + price)
+            const rows = yield* rowsOf(account_id)
+            assert.deepStrictEqual(rows.purchases, [
+              { transaction_hash: purchase.transaction, amount_atomic: String(price) }
+            ])
+            assert.strictEqual(rows.balance, 500)
           })
       )
 
