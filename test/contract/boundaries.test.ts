@@ -204,6 +204,23 @@ describe("the house's structure", () => {
     assert.deepStrictEqual(reached, [])
   })
 
+  it("the clients load x402 and viem only when they pay: import() or a type import, never a static one", () => {
+    const staticImport =
+      /^\s*(?:import|export)\s+(?!type\b)(?:[\w*$\s,]*\{[^}]*\}|[\w*$\s,]+)\s*from\s*["'](?:viem|@x402\/)/m
+    const loadsAtStart = filesUnder(join(src, "clients"))
+      .filter((file) => staticImport.test(readFileSync(file, "utf8")))
+      .map((file) => relative(src, file))
+    assert.deepStrictEqual(loadsAtStart, [])
+    const payer = readFileSync(join(src, "clients/sdk/x402Payer.ts"), "utf8")
+    assert.match(payer, /import\("@x402\/evm\/exact\/client"\)/, "the payer loads the library when it pays")
+    assert.isFalse(staticImport.test('import type { LocalAccount } from "viem"'))
+    assert.isTrue(staticImport.test('import { privateKeyToAccount } from "viem/accounts"'))
+    assert.isTrue(
+      staticImport.test('import { Data } from "effect"\nimport * as x402 from "@x402/core/client"')
+    )
+    assert.isFalse(staticImport.test('import { Data } from "effect"\nimport type { A } from "viem"'))
+  })
+
   it("the surfaces reach the metering only through its front door and its receipts", () => {
     const door = [
       "metering/meterDataCall.ts",
