@@ -169,9 +169,12 @@ describe.skipIf(!available)("the SDK pays with x402 on a local chain", () => {
             const client = createClient({
               baseUrl: app.url,
               key,
-              x402: { account: payer as LocalAccount, maxCredits: 500, spendLimit: 10_000_000n }
+              // Above the most one payment may buy (1,000,000,000 credits): that maximum bounds it.
+              x402: { account: payer as LocalAccount, maxCredits: 2_000_000_000, spendLimit: 10_000_000n }
             })
-            const over = yield* Effect.promise(() => client.buyCredits(501).catch((error: unknown) => error))
+            const over = yield* Effect.promise(() =>
+              client.buyCredits(2_000_000_001).catch((error: unknown) => error)
+            )
             assert.instanceOf(over, X402PaymentRefused)
             if (over instanceof X402PaymentRefused) assert.strictEqual(over.limit, "max_credits")
 

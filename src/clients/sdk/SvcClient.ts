@@ -15,6 +15,7 @@ import {
 } from "effect/http-api"
 import { makeApi } from "../../contract/api.ts"
 import { declarations } from "../../contract/operations/index.ts"
+import { x402MaxCredits } from "../../domain/plans.ts"
 import { defaultRetryPolicy, isRetriable, type RetryPolicy, retryAfterOf, retryDelayMs } from "./retry.ts"
 import { distinguishKeyCap, type KeyCapReached, usageOf, type WithUsage } from "./usage.ts"
 import {
@@ -242,7 +243,8 @@ export const makeSvcClient = (
       const payer = options.x402 === undefined ? undefined : makeX402Payer(options.x402)
       const buy = client.buyCreditsX402 as unknown as (request: unknown) => Effect.Effect<unknown, unknown>
       const ceiling: Ceiling = Effect.suspend(() =>
-        buy({ payload: { credits: payer?.options.maxCredits ?? 0 }, headers: {} })
+        // No payment buys more than the contract's maximum: a larger bound is that maximum.
+        buy({ payload: { credits: Math.min(payer?.options.maxCredits ?? 0, x402MaxCredits) }, headers: {} })
       ).pipe(
         // Not part of the call being paid for: its request and headers are not the call's.
         Effect.provideService(CurrentCall, undefined),
