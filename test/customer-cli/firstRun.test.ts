@@ -39,6 +39,7 @@ describe("svc's first run", () => {
           "SVC_BASE_URL",
           "SVC_KEY",
           "SVC_ADMIN_TOKEN",
+          "SVC_X402_PRIVATE_KEY",
           "--base-url",
           "svc/config.json",
           "Exit codes",

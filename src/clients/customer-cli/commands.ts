@@ -46,6 +46,7 @@ Environment:
   SVC_BASE_URL      the service's address (default ${defaultBaseUrl}); --base-url does the same for one run
   SVC_KEY           a spend key to use instead of the config file's
   SVC_ADMIN_TOKEN   the operator's token, for \`svc admin\`
+  SVC_X402_PRIVATE_KEY  the payer's private key for \`svc buy --rail x402\` (or --key-file)
   SVC_NO_BROWSER=1  never open a browser (print the link instead)
   NO_COLOR          no colour
 
