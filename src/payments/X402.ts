@@ -166,8 +166,8 @@ const inProcessFacilitator = (
         const logsFrom = (fromBlock: bigint, toBlock: bigint) =>
           wallet.getLogs({ address: asset, event: authorizationUsed, args, fromBlock, toBlock })
         // An authorization is valid for minutes (maxTimeoutSeconds): its use is usually among the
-        // recent blocks.
-        const latest = await wallet.getBlockNumber()
+        // recent blocks. The block number uncached: viem's would miss the settlement just mined.
+        const latest = await wallet.getBlockNumber({ cacheTime: 0 })
         const recent = await logsFrom(latest > 5000n ? latest - 5000n : 0n, latest)
         if (recent[0] !== undefined) return recent[0].transactionHash
         // Not there: the token's own state says whether it was used at all (a reconciler may look
@@ -503,9 +503,37 @@ export class X402 extends Context.Service<
             ${validBefore})
           ON CONFLICT (payment_ref) DO NOTHING RETURNING payment_ref`
         if (begun.length === 0) {
+          // Begun by an earlier attempt, for its account: another account presenting the same
+          // authorization gets nothing from it (the reconciler credits the account that began it).
+          const [owner] = yield* sql<{
+            readonly account_id: string
+            readonly credits: number | string
+          }>`SELECT account_id, credits FROM x402_settlements WHERE payment_ref = ${paymentRef}`
           const transaction = yield* facilitator
             .usedBy({ asset: config.asset, from: authorization.from, nonce })
             .pipe(Effect.catchTag("FacilitatorUnavailable", unavailable))
+          if (owner !== undefined && owner.account_id !== input.accountId) {
+            if (transaction !== undefined)
+              yield* credit({
+                paymentRef,
+                accountId: owner.account_id,
+                credits: Number(owner.credits),
+                network: config.network,
+                asset: config.asset.toLowerCase(),
+                payer: authorization.from.toLowerCase(),
+                amountAtomic: value,
+                transaction
+              })
+            recordX402Settlement("replayed")
+            return yield* Effect.fail(
+              refusedHere(
+                "authorization_already_used",
+                "this authorization is being settled for another account.",
+                wanted,
+                available
+              )
+            )
+          }
           if (transaction !== undefined) {
             const payer = authorization.from.toLowerCase()
             if (!(yield* creditThis(transaction, config.network, payer))) return yield* alreadyCredited()

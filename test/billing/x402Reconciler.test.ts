@@ -186,6 +186,32 @@ describe.skipIf(!available)(`x402 reconciler: a settlement on-chain, never credi
           assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 1_000_000n)
         })
     )
+
+    it.effect(
+      "another account presenting the stranded authorization gets nothing; the account that began it is credited",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const reconciler = yield* X402Reconciler
+          const owner = yield* app.mint(freshIp())
+          const other = yield* app.mint(freshIp())
+          const signature = yield* signedPayment(app.url, owner.key)
+          assert.strictEqual((yield* buy(app.url, owner.key, signature)).status, 502)
+
+          const foreign = yield* buy(app.url, other.key, signature)
+          assert.strictEqual(foreign.status, 402, JSON.stringify(foreign.body))
+          assert.strictEqual(foreign.body.reason, "authorization_already_used")
+          assert.include(foreign.body.message, "another account")
+          const credited = yield* ledgerOf(owner.account_id)
+          assert.strictEqual(credited.purchases.length, 1)
+          assert.strictEqual(credited.balance, 500)
+          assert.strictEqual(credited.begun.length, 0)
+          const nothing = yield* ledgerOf(other.account_id)
+          assert.strictEqual(nothing.purchases.length, 0)
+          assert.strictEqual(nothing.balance, 0)
+          assert.strictEqual((yield* reconciler.sweep(Date.now() + reconcileAfterMs)).credited, 0)
+        })
+    )
   })
 })
 
