@@ -24,6 +24,7 @@ import {
   tokenVersion
 } from "../support/chain.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
+import { scrapeMetrics, seriesValue } from "../support/metrics.ts"
 import { testOperations } from "../support/testOperations.ts"
 
 /**
@@ -164,6 +165,10 @@ describe.skipIf(!available)(`x402 reconciler: a settlement on-chain, never credi
             { concurrency: "unbounded" }
           )
           assert.strictEqual(sweeps[0]!.credited + sweeps[1]!.credited, 1, JSON.stringify(sweeps))
+          assert.isAtLeast(
+            seriesValue(yield* scrapeMetrics, 'svc_x402_settlements_total{outcome="reconciled"}'),
+            1
+          )
           const after = yield* ledgerOf(account_id)
           assert.strictEqual(after.purchases.length, 1)
           assert.strictEqual(after.balance, 500)
@@ -251,6 +256,10 @@ describe.skipIf(!available)(`x402 reconciler: a settlement that never went on-ch
 
           const expired = yield* reconciler.sweep(validBefore * 1000 + expiryMarginMs)
           assert.deepStrictEqual(expired, { credited: 0, closed: 1, left: 0 })
+          assert.strictEqual(
+            seriesValue(yield* scrapeMetrics, 'svc_x402_settlements_total{outcome="expired"}'),
+            1
+          )
           const after = yield* ledgerOf(account_id)
           assert.strictEqual(after.begun.length, 0)
           assert.strictEqual(after.purchases.length, 0)
