@@ -29,6 +29,7 @@ const startingProcesses = [
   "test/bench/**/*.test.ts",
   "test/**/*.browser.test.ts",
   "test/http/readme.test.ts",
+  "test/ops/x402Crash.test.ts",
   "test/sdk/readmeSnippet.test.ts",
   "test/sdk/x402.test.ts"
 ]

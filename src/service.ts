@@ -25,6 +25,7 @@ import { paymentRailsLayer } from "./payments/rails.ts"
 import { Topups } from "./payments/Topups.ts"
 import { TopupWake } from "./payments/TopupWake.ts"
 import { X402, X402Facilitator } from "./payments/X402.ts"
+import { X402Reconciler } from "./payments/X402Reconciler.ts"
 import { Accounts } from "./services/Accounts.ts"
 import { AdminToken } from "./services/AdminToken.ts"
 import { Audit } from "./services/Audit.ts"
@@ -260,6 +261,7 @@ export const supportLayer = (
     Layer.provideMerge(Housekeeping),
     Layer.provideMerge(OAuthHousekeeping),
     Layer.provideMerge(Topups.worker(workers)),
+    Layer.provideMerge(X402Reconciler.worker()),
     Layer.provideMerge(Deliveries.layerWith(workers)),
     Layer.provideMerge(Mailer.layer),
     Layer.provideMerge(MetricsPage.layer),

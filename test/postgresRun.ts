@@ -48,6 +48,8 @@ export const storeIndependent: Readonly<Record<string, string>> = {
     "the bench's side-by-side report from given numbers; bench/pg.ts is imported through bench/cases.ts but no database is opened",
   "test/bench/warmUp.test.ts":
     "the bench's warm-up options and requests against a bare HTTP server; bench/pg.ts is imported through bench/cases.ts but no database is opened",
+  "test/bench/x402Check.test.ts":
+    "the storm's x402 invariant as a pure function of given rows and transfers; bench/pg.ts is imported for a type, no database is opened",
   "test/contract/interfaceSpec.test.ts":
     "the contract's names (endpoints, parameters, error codes, MCP tools) against the served OpenAPI and MCP catalogue; what the operations do with the store is tested on PostgreSQL elsewhere",
   "test/contract/postgresRun.test.ts":

@@ -16,6 +16,7 @@ import { capSomeKeys, makeClients, stormCap } from "./clients.ts"
 import { type Cluster, pingRedis, snapshotApp, startCluster } from "./cluster.ts"
 import { parseStormOptions, type StormOptions, seeded, usage } from "./options.ts"
 import { instanceLogs, stormReport } from "./report.ts"
+import { startX402Chain, x402Payer, x402StormCheck } from "./x402Load.ts"
 
 const { log, cleanups, cleanUp } = harness("storm", "storm")
 
@@ -83,6 +84,11 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
   log(`postgres: created ${database.name}`)
   const app = snapshotApp(stamp)
   cleanups.push(app.remove)
+  const x402 = options.x402 ? await startX402Chain() : undefined
+  if (x402 !== undefined) {
+    cleanups.push(x402.chain.stop)
+    log(`x402: anvil on ${x402.chain.rpcUrl}, token ${x402.chain.token}`)
+  }
   const cluster = await startCluster({
     stamp,
     app: app.dir,
@@ -90,7 +96,8 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
     databaseUrl: database.url,
     redisUrl: options.redis,
     leaseSeconds: options.leaseSeconds,
-    log
+    log,
+    ...(x402 === undefined ? {} : { env: x402.env })
   })
   cleanups.push(cluster.stop)
   const db = pgSession(database.url)
@@ -129,9 +136,21 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
     begun: loadBegun,
     log
   })
-  log(`load: ${options.concurrency} clients for ${options.seconds} s, chaos running`)
+  const agent =
+    x402 === undefined
+      ? undefined
+      : x402Payer({
+          chain: x402.chain,
+          instances: cluster.instances,
+          accounts: paid,
+          random: seeded(options.seed + 402).next
+        })
+  log(
+    `load: ${options.concurrency} clients for ${options.seconds} s, chaos running${agent === undefined ? "" : ", an agent paying with x402"}`
+  )
   await Promise.all([
     chaos.done,
+    agent?.run(until, hardEnd),
     ...Array.from({ length: options.concurrency }, (_, w) =>
       clients.load(seeded(options.seed * 31 + w + 1), until, hardEnd)
     )
@@ -149,6 +168,8 @@ const storm = async (options: StormOptions, stamp: string): Promise<boolean> => 
   await sleep(1000)
   log("checking the invariants")
   const checks = await stormChecks(db, clients.calls)
+  if (x402 !== undefined && agent !== undefined)
+    checks.push(await x402StormCheck(db, x402.chain, agent.payments))
 
   const asked = options.leaseSeconds * 1000
   const leaseNote =

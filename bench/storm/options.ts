@@ -18,6 +18,8 @@ export interface StormOptions {
   /** Seeds the call mix and the chaos schedule (timing still varies from run to run). */
   readonly seed: number
   readonly short: boolean
+  /** Also an agent paying with x402 on a local chain (anvil), and the x402 invariant. */
+  readonly x402: boolean
 }
 
 export const usage = `npm run storm -- [options]
@@ -39,6 +41,9 @@ the lease; then checks the ledger invariants and exits 1 if any fails.
                         or STORM_DATABASE_URL); a database svc_storm_<ts> is created and dropped
   --redis URL           Redis (default redis://127.0.0.1:6379, or STORM_REDIS_URL)
   --seed N              seed of the call mix and the schedule (default random, printed)
+  --x402                also start anvil with the test token, offer the x402 rail on every instance
+                        (each its own facilitator) and have an agent buy credits with x402 through the
+                        chaos; then check that every x402 purchase row matches one on-chain transfer
 `
 
 const positiveInt = (name: string, text: string | undefined, fallback: number): number => {
@@ -71,6 +76,7 @@ export const parseStormOptions = (argv: ReadonlyArray<string>): StormOptions | "
       pg: { type: "string" },
       redis: { type: "string" },
       seed: { type: "string" },
+      x402: { type: "boolean" },
       help: { type: "boolean", short: "h" }
     },
     strict: true
@@ -96,7 +102,8 @@ export const parseStormOptions = (argv: ReadonlyArray<string>): StormOptions | "
     ),
     redis: loopbackUrl("redis", values.redis ?? process.env.STORM_REDIS_URL ?? "redis://127.0.0.1:6379"),
     seed,
-    short
+    short,
+    x402: values.x402 === true
   }
 }
 

@@ -234,13 +234,15 @@ export const gauge = (name: string, description: string, attributes?: Record<str
 const x402Settlements = seriesBy((attributes) =>
   Metric.counter("svc_x402_settlements_total", {
     description:
-      "x402 payments by outcome: settled (credited), refused (verification or settlement refused it), replayed (an authorization already credited), unavailable (the facilitator or chain did not answer)",
+      "x402 payments by outcome: settled (credited), refused (verification or settlement refused it), replayed (an authorization already credited), unavailable (the facilitator or chain did not answer), reconciled (a settlement whose answer was lost, found on-chain and credited by the reconciler), expired (a settlement that never landed, closed after its authorization expired)",
     attributes,
     incremental: true
   })
 )
 
 /** One x402 payment's outcome. */
-export const recordX402Settlement = (outcome: "settled" | "refused" | "replayed" | "unavailable") => {
+export const recordX402Settlement = (
+  outcome: "settled" | "refused" | "replayed" | "unavailable" | "reconciled" | "expired"
+) => {
   if (recording.on) x402Settlements(outcome, () => ({ outcome })).updateUnsafe(1, defaults)
 }

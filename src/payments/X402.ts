@@ -35,13 +35,18 @@ export class X402Facilitator extends Context.Service<
     /**
      * The transaction that used an EIP-3009 authorization on-chain (its `AuthorizationUsed` event),
      * if one did: how a settlement whose answer was lost (a crash, a timeout) is found again.
-     * Undefined also where the facilitator cannot read the chain (one over HTTP).
+     * Undefined also where the facilitator cannot read the chain (one over HTTP): see `readsChain`.
      */
     readonly usedBy: (authorization: {
       readonly asset: string
       readonly from: string
       readonly nonce: string
     }) => Effect.Effect<string | undefined, FacilitatorUnavailable>
+    /**
+     * Whether `usedBy` reads the chain, so that its undefined means "not used": only then may an
+     * expired settlement that never landed be closed.
+     */
+    readonly readsChain: boolean
   }
 >()("payments/X402Facilitator") {
   /**
@@ -56,7 +61,8 @@ export class X402Facilitator extends Context.Service<
         return X402Facilitator.of({
           verify: () => Effect.fail(new FacilitatorUnavailable({ message: "the x402 rail is not offered" })),
           settle: () => Effect.fail(new FacilitatorUnavailable({ message: "the x402 rail is not offered" })),
-          usedBy: () => Effect.succeed(undefined)
+          usedBy: () => Effect.succeed(undefined),
+          readsChain: false
         })
       const config = x402.value
       const { client, usedBy } = yield* config.facilitator._tag === "InProcess"
@@ -92,7 +98,8 @@ export class X402Facilitator extends Context.Service<
         verify: (payload, requirements) => call("verify", () => client.verify(payload, requirements)),
         settle: (payload, requirements) => call("settle", () => client.settle(payload, requirements)),
         usedBy: (authorization) =>
-          usedBy === undefined ? Effect.succeed(undefined) : call("settle", () => usedBy(authorization))
+          usedBy === undefined ? Effect.succeed(undefined) : call("settle", () => usedBy(authorization)),
+        readsChain: usedBy !== undefined
       })
     })
   )
@@ -138,6 +145,9 @@ const inProcessFacilitator = (
     const authorizationUsed = viem.parseAbiItem(
       "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)"
     )
+    const authorizationState = viem.parseAbi([
+      "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)"
+    ])
     return {
       client: new x402Facilitator().register(
         config.network as `${string}:${string}`,
@@ -148,19 +158,32 @@ const inProcessFacilitator = (
         readonly from: string
         readonly nonce: string
       }) => {
-        // An authorization is valid for minutes (maxTimeoutSeconds): its use is among the recent blocks.
-        const latest = await wallet.getBlockNumber()
-        const logs = await wallet.getLogs({
-          address: authorization.asset as `0x${string}`,
-          event: authorizationUsed,
-          args: {
-            authorizer: authorization.from as `0x${string}`,
-            nonce: authorization.nonce as `0x${string}`
-          },
-          fromBlock: latest > 5000n ? latest - 5000n : 0n,
-          toBlock: latest
+        const asset = authorization.asset as `0x${string}`
+        const args = {
+          authorizer: authorization.from as `0x${string}`,
+          nonce: authorization.nonce as `0x${string}`
+        }
+        const logsFrom = (fromBlock: bigint, toBlock: bigint) =>
+          wallet.getLogs({ address: asset, event: authorizationUsed, args, fromBlock, toBlock })
+        // An authorization is valid for minutes (maxTimeoutSeconds): its use is usually among the
+        // recent blocks. The block number uncached: viem's would miss the settlement just mined.
+        const latest = await wallet.getBlockNumber({ cacheTime: 0 })
+        const recent = await logsFrom(latest > 5000n ? latest - 5000n : 0n, latest)
+        if (recent[0] !== undefined) return recent[0].transactionHash
+        // Not there: the token's own state says whether it was used at all (a reconciler may look
+        // hours later). Used, its transaction is searched in every block; a node that refuses so
+        // wide a search is an error, never "not used".
+        const used = await wallet.readContract({
+          address: asset,
+          abi: authorizationState,
+          functionName: "authorizationState",
+          args: [args.authorizer, args.nonce]
         })
-        return logs[0]?.transactionHash ?? undefined
+        if (!used) return undefined
+        const all = await logsFrom(0n, latest)
+        if (all[0] === undefined)
+          throw new Error("the authorization is used on-chain but its event was not found")
+        return all[0].transactionHash
       }
     }
   })
@@ -201,6 +224,20 @@ export const withPayment = (failure: InsufficientCredits, x402: X402PaymentRequi
     x402
   })
 
+/** An x402 payment to credit once under `paymentRef`: settled by `transaction`, from `payer`. */
+export interface X402Credit {
+  readonly paymentRef: string
+  readonly accountId: string
+  readonly credits: number
+  readonly network: string
+  /** The token, lower case. */
+  readonly asset: string
+  readonly payer: string
+  /** What the authorization paid, in the token's units. */
+  readonly amountAtomic: bigint
+  readonly transaction: string
+}
+
 const decodeAccount = Row.decoder(
   Schema.Struct({ balance_credits: Row.Int, grant_credits: Row.Int, plan: Schema.String }),
   "accounts (x402)"
@@ -238,6 +275,12 @@ export class X402 extends Context.Service<
      * paying does not lift, as it is.
      */
     readonly offerOn: (failure: InsufficientCredits, resource: string) => InsufficientCredits
+    /**
+     * Credits a settled payment once (its purchase row is unique on `paymentRef`) and forgets its
+     * begun settlement; false when it was credited before. The payment and the reconciler both
+     * credit through it.
+     */
+    readonly credit: (payment: X402Credit) => Effect.Effect<boolean, SqlError>
     /** The account's balance and plan, as the explicit purchase answers them. */
     readonly standing: (
       accountId: string
@@ -291,6 +334,32 @@ export class X402 extends Context.Service<
               plan: row?.plan ?? "trial"
             }
           })
+        )
+
+      const credit = (payment: X402Credit) =>
+        Effect.andThen(
+          credits.applyPurchase({
+            accountId: payment.accountId,
+            pack: {
+              pack: "flex",
+              mode: "one_time",
+              // The purchase's exact price is `amount_atomic`; this is it in whole US cents for a
+              // 6-decimal USD token (rounded down), as the other rails' rows show theirs.
+              price_usd_cents: Number(payment.amountAtomic / 10_000n),
+              credits: payment.credits
+            },
+            rail: "x402",
+            paymentRef: payment.paymentRef,
+            onChain: {
+              payer: payment.payer,
+              network: payment.network,
+              asset: payment.asset,
+              amountAtomic: payment.amountAtomic.toString(),
+              transaction: payment.transaction
+            }
+          }),
+          (applied: boolean) =>
+            Effect.as(sql`DELETE FROM x402_settlements WHERE payment_ref = ${payment.paymentRef}`, applied)
         )
 
       const pay = Effect.fn("X402.pay")(function* (input: {
@@ -395,31 +464,17 @@ export class X402 extends Context.Service<
               )
             })
           )
-        const credit = (transaction: string, network: string, payer: string) =>
-          Effect.andThen(
-            credits.applyPurchase({
-              accountId: input.accountId,
-              pack: {
-                pack: "flex",
-                mode: "one_time",
-                // The purchase's exact price is `amount_atomic`; this is it in whole US cents for a
-                // 6-decimal USD token (rounded down), as the other rails' rows show theirs.
-                price_usd_cents: Number(value / 10_000n),
-                credits: wanted
-              },
-              rail: "x402",
-              paymentRef,
-              onChain: {
-                payer,
-                network,
-                asset: config.asset.toLowerCase(),
-                amountAtomic: value.toString(),
-                transaction
-              }
-            }),
-            (applied: boolean) =>
-              Effect.as(sql`DELETE FROM x402_settlements WHERE payment_ref = ${paymentRef}`, applied)
-          )
+        const creditThis = (transaction: string, network: string, payer: string) =>
+          credit({
+            paymentRef,
+            accountId: input.accountId,
+            credits: wanted,
+            network,
+            asset: config.asset.toLowerCase(),
+            payer,
+            amountAtomic: value,
+            transaction
+          })
         const alreadyCredited = () => {
           // Another request with the same authorization credited it first.
           recordX402Settlement("replayed")
@@ -435,17 +490,53 @@ export class X402 extends Context.Service<
         // A settlement begun before and never credited (a crash, a facilitator that timed out after
         // broadcasting): if the chain used the authorization, that transfer is this purchase.
         const now = yield* Clock.currentTimeMillis
+        // The token refuses the authorization after `validBefore` (unix seconds): after it, a
+        // settlement that did not land never will, and the reconciler closes it.
+        const validBefore = /^[0-9]{1,30}$/.test(authorization.validBefore)
+          ? Math.min(Number(authorization.validBefore), Number.MAX_SAFE_INTEGER)
+          : null
         const begun = yield* sql<{ readonly payment_ref: string }>`INSERT INTO x402_settlements
-            (payment_ref, account_id, credits, created_at)
-          VALUES (${paymentRef}, ${input.accountId}, ${wanted}, ${now})
+            (payment_ref, account_id, credits, created_at, network, asset, payer, nonce, amount_atomic,
+              valid_before)
+          VALUES (${paymentRef}, ${input.accountId}, ${wanted}, ${now}, ${config.network},
+            ${config.asset.toLowerCase()}, ${authorization.from.toLowerCase()}, ${nonce}, ${value.toString()},
+            ${validBefore})
           ON CONFLICT (payment_ref) DO NOTHING RETURNING payment_ref`
         if (begun.length === 0) {
+          // Begun by an earlier attempt, for its account: another account presenting the same
+          // authorization gets nothing from it (the reconciler credits the account that began it).
+          const [owner] = yield* sql<{
+            readonly account_id: string
+            readonly credits: number | string
+          }>`SELECT account_id, credits FROM x402_settlements WHERE payment_ref = ${paymentRef}`
           const transaction = yield* facilitator
             .usedBy({ asset: config.asset, from: authorization.from, nonce })
             .pipe(Effect.catchTag("FacilitatorUnavailable", unavailable))
+          if (owner !== undefined && owner.account_id !== input.accountId) {
+            if (transaction !== undefined)
+              yield* credit({
+                paymentRef,
+                accountId: owner.account_id,
+                credits: Number(owner.credits),
+                network: config.network,
+                asset: config.asset.toLowerCase(),
+                payer: authorization.from.toLowerCase(),
+                amountAtomic: value,
+                transaction
+              })
+            recordX402Settlement("replayed")
+            return yield* Effect.fail(
+              refusedHere(
+                "authorization_already_used",
+                "this authorization is being settled for another account.",
+                wanted,
+                available
+              )
+            )
+          }
           if (transaction !== undefined) {
             const payer = authorization.from.toLowerCase()
-            if (!(yield* credit(transaction, config.network, payer))) return yield* alreadyCredited()
+            if (!(yield* creditThis(transaction, config.network, payer))) return yield* alreadyCredited()
             recordX402Settlement("settled")
             const [row] = yield* sql<{
               readonly id: string
@@ -499,7 +590,7 @@ export class X402 extends Context.Service<
           )
         }
         const payer = (settled.payer ?? verified.payer ?? authorization.from).toLowerCase()
-        if (!(yield* credit(settled.transaction, settled.network ?? config.network, payer)))
+        if (!(yield* creditThis(settled.transaction, settled.network ?? config.network, payer)))
           return yield* alreadyCredited()
         recordX402Settlement("settled")
         const [row] = yield* sql<{
@@ -522,7 +613,7 @@ export class X402 extends Context.Service<
         return withPayment(failure, required(failure.credits_required - failure.credits_available, resource))
       }
 
-      return X402.of({ config: offered, required, pay, offerOn, standing })
+      return X402.of({ config: offered, required, pay, offerOn, credit, standing })
     })
   )
 }

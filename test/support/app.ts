@@ -103,14 +103,16 @@ export const testApp = (
  */
 export const appInstance = (
   operations: ReadonlyArray<AnyOperation<OperationServices>>,
-  config: Partial<AppConfigShape> = {}
+  config: Partial<AppConfigShape> = {},
+  /** Who verifies and settles x402 payments: the configured facilitator, or a test's. */
+  facilitator: Layer.Layer<X402Facilitator, never, AppConfig> = X402Facilitator.layer
 ) =>
   Effect.gen(function* () {
     // The caller's context may hold an AppConfig of its own (the store's); the one made here from
     // `config` is the instance's.
     const database = Context.omit(AppConfig)(yield* Effect.context<SqlClient.SqlClient>())
     const built = yield* Layer.build(
-      appLayer(operations, Layer.succeedContext(database), Ids.layer).pipe(
+      appLayer(operations, Layer.succeedContext(database), Ids.layer, facilitator).pipe(
         Layer.provideMerge(worldUpstream),
         Layer.provide(AppConfig.layerTest({ trustedProxies: ["127.0.0.1", "::1"], ...config }))
       )

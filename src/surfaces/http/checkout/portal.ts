@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import type { AppConfigShape } from "../../../config.ts"
 import type { Account } from "../../../domain/accounts.ts"
-import { Billing, type BillingHistory } from "../../../payments/Billing.ts"
+import { Billing, type BillingHistory, type Purchase } from "../../../payments/Billing.ts"
 import { Accounts } from "../../../services/Accounts.ts"
 import { html, page } from "../pages/html.ts"
 import { count, dollars, railLabel, when } from "./format.ts"
@@ -48,16 +48,28 @@ const subscriptionPart = (config: Pick<AppConfigShape, "baseUrl">, token: string
   }`
 }
 
-const purchaseRow = (purchase: PortalView["history"]["purchases"][number]) =>
+const purchaseRow = (purchase: Purchase) =>
   html`<tr><td>${when(purchase.created_at)}</td><td><code>${purchase.pack}</code></td><td>${count(purchase.credits)}</td><td>${
     purchase.currency === "usd"
       ? dollars(purchase.price_usd_cents)
       : `${purchase.price_usd_cents} ${purchase.currency}`
-  }</td><td>${purchase.rail}${
+  }</td><td><span>${purchase.rail}${
+    // One span: on a phone the cell is a row of its label and its content.
     purchase.transaction_hash === null
       ? ""
       : html`<br><small>${purchase.network ?? ""} · from <code>${purchase.payer ?? ""}</code> · transaction <code>${purchase.transaction_hash}</code></small>`
-  }</td></tr>`
+  }</span></td></tr>`
+
+/**
+ * An account's purchases, newest first: date, pack, credits, price and rail; a payment settled on a
+ * chain (x402) also names its network, its payer and its transaction. The portal and the
+ * dashboard's Billing page show this one table.
+ */
+export const purchasesTable = (purchases: ReadonlyArray<Purchase>) =>
+  purchases.length === 0
+    ? html`<p>No purchases yet.</p>`
+    : html`<table><caption>Newest first</caption><thead><tr><th scope="col">Date</th><th scope="col">Pack</th><th scope="col">Credits</th><th scope="col">Price</th><th scope="col">Rail</th></tr></thead>
+<tbody>${purchases.map(purchaseRow)}</tbody></table>`
 
 /** `/portal?session=...`: the local billing portal of one account, for the hour its link lives. */
 export const portalPage = (
@@ -73,12 +85,7 @@ ${count(view.account.balanceCredits)} purchased credits and ${count(view.account
 <h2>Subscription</h2>
 ${subscriptionPart(config, token, view)}
 <h2>Purchases</h2>
-${
-  view.history.purchases.length === 0
-    ? html`<p>No purchases yet.</p>`
-    : html`<table><caption>Newest first</caption><thead><tr><th scope="col">Date</th><th scope="col">Pack</th><th scope="col">Credits</th><th scope="col">Price</th><th scope="col">Rail</th></tr></thead>
-<tbody>${view.history.purchases.map(purchaseRow)}</tbody></table>`
-}
+${purchasesTable(view.history.purchases)}
 <p>${config.refundPolicy}</p>
 <p>This link works for one hour. For a new one, open <a href="${config.baseUrl}/dashboard/billing">Billing in the dashboard</a>.</p>`,
     { testMode: true }

@@ -4,12 +4,14 @@ import { AppConfig, type AppConfigShape } from "../../../config.ts"
 import type { Usage } from "../../../contract/schemas.ts"
 import type { Governor } from "../../../domain/accounts.ts"
 import type { Pack } from "../../../domain/plans.ts"
+import { Billing, type Purchase } from "../../../payments/Billing.ts"
 import { Checkout } from "../../../payments/Checkout.ts"
 import type { PaymentRails } from "../../../payments/PaymentRail.ts"
 import { Topups, type TopupView } from "../../../payments/Topups.ts"
 import type { Keys } from "../../../services/Keys.ts"
 import { billingPortal, setBalanceAlert, setTopup } from "../../common/management.ts"
 import { count, dollars, railLabel } from "../checkout/format.ts"
+import { purchasesTable } from "../checkout/portal.ts"
 import { html } from "../pages/html.ts"
 import { dashboardGuard } from "./guard.ts"
 import {
@@ -25,6 +27,9 @@ import {
 import { usageReporter } from "./report.ts"
 
 type Config = Pick<AppConfigShape, "baseUrl" | "policy" | "checkoutRails">
+
+/** The purchases the Billing page lists, newest first; the billing portal lists up to 100. */
+const purchasesOnPage = 20
 
 /** Where a form may end besides the service: a payment provider's checkout or portal. */
 const paymentOrigins = (rails: ReadonlyArray<string>) =>
@@ -79,6 +84,7 @@ export const billingPage = (
   frame: Frame,
   usage: typeof Usage.Type,
   topup: TopupView,
+  purchases: ReadonlyArray<Purchase>,
   options: Notes = {}
 ) =>
   dashboardPage(
@@ -98,6 +104,12 @@ ${topupSection(config, frame, topup)}
 <section aria-labelledby="packs"><h2 id="packs">Buy credits</h2>
 ${config.policy.packs.map((pack, index) => packForm(config, frame, pack, index))}
 <p>The credits land on this account; its keys keep working. <a href="${config.baseUrl}/upgrade?${accountQuery(frame.account)}">Compare the packs</a>.</p></section>
+<section aria-labelledby="purchases"><h2 id="purchases">Purchases</h2>
+${purchasesTable(purchases)}${
+  usage.purchases !== undefined && usage.purchases.count > purchases.length
+    ? html`<p>The newest ${purchases.length} of ${count(usage.purchases.count)}; the billing portal lists more.</p>`
+    : ""
+}</section>
 <section aria-labelledby="portal"><h2 id="portal">Billing portal</h2>
 <p>Purchases, the subscription and its cancellation.${
       usage.purchases === undefined
@@ -115,6 +127,7 @@ export const BillingRoutes = HttpRouter.use((router) =>
     const checkout = yield* Checkout
     const services = yield* Effect.context<Keys | PaymentRails | Checkout | Topups>()
     const topups = yield* Topups
+    const billing = yield* Billing
     const reportFor = yield* usageReporter
     const seeOther = (url: string) =>
       HttpServerResponse.redirect(url, { status: 303, headers: { "cache-control": "no-store" } })
@@ -123,11 +136,12 @@ export const BillingRoutes = HttpRouter.use((router) =>
     const guard = yield* dashboardGuard(paymentOrigins(config.checkoutRails))
 
     const showBilling = (frame: Frame, governor: Governor, options: Notes = {}, status = 200) =>
-      Effect.flatMap(reportFor(governor, frame.account), (report) =>
-        Effect.map(topups.show(frame.account.id), (topup) =>
-          guard.respond(billingPage(config, frame, report, topup, options), status)
-        )
-      )
+      Effect.gen(function* () {
+        const report = yield* reportFor(governor, frame.account)
+        const topup = yield* topups.show(frame.account.id)
+        const { purchases } = yield* billing.history(frame.account.id, purchasesOnPage)
+        return guard.respond(billingPage(config, frame, report, topup, purchases, options), status)
+      })
 
     yield* router.add(
       "GET",
