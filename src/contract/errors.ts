@@ -112,7 +112,7 @@ export const errorCatalog = {
     retriable: false,
     offer: "always",
     title: "Trial cap exceeded",
-    next: "Free keys get cached data and first pages only, a capped search `limit`, and share one credit budget per IP per UTC day (`GET /v1/usage` shows it and what is left today). Wait for the UTC day to roll over, or buy a pack and retry with a fresh Idempotency-Key."
+    next: "A cap of the free tier refused this call (`GET /v1/usage` shows the tier and what is left today). Wait for the UTC day to roll over, or buy a pack and retry with a fresh Idempotency-Key."
   },
   BUDGET_EXHAUSTED: {
     status: 503,

@@ -13,12 +13,21 @@ export const freeTier = {
   firstPageOnly: true
 } as const
 
+/** The free tier's budget as one clause: `freeTierSentence` opens with it, TRIAL_CAP_EXCEEDED's message too. */
+export const freeBudgetClause = (creditsPerIpDay: number) =>
+  `Free keys from one IP share ${creditsPerIpDay} credits per UTC day`
+
+/** Who may ask for a cursor page (`freeTier.firstPageOnly`), as the paged operations' descriptions say it. */
+export const cursorPagesFor = freeTier.firstPageOnly
+  ? "paid keys only; trial keys get first pages"
+  : "any key"
+
 /**
  * The free tier in one sentence, as the mint's note, the landing page, the upgrade page and the
  * error codes page say it: the IP's daily budget (`policy.freeCreditsPerIpDay`) and `freeTier`.
  */
 export const freeTierSentence = (creditsPerIpDay: number) =>
-  `Free keys from one IP share ${creditsPerIpDay} credits per UTC day, ${freeTier.freshness} (cached) data${
+  `${freeBudgetClause(creditsPerIpDay)}, ${freeTier.freshness} (cached) data${
     freeTier.firstPageOnly ? " and first pages only" : ""
   }.`
 

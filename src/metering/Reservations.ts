@@ -12,7 +12,7 @@ import {
 import { upgradeUrl } from "../contract/problem.ts"
 import { type CapPeriod, capResetsAtIso } from "../domain/keyLimits.ts"
 import { retryAfterSeconds } from "../domain/lease.ts"
-import type { Plan } from "../domain/plans.ts"
+import { freeBudgetClause, type Plan } from "../domain/plans.ts"
 import { type Refund, settlement } from "../domain/pricing.ts"
 import { dayOf } from "../domain/time.ts"
 import { TopupWake } from "../payments/TopupWake.ts"
@@ -269,10 +269,11 @@ export class Reservations extends Context.Service<
             })
           case "trial_cap":
             return yield* new TrialCapExceeded({
-              message:
+              message: `${freeBudgetClause(policy.freeCreditsPerIpDay)}; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. ${
                 input.claimed === false
-                  ? `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Claim this account at claim_url (sign in with this key) for ${policy.claimGrantCredits.toLocaleString("en-US")} free credits, then retry with a fresh Idempotency-Key; or buy a pack at upgrade_url, or wait for the UTC day to roll over.`
-                  : `Free keys from this IP share ${policy.freeCreditsPerIpDay} credits per UTC day; ${found.free_left ?? 0} are left and this call is quoted ${input.quoted}. Wait for the UTC day to roll over or buy a pack.`,
+                  ? `Claim this account at claim_url (sign in with this key) for ${policy.claimGrantCredits.toLocaleString("en-US")} free credits, then retry with a fresh Idempotency-Key; or buy a pack at upgrade_url, or wait for the UTC day to roll over.`
+                  : "Wait for the UTC day to roll over or buy a pack."
+              }`,
               ...(input.claimed === false
                 ? { claim_url: `${links(config.baseUrl).claim}?account=${input.accountId}` }
                 : {}),

@@ -5,10 +5,11 @@ import type { SqlError } from "effect/sql/SqlError"
 import type Provider from "oidc-provider"
 import type { KoaContext } from "oidc-provider"
 import { AppConfig } from "../config.ts"
-import { NotFound, Unauthorized } from "../contract/errors.ts"
+import { NotFound, RateLimited, Unauthorized } from "../contract/errors.ts"
 import { mcpMounts, mountUrl } from "../contract/mcpMounts.ts"
 import type { Account } from "../domain/accounts.ts"
 import { escapeHtml } from "../domain/html.ts"
+import { type LimitRule, windowWords } from "../domain/policy.ts"
 import { unrecognizedBearer } from "../domain/secrets.ts"
 import { Accounts } from "../services/Accounts.ts"
 import { Audit } from "../services/Audit.ts"
@@ -93,6 +94,13 @@ export interface OAuthClientAddress {
 export class OAuthServer extends Context.Service<
   OAuthServer,
   {
+    /**
+     * The per-IP limits in front of the library, taken before it stores anything: a client
+     * registration (a stored client that never expires) and an authorization request (each may
+     * open a sign-in interaction). Finishing an interaction is not another request.
+     */
+    readonly admitRegistration: (perIpKey: string) => Effect.Effect<void, RateLimited>
+    readonly admitAuthorization: (perIpKey: string) => Effect.Effect<void, RateLimited>
     /** Hands a request for `/oauth/*` or the metadata to the library, which answers it itself. */
     readonly serve: (node: Node, client: OAuthClientAddress) => Effect.Effect<void>
     /** What an interaction (`/login/{uid}`) asks; fails when its cookie is gone or expired. */
@@ -131,6 +139,29 @@ export class OAuthServer extends Context.Service<
       const runFork = Effect.runForkWith(yield* Effect.context<never>())
       const runPromise = Effect.runPromiseWith(yield* Effect.context<never>())
       const oauthLimits = config.policy.oauth
+      const admitting = (prefix: string, rule: LimitRule, message: string) => (perIpKey: string) =>
+        Effect.flatMap(
+          limits.take({ key: `${prefix}:${perIpKey}`, limit: rule.limit, window: rule.windowMs }),
+          (taken) =>
+            taken.allowed
+              ? Effect.void
+              : Effect.fail(new RateLimited({ message, retry_after_seconds: taken.retryAfterSeconds }))
+        )
+      const registrations = oauthPolicy.registrationsPerIp
+      const admitRegistration = admitting(
+        "oauth-register",
+        registrations,
+        `Too many client registrations from this address; at most ${registrations.limit} per ${windowWords(registrations.windowMs)}. Retry after retry_after_seconds, or use a Client ID Metadata Document.`
+      )
+      const authorizations = {
+        limit: oauthLimits.authorizationsPerIp,
+        windowMs: oauthLimits.authorizationWindowMs
+      }
+      const admitAuthorization = admitting(
+        "oauth-authorize",
+        authorizations,
+        `This address has started ${authorizations.limit} app sign-ins in ${windowWords(authorizations.windowMs)}, the most this service allows.`
+      )
       if (config.oauthAllowPrivateClientUrls)
         yield* Effect.logWarning(
           "OAUTH_ALLOW_PRIVATE_CLIENT_URLS is on: client documents may be fetched from loopback and private addresses (tests only)"
@@ -393,6 +424,8 @@ export class OAuthServer extends Context.Service<
       })
 
       return OAuthServer.of({
+        admitRegistration,
+        admitAuthorization,
         serve,
         interaction,
         approve,

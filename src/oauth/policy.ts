@@ -1,3 +1,5 @@
+import type { LimitRule } from "../domain/policy.ts"
+
 /** How long the authorization server's artifacts live. */
 export const oauthPolicy = {
   accessTokenTtlSeconds: 3600,
@@ -6,7 +8,7 @@ export const oauthPolicy = {
   /** `last_used_at` of an app moves at most once a minute. */
   lastUsedResolutionMs: 60_000,
   /** Dynamic registrations per client address: each one is a stored client that never expires. */
-  registrationsPerIp: { limit: 10, window: "1 hour" }
+  registrationsPerIp: { limit: 10, windowMs: 3_600_000 } satisfies LimitRule
 } as const
 
 /** Its endpoints, all under `/oauth`; the metadata stays at the RFC 8414 well-known paths. */

@@ -188,7 +188,10 @@ const decidedHeaders = [
   { name: "payment-signature", decided: "`PAYMENT-SIGNATURE`" }
 ] as const
 
-/** Tools a spend key may also see, decided in "Spend control (wave 3)": the child-key tools. */
+/**
+ * Tools only a delegating spend key sees, decided in "Spend control (wave 3)" and made the owner's
+ * explicit grant in "Back to the contract where wave 3 strayed": the child-key tools.
+ */
 const decidedSpendTools = ["create_child_key", "list_child_keys", "revoke_child_key"] as const
 
 const checkDecisions = (decisions: string) => {
@@ -415,7 +418,7 @@ describe.skipIf(absent.length > 0 && !inCi)(title, () => {
     )
 
     it.effect(
-      "the MCP catalogue: a spend key's tools are the operationIds; a management token adds rule 7's",
+      "the MCP catalogue: a minted key's tools are the operationIds only; a management token adds rule 7's",
       () =>
         Effect.gen(function* () {
           const contract = readContract(read(specPath))
@@ -438,12 +441,18 @@ describe.skipIf(absent.length > 0 && !inCi)(title, () => {
             ...keyed.map((endpoint) => endpoint.operationId!),
             ...Object.keys(decidedOperations)
           ]
-          const extra = names.filter(
-            (name) => !wanted.includes(name) && !(decidedSpendTools as ReadonlyArray<string>).includes(name)
-          )
+          // A minted key is ordinary (delegation is the owner's explicit grant): data tools only.
           assert.deepStrictEqual(
-            { missing: wanted.filter((name) => !names.includes(name)), extra },
+            {
+              missing: wanted.filter((name) => !names.includes(name)),
+              extra: names.filter((name) => !wanted.includes(name))
+            },
             { missing: [], extra: [] }
+          )
+          assert.notIncludeMembers(
+            names,
+            [...decidedSpendTools],
+            "a minted key's catalogue has no child-key tool"
           )
           // A data tool's arguments are its REST query parameters, plus REST's header as `idempotency_key`.
           for (const tool of tools) {

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { defaultHosts } from "../../domain/identifiers/index.ts"
+import { cursorPagesFor } from "../../domain/plans.ts"
 import { prices } from "../../domain/pricing.ts"
 import { declareOperation } from "../declaration.ts"
 import { CommaList, cursorParam } from "../parameters.ts"
@@ -25,7 +26,7 @@ export const ForumSearchData = pageData("results", ForumSearchItem)
 export const forumSearch = declareOperation({
   id: "forumSearch",
   summary: "Search forum posts, communities or users",
-  description: `${defaultHosts.forum} (forum): posts (default), comments, communities or users matching free text. 6 credits per page of up to 10 summaries (author, title or comment text, upvotes, comment_count, created_at, permalink, id) plus a cursor; each cursor page is a new 6-credit call (paid keys only; trial keys get first pages). sort: relevance (default), top, new, hot or comment_count for posts; relevance, top or new for comments; not accepted for communities and users. range (past_hour, today, past_week, past_month, past_year, all_time; default all_time) applies to posts only. Comment search has no time window: filter on created_at yourself and poll with sort=new. Depth is capped upstream at a few hundred results per query. query is free text, never a URL: identify a URL with resolveForumUrl, read posts and their discussion with getForumPosts, and use getCommunity or getCommunityPosts for a known community.`,
+  description: `${defaultHosts.forum} (forum): posts (default), comments, communities or users matching free text. 6 credits per page of up to 10 summaries (author, title or comment text, upvotes, comment_count, created_at, permalink, id) plus a cursor; each cursor page is a new 6-credit call (${cursorPagesFor}). sort: relevance (default), top, new, hot or comment_count for posts; relevance, top or new for comments; not accepted for communities and users. range (past_hour, today, past_week, past_month, past_year, all_time; default all_time) applies to posts only. Comment search has no time window: filter on created_at yourself and poll with sort=new. Depth is capped upstream at a few hundred results per query. query is free text, never a URL: identify a URL with resolveForumUrl, read posts and their discussion with getForumPosts, and use getCommunity or getCommunityPosts for a known community.`,
   platform: "forum",
   path: "/forum/search",
   kind: "forum_search",
@@ -79,7 +80,7 @@ export const CommunityPostsData = pageData("posts", ForumPostSummary)
 export const getCommunityPosts = declareOperation({
   id: "getCommunityPosts",
   summary: "List a community's posts",
-  description: `${defaultHosts.forum} (forum): one page (up to 10) of a community's feed: post summaries (id, title, author, upvotes, comment_count, created_at, permalink) and a cursor. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). sort: hot (default), new, top or rising; range (past_hour, today, past_week, past_month, past_year, all_time; default all_time) only with sort=top. The feed reaches back at most about 1,000 posts. Use forumSearch to find posts by keywords across communities, getCommunity for the community's details, and getForumPosts (thread=true) to read a post with its discussion.`,
+  description: `${defaultHosts.forum} (forum): one page (up to 10) of a community's feed: post summaries (id, title, author, upvotes, comment_count, created_at, permalink) and a cursor. 4 credits per page; each cursor page is a new 4-credit call (${cursorPagesFor}). sort: hot (default), new, top or rising; range (past_hour, today, past_week, past_month, past_year, all_time; default all_time) only with sort=top. The feed reaches back at most about 1,000 posts. Use forumSearch to find posts by keywords across communities, getCommunity for the community's details, and getForumPosts (thread=true) to read a post with its discussion.`,
   platform: "forum",
   path: "/forum/communities/posts",
   kind: "community_posts",

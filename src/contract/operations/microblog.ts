@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { defaultHosts } from "../../domain/identifiers/index.ts"
+import { cursorPagesFor } from "../../domain/plans.ts"
 import { prices } from "../../domain/pricing.ts"
 import { declareOperation } from "../declaration.ts"
 import { cursorParam } from "../parameters.ts"
@@ -10,7 +11,7 @@ export const MicroblogSearchData = pageData("results", Tweet)
 export const microblogSearch = declareOperation({
   id: "microblogSearch",
   summary: "Search tweets",
-  description: `${defaultHosts.microblog} (microblog): tweets matching free text (words or @handles). 6 credits per page of up to 20 tweets (id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url) plus a cursor; each cursor page is a new 6-credit call (paid keys only; trial keys get first pages). sort: latest (default, newest first) or top (most liked among recent matches). Depth is capped upstream per query. To read one account's timeline use getTweets; for one tweet by id or URL use getTweet.`,
+  description: `${defaultHosts.microblog} (microblog): tweets matching free text (words or @handles). 6 credits per page of up to 20 tweets (id, text, created_at, author {id, handle, name}, likes, reposts, replies, quotes, views, lang, is_repost, is_reply, url) plus a cursor; each cursor page is a new 6-credit call (${cursorPagesFor}). sort: latest (default, newest first) or top (most liked among recent matches). Depth is capped upstream per query. To read one account's timeline use getTweets; for one tweet by id or URL use getTweet.`,
   platform: "microblog",
   path: "/microblog/search",
   kind: "microblog_search",
@@ -52,7 +53,7 @@ export const TweetsData = pageData("tweets", Tweet)
 export const getTweets = declareOperation({
   id: "getTweets",
   summary: "List an account's tweets",
-  description: `${defaultHosts.microblog} (microblog): one page (up to 20, newest first) of an account's tweets, with full metrics (likes, reposts, replies, quotes, views), and a cursor for older ones. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). Replies are left out unless include_replies=true; reposts are included (is_repost). identifier: handle (with or without @), profile URL or numeric user id. For one tweet use getTweet; for tweets by keywords use microblogSearch; for the account's details use getMicroblogProfile.`,
+  description: `${defaultHosts.microblog} (microblog): one page (up to 20, newest first) of an account's tweets, with full metrics (likes, reposts, replies, quotes, views), and a cursor for older ones. 4 credits per page; each cursor page is a new 4-credit call (${cursorPagesFor}). Replies are left out unless include_replies=true; reposts are included (is_repost). identifier: handle (with or without @), profile URL or numeric user id. For one tweet use getTweet; for tweets by keywords use microblogSearch; for the account's details use getMicroblogProfile.`,
   platform: "microblog",
   path: "/microblog/tweets",
   kind: "tweets",
@@ -108,7 +109,7 @@ export const TweetRepliesData = pageData("replies", Tweet)
 export const getTweetReplies = declareOperation({
   id: "getTweetReplies",
   summary: "List replies to a tweet",
-  description: `${defaultHosts.microblog} (microblog): one page (up to 20) of the replies to a tweet, each a full tweet (same fields as getTweet; is_reply=true, text starting with @ the parent's author), and a cursor for more; a tweet without replies gives an empty page. sort: top (default, most liked first) or latest (newest first). At most 100 replies per tweet are listed (5 pages), even when its replies count is higher. 4 credits per page; each cursor page is a new 4-credit call (paid keys only; trial keys get first pages). id: the numeric tweet id or a status URL (\`${defaultHosts.microblog}/<handle>/status/<id>\`). For the tweet itself use getTweet.`,
+  description: `${defaultHosts.microblog} (microblog): one page (up to 20) of the replies to a tweet, each a full tweet (same fields as getTweet; is_reply=true, text starting with @ the parent's author), and a cursor for more; a tweet without replies gives an empty page. sort: top (default, most liked first) or latest (newest first). At most 100 replies per tweet are listed (5 pages), even when its replies count is higher. 4 credits per page; each cursor page is a new 4-credit call (${cursorPagesFor}). id: the numeric tweet id or a status URL (\`${defaultHosts.microblog}/<handle>/status/<id>\`). For the tweet itself use getTweet.`,
   platform: "microblog",
   path: "/microblog/tweet/replies",
   kind: "tweet_replies",

@@ -97,11 +97,10 @@ app: it opens a new sign-in page.</p>`
 
 export const tooManySignInsPage = (
   baseUrl: string,
-  input: { readonly limit: number; readonly windowMinutes: number; readonly retryAfterSeconds: number }
+  input: { readonly message: string; readonly retryAfterSeconds: number }
 ) =>
   page(
     baseUrl,
     "Too many app sign-ins",
-    html`<p>This address has started ${input.limit} app sign-ins in ${input.windowMinutes} minutes, the most this
-service allows. Wait ${Math.max(1, Math.ceil(input.retryAfterSeconds / 60))} minutes, then start again from the app.</p>`
+    html`<p>${input.message} Wait ${Math.max(1, Math.ceil(input.retryAfterSeconds / 60))} minutes, then start again from the app.</p>`
   )

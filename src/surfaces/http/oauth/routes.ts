@@ -2,11 +2,9 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { RateLimited } from "../../../contract/errors.ts"
 import { signInCodePattern } from "../../../domain/signIn.ts"
 import { type ConsentRequest, OAuthServer } from "../../../oauth/OAuthServer.ts"
-import { oauthPolicy, oauthRoutes } from "../../../oauth/policy.ts"
-import { RateLimits } from "../../../services/RateLimits.ts"
+import { oauthRoutes } from "../../../oauth/policy.ts"
 import { Problems } from "../../common/problems.ts"
 import { csrfMatches, csrfToken, htmlPage, queryParams, withSession } from "../pages/respond.ts"
 import { badEmail, pageSession, rateLimitHeaders, tooMany } from "../pages/session.ts"
@@ -50,54 +48,47 @@ const authorizationRoute = routedAs(oauthRoutes.authorization)
 export const OAuthRoutes = HttpRouter.use((router) =>
   Effect.gen(function* () {
     const oauth = yield* OAuthServer
-    const limits = yield* RateLimits
     const problems = yield* Problems
     const { config, signIn, bearers, personal, clientIp, session, withForm } = yield* pageSession
     const baseUrl = config.baseUrl
 
-    const { authorizationsPerIp, authorizationWindowMs } = config.policy.oauth
-
     /**
-     * The per-IP limits in front of the library, checked before it stores anything: client
-     * registrations (a problem document, for the client's program) and authorization requests,
-     * each of which may open a sign-in interaction (a page, for the person's browser: the client
-     * and its redirect URI are not checked yet, so the answer cannot go back to it). Finishing an
-     * interaction (`/oauth/authorize/{uid}`) is not another request.
+     * The service's per-IP limits, checked before the library stores anything: a refused client
+     * registration is a problem document (for the client's program), a refused authorization
+     * request a page (for the person's browser: the client and its redirect URI are not checked
+     * yet, so the answer cannot go back to it).
      */
-    const refusal = (request: HttpServerRequest.HttpServerRequest, ip: string) =>
-      Effect.gen(function* () {
-        const path = routedAs(new URL(request.url, "http://oauth").pathname)
-        if (request.method === "POST" && path === registrationRoute) {
-          const taken = yield* limits.take({ key: `oauth-register:${ip}`, ...oauthPolicy.registrationsPerIp })
-          if (taken.allowed) return undefined
-          return problems.render(
-            new RateLimited({
-              message: `Too many client registrations from this address; at most ${oauthPolicy.registrationsPerIp.limit} per hour. Retry after retry_after_seconds, or use a Client ID Metadata Document.`,
-              retry_after_seconds: taken.retryAfterSeconds
-            })
+    const refusal = (request: HttpServerRequest.HttpServerRequest, ip: string) => {
+      const path = routedAs(new URL(request.url, "http://oauth").pathname)
+      if (request.method === "POST" && path === registrationRoute)
+        return oauth.admitRegistration(ip).pipe(
+          Effect.as(undefined),
+          Effect.catchTag("RateLimited", (refused) => Effect.succeed(problems.render(refused)))
+        )
+      if (
+        (request.method === "GET" || request.method === "HEAD" || request.method === "POST") &&
+        path === authorizationRoute
+      )
+        return oauth.admitAuthorization(ip).pipe(
+          Effect.as(undefined),
+          Effect.catchTag("RateLimited", (refused) =>
+            Effect.succeed(
+              htmlPage(
+                tooManySignInsPage(baseUrl, {
+                  message: refused.message,
+                  retryAfterSeconds: refused.retry_after_seconds
+                }),
+                {
+                  status: 429,
+                  private: true,
+                  headers: { "retry-after": String(refused.retry_after_seconds) }
+                }
+              )
+            )
           )
-        }
-        if (
-          (request.method === "GET" || request.method === "HEAD" || request.method === "POST") &&
-          path === authorizationRoute
-        ) {
-          const taken = yield* limits.take({
-            key: `oauth-authorize:${ip}`,
-            limit: authorizationsPerIp,
-            window: authorizationWindowMs
-          })
-          if (taken.allowed) return undefined
-          return htmlPage(
-            tooManySignInsPage(baseUrl, {
-              limit: authorizationsPerIp,
-              windowMinutes: Math.round(authorizationWindowMs / 60_000),
-              retryAfterSeconds: taken.retryAfterSeconds
-            }),
-            { status: 429, private: true, headers: { "retry-after": String(taken.retryAfterSeconds) } }
-          )
-        }
-        return undefined
-      })
+        )
+      return Effect.succeed(undefined)
+    }
 
     const handOver = Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
