@@ -62,8 +62,7 @@ export const always: ReadonlyArray<Invariant> = [
   },
   {
     name: "at most one charge per Idempotency-Key",
-    query: `SELECT account_id || ' ' || idempotency_key || ': ' || string_agg(id || ' charged ' || charged, ' + ') AS problem
-     FROM calls WHERE state = 'settled' AND idempotency_key IS NOT NULL
+    query: `SELECT account_id, idempotency_key, count(*) AS n FROM calls WHERE state = 'settled' AND idempotency_key IS NOT NULL
      GROUP BY account_id, idempotency_key HAVING count(*) > 1`
   },
   {
