@@ -31,7 +31,9 @@ const startingProcesses = [
   "test/http/readme.test.ts",
   "test/ops/x402Crash.test.ts",
   "test/sdk/readmeSnippet.test.ts",
-  "test/sdk/x402.test.ts"
+  "test/sdk/x402.test.ts",
+  "test/sim/guide.test.ts",
+  "test/sim/seeds.test.ts"
 ]
 const part = process.env.TEST_PART
 if (part !== undefined && part !== "others" && part !== "processes")
