@@ -7,6 +7,7 @@ import { httpApp, supportLayer } from "../../src/service.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { layerWorld, Upstream, UpstreamFailure, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { testSeed } from "../support/app.ts"
+import { type SimChain, simFacilitator, simX402 } from "./chain.ts"
 import type { Rng } from "./random.ts"
 import { makePlug, type Plug, type Store } from "./store.ts"
 
@@ -123,6 +124,8 @@ export interface Instance {
 
 export const simConfig: Partial<AppConfigShape> = {
   trustedProxies: ["127.0.0.1"],
+  // The x402 rail, settled on the simulation's own chain (`chain.ts`).
+  x402: Option.some(simX402),
   logLevel: "None" as AppConfigShape["logLevel"]
 }
 
@@ -139,6 +142,8 @@ export const startInstance = (options: {
   readonly world: Upstream["Service"]
   readonly rng: Rng
   readonly rewrite: ((sql: string) => string) | undefined
+  /** The chain the x402 facilitator settles on (the service's `X402Facilitator` port). */
+  readonly chain: SimChain
   readonly config?: Partial<AppConfigShape>
 }) =>
   Effect.gen(function* () {
@@ -146,10 +151,12 @@ export const startInstance = (options: {
     const database = yield* options.store.forInstance(plug)
     const scope = yield* Scope.make()
     const built = yield* Layer.buildWithScope(
-      supportLayer(Layer.succeedContext(database), simIds(options.index, options.generation, options.rng), {
-        pollEvery: "30 seconds",
-        idleMax: "30 seconds"
-      }).pipe(
+      supportLayer(
+        Layer.succeedContext(database),
+        simIds(options.index, options.generation, options.rng),
+        { pollEvery: "30 seconds", idleMax: "30 seconds" },
+        simFacilitator(options.chain)
+      ).pipe(
         Layer.provideMerge(simUpstream(options.upstream, options.index, options.world)),
         Layer.provideMerge(NodeHttpServer.layerHttpServices),
         Layer.provideMerge(AppConfig.layerTest({ ...simConfig, ...options.config }))

@@ -46,7 +46,7 @@ export interface Violation {
  * round trip to the store per list instead of one per check. (The rows are not limited in SQL: a
  * LIMIT turns the planner to nested loops that cost more on the quiet, usual case of no rows.)
  */
-const checkAll = (
+export const checkAll = (
   checks: ReadonlyArray<readonly [invariant: string, query: string]>,
   params: ReadonlyArray<unknown>
 ) =>

@@ -16,6 +16,8 @@ export type Step =
       readonly op: number
       /** Send the client's previous call again, same Idempotency-Key (a client retry), here. */
       readonly retry: boolean
+      /** Ask for the receipt signed (REST's `Prefer: receipt-signature`), checked against the JWKS. */
+      readonly signed: boolean
     }
   /** The same call (same Idempotency-Key) sent to two instances at once. */
   | {
@@ -50,6 +52,24 @@ export type Step =
       readonly paused: ReadonlyArray<"profnet" | "forum" | "microblog">
     }
   | { readonly kind: "tick"; readonly ms: number }
+  /**
+   * An x402 payment on the simulation's chain: `inline`, the retry of a data call refused
+   * INSUFFICIENT_CREDITS with the same Idempotency-Key (an explicit purchase when the call was not
+   * refused so), or `explicit` at POST /v1/credits/x402 for `credits`. `fault`: the payer has no
+   * funds (`refused`), the facilitator is down, the settlement goes through but its answer is lost
+   * (`lose`) or its instance crashes before crediting (`crash`); after a fault the client sends the
+   * same payment again on `other`. `replay`: a paid payment is sent once more.
+   */
+  | {
+      readonly kind: "x402"
+      readonly client: number
+      readonly instance: number
+      readonly other: number
+      readonly mode: "inline" | "explicit"
+      readonly credits: number
+      readonly fault: "none" | "refused" | "down" | "lose" | "crash"
+      readonly replay: boolean
+    }
   | { readonly kind: "signin"; readonly client: number; readonly instance: number }
   /** A checkout started on one instance and paid on both (paid twice). */
   | { readonly kind: "checkout"; readonly client: number; readonly instances: readonly [number, number] }
@@ -91,14 +111,30 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
     const roll = rng.next()
     const c = client()
     const i = instance()
-    if (roll < 0.5) {
+    if (roll < 0.47) {
+      const surface = rng.next() < 0.3 ? "mcp" : "rest"
       steps.push({
         kind: "call",
         client: c,
         instance: i,
-        surface: rng.next() < 0.3 ? "mcp" : "rest",
+        surface,
         op: rng.int(8),
-        retry: has("retry") && rng.next() < 0.25
+        retry: has("retry") && rng.next() < 0.25,
+        signed: surface === "rest" && rng.next() < 0.25
+      })
+    } else if (roll < 0.5) {
+      const faults: Array<"none" | "refused" | "down" | "lose" | "crash"> = ["none", "none", "refused"]
+      if (has("upstream")) faults.push("down", "lose")
+      if (has("crash")) faults.push("crash")
+      steps.push({
+        kind: "x402",
+        client: c,
+        instance: i,
+        other: other(i),
+        mode: rng.next() < 0.5 ? "inline" : "explicit",
+        credits: 500 + 100 * rng.int(10),
+        fault: rng.pick(faults),
+        replay: rng.next() < 0.3
       })
     } else if (roll < 0.55 && has("retry") && options.instances > 1) {
       steps.push({ kind: "race", client: c, instances: [i, other(i)], op: rng.int(8) })

@@ -3,6 +3,7 @@ import { Deferred, Effect, Exit, Fiber, References, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { person } from "../mcp/samples.ts"
+import { makeChain, nonceOf, paymentHeader, type SimChain, simX402, walletOf } from "./chain.ts"
 import {
   buildWorld,
   type Instance,
@@ -23,6 +24,7 @@ import {
 } from "./invariants.ts"
 import { type Mutation, mutationNamed } from "./mutations.ts"
 import { makeRng, type Rng } from "./random.ts"
+import { reachLedgerChecks } from "./reachInvariants.ts"
 import { type Step, showStep } from "./schedule.ts"
 import { openStore, type Store } from "./store.ts"
 
@@ -70,6 +72,10 @@ interface Client {
   email: string | undefined
   /** The client's previous data call, to retry with the same Idempotency-Key. */
   last: { readonly op: number; readonly idem: string; readonly n: number } | undefined
+  /** The client's last REST call refused INSUFFICIENT_CREDITS with an x402 payment offered, to pay inline. */
+  refused:
+    | { readonly op: number; readonly idem: string; readonly n: number; readonly credits: number }
+    | undefined
   calls: number
 }
 
@@ -126,6 +132,11 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const macrotask = turnOf(options.pgUrl !== undefined)
       const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
       const world = yield* buildWorld
+      // The x402 rail's chain: every client's wallet funded from the seed (its poor one holds nothing).
+      const chain: SimChain = makeChain()
+      const fundRng = rng.fork("chain")
+      for (let c = 0; c < options.clients; c++)
+        chain.balances.set(walletOf(c), BigInt(5 + fundRng.int(25)) * 1_000_000n)
       const spent: Record<Phase, number> = { steps: 0, clock: 0, always: 0, ledger: 0, starts: 0 }
       let phaseNow: Phase | undefined
       /**
@@ -161,7 +172,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             upstream,
             world,
             rng: rng.fork(`ids/${index}/${generations[index]}`),
-            rewrite: mutation?.rewrite
+            rewrite: mutation?.rewrite,
+            chain
           })
         }).pipe(timed("starts"))
       for (let i = 0; i < options.instances; i++) yield* start(i)
@@ -192,6 +204,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         token: undefined,
         email: undefined,
         last: undefined,
+        refused: undefined,
         calls: 0
       }))
       const idemRng: Rng = rng.fork("idempotency")
@@ -373,6 +386,14 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           const n = again?.n ?? client.calls
           client.last = { op: useOp, idem, n }
           const reply = yield* call(instance, dataRequest(client, useOp, surface, idem, n))
+          const offered = surface === "rest" ? reply.body?.offer?.x402?.accepts?.[0]?.amount : undefined
+          if (reply.status === 402 && typeof offered === "string")
+            client.refused = {
+              op: useOp,
+              idem,
+              n,
+              credits: Number(BigInt(offered) / BigInt(simX402.atomicPerCredit))
+            }
           record(client, `call i${instance}${retry ? " retry" : ""}`, surface, idem, reply)
         })
 
@@ -384,8 +405,22 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       }).pipe(timed("always"))
       const checkLedger = Effect.gen(function* () {
         const found = yield* onStore(Effect.provide(ledgerChecks(model), store.context))
-        if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
+        const reach =
+          found.length > 0 ? [] : yield* onStore(Effect.provide(reachLedgerChecks(chain), store.context))
+        const all = [...found, ...reach]
+        if (all.length > 0 && failure === undefined) failure = { step: stepNo, violations: all }
       }).pipe(timed("ledger"))
+      /** The chain's settlements the model has counted: each credits the account it was made for. */
+      let settledSeen = 0
+      const countSettlements = () => {
+        const settled = [...chain.used.values()]
+        for (const used of settled.slice(settledSeen))
+          model.credited.set(
+            used.account,
+            (model.credited.get(used.account) ?? 0) + Number(used.value / BigInt(simX402.atomicPerCredit))
+          )
+        settledSeen = settled.length
+      }
 
       /** Starts a call held in the upstream on `instance`; resolves once it is held (or answered). */
       const holdCall = (client: Client, instance: number, op: number) =>
@@ -451,6 +486,88 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           )
         })
 
+      /**
+       * An x402 payment (see the step): the client pays, inline in the retry of a call refused
+       * INSUFFICIENT_CREDITS or at POST /v1/credits/x402, with the fault the step draws; after a
+       * fault it sends the same payment again elsewhere, with the chain and facilitator well.
+       */
+      let x402Payments = 0
+      const x402Step = (step: Extract<Step, { kind: "x402" }>) =>
+        Effect.gen(function* () {
+          const c = clients[step.client % clients.length]!
+          if (c.key === undefined || c.account === undefined) return event(`x402 c${step.client}: no key yet`)
+          const label = `x402 c${step.client} ${step.mode}${step.mode === "inline" && c.refused === undefined ? " up front" : ""} ${step.fault}`
+          let credits = step.credits
+          let request: SimRequest
+          let idem: string | undefined
+          const refused = c.refused
+          if (step.mode === "inline") {
+            // The retry of the call refused for credits, same Idempotency-Key; without one, a new
+            // call paid for up front.
+            c.refused = undefined
+            idem = refused?.idem ?? freshIdem()
+            if (refused === undefined) c.calls += 1
+            const n = refused?.n ?? c.calls
+            const op = refused?.op ?? 1
+            c.last = { op, idem, n }
+            if (refused !== undefined) credits = refused.credits
+            request = dataRequest(c, op, "rest", idem, n)
+          } else request = json(c, "POST", "/v1/credits/x402", { credits }, c.key)
+          x402Payments += 1
+          const header = paymentHeader(chain, {
+            from: walletOf(step.client, step.fault === "refused"),
+            credits,
+            nonce: nonceOf(x402Payments, options.seed),
+            account: c.account
+          })
+          const paying: SimRequest = {
+            ...request,
+            headers: { ...request.headers, "payment-signature": header }
+          }
+          const outcome = (reply: SimReply | undefined) =>
+            reply === undefined
+              ? "lost"
+              : `${reply.status} ${reply.body?.reason ?? reply.body?.code ?? ""}${reply.headers.has("payment-response") ? " paid" : ""}`
+          const answered = (at: number, reply: SimReply | undefined, what: string) => {
+            if (idem !== undefined) record(c, `${label} ${what} i${at}`, "rest", idem, reply)
+            else event(`${label} ${what} i${at} ${credits} credits -> ${outcome(reply)}`)
+          }
+          chain.down = step.fault === "down"
+          chain.afterSettle = step.fault === "lose" ? "lose" : step.fault === "crash" ? "hang" : "answer"
+          chain.hanging = false
+          const first = yield* fork(step.instance, paying)
+          yield* until(() => first.out.done || chain.hanging, "an x402 payment")
+          chain.down = false
+          chain.afterSettle = "answer"
+          countSettlements()
+          if (chain.hanging) {
+            // Settled on the chain, its instance crashes before crediting it.
+            chain.hanging = false
+            event(`${label} i${step.instance}: settled, the instance crashes before crediting it`)
+            const victim = instances[step.instance]!
+            victim.plug.dead = true
+            yield* Effect.forkDetach(Fiber.interrupt(first.fiber))
+            yield* Effect.forkDetach(Scope.close(victim.scope, Exit.void))
+            yield* Effect.orDie(start(step.instance))
+            yield* advance(5_000, 1_000)
+            count("crashes")
+          } else answered(step.instance, first.out.reply, "paid")
+          const again = step.fault === "down" || step.fault === "lose" || step.fault === "crash"
+          let last = first.out.reply
+          if (again) {
+            // The client sends the same payment again (the same Idempotency-Key inline) elsewhere.
+            last = yield* call(step.other, paying)
+            countSettlements()
+            answered(step.other, last, "again")
+          }
+          if (step.replay && last !== undefined && last.status === 200) {
+            const replay = yield* call(step.other, paying)
+            countSettlements()
+            answered(step.other, replay, "replayed")
+          }
+          count(`x402 ${step.fault}`)
+        })
+
       const runStep = (step: Step): Effect.Effect<void, never, Scope.Scope> =>
         Effect.gen(function* () {
           const client = "client" in step ? clients[step.client % clients.length]! : undefined
@@ -465,6 +582,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 c.token = undefined
                 c.email = undefined
                 c.last = undefined
+                c.refused = undefined
               }
               event(
                 `mint c${step.client} i${step.instance} -> ${reply.status} ${reply.body?.account_id ?? reply.body?.code ?? ""}`
@@ -604,6 +722,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               yield* dataCall(c, step.instance, 0, "rest", true)
               return
             }
+            case "x402":
+              return yield* x402Step(step)
             case "fault": {
               upstream.latencyMs = step.latencyMs
               upstream.errorRate = step.errorRate
