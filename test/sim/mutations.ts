@@ -109,6 +109,30 @@ export const mutations: ReadonlyArray<Mutation> = [
     ])
   },
   {
+    name: "x402-credit-twice",
+    description:
+      "credit an x402 authorization each time the chain says it was used: no unique payment reference, no look for an earlier credit, the settlement left open",
+    patch: statements("ALTER TABLE purchases DROP CONSTRAINT purchases_payment_ref_key"),
+    rewrite: (sql) =>
+      sql
+        .replace("ON CONFLICT (payment_ref) DO NOTHING RETURNING id", "RETURNING id")
+        .replace(
+          /^SELECT id FROM purchases WHERE payment_ref = \$1$/,
+          "SELECT id FROM purchases WHERE false AND payment_ref = $1"
+        )
+        .replace(/^DELETE FROM x402_settlements WHERE payment_ref = \$1$/, "SELECT 1 WHERE $1::text IS NULL")
+  },
+  {
+    name: "x402-forget-settlement",
+    description:
+      "begin an x402 settlement afresh on every attempt: a retry after a lost settle answer never looks on the chain, so the payment is never credited",
+    rewrite: (sql) =>
+      sql.replace(
+        "ON CONFLICT (payment_ref) DO NOTHING RETURNING payment_ref",
+        "ON CONFLICT (payment_ref) DO UPDATE SET created_at = EXCLUDED.created_at RETURNING payment_ref"
+      )
+  },
+  {
     name: "topup-past-max",
     description: "arm an automatic top-up whatever the month's maximum",
     patch: replaceFunction(functions, "svc_topup_arm", [
