@@ -133,6 +133,17 @@ export const mutations: ReadonlyArray<Mutation> = [
       )
   },
   {
+    name: "cap-never-rolls-over",
+    description: "count a day or month cap's spend into one period for good: the cap never rolls over",
+    patch: replaceFunction(functions, "svc_period", [
+      ["WHEN 'day' THEN 'day:' || p_day", "WHEN 'day' THEN 'day'"],
+      [
+        "WHEN 'month' THEN 'month:' || to_char(date '1970-01-01' + p_day, 'YYYY-MM')",
+        "WHEN 'month' THEN 'month'"
+      ]
+    ])
+  },
+  {
     name: "topup-past-max",
     description: "arm an automatic top-up whatever the month's maximum",
     patch: replaceFunction(functions, "svc_topup_arm", [

@@ -27,6 +27,73 @@ const x402Ledger: ReadonlyArray<readonly [string, string]> = [
   ]
 ]
 
+/**
+ * A spend cap's refusal, checked when it is answered: `$1` the key that called, `$2` the UTC day
+ * (days since 1970-01-01), `$3` the call's quote, `$4` what the refusal said the cap has left. Each
+ * cap of the key (its own, its parent's) has left its amount less what its calls spent in the
+ * period of that day (settled ones as charged, reserved ones at their quote), worked out here from
+ * the calls; the refusal must name the least of them and be above it. A cap that never rolls over
+ * (a day's or month's spend counted into the next) refuses a call the new period allows.
+ */
+const capRefusal: ReadonlyArray<readonly [string, string]> = [
+  [
+    "a spend cap refuses only what its period's spend leaves no room for, and says what is left (periods roll over)",
+    `WITH caps AS (
+       SELECT cap.id, cap.cap_period, cap.spend_cap_credits - COALESCE((
+         SELECT SUM(CASE WHEN c.state = 'reserved' THEN c.quoted ELSE c.charged END)
+         FROM calls c JOIN api_keys ck ON ck.id = c.key_id
+         WHERE (ck.id = cap.id OR ck.parent_key_id = cap.id) AND c.state IN ('reserved', 'settled')
+           AND CASE cap.cap_period
+             WHEN 'day' THEN c.day = $2::int
+             WHEN 'month' THEN to_char(date '1970-01-01' + c.day, 'YYYY-MM') = to_char(date '1970-01-01' + $2::int, 'YYYY-MM')
+             ELSE true END), 0) AS left_over
+       FROM api_keys k JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id)
+       WHERE k.id = $1 AND cap.spend_cap_credits IS NOT NULL)
+     SELECT 'key ' || $1 || ' refused a call quoted ' || $3 || ' on day ' || $2 || ' saying its cap has '
+            || $4 || ' left; from its calls: ' || COALESCE(string_agg(id || ' (' || cap_period || ') '
+            || left_over, ', '), 'no cap') AS problem
+     FROM caps
+     HAVING COALESCE(MIN(left_over), -1) <> $4::bigint OR NOT bool_or(left_over < $3::bigint)`
+  ]
+]
+
+export const capRefusalChecks = (input: {
+  readonly key: string
+  readonly day: number
+  readonly quoted: number
+  readonly left: number
+}) => checkAll(capRefusal, [input.key, input.day, input.quoted, input.left]).pipe(Effect.orDie)
+
+/**
+ * Every capped key's cap left, as the money rule reads it (`svc_key_cap` on today), against the
+ * same worked out from the calls in today's period: `$1` is today (days since 1970-01-01). Checked
+ * on a quiet ledger; across midnight (the run starts at 23:40 on 31 December) it holds only if
+ * each day's and month's spend starts again.
+ */
+const capsLedger: ReadonlyArray<readonly [string, string]> = [
+  [
+    "every capped key's cap left is its cap less its calls' spend in the period of today (day and month caps roll over)",
+    `WITH caps AS (
+       SELECT k.id AS key_id, cap.spend_cap_credits - COALESCE((
+         SELECT SUM(CASE WHEN c.state = 'reserved' THEN c.quoted ELSE c.charged END)
+         FROM calls c JOIN api_keys ck ON ck.id = c.key_id
+         WHERE (ck.id = cap.id OR ck.parent_key_id = cap.id) AND c.state IN ('reserved', 'settled')
+           AND CASE cap.cap_period
+             WHEN 'day' THEN c.day = $1::int
+             WHEN 'month' THEN to_char(date '1970-01-01' + c.day, 'YYYY-MM') = to_char(date '1970-01-01' + $1::int, 'YYYY-MM')
+             ELSE true END), 0) AS left_over
+       FROM api_keys k JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id)
+       WHERE cap.spend_cap_credits IS NOT NULL AND k.revoked_at IS NULL),
+     worked AS (SELECT key_id, MIN(left_over) AS left_over FROM caps GROUP BY key_id)
+     SELECT 'key ' || w.key_id || ': the money rule says its cap has ' || COALESCE(r.cap_left::text, 'no cap')
+            || ' left today, its calls leave ' || w.left_over AS problem
+     FROM worked w CROSS JOIN LATERAL svc_key_cap(w.key_id, $1::int) r
+     WHERE r.cap_left IS DISTINCT FROM w.left_over`
+  ]
+]
+
+export const capsLedgerChecks = (day: number) => checkAll(capsLedger, [day]).pipe(Effect.orDie)
+
 /** The settled authorizations of `chain` as the x402 check reads them. */
 const settledOf = (chain: SimChain) =>
   JSON.stringify(

@@ -156,7 +156,7 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
         paused: !calm && rng.next() < 0.2 ? [rng.pick(["profnet", "forum"] as const)] : []
       })
     } else if (roll < 0.78) {
-      steps.push({ kind: "tick", ms: rng.pick([200, 1_000, 7_000, 20_000, 65_000]) })
+      steps.push({ kind: "tick", ms: rng.pick([200, 1_000, 7_000, 20_000, 65_000, 600_000]) })
     } else if (roll < 0.83) {
       steps.push({ kind: "signin", client: c, instance: i })
     } else if (roll < 0.87) {

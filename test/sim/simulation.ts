@@ -24,7 +24,7 @@ import {
 } from "./invariants.ts"
 import { type Mutation, mutationNamed } from "./mutations.ts"
 import { makeRng, type Rng } from "./random.ts"
-import { reachLedgerChecks } from "./reachInvariants.ts"
+import { capRefusalChecks, capsLedgerChecks, reachLedgerChecks } from "./reachInvariants.ts"
 import { type Step, showStep } from "./schedule.ts"
 import { openStore, type Store } from "./store.ts"
 
@@ -395,6 +395,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               credits: Number(BigInt(offered) / BigInt(simX402.atomicPerCredit))
             }
           record(client, `call i${instance}${retry ? " retry" : ""}`, surface, idem, reply)
+          if (reply.status === 402 && reply.body?.limit === "key_cap" && client.keyId !== undefined)
+            yield* checkCapRefusal(client.keyId, reply.body)
         })
 
       /** The invariants that hold at every moment; the run stops at the first step that breaks one. */
@@ -407,9 +409,32 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         const found = yield* onStore(Effect.provide(ledgerChecks(model), store.context))
         const reach =
           found.length > 0 ? [] : yield* onStore(Effect.provide(reachLedgerChecks(chain), store.context))
-        const all = [...found, ...reach]
+        const caps =
+          found.length + reach.length > 0
+            ? []
+            : yield* onStore(
+                Effect.provide(capsLedgerChecks(Math.floor((yield* now()) / 86_400_000)), store.context)
+              )
+        const all = [...found, ...reach, ...caps]
         if (all.length > 0 && failure === undefined) failure = { step: stepNo, violations: all }
       }).pipe(timed("ledger"))
+      /** A spend cap's refusal, checked as it is answered (its period is the moment's). */
+      const checkCapRefusal = (key: string, body: { credits_required: number; credits_available: number }) =>
+        Effect.gen(function* () {
+          count("cap refusals")
+          const found = yield* onStore(
+            Effect.provide(
+              capRefusalChecks({
+                key,
+                day: Math.floor((yield* now()) / 86_400_000),
+                quoted: body.credits_required,
+                left: body.credits_available
+              }),
+              store.context
+            )
+          )
+          if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
+        }).pipe(timed("always"))
       /** The chain's settlements the model has counted: each credits the account it was made for. */
       let settledSeen = 0
       const countSettlements = () => {
