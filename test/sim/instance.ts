@@ -2,6 +2,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Deferred, Effect, Exit, Layer, Option, Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
+import { ReceiptSigner } from "../../src/metering/ReceiptSigner.ts"
 import { operations } from "../../src/operations/registry.ts"
 import { httpApp, supportLayer } from "../../src/service.ts"
 import { Ids } from "../../src/services/Ids.ts"
@@ -120,6 +121,8 @@ export interface Instance {
   readonly plug: Plug
   readonly scope: Scope.Closeable
   readonly handle: (request: SimRequest) => Effect.Effect<SimReply>
+  /** The operator rotates the receipt signing key on this instance (`ReceiptSigner.rotate`). */
+  readonly rotateReceiptKey: Effect.Effect<void>
 }
 
 export const simConfig: Partial<AppConfigShape> = {
@@ -196,6 +199,11 @@ export const startInstance = (options: {
       generation: options.generation,
       plug,
       scope,
-      handle
+      handle,
+      rotateReceiptKey: ReceiptSigner.use((signer) => signer.rotate).pipe(
+        Effect.provide(built),
+        Effect.asVoid,
+        Effect.orDie
+      )
     } satisfies Instance
   })

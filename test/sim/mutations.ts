@@ -144,6 +144,20 @@ export const mutations: ReadonlyArray<Mutation> = [
     ])
   },
   {
+    name: "receipt-key-mismatch",
+    description:
+      "publish in the JWKS a public key other than the one that signs (receipts signed with a wrong key)",
+    patch: statements(
+      `CREATE FUNCTION sim_wrong_public_key() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         NEW.public_jwk := jsonb_set(NEW.public_jwk::jsonb, '{x}', '"c24EvmBWAW81xjVh3MnDQjg5O5bGobvuCAhvbKENdTg"')::text;
+         RETURN NEW;
+       END $$`,
+      `CREATE TRIGGER sim_wrong_public_key BEFORE INSERT ON receipt_signing_keys
+       FOR EACH ROW EXECUTE FUNCTION sim_wrong_public_key()`
+    )
+  },
+  {
     name: "topup-past-max",
     description: "arm an automatic top-up whatever the month's maximum",
     patch: replaceFunction(functions, "svc_topup_arm", [

@@ -84,6 +84,8 @@ export type Step =
   | { readonly kind: "topup"; readonly client: number; readonly instance: number }
   | { readonly kind: "rotate"; readonly client: number; readonly instance: number }
   | { readonly kind: "revoke"; readonly client: number; readonly instance: number }
+  /** The operator rotates the receipt signing key on one instance (the others see it within a minute). */
+  | { readonly kind: "receiptkey"; readonly instance: number }
 
 export interface ScheduleOptions {
   readonly steps: number
@@ -173,8 +175,10 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
       steps.push({ kind: "topup", client: c, instance: i })
     } else if (roll < 0.96) {
       steps.push({ kind: "rotate", client: c, instance: i })
-    } else if (roll < 0.97) {
+    } else if (roll < 0.967) {
       steps.push({ kind: "revoke", client: c, instance: i })
+    } else if (roll < 0.97) {
+      steps.push({ kind: "receiptkey", instance: i })
     } else {
       steps.push({ kind: "mint", client: c, instance: i })
     }

@@ -1,7 +1,8 @@
-import { createHash } from "node:crypto"
+import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto"
 import { Deferred, Effect, Exit, Fiber, References, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
+import { receiptPayload, receiptSignatureAlg } from "../../src/contract/receiptSignature.ts"
 import { person } from "../mcp/samples.ts"
 import { makeChain, nonceOf, paymentHeader, type SimChain, simX402, walletOf } from "./chain.ts"
 import {
@@ -283,7 +284,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         op: number,
         surface: "rest" | "mcp",
         idem: string,
-        n = client.calls
+        n = client.calls,
+        signed = false
       ): SimRequest => {
         const spec = dataOps[op % dataOps.length]!
         const args = spec.args(n)
@@ -295,7 +297,11 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             method: "GET",
             path: `${restPaths[spec.tool]}?${query}`,
             ip: client.ip,
-            headers: { authorization: `Bearer ${client.key}`, "idempotency-key": idem }
+            headers: {
+              authorization: `Bearer ${client.key}`,
+              "idempotency-key": idem,
+              ...(signed ? { prefer: "receipt-signature" } : {})
+            }
           }
         }
         return {
@@ -375,7 +381,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         instance: number,
         op: number,
         surface: "rest" | "mcp",
-        retry: boolean
+        retry: boolean,
+        signed = false
       ) =>
         Effect.gen(function* () {
           if (client.key === undefined) return event(`call c? i${instance}: no key yet`)
@@ -385,7 +392,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           if (again === undefined) client.calls += 1
           const n = again?.n ?? client.calls
           client.last = { op: useOp, idem, n }
-          const reply = yield* call(instance, dataRequest(client, useOp, surface, idem, n))
+          const reply = yield* call(instance, dataRequest(client, useOp, surface, idem, n, signed))
+          if (signed && reply.status === 200) yield* checkSignedReceipt(instance, client, reply.body?.receipt)
           const offered = surface === "rest" ? reply.body?.offer?.x402?.accepts?.[0]?.amount : undefined
           if (reply.status === 402 && typeof offered === "string")
             client.refused = {
@@ -418,6 +426,59 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         const all = [...found, ...reach, ...caps]
         if (all.length > 0 && failure === undefined) failure = { step: stepNo, violations: all }
       }).pipe(timed("ledger"))
+      /**
+       * A signed receipt, checked as a client would: its JWS names a key of GET /.well-known/jwks.json
+       * (fetched again for a key not seen yet: a rotation), and signs the receipt as served, without
+       * its signature. Keys are random, so nothing of them enters the trace.
+       */
+      const jwks = new Map<string, KeyObject>()
+      const checkSignedReceipt = (instance: number, client: Client, receipt: any) =>
+        Effect.gen(function* () {
+          const [head = "", payload = "", signature = ""] = String(receipt?.signature ?? "").split(".")
+          let header: { alg?: string; kid?: string } = {}
+          try {
+            header = JSON.parse(Buffer.from(head, "base64url").toString("utf8"))
+          } catch {}
+          if (header.kid !== undefined && !jwks.has(header.kid)) {
+            const published = yield* call(instance, {
+              method: "GET",
+              path: "/.well-known/jwks.json",
+              ip: client.ip
+            })
+            for (const key of published.body?.keys ?? [])
+              jwks.set(key.kid, createPublicKey({ key, format: "jwk" }))
+            count("jwks fetched")
+          }
+          const key = header.kid === undefined ? undefined : jwks.get(header.kid)
+          const problem =
+            receipt?.signature === undefined
+              ? "no signature though asked for"
+              : key === undefined
+                ? "its key is not in the JWKS"
+                : header.alg !== receiptSignatureAlg
+                  ? `alg ${header.alg}`
+                  : Buffer.from(payload, "base64url").toString("utf8") !== receiptPayload(receipt)
+                    ? "it signs something other than the receipt as served"
+                    : !verify(
+                          null,
+                          Buffer.from(`${head}.${payload}`),
+                          key,
+                          Buffer.from(signature, "base64url")
+                        )
+                      ? "the signature does not verify with the published key"
+                      : undefined
+          count(problem === undefined ? "receipts verified" : "receipts refused")
+          if (problem !== undefined && failure === undefined)
+            failure = {
+              step: stepNo,
+              violations: [
+                {
+                  invariant: "every signed receipt verifies against the JWKS and signs the receipt as served",
+                  detail: `receipt ${receipt?.id}: ${problem}`
+                }
+              ]
+            }
+        })
       /** A spend cap's refusal, checked as it is answered (its period is the moment's). */
       const checkCapRefusal = (key: string, body: { credits_required: number; credits_available: number }) =>
         Effect.gen(function* () {
@@ -620,7 +681,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 step.instance,
                 step.op,
                 step.surface,
-                step.retry && client!.last !== undefined
+                step.retry && client!.last !== undefined,
+                step.signed
               )
             case "race": {
               const c = client!
@@ -749,6 +811,10 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             }
             case "x402":
               return yield* x402Step(step)
+            case "receiptkey": {
+              yield* instances[step.instance]!.rotateReceiptKey
+              return event(`receiptkey i${step.instance}: rotated`)
+            }
             case "fault": {
               upstream.latencyMs = step.latencyMs
               upstream.errorRate = step.errorRate
