@@ -29,7 +29,8 @@ const startingProcesses = [
   "test/bench/**/*.test.ts",
   "test/**/*.browser.test.ts",
   "test/http/readme.test.ts",
-  "test/sdk/readmeSnippet.test.ts"
+  "test/sdk/readmeSnippet.test.ts",
+  "test/sim/seeds.test.ts"
 ]
 const part = process.env.TEST_PART
 if (part !== undefined && part !== "others" && part !== "processes")

@@ -1,6 +1,262 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { defaultPolicy } from "../src/domain/policy.ts"
 import { pool } from "./accounts.ts"
 import type { PgSession } from "./pg.ts"
 import { call } from "./service.ts"
+
+/**
+ * The ledger's invariants, one set for every caller: the simulation (test/sim) after its steps, the
+ * storm and the rolling restart (bench/storm/checks.ts) and the soak once their load is over. Each
+ * is a name and a query whose rows are its violations; a check that names its violation in words
+ * has one column, `problem`. The lists differ by when they hold:
+ *
+ * - `always`: at every moment, even with calls in flight. `$1` is now, in ms (the leases).
+ * - `quiet`: once no call is in flight, except those a dropped connection stranded (each still
+ *   holds its reservation, counted as held, until its lease runs out and a sweeper refunds it).
+ * - `drained`: once the leases have lapsed and the sweepers ran: nothing left in flight at all.
+ *
+ * No list takes parameters other than `always`'s `$1`; a caller that adds its own checks to a list
+ * (the simulation's reference model) numbers its parameters after the list's.
+ */
+export interface Invariant {
+  readonly name: string
+  readonly query: string
+}
+
+/** A broken invariant: its name, its first offending rows (as read) and those rows in words. */
+export interface Violation {
+  readonly invariant: string
+  readonly rows: ReadonlyArray<unknown>
+  /** The first three offending rows, in words, `; ` between them. */
+  readonly detail: string
+}
+
+/** The period of a key's cap a call counts in, as `key_spend.period` names it, worked out here (not by `svc_period`). */
+const capPeriod = `CASE cap.cap_period WHEN 'day' THEN 'day:' || c.day
+  WHEN 'month' THEN 'month:' || to_char(date '1970-01-01' + c.day, 'YYYY-MM') ELSE 'total' END`
+
+/** What each capped key and its children spent per period of its cap: settled calls as charged, reserved ones at their quote. */
+const capSpend = `SELECT cap.id AS key_id, cap.spend_cap_credits AS cap, ${capPeriod} AS period,
+         SUM(CASE WHEN c.state = 'reserved' THEN c.quoted ELSE c.charged END) AS spent
+  FROM calls c JOIN api_keys k ON k.id = c.key_id
+  JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id)
+  WHERE cap.spend_cap_credits IS NOT NULL AND c.state IN ('reserved', 'settled')
+  GROUP BY 1, 2, 3`
+
+export const always: ReadonlyArray<Invariant> = [
+  {
+    name: "no balance or grant below zero",
+    query:
+      "SELECT id, grant_credits, balance_credits FROM accounts WHERE grant_credits < 0 OR balance_credits < 0"
+  },
+  {
+    name: `the free budget of an IP and day never over ${defaultPolicy.freeCreditsPerIpDay}`,
+    query: `SELECT ip, day, credits_used FROM free_tier_usage
+     WHERE credits_used > ${defaultPolicy.freeCreditsPerIpDay} OR credits_used < 0`
+  },
+  {
+    name: "one call in flight per account",
+    query:
+      "SELECT account_id, count(*) AS n FROM calls WHERE state = 'reserved' GROUP BY account_id HAVING count(*) > 1"
+  },
+  {
+    name: "at most one charge per Idempotency-Key",
+    query: `SELECT account_id, idempotency_key, count(*) AS n FROM calls WHERE state = 'settled' AND idempotency_key IS NOT NULL
+     GROUP BY account_id, idempotency_key HAVING count(*) > 1`
+  },
+  {
+    // Worked out from the calls, each in the period of the UTC day it was reserved on, not from
+    // the store's own counters (`key_spend`, `svc_period`), which a bug could break along with the cap.
+    name: "no key over its spend cap in any of its periods (UTC day, month, or in total; its children's spend included)",
+    query: `SELECT key_id || ' ' || period || ': spent ' || spent || ' of a cap of ' || cap AS problem
+     FROM (${capSpend}) s WHERE spent > cap`
+  },
+  {
+    // The cap left as the money rule reads it (`svc_key_cap`, on the UTC day of now), against the
+    // same worked out from the calls in the period of now: a day's or month's spend that is not
+    // left behind when the period rolls over shows here the moment the day or month turns.
+    name: "every capped key's cap left is its cap less its calls' spend in the period of now (day and month caps roll over)",
+    query: `WITH caps AS (
+       SELECT k.id AS key_id, cap.spend_cap_credits - COALESCE((
+         SELECT SUM(CASE WHEN c.state = 'reserved' THEN c.quoted ELSE c.charged END)
+         FROM calls c JOIN api_keys ck ON ck.id = c.key_id
+         WHERE (ck.id = cap.id OR ck.parent_key_id = cap.id) AND c.state IN ('reserved', 'settled')
+           AND CASE cap.cap_period
+             WHEN 'day' THEN c.day = ($1::bigint / 86400000)::int
+             WHEN 'month' THEN to_char(date '1970-01-01' + c.day, 'YYYY-MM') = to_char(date '1970-01-01' + ($1::bigint / 86400000)::int, 'YYYY-MM')
+             ELSE true END), 0) AS left_over
+       FROM api_keys k JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id)
+       WHERE cap.spend_cap_credits IS NOT NULL AND k.revoked_at IS NULL),
+     worked AS (SELECT key_id, MIN(left_over) AS left_over FROM caps GROUP BY key_id)
+     SELECT 'key ' || w.key_id || ': the money rule says its cap has ' || COALESCE(r.cap_left::text, 'no cap')
+            || ' left today, its calls leave ' || w.left_over AS problem
+     FROM worked w CROSS JOIN LATERAL svc_key_cap(w.key_id, ($1::bigint / 86400000)::int) r
+     WHERE r.cap_left IS DISTINCT FROM w.left_over`
+  },
+  {
+    name: "each account's day of usage is the sum of its settled calls that day",
+    query: `SELECT COALESCE(u.account_id, c.account_id) AS account_id, COALESCE(u.day, c.day) AS day,
+            u.credits, u.calls, c.credits AS summed_credits, c.calls AS summed_calls
+     FROM usage_days u
+     FULL JOIN (SELECT account_id, day, SUM(charged) AS credits, COUNT(*) AS calls FROM calls
+                WHERE state = 'settled' GROUP BY account_id, day) c
+       ON c.account_id = u.account_id AND c.day = u.day
+     WHERE u.credits IS DISTINCT FROM c.credits OR u.calls IS DISTINCT FROM c.calls`
+  },
+  {
+    name: "no reservation stranded past its lease once time moves on",
+    query:
+      "SELECT id, account_id, lease_expires_at FROM calls WHERE state = 'reserved' AND lease_expires_at < $1::bigint - 15000"
+  },
+  {
+    name: "no claim stranded past its lease once time moves on",
+    query: `SELECT account_id, idem_key, lease_expires_at FROM idempotency_keys
+     WHERE state = 'running' AND lease_expires_at < $1::bigint - 75000`
+  },
+  {
+    name: "never two top-ups open at once for an account",
+    query:
+      "SELECT account_id, count(*) AS n FROM topups WHERE state IN ('pending', 'charging') GROUP BY account_id HAVING count(*) > 1"
+  },
+  {
+    // Each top-up not failed, counted when armed with the month's earlier ones (open and paid).
+    name: "no top-up past its monthly maximum",
+    query: `SELECT id || ' of ' || account_id || ' in ' || month || ': ' || spent_before || ' cents with it, maximum ' || max AS problem
+     FROM (SELECT id, account_id, month, monthly_max_usd_cents AS max,
+                  SUM(price_usd_cents) OVER (PARTITION BY account_id, month ORDER BY created_at, id) AS spent_before
+           FROM topups WHERE state <> 'failed') t
+     WHERE spent_before > max`
+  },
+  {
+    name: "every purchase applied once (one purchase per payment)",
+    query: "SELECT payment_ref, count(*) AS n FROM purchases GROUP BY payment_ref HAVING count(*) > 1"
+  }
+]
+
+export const quiet: ReadonlyArray<Invariant> = [
+  {
+    name: "every settled call is a whole receipt (charged = its sources, never above the quote or the reservation)",
+    query: `SELECT id, quoted, charged, charged_free, charged_grant, charged_balance FROM calls WHERE state = 'settled' AND (
+       settled_at IS NULL OR charged > quoted OR charged < 0
+       OR charged <> charged_free + charged_grant + charged_balance
+       OR charged_free > reserved_free OR charged_grant > reserved_grant OR charged_balance > reserved_balance)`
+  },
+  {
+    name: "credits in - (grant + balance) = charges, per account",
+    query: `SELECT a.id, COALESCE(e.credited, 0) AS credited, a.grant_credits + a.balance_credits AS left_over,
+            COALESCE(c.charged, 0) AS charged, COALESCE(r.reserved, 0) AS reserved
+     FROM accounts a
+     LEFT JOIN (SELECT account_id, SUM(credits) AS credited FROM credit_events GROUP BY account_id) e ON e.account_id = a.id
+     LEFT JOIN (SELECT account_id, SUM(charged_grant + charged_balance) AS charged FROM calls
+                WHERE state = 'settled' GROUP BY account_id) c ON c.account_id = a.id
+     LEFT JOIN (SELECT account_id, SUM(reserved_grant + reserved_balance) AS reserved FROM calls
+                WHERE state = 'reserved' GROUP BY account_id) r ON r.account_id = a.id
+     WHERE COALESCE(e.credited, 0) - (a.grant_credits + a.balance_credits) <> COALESCE(c.charged, 0) + COALESCE(r.reserved, 0)`
+  },
+  {
+    name: "free budget used = the free credits charged, per IP and day",
+    query: `SELECT f.ip || ' day ' || f.day || ': used ' || f.credits_used || ', charged ' || COALESCE(c.used, 0)
+            || ', held ' || COALESCE(r.held, 0) AS problem
+     FROM free_tier_usage f
+     LEFT JOIN (SELECT ip, day, SUM(charged_free) AS used FROM calls WHERE state = 'settled' GROUP BY ip, day) c
+       ON c.ip = f.ip AND c.day = f.day
+     LEFT JOIN (SELECT ip, day, SUM(reserved_free) AS held FROM calls WHERE state = 'reserved' GROUP BY ip, day) r
+       ON r.ip = f.ip AND r.day = f.day
+     WHERE f.credits_used <> COALESCE(c.used, 0) + COALESCE(r.held, 0)
+     UNION ALL
+     SELECT c.id || ' charged ' || c.charged_free || ' free credits of ' || c.ip || ' day ' || c.day || ', which has no free budget used'
+     FROM calls c WHERE c.state = 'settled' AND c.charged_free > 0
+       AND NOT EXISTS (SELECT 1 FROM free_tier_usage f WHERE f.ip = c.ip AND f.day = c.day)`
+  },
+  {
+    name: "every stored result points at its settled call, and every settled call with a key has its stored result",
+    query: `SELECT c.id, c.idempotency_key, i.state, i.call_id FROM calls c LEFT JOIN idempotency_keys i
+       ON i.account_id = c.account_id AND i.idem_key = c.idempotency_key
+     WHERE c.state = 'settled' AND c.idempotency_key IS NOT NULL AND i.call_id IS DISTINCT FROM c.id
+     UNION ALL
+     SELECT i.call_id, i.idem_key, i.state, c.state FROM idempotency_keys i LEFT JOIN calls c ON c.id = i.call_id
+     WHERE i.state = 'done' AND (c.id IS NULL OR c.state <> 'settled')`
+  },
+  {
+    name: "each paid top-up credited by exactly one purchase, and no unpaid one credited",
+    query: `SELECT t.id || ' of ' || t.account_id || ' is ' || t.state || ', credited ' || n || ' times' AS problem
+     FROM (SELECT t.*, (SELECT count(*) FROM purchases p WHERE p.payment_ref = t.payment_ref) AS n FROM topups t) t
+     WHERE (t.state = 'succeeded' AND (t.payment_ref IS NULL OR n <> 1))
+        OR (t.state <> 'succeeded' AND t.payment_ref IS NOT NULL AND n > 0)
+     UNION ALL
+     SELECT p.id || ' (' || p.payment_ref || ') of ' || p.account_id || ': no paid top-up' FROM purchases p
+     WHERE p.payment_ref LIKE 'topup:%'
+       AND NOT EXISTS (SELECT 1 FROM topups t WHERE t.payment_ref = p.payment_ref AND t.state = 'succeeded')`
+  },
+  {
+    // The counter the charging statements read must be what the calls say it counts.
+    name: "each capped key's spend counter = its (and its children's) charges and reservations in the period",
+    query: `SELECT s.key_id || ' ' || s.period || ': counter ' || ks.spent || ', charges ' || s.spent AS problem
+     FROM (${capSpend}) s JOIN key_spend ks ON ks.key_id = s.key_id AND ks.period = s.period
+     WHERE ks.spent <> s.spent`
+  }
+]
+
+export const drained: ReadonlyArray<Invariant> = [
+  {
+    name: "no call left 'reserved'",
+    query: "SELECT id, account_id, idempotency_key FROM calls WHERE state = 'reserved'"
+  },
+  {
+    name: "no idempotency claim left 'running'",
+    query: "SELECT account_id, idem_key FROM idempotency_keys WHERE state = 'running'"
+  }
+]
+
+/** Every invariant of a finished run (nothing in flight): `always` (with `$1` now), `quiet` and `drained`. */
+export const finished: ReadonlyArray<Invariant> = [...always, ...quiet, ...drained]
+
+/**
+ * One statement for a list: one row per broken invariant with its offending rows as JSON. One round
+ * trip to the store per list instead of one per check. (The rows are not limited in SQL: a LIMIT
+ * turns the planner to nested loops that cost more on the quiet, usual case of no rows.)
+ */
+export const statementOf = (list: ReadonlyArray<Invariant>): string =>
+  `SELECT * FROM (${list
+    .map(({ query }, i) => `SELECT ${i} AS n, (SELECT json_agg(bad)::text FROM (${query}) bad) AS detail`)
+    .join("\nUNION ALL ")}) checked WHERE detail IS NOT NULL ORDER BY 1`
+
+/** A row in words: its `problem` when it has only that, else its JSON. */
+export const showRow = (row: unknown): string => {
+  const only = row !== null && typeof row === "object" ? Object.values(row) : []
+  return only.length === 1 && typeof only[0] === "string" ? only[0] : JSON.stringify(row)
+}
+
+/** The violations in the rows of `statementOf(list)`. */
+export const violationsOf = (
+  list: ReadonlyArray<Invariant>,
+  rows: ReadonlyArray<{ readonly n: number | string; readonly detail: string | null }>
+): Array<Violation> =>
+  rows.map((row) => {
+    const bad = JSON.parse(row.detail!) as Array<unknown>
+    return {
+      invariant: list[Number(row.n)]!.name,
+      rows: bad.slice(0, 20),
+      detail: bad.slice(0, 3).map(showRow).join("; ")
+    }
+  })
+
+/** Checks `list` in one statement on the store in context (the simulation's instances' store). */
+export const checkLedger = (list: ReadonlyArray<Invariant>, params: ReadonlyArray<unknown>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql.unsafe<{ n: number; detail: string | null }>(statementOf(list), params)
+    return violationsOf(list, rows)
+  }).pipe(Effect.orDie)
+
+/** Checks `list` in one statement through a bench session (the storm's, the soak's PostgreSQL). */
+export const checkLedgerOn = async (
+  db: PgSession,
+  list: ReadonlyArray<Invariant>,
+  params: ReadonlyArray<unknown>
+): Promise<Array<Violation>> =>
+  violationsOf(list, await db.query<{ n: number; detail: string | null }>(statementOf(list), params))
 
 export interface Check {
   readonly name: string
@@ -8,125 +264,16 @@ export interface Check {
   readonly detail: string
 }
 
-const check = (name: string, bad: number, detail: string): Check => ({ name, pass: bad === 0, detail })
-
-const count = async (db: PgSession, text: string): Promise<number> => {
-  const rows = await db.query<{ n: number | string }>(text)
-  return Number(rows[0]?.n ?? 0)
-}
-
-/** The ledger's invariants, read straight from the bench's PostgreSQL database. */
-export const ledgerInvariants = async (db: PgSession, freePerIpDay: number): Promise<Array<Check>> => {
-  const negative = await count(
-    db,
-    "SELECT count(*) AS n FROM accounts WHERE grant_credits < 0 OR balance_credits < 0"
+/** Every invariant of a finished run as a pass or fail each, read from `db` at `now` (ms). */
+export const ledgerInvariants = async (db: PgSession, now = Date.now()): Promise<Array<Check>> => {
+  const broken = new Map(
+    (await checkLedgerOn(db, finished, [now])).map((violation) => [violation.invariant, violation])
   )
-  const overFree = await count(
-    db,
-    `SELECT count(*) AS n FROM free_tier_usage WHERE credits_used > ${freePerIpDay} OR credits_used < 0`
-  )
-  const freeDrift = await count(
-    db,
-    `SELECT count(*) AS n FROM free_tier_usage f
-     LEFT JOIN (SELECT ip, day, SUM(charged_free) AS used FROM calls WHERE state = 'settled' GROUP BY ip, day) c
-       ON c.ip = f.ip AND c.day = f.day
-     WHERE f.credits_used <> COALESCE(c.used, 0)`
-  )
-  const badReceipts = await count(
-    db,
-    `SELECT count(*) AS n FROM calls WHERE state = 'settled' AND (
-       settled_at IS NULL OR charged > quoted OR charged < 0
-       OR charged <> charged_free + charged_grant + charged_balance
-       OR charged_free > reserved_free OR charged_grant > reserved_grant OR charged_balance > reserved_balance)`
-  )
-  const orphanResults = await count(
-    db,
-    `SELECT count(*) AS n FROM idempotency_keys i LEFT JOIN calls c ON c.id = i.call_id
-     WHERE i.state = 'done' AND (c.id IS NULL OR c.state <> 'settled')`
-  )
-  const unrecorded = await count(
-    db,
-    `SELECT count(*) AS n FROM calls c LEFT JOIN idempotency_keys i
-       ON i.account_id = c.account_id AND i.idem_key = c.idempotency_key
-     WHERE c.state = 'settled' AND c.idempotency_key IS NOT NULL AND (i.call_id IS DISTINCT FROM c.id)`
-  )
-  const unbalanced = await db.query<{
-    id: string
-    credited: number
-    left: number
-    charged: number
-    reserved: number
-  }>(
-    `SELECT a.id, COALESCE(e.credited, 0) AS credited, a.grant_credits + a.balance_credits AS left,
-            COALESCE(c.charged, 0) AS charged, COALESCE(r.reserved, 0) AS reserved
-     FROM accounts a
-     LEFT JOIN (SELECT account_id, SUM(credits) AS credited FROM credit_events GROUP BY account_id) e
-       ON e.account_id = a.id
-     LEFT JOIN (SELECT account_id, SUM(charged_grant + charged_balance) AS charged FROM calls
-                WHERE state = 'settled' GROUP BY account_id) c ON c.account_id = a.id
-     LEFT JOIN (SELECT account_id, SUM(reserved_grant + reserved_balance) AS reserved FROM calls
-                WHERE state = 'reserved' GROUP BY account_id) r ON r.account_id = a.id
-     WHERE COALESCE(e.credited, 0) - (a.grant_credits + a.balance_credits) <> COALESCE(c.charged, 0)`
-  )
-  const usageDrift = await count(
-    db,
-    `SELECT count(*) AS n FROM usage_days u
-     FULL JOIN (SELECT account_id, day, SUM(charged) AS credits, COUNT(*) AS calls FROM calls
-                WHERE state = 'settled' GROUP BY account_id, day) c
-       ON c.account_id = u.account_id AND c.day = u.day
-     WHERE u.credits IS DISTINCT FROM c.credits OR u.calls IS DISTINCT FROM c.calls`
-  )
-  const reserved = await count(db, "SELECT count(*) AS n FROM calls WHERE state = 'reserved'")
-  const running = await count(db, "SELECT count(*) AS n FROM idempotency_keys WHERE state = 'running'")
-  const settled = await count(db, "SELECT count(*) AS n FROM calls WHERE state = 'settled'")
-  return [
-    check("no negative balances", negative, `${negative} accounts below zero`),
-    check(
-      `free_tier_usage <= ${freePerIpDay} per ip and day`,
-      overFree,
-      `${overFree} (ip, day) rows over the budget`
-    ),
-    check("free_tier_usage == free credits charged per ip and day", freeDrift, `${freeDrift} rows differ`),
-    check(
-      "every settled call is a whole receipt",
-      badReceipts,
-      `${badReceipts} of ${settled} settled calls inconsistent`
-    ),
-    check(
-      "every stored idempotent result points at a settled call",
-      orphanResults,
-      `${orphanResults} orphan results`
-    ),
-    check(
-      "every settled call with an Idempotency-Key has its stored result",
-      unrecorded,
-      `${unrecorded} settled calls without their result`
-    ),
-    check(
-      "credits - (grant + balance) == charges, per account",
-      unbalanced.length,
-      unbalanced.length === 0
-        ? "every account balances"
-        : unbalanced
-            .slice(0, 3)
-            .map(
-              (row) =>
-                `${row.id}: credited ${row.credited}, left ${row.left}, charged ${row.charged}, still reserved ${row.reserved}`
-            )
-            .join("; ")
-    ),
-    check(
-      "usage_days == settled calls per account and day",
-      usageDrift,
-      `${usageDrift} (account, day) rows differ`
-    ),
-    check(
-      "no call left 'reserved'",
-      reserved,
-      `${reserved} reserved (each holds its account's in-flight slot until its lease lapses)`
-    ),
-    check("no idempotency key left 'running'", running, `${running} running`)
-  ]
+  return finished.map(({ name }) => ({
+    name,
+    pass: !broken.has(name),
+    detail: broken.get(name)?.detail ?? "holds"
+  }))
 }
 
 interface ReceiptPage {

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
-import { defaultPolicy } from "../src/domain/policy.ts"
 import { operations } from "../src/operations/registry.ts"
 import { type BenchAccount, ipOf, mint, paidAccounts, pool } from "./accounts.ts"
 import { type Faults, startFaults } from "./faults.ts"
@@ -281,9 +280,7 @@ export const soak = async (options: {
       [...paid, ...trial].map((account) => account.key),
       seen
     )),
-    ...(options.db === undefined
-      ? []
-      : await ledgerInvariants(options.db, defaultPolicy.freeCreditsPerIpDay)),
+    ...(options.db === undefined ? [] : await ledgerInvariants(options.db)),
     {
       name: "memory: last quarter's RSS at most 50% above the first quarter's",
       pass: growthPercent <= 50,

@@ -57,7 +57,7 @@ export const stormReport = (summary: StormSummary): string => {
       ["", "invariant", "counts"],
       summary.checks.map((check) => [
         check.pass ? "PASS" : "FAIL",
-        `${check.group === "ledger" ? "(soak) " : ""}${check.name}`,
+        `${check.group === "ledger" ? "(ledger) " : ""}${check.name}`,
         check.detail
       ]),
       [false, false, false]

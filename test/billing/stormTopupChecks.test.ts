@@ -5,10 +5,8 @@ import { stormChecks } from "../../bench/storm/checks.ts"
 import { AppConfig } from "../../src/config.ts"
 import { freshDatabase, storeName } from "../support/database.ts"
 
-const pastMax =
-  "no top-up past the monthly maximum (the month's open and paid top-ups, each counted when armed)"
-const twice =
-  "no top-up applied twice (each paid top-up credited by exactly one purchase, none other; one open at a time)"
+const pastMax = "no top-up past its monthly maximum"
+const twice = "each paid top-up credited by exactly one purchase, and no unpaid one credited"
 
 describe(`the storm's top-up invariants find what they promise to (${storeName})`, () => {
   layer(freshDatabase.pipe(Layer.provideMerge(AppConfig.layerTest())), { timeout: 60_000 })((it) => {

@@ -1,11 +1,14 @@
 /**
  * `npm run sim -- --seed N [--ops N] [--instances K] [--clients N] [--faults LIST] [--mutate NAME]
- * [--pg URL] [--verbose] [--no-shrink]`, and `--list-mutations`. See the README's "Simulating".
+ * [--pg URL] [--verbose] [--no-shrink]`, `--list-mutations`, and many seeds in child processes:
+ * `--jobs N --seeds A..B [--budget S]` with the same run options (see `seeds.ts`). See the README's
+ * "Simulating" and docs/simulation.md.
  */
 import { Effect } from "effect"
 import { mutations } from "./mutations.ts"
 import { makeRng } from "./random.ts"
 import { faultKinds, makeSchedule, type Step, showStep } from "./schedule.ts"
+import { parseSeedRange, runSeeds, type SeedsArgs } from "./seeds.ts"
 import { shrink } from "./shrink.ts"
 import { type RunOptions, runSchedule } from "./simulation.ts"
 
@@ -97,9 +100,19 @@ export const simulate = (args: SimArgs) =>
     return { ok: result.ok, lines, result }
   })
 
-const parse = (argv: ReadonlyArray<string>): SimArgs | "list" => {
+/**
+ * The command line: one seed's run, `"list"` (`--list-mutations`), or many seeds (`--seeds`; their
+ * `runArgs` are the arguments less `--jobs`, `--seeds` and `--budget`, checked as one seed's).
+ */
+export const parse = (argv: ReadonlyArray<string>): SimArgs | "list" | SeedsArgs => {
   let args = { ...defaults }
+  let jobs: number | undefined
+  let seeds: ReturnType<typeof parseSeedRange> | undefined
+  let budget: number | undefined
+  let seedGiven = false
+  const runArgs: Array<string> = []
   for (let i = 0; i < argv.length; i++) {
+    const start = i
     const flag = argv[i]!
     const value = () => {
       const next = argv[++i]
@@ -116,7 +129,17 @@ const parse = (argv: ReadonlyArray<string>): SimArgs | "list" => {
         return "list"
       case "--seed":
         args = { ...args, seed: value() }
-        break
+        seedGiven = true
+        continue
+      case "--jobs":
+        jobs = count()
+        continue
+      case "--seeds":
+        seeds = parseSeedRange(value())
+        continue
+      case "--budget":
+        budget = count()
+        continue
       case "--ops":
         args = { ...args, ops: count() }
         break
@@ -156,12 +179,21 @@ const parse = (argv: ReadonlyArray<string>): SimArgs | "list" => {
       default:
         throw new Error(`unknown argument ${flag}`)
     }
+    runArgs.push(...argv.slice(start, i + 1))
   }
-  return args
+  if (seeds === undefined) {
+    if (jobs !== undefined || budget !== undefined)
+      throw new Error("--jobs and --budget go with --seeds A..B")
+    return args
+  }
+  if (seedGiven) throw new Error("--seed and --seeds do not go together: --seeds A..B runs seeds A to B")
+  if (seeds.to === undefined && budget === undefined)
+    throw new Error("--seeds A.. (no last seed) needs --budget S")
+  return { jobs: jobs ?? 1, from: seeds.from, to: seeds.to, budget, runArgs }
 }
 
 if (import.meta.main) {
-  let parsed: SimArgs | "list"
+  let parsed: SimArgs | "list" | SeedsArgs
   try {
     parsed = parse(process.argv.slice(2))
   } catch (error) {
@@ -171,6 +203,10 @@ if (import.meta.main) {
   if (parsed === "list") {
     for (const mutation of mutations) console.log(mutation.name)
     process.exit(0)
+  }
+  if ("jobs" in parsed) {
+    const many = await runSeeds(parsed)
+    process.exit(many.ok ? 0 : 1)
   }
   const outcome = await Effect.runPromise(simulate(parsed))
   for (const line of outcome.lines) console.log(line)
