@@ -77,21 +77,19 @@ export const always: ReadonlyArray<Invariant> = [
     // same worked out from the calls in the period of now: a day's or month's spend that is not
     // left behind when the period rolls over shows here the moment the day or month turns.
     name: "every capped key's cap left is its cap less its calls' spend in the period of now (day and month caps roll over)",
-    query: `WITH caps AS (
-       SELECT k.id AS key_id, cap.spend_cap_credits - COALESCE((
-         SELECT SUM(CASE WHEN c.state = 'reserved' THEN c.quoted ELSE c.charged END)
-         FROM calls c JOIN api_keys ck ON ck.id = c.key_id
-         WHERE (ck.id = cap.id OR ck.parent_key_id = cap.id) AND c.state IN ('reserved', 'settled')
-           AND CASE cap.cap_period
-             WHEN 'day' THEN c.day = ($1::bigint / 86400000)::int
-             WHEN 'month' THEN to_char(date '1970-01-01' + c.day, 'YYYY-MM') = to_char(date '1970-01-01' + ($1::bigint / 86400000)::int, 'YYYY-MM')
-             ELSE true END), 0) AS left_over
-       FROM api_keys k JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id)
-       WHERE cap.spend_cap_credits IS NOT NULL AND k.revoked_at IS NULL),
-     worked AS (SELECT key_id, MIN(left_over) AS left_over FROM caps GROUP BY key_id)
+    query: `WITH spend AS (${capSpend}),
+          today AS (SELECT ($1::bigint / 86400000)::int AS day),
+          caps AS (
+            SELECT k.id AS key_id, cap.spend_cap_credits - COALESCE(s.spent, 0) AS left_over
+            FROM api_keys k JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id) CROSS JOIN today t
+            LEFT JOIN spend s ON s.key_id = cap.id AND s.period = CASE cap.cap_period
+              WHEN 'day' THEN 'day:' || t.day
+              WHEN 'month' THEN 'month:' || to_char(date '1970-01-01' + t.day, 'YYYY-MM') ELSE 'total' END
+            WHERE cap.spend_cap_credits IS NOT NULL AND k.revoked_at IS NULL),
+          worked AS (SELECT key_id, MIN(left_over) AS left_over FROM caps GROUP BY key_id)
      SELECT 'key ' || w.key_id || ': the money rule says its cap has ' || COALESCE(r.cap_left::text, 'no cap')
-            || ' left today, its calls leave ' || w.left_over AS problem
-     FROM worked w CROSS JOIN LATERAL svc_key_cap(w.key_id, ($1::bigint / 86400000)::int) r
+            || ' left, its calls leave ' || w.left_over AS problem
+     FROM worked w CROSS JOIN today t CROSS JOIN LATERAL svc_key_cap(w.key_id, t.day) r
      WHERE r.cap_left IS DISTINCT FROM w.left_over`
   },
   {
