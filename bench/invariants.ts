@@ -188,6 +188,15 @@ export const quiet: ReadonlyArray<Invariant> = [
        AND NOT EXISTS (SELECT 1 FROM topups t WHERE t.payment_ref = p.payment_ref AND t.state = 'succeeded')`
   },
   {
+    // A local subscription's first period is its checkout's purchase; each renewal is one more.
+    name: "each local subscription credited once per period renewed (one purchase for each period after the first)",
+    query: `SELECT s.id || ' of ' || s.account_id || ': ' || s.periods || ' periods, ' || count(p.id)
+            || ' renewals credited' AS problem
+     FROM subscriptions s LEFT JOIN purchases p ON p.payment_ref LIKE 'local:' || s.id || ':%'
+     WHERE s.rail = 'local'
+     GROUP BY s.id, s.account_id, s.periods HAVING count(p.id) <> s.periods - 1`
+  },
+  {
     // The counter the charging statements read must be what the calls say it counts.
     name: "each capped key's spend counter = its (and its children's) charges and reservations in the period",
     query: `SELECT s.key_id || ' ' || s.period || ': counter ' || ks.spent || ', charges ' || s.spent AS problem

@@ -4,6 +4,7 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
 import { ReceiptSigner } from "../../src/metering/ReceiptSigner.ts"
 import { operations } from "../../src/operations/registry.ts"
+import { Checkout } from "../../src/payments/Checkout.ts"
 import { httpApp, supportLayer } from "../../src/service.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { layerWorld, Upstream, UpstreamFailure, UpstreamFaults } from "../../src/upstream/Upstream.ts"
@@ -123,6 +124,10 @@ export interface Instance {
   readonly handle: (request: SimRequest) => Effect.Effect<SimReply>
   /** The operator rotates the receipt signing key on this instance (`ReceiptSigner.rotate`). */
   readonly rotateReceiptKey: Effect.Effect<void>
+  /** The operator renews an account's local subscription on this instance (the `renew` operator RPC's `Checkout.renewLocal`). */
+  readonly renewSubscription: (
+    accountId: string
+  ) => Effect.Effect<{ readonly renewed: boolean; readonly current_period_end: number | null }>
 }
 
 export const simConfig: Partial<AppConfigShape> = {
@@ -204,6 +209,8 @@ export const startInstance = (options: {
         Effect.provide(built),
         Effect.asVoid,
         Effect.orDie
-      )
+      ),
+      renewSubscription: (accountId) =>
+        Checkout.use((checkout) => checkout.renewLocal(accountId)).pipe(Effect.provide(built), Effect.orDie)
     } satisfies Instance
   })

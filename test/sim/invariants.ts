@@ -146,8 +146,17 @@ const own: ReadonlyArray<Invariant> = [
        OR s.credits <> p.credits OR s.account <> p.account_id)`
   },
   {
+    name: "an account whose subscription ended, with none active, is no longer on production",
+    query: `SELECT a.id || ' is on ' || a.plan || ' with its subscription ended' AS problem FROM accounts a
+     WHERE a.plan = 'production'
+       AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.account_id = a.id AND s.status = 'canceled')
+       AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.account_id = a.id AND s.status = 'active')`
+  },
+  {
     name: "every paid checkout applied exactly once, to its account",
-    query: `WITH bought AS (SELECT account_id, count(*) AS n FROM purchases WHERE payment_ref LIKE 'local:%' GROUP BY account_id),
+    // A checkout's purchase is `local:<session>`; a subscription's renewal, `local:<subscription>:<period>`.
+    query: `WITH bought AS (SELECT account_id, count(*) AS n FROM purchases
+                     WHERE payment_ref LIKE 'local:%' AND payment_ref NOT LIKE 'local:%:%' GROUP BY account_id),
           paid AS (SELECT value AS account, count(*) AS n FROM json_each_text($2::json) GROUP BY value)
      SELECT COALESCE(b.account_id, p.account) || ': ' || COALESCE(p.n, 0) || ' checkouts paid, '
             || COALESCE(b.n, 0) || ' purchases applied' AS problem

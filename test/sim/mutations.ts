@@ -158,6 +158,24 @@ export const mutations: ReadonlyArray<Mutation> = [
     )
   },
   {
+    name: "subscription-end-keeps-production",
+    description: "end a subscription but leave its account on production",
+    rewrite: (sql) =>
+      sql.replace(
+        "UPDATE accounts SET plan = 'flex' WHERE id = $1 AND plan = 'production'",
+        "UPDATE accounts SET plan = plan WHERE id = $1 AND plan = 'production'"
+      )
+  },
+  {
+    name: "renew-after-cancel",
+    description: "renew a subscription set to cancel at its period's end (the cancel is never read)",
+    rewrite: (sql) =>
+      sql.replace(
+        "SELECT id, account_id, pack, rail, cancel_at_period_end, current_period_end, periods",
+        "SELECT id, account_id, pack, rail, false AS cancel_at_period_end, current_period_end, periods"
+      )
+  },
+  {
     name: "topup-past-max",
     description: "arm an automatic top-up whatever the month's maximum",
     patch: replaceFunction(functions, "svc_topup_arm", [

@@ -84,6 +84,15 @@ export type Step =
   | { readonly kind: "topup"; readonly client: number; readonly instance: number }
   | { readonly kind: "rotate"; readonly client: number; readonly instance: number }
   | { readonly kind: "revoke"; readonly client: number; readonly instance: number }
+  /** A `production` subscription bought at a checkout (local rail), paid once. */
+  | { readonly kind: "subscribe"; readonly client: number; readonly instance: number }
+  /** The operator renews the client's subscription (one more period; it ends instead if set to cancel). */
+  | { readonly kind: "renew"; readonly client: number; readonly instance: number }
+  /**
+   * The client sets its subscription to cancel at the period's end, at its billing portal; then the
+   * period's end comes and the operator's renewal ends it instead.
+   */
+  | { readonly kind: "cancel"; readonly client: number; readonly instance: number }
   /** The operator rotates the receipt signing key on one instance (the others see it within a minute). */
   | { readonly kind: "receiptkey"; readonly instance: number }
 
@@ -161,8 +170,14 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
       steps.push({ kind: "tick", ms: rng.pick([200, 1_000, 7_000, 20_000, 65_000, 600_000]) })
     } else if (roll < 0.83) {
       steps.push({ kind: "signin", client: c, instance: i })
-    } else if (roll < 0.87) {
+    } else if (roll < 0.85) {
       steps.push({ kind: "checkout", client: c, instances: [i, other(i)] })
+    } else if (roll < 0.858) {
+      steps.push({ kind: "subscribe", client: c, instance: i })
+    } else if (roll < 0.864) {
+      steps.push({ kind: "renew", client: c, instance: i })
+    } else if (roll < 0.87) {
+      steps.push({ kind: "cancel", client: c, instance: i })
     } else if (roll < 0.9) {
       steps.push({
         kind: "cap",

@@ -575,6 +575,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
        * fault it sends the same payment again elsewhere, with the chain and facilitator well.
        */
       let x402Payments = 0
+      /** The clients' subscriptions, by account: credits a period, and whether set to cancel. */
+      const subscriptions = new Map<string, { readonly perMonth: number; canceled: boolean }>()
       const x402Step = (step: Extract<Step, { kind: "x402" }>) =>
         Effect.gen(function* () {
           const c = clients[step.client % clients.length]!
@@ -649,6 +651,97 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             answered(step.other, replay, "replayed")
           }
           count(`x402 ${step.fault}`)
+        })
+
+      /**
+       * A `production` subscription on the local rail: bought at a checkout, renewed by the operator
+       * (one more period, its credits), set to cancel at the client's portal (the next renewal ends
+       * it: the account goes to flex). The model credits what was paid: the first period, and each
+       * renewal of a subscription the client did not cancel.
+       */
+      const subscriptionStep = (step: Extract<Step, { kind: "subscribe" | "renew" | "cancel" }>) =>
+        Effect.gen(function* () {
+          // Renewing and cancelling act on a subscription: the step's client's, else the next
+          // client's that has one.
+          let clientNo = step.client % clients.length
+          if (step.kind !== "subscribe")
+            for (let k = 0; k < clients.length; k++) {
+              const n = (step.client + k) % clients.length
+              const account = clients[n]!.account
+              if (account !== undefined && subscriptions.has(account)) {
+                clientNo = n
+                break
+              }
+            }
+          const c = clients[clientNo]!
+          if (c.key === undefined || c.account === undefined)
+            return event(`${step.kind} c${clientNo}: no key yet`)
+          const account = c.account
+          switch (step.kind) {
+            case "subscribe": {
+              const started = yield* call(
+                step.instance,
+                json(c, "POST", "/v1/checkout", { pack: "production" }, c.key)
+              )
+              if (started.status !== 200)
+                return event(`subscribe c${clientNo} -> ${started.status} ${started.body?.code ?? ""}`)
+              const paid = yield* call(step.instance, {
+                method: "POST",
+                path: `${new URL(started.body.checkout_url).pathname}/pay`,
+                ip: c.ip,
+                headers: { "content-type": "application/x-www-form-urlencoded" },
+                body: ""
+              })
+              if (paid.status === 303) {
+                model.paid.set(started.body.session_id, account)
+                const perMonth = started.body.credits_per_month ?? 0
+                model.credited.set(account, (model.credited.get(account) ?? 0) + perMonth)
+                subscriptions.set(account, { perMonth, canceled: false })
+              }
+              return event(`subscribe c${clientNo} ${started.body.session_id} -> ${paid.status}`)
+            }
+            case "renew": {
+              const held = subscriptions.get(account)
+              if (held === undefined) return event(`renew c${clientNo}: no subscription`)
+              const renewed = yield* instances[step.instance]!.renewSubscription(account)
+              if (held.canceled) subscriptions.delete(account)
+              else if (renewed.renewed)
+                model.credited.set(account, (model.credited.get(account) ?? 0) + held.perMonth)
+              count(held.canceled ? "subscriptions ended" : "subscriptions renewed")
+              return event(
+                `renew c${clientNo}${held.canceled ? " (canceled)" : ""} -> renewed=${renewed.renewed} until ${
+                  renewed.current_period_end === null
+                    ? "-"
+                    : new Date(renewed.current_period_end).toISOString()
+                }`
+              )
+            }
+            case "cancel": {
+              const held = subscriptions.get(account)
+              if (held === undefined) return event(`cancel c${clientNo}: no subscription`)
+              if (c.token === undefined) yield* signIn(c, clientNo, step.instance)
+              if (c.token === undefined) return event(`cancel c${clientNo}: not signed in`)
+              const portal = yield* call(step.instance, json(c, "POST", "/v1/portal", undefined, c.token))
+              if (portal.status !== 200) return event(`cancel c${clientNo} -> portal ${portal.status}`)
+              const session = new URL(portal.body.url).searchParams.get("session") ?? ""
+              const canceled = yield* call(step.instance, {
+                method: "POST",
+                path: "/portal/cancel",
+                ip: c.ip,
+                headers: { "content-type": "application/x-www-form-urlencoded" },
+                body: new URLSearchParams({ session }).toString()
+              })
+              if (canceled.status === 303) held.canceled = true
+              event(`cancel c${clientNo} -> ${canceled.status}`)
+              // The period's end: the operator's renewal ends a canceled subscription instead.
+              const ended = yield* instances[step.instance]!.renewSubscription(account)
+              if (held.canceled) subscriptions.delete(account)
+              else if (ended.renewed)
+                model.credited.set(account, (model.credited.get(account) ?? 0) + held.perMonth)
+              count(held.canceled ? "subscriptions ended" : "subscriptions renewed")
+              return event(`cancel c${clientNo}: the period ends -> renewed=${ended.renewed}`)
+            }
+          }
         })
 
       const runStep = (step: Step): Effect.Effect<void, never, Scope.Scope> =>
@@ -808,6 +901,10 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             }
             case "x402":
               return yield* x402Step(step)
+            case "subscribe":
+            case "renew":
+            case "cancel":
+              return yield* subscriptionStep(step)
             case "receiptkey": {
               yield* instances[step.instance]!.rotateReceiptKey
               return event(`receiptkey i${step.instance}: rotated`)
