@@ -30,6 +30,7 @@ const startingProcesses = [
   "test/**/*.browser.test.ts",
   "test/http/readme.test.ts",
   "test/sdk/readmeSnippet.test.ts",
+  "test/sim/guide.test.ts",
   "test/sim/seeds.test.ts"
 ]
 const part = process.env.TEST_PART

@@ -76,6 +76,8 @@ export const storeIndependent: Readonly<Record<string, string>> = {
     "the README's receipt verification snippet run as written in Node against a test service; the signing, rotation and key set it checks are on PostgreSQL in test/http/receiptSignatures.test.ts",
   "test/sdk/":
     "the TypeScript SDK's client over HTTP (retries, types, usage parsing); the answers it reads are tested on PostgreSQL under test/http and test/billing",
+  "test/sim/guide.test.ts":
+    "runs the worked example of docs/simulation.md as written, on PGlite (the command has no --pg); the runs it makes are test/sim/sim.test.ts's, which is on PostgreSQL",
   "test/sim/seeds.test.ts":
     "the many-seeds runner's arguments, lines and summary, and two short seeds in child processes on PGlite; each seed's run is test/sim/sim.test.ts's, which is on PostgreSQL",
   "test/store/checkpoints.test.ts":

@@ -77,19 +77,20 @@ const own: ReadonlyArray<Invariant> = [
   // Against what the clients were answered.
   {
     name: "every 200 has its receipt, as charged, and one receipt per Idempotency-Key",
-    query: `SELECT 'a 200 answered receipt ' || a.receipt || ', which is not a settled call' AS problem
-     FROM sim_answers a LEFT JOIN calls c ON c.id = a.receipt AND c.state = 'settled' WHERE c.id IS NULL
+    // One pass over the answers and their calls, and the receipts of a key told apart by their
+    // least and greatest (no sort of each key's receipts).
+    query: `SELECT CASE
+              WHEN c.id IS NULL THEN 'a 200 answered receipt ' || a.receipt || ', which is not a settled call'
+              WHEN c.account_id <> a.account OR c.idempotency_key IS DISTINCT FROM a.idem
+                THEN 'receipt ' || c.id || ' is of ' || c.account_id || ' ' || COALESCE(c.idempotency_key, 'null')
+                     || ', answered to ' || a.account || ' ' || a.idem
+              ELSE 'receipt ' || c.id || ' charged ' || c.charged || ', the answer said ' || a.charged END AS problem
+     FROM sim_answers a LEFT JOIN calls c ON c.id = a.receipt AND c.state = 'settled'
+     WHERE c.id IS NULL OR c.account_id <> a.account OR c.idempotency_key IS DISTINCT FROM a.idem
+        OR c.charged <> a.charged
      UNION ALL
-     SELECT 'receipt ' || c.id || ' is of ' || c.account_id || ' ' || COALESCE(c.idempotency_key, 'null')
-            || ', answered to ' || a.account || ' ' || a.idem
-     FROM sim_answers a JOIN calls c ON c.id = a.receipt AND c.state = 'settled'
-     WHERE c.account_id <> a.account OR c.idempotency_key IS DISTINCT FROM a.idem
-     UNION ALL
-     SELECT 'receipt ' || c.id || ' charged ' || c.charged || ', the answer said ' || a.charged
-     FROM sim_answers a JOIN calls c ON c.id = a.receipt AND c.state = 'settled' WHERE c.charged <> a.charged
-     UNION ALL
-     SELECT account || ' ' || idem || ' answered with ' || string_agg(DISTINCT receipt, ' and then ')
-     FROM sim_answers GROUP BY account, idem HAVING count(DISTINCT receipt) > 1`
+     SELECT account || ' ' || idem || ' answered with ' || min(receipt) || ' and with ' || max(receipt)
+     FROM sim_answers GROUP BY account, idem HAVING min(receipt) <> max(receipt)`
   },
   {
     name: "no charge without a 200 (every charged receipt was answered to a client)",
