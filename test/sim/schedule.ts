@@ -170,11 +170,11 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
       steps.push({ kind: "tick", ms: rng.pick([200, 1_000, 7_000, 20_000, 65_000, 600_000]) })
     } else if (roll < 0.83) {
       steps.push({ kind: "signin", client: c, instance: i })
-    } else if (roll < 0.85) {
+    } else if (roll < 0.845) {
       steps.push({ kind: "checkout", client: c, instances: [i, other(i)] })
-    } else if (roll < 0.858) {
+    } else if (roll < 0.855) {
       steps.push({ kind: "subscribe", client: c, instance: i })
-    } else if (roll < 0.864) {
+    } else if (roll < 0.862) {
       steps.push({ kind: "renew", client: c, instance: i })
     } else if (roll < 0.87) {
       steps.push({ kind: "cancel", client: c, instance: i })
