@@ -73,26 +73,6 @@ export const always: ReadonlyArray<Invariant> = [
      FROM (${capSpend}) s WHERE spent > cap`
   },
   {
-    // The cap left as the money rule reads it (`svc_key_cap`, on the UTC day of now), against the
-    // same worked out from the calls in the period of now: a day's or month's spend that is not
-    // left behind when the period rolls over shows here the moment the day or month turns.
-    name: "every capped key's cap left is its cap less its calls' spend in the period of now (day and month caps roll over)",
-    query: `WITH spend AS (${capSpend}),
-          today AS (SELECT ($1::bigint / 86400000)::int AS day),
-          caps AS (
-            SELECT k.id AS key_id, cap.spend_cap_credits - COALESCE(s.spent, 0) AS left_over
-            FROM api_keys k JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id) CROSS JOIN today t
-            LEFT JOIN spend s ON s.key_id = cap.id AND s.period = CASE cap.cap_period
-              WHEN 'day' THEN 'day:' || t.day
-              WHEN 'month' THEN 'month:' || to_char(date '1970-01-01' + t.day, 'YYYY-MM') ELSE 'total' END
-            WHERE cap.spend_cap_credits IS NOT NULL AND k.revoked_at IS NULL),
-          worked AS (SELECT key_id, MIN(left_over) AS left_over FROM caps GROUP BY key_id)
-     SELECT 'key ' || w.key_id || ': the money rule says its cap has ' || COALESCE(r.cap_left::text, 'no cap')
-            || ' left, its calls leave ' || w.left_over AS problem
-     FROM worked w CROSS JOIN today t CROSS JOIN LATERAL svc_key_cap(w.key_id, t.day) r
-     WHERE r.cap_left IS DISTINCT FROM w.left_over`
-  },
-  {
     name: "each account's day of usage is the sum of its settled calls that day",
     query: `SELECT COALESCE(u.account_id, c.account_id) AS account_id, COALESCE(u.day, c.day) AS day,
             u.credits, u.calls, c.credits AS summed_credits, c.calls AS summed_calls
@@ -195,6 +175,28 @@ export const quiet: ReadonlyArray<Invariant> = [
      FROM subscriptions s LEFT JOIN purchases p ON p.payment_ref LIKE 'local:' || s.id || ':%'
      WHERE s.rail = 'local'
      GROUP BY s.id, s.account_id, s.periods HAVING count(p.id) <> s.periods - 1`
+  },
+  {
+    // The cap left as the money rule reads it (`svc_key_cap`) on each day that has calls, against
+    // the same worked out from the calls in that day's period: a day's or month's spend carried
+    // into the next (a period that does not start again) shows on the first day after it.
+    name: "every day or month cap's left on each day is its cap less its calls' spend in that day's period (caps roll over)",
+    query: `WITH spend AS (${capSpend}),
+          days AS (SELECT DISTINCT day FROM calls),
+          caps AS (
+            SELECT k.id AS key_id, d.day, cap.spend_cap_credits - COALESCE(s.spent, 0) AS left_over
+            FROM api_keys k JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id) CROSS JOIN days d
+            LEFT JOIN spend s ON s.key_id = cap.id AND s.period = CASE cap.cap_period
+              WHEN 'day' THEN 'day:' || d.day
+              WHEN 'month' THEN 'month:' || to_char(date '1970-01-01' + d.day, 'YYYY-MM') ELSE 'total' END
+            WHERE cap.spend_cap_credits IS NOT NULL AND k.revoked_at IS NULL
+              AND EXISTS (SELECT 1 FROM api_keys c WHERE c.id IN (k.id, k.parent_key_id)
+                            AND c.spend_cap_credits IS NOT NULL AND c.cap_period IN ('day', 'month'))),
+          worked AS (SELECT key_id, day, MIN(left_over) AS left_over FROM caps GROUP BY key_id, day)
+     SELECT 'key ' || w.key_id || ' on day ' || w.day || ': the money rule says its cap has '
+            || COALESCE(r.cap_left::text, 'no cap') || ' left, its calls leave ' || w.left_over AS problem
+     FROM worked w CROSS JOIN LATERAL svc_key_cap(w.key_id, w.day) r
+     WHERE r.cap_left IS DISTINCT FROM w.left_over`
   },
   {
     // The counter the charging statements read must be what the calls say it counts.
