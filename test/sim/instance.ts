@@ -130,6 +130,30 @@ export interface Instance {
   ) => Effect.Effect<{ readonly renewed: boolean; readonly current_period_end: number | null }>
 }
 
+/**
+ * The instance's own receipt signer, counted while it signs: a signature is real asynchronous work
+ * (WebCrypto, on Node's thread pool), which finishes in real time, not virtual. The simulator does
+ * not move the clock while one is under way (`until` in `simulation.ts`), so how long it takes
+ * never shifts virtual time, and a seed replays bit for bit.
+ */
+const watchedSigner = (signer: ReceiptSigner["Service"], signing: { pending: number }) => {
+  const watched = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.suspend(() => {
+      signing.pending += 1
+      return Effect.ensuring(
+        effect,
+        Effect.sync(() => {
+          signing.pending -= 1
+        })
+      )
+    })
+  return ReceiptSigner.of({
+    ...signer,
+    sign: (receipt) => watched(signer.sign(receipt)),
+    signAll: (receipts) => watched(signer.signAll(receipts))
+  })
+}
+
 export const simConfig: Partial<AppConfigShape> = {
   trustedProxies: ["127.0.0.1"],
   // The x402 rail, settled on the simulation's own chain (`chain.ts`).
@@ -152,6 +176,8 @@ export const startInstance = (options: {
   readonly rewrite: ((sql: string) => string) | undefined
   /** The chain the x402 facilitator settles on (the service's `X402Facilitator` port). */
   readonly chain: SimChain
+  /** Receipt signatures under way in every instance (see `watchedSigner`). */
+  readonly signing: { pending: number }
   readonly config?: Partial<AppConfigShape>
 }) =>
   Effect.gen(function* () {
@@ -171,7 +197,12 @@ export const startInstance = (options: {
       ),
       scope
     ).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-    const app = yield* httpApp(operations).pipe(Effect.provide(built))
+    const served = Context.add(
+      built,
+      ReceiptSigner,
+      watchedSigner(Context.get(built, ReceiptSigner), options.signing)
+    )
+    const app = yield* httpApp(operations).pipe(Effect.provide(served))
     const handle = (request: SimRequest): Effect.Effect<SimReply> => {
       const web = new Request(`http://svc.test${request.path}`, {
         method: request.method,
@@ -184,7 +215,7 @@ export const startInstance = (options: {
       return app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, serverRequest),
         Effect.scoped,
-        Effect.provide(built),
+        Effect.provide(served),
         Effect.flatMap((response) =>
           Effect.promise(async () => {
             const answer = HttpServerResponse.toWeb(response)

@@ -135,6 +135,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const world = yield* buildWorld
       // The x402 rail's chain: every client's wallet funded from the seed (its poor one holds nothing).
       const chain: SimChain = makeChain()
+      const signing = { pending: 0 }
       const fundRng = rng.fork("chain")
       for (let c = 0; c < options.clients; c++)
         chain.balances.set(walletOf(c), BigInt(5 + fundRng.int(25)) * 1_000_000n)
@@ -174,7 +175,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             world,
             rng: rng.fork(`ids/${index}/${generations[index]}`),
             rewrite: mutation?.rewrite,
-            chain
+            chain,
+            signing
           })
         }).pipe(timed("starts"))
       for (let i = 0; i < options.instances; i++) yield* start(i)
@@ -212,13 +214,29 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       let ops = 0
       const now = () => TestClock.testClockWith((clock) => Effect.sync(() => clock.currentTimeMillisUnsafe()))
 
+      /**
+       * Before the clock moves: the receipt signatures under way finish. They are real work on
+       * Node's thread pool (see `watchedSigner` in `instance.ts`), done in real time however the
+       * clock stands; moving the clock while one runs would let the machine's speed shift virtual
+       * time. Given up after a quarter of a real second (a signer that needs the store while a
+       * fiber that waits on the clock holds it), so a run never hangs on it.
+       */
+      const signed = Effect.promise(async () => {
+        const from = performance.now()
+        while (signing.pending > 0 && performance.now() - from < 250)
+          await new Promise<void>((resolve) => setTimeout(resolve, 1))
+      })
+
       /** Lets every fiber run until `done`, moving the clock when they wait on it. */
       const until = (done: () => boolean, label: string) =>
         Effect.gen(function* () {
           for (let turn = 0; turn < 50_000; turn++) {
             if (done()) return
             yield* macrotask
-            if (turn % 16 === 15) yield* TestClock.adjust(50)
+            if (turn % 16 === 15) {
+              yield* signed
+              yield* TestClock.adjust(50)
+            }
           }
           return yield* Effect.die(new Error(`stuck: ${label}`))
         })
@@ -230,6 +248,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const advance = (ms: number, stretch = 300_000) =>
         Effect.gen(function* () {
           for (let left = ms; left > 0; left -= stretch) {
+            yield* signed
             yield* TestClock.adjust(Math.min(left, stretch))
             for (let turn = 0; turn < 8; turn++) yield* macrotask
           }
@@ -712,7 +731,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 `renew c${clientNo}${held.canceled ? " (canceled)" : ""} -> renewed=${renewed.renewed} until ${
                   renewed.current_period_end === null
                     ? "-"
-                    : new Date(renewed.current_period_end).toISOString()
+                    : new Date(renewed.current_period_end).toISOString().slice(0, 10)
                 }`
               )
             }
