@@ -131,6 +131,7 @@ export const mutations: ReadonlyArray<Mutation> = [
     name: "x402-forget-settlement",
     description:
       "begin an x402 settlement afresh on every attempt: a retry after a lost settle answer never looks on the chain, so the payment is never credited",
+    ops: 500,
     rewrite: (sql) =>
       sql.replace(
         "ON CONFLICT (payment_ref) DO NOTHING RETURNING payment_ref",
