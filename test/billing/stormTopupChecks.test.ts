@@ -42,6 +42,8 @@ describe(`the storm's top-up invariants find what they promise to (${storeName})
           yield* topup("t3", "acct_b", "succeeded", 3, "topup:t3")
           yield* topup("t4", "acct_b", "failed", 4, "topup:t4")
           yield* purchase("p4", "acct_b", "topup:t4")
+          // A top-up's purchase with no top-up behind it.
+          yield* purchase("p9", "acct_b", "topup:t9")
 
           const verdicts = async () =>
             new Map((await stormChecks(db, [])).map((check) => [check.name, check] as const))
@@ -51,8 +53,9 @@ describe(`the storm's top-up invariants find what they promise to (${storeName})
           assert.isFalse(broken.get(twice)!.pass)
           assert.include(broken.get(twice)!.examples.join(" "), "t3")
           assert.include(broken.get(twice)!.examples.join(" "), "t4")
+          assert.include(broken.get(twice)!.examples.join(" "), "p9 (topup:t9) of acct_b: no paid top-up")
 
-          yield* run(`DELETE FROM purchases WHERE id IN ('p2', 'p4')`)
+          yield* run(`DELETE FROM purchases WHERE id IN ('p2', 'p4', 'p9')`)
           yield* run(`UPDATE topups SET state = 'failed' WHERE id = 't2'`)
           yield* purchase("p3", "acct_b", "topup:t3")
           const right = yield* Effect.promise(verdicts)
