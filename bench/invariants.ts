@@ -168,6 +168,37 @@ export const quiet: ReadonlyArray<Invariant> = [
        AND NOT EXISTS (SELECT 1 FROM topups t WHERE t.payment_ref = p.payment_ref AND t.state = 'succeeded')`
   },
   {
+    // A local subscription's first period is its checkout's purchase; each renewal is one more.
+    name: "each local subscription credited once per period renewed (one purchase for each period after the first)",
+    query: `SELECT s.id || ' of ' || s.account_id || ': ' || s.periods || ' periods, ' || count(p.id)
+            || ' renewals credited' AS problem
+     FROM subscriptions s LEFT JOIN purchases p ON p.payment_ref LIKE 'local:' || s.id || ':%'
+     WHERE s.rail = 'local'
+     GROUP BY s.id, s.account_id, s.periods HAVING count(p.id) <> s.periods - 1`
+  },
+  {
+    // The cap left as the money rule reads it (`svc_key_cap`) on each day that has calls, against
+    // the same worked out from the calls in that day's period: a day's or month's spend carried
+    // into the next (a period that does not start again) shows on the first day after it.
+    name: "every day or month cap's left on each day is its cap less its calls' spend in that day's period (caps roll over)",
+    query: `WITH spend AS (${capSpend}),
+          days AS (SELECT DISTINCT day FROM calls),
+          caps AS (
+            SELECT k.id AS key_id, d.day, cap.spend_cap_credits - COALESCE(s.spent, 0) AS left_over
+            FROM api_keys k JOIN api_keys cap ON cap.id IN (k.id, k.parent_key_id) CROSS JOIN days d
+            LEFT JOIN spend s ON s.key_id = cap.id AND s.period = CASE cap.cap_period
+              WHEN 'day' THEN 'day:' || d.day
+              WHEN 'month' THEN 'month:' || to_char(date '1970-01-01' + d.day, 'YYYY-MM') ELSE 'total' END
+            WHERE cap.spend_cap_credits IS NOT NULL AND k.revoked_at IS NULL
+              AND EXISTS (SELECT 1 FROM api_keys c WHERE c.id IN (k.id, k.parent_key_id)
+                            AND c.spend_cap_credits IS NOT NULL AND c.cap_period IN ('day', 'month'))),
+          worked AS (SELECT key_id, day, MIN(left_over) AS left_over FROM caps GROUP BY key_id, day)
+     SELECT 'key ' || w.key_id || ' on day ' || w.day || ': the money rule says its cap has '
+            || COALESCE(r.cap_left::text, 'no cap') || ' left, its calls leave ' || w.left_over AS problem
+     FROM worked w CROSS JOIN LATERAL svc_key_cap(w.key_id, w.day) r
+     WHERE r.cap_left IS DISTINCT FROM w.left_over`
+  },
+  {
     // The counter the charging statements read must be what the calls say it counts.
     name: "each capped key's spend counter = its (and its children's) charges and reservations in the period",
     query: `SELECT s.key_id || ' ' || s.period || ': counter ' || ks.spent || ', charges ' || s.spent AS problem

@@ -2,11 +2,14 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Deferred, Effect, Exit, Layer, Option, Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig, type AppConfigShape } from "../../src/config.ts"
+import { ReceiptSigner } from "../../src/metering/ReceiptSigner.ts"
 import { operations } from "../../src/operations/registry.ts"
+import { Checkout } from "../../src/payments/Checkout.ts"
 import { httpApp, supportLayer } from "../../src/service.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { layerWorld, Upstream, UpstreamFailure, UpstreamFaults } from "../../src/upstream/Upstream.ts"
 import { testSeed } from "../support/app.ts"
+import { type SimChain, simFacilitator, simX402 } from "./chain.ts"
 import type { Rng } from "./random.ts"
 import { makePlug, type Plug, type Store } from "./store.ts"
 
@@ -119,10 +122,42 @@ export interface Instance {
   readonly plug: Plug
   readonly scope: Scope.Closeable
   readonly handle: (request: SimRequest) => Effect.Effect<SimReply>
+  /** The operator rotates the receipt signing key on this instance (`ReceiptSigner.rotate`). */
+  readonly rotateReceiptKey: Effect.Effect<void>
+  /** The operator renews an account's local subscription on this instance (the `renew` operator RPC's `Checkout.renewLocal`). */
+  readonly renewSubscription: (
+    accountId: string
+  ) => Effect.Effect<{ readonly renewed: boolean; readonly current_period_end: number | null }>
+}
+
+/**
+ * The instance's own receipt signer, counted while it signs: a signature is real asynchronous work
+ * (WebCrypto, on Node's thread pool), which finishes in real time, not virtual. The simulator does
+ * not move the clock while one is under way (`until` in `simulation.ts`), so how long it takes
+ * never shifts virtual time, and a seed replays bit for bit.
+ */
+const watchedSigner = (signer: ReceiptSigner["Service"], signing: { pending: number }) => {
+  const watched = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.suspend(() => {
+      signing.pending += 1
+      return Effect.ensuring(
+        effect,
+        Effect.sync(() => {
+          signing.pending -= 1
+        })
+      )
+    })
+  return ReceiptSigner.of({
+    ...signer,
+    sign: (receipt) => watched(signer.sign(receipt)),
+    signAll: (receipts) => watched(signer.signAll(receipts))
+  })
 }
 
 export const simConfig: Partial<AppConfigShape> = {
   trustedProxies: ["127.0.0.1"],
+  // The x402 rail, settled on the simulation's own chain (`chain.ts`).
+  x402: Option.some(simX402),
   logLevel: "None" as AppConfigShape["logLevel"]
 }
 
@@ -139,6 +174,10 @@ export const startInstance = (options: {
   readonly world: Upstream["Service"]
   readonly rng: Rng
   readonly rewrite: ((sql: string) => string) | undefined
+  /** The chain the x402 facilitator settles on (the service's `X402Facilitator` port). */
+  readonly chain: SimChain
+  /** Receipt signatures under way in every instance (see `watchedSigner`). */
+  readonly signing: { pending: number }
   readonly config?: Partial<AppConfigShape>
 }) =>
   Effect.gen(function* () {
@@ -146,17 +185,24 @@ export const startInstance = (options: {
     const database = yield* options.store.forInstance(plug)
     const scope = yield* Scope.make()
     const built = yield* Layer.buildWithScope(
-      supportLayer(Layer.succeedContext(database), simIds(options.index, options.generation, options.rng), {
-        pollEvery: "30 seconds",
-        idleMax: "30 seconds"
-      }).pipe(
+      supportLayer(
+        Layer.succeedContext(database),
+        simIds(options.index, options.generation, options.rng),
+        { pollEvery: "30 seconds", idleMax: "30 seconds" },
+        simFacilitator(options.chain)
+      ).pipe(
         Layer.provideMerge(simUpstream(options.upstream, options.index, options.world)),
         Layer.provideMerge(NodeHttpServer.layerHttpServices),
         Layer.provideMerge(AppConfig.layerTest({ ...simConfig, ...options.config }))
       ),
       scope
     ).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-    const app = yield* httpApp(operations).pipe(Effect.provide(built))
+    const served = Context.add(
+      built,
+      ReceiptSigner,
+      watchedSigner(Context.get(built, ReceiptSigner), options.signing)
+    )
+    const app = yield* httpApp(operations).pipe(Effect.provide(served))
     const handle = (request: SimRequest): Effect.Effect<SimReply> => {
       const web = new Request(`http://svc.test${request.path}`, {
         method: request.method,
@@ -169,7 +215,7 @@ export const startInstance = (options: {
       return app.pipe(
         Effect.provideService(HttpServerRequest.HttpServerRequest, serverRequest),
         Effect.scoped,
-        Effect.provide(built),
+        Effect.provide(served),
         Effect.flatMap((response) =>
           Effect.promise(async () => {
             const answer = HttpServerResponse.toWeb(response)
@@ -189,6 +235,13 @@ export const startInstance = (options: {
       generation: options.generation,
       plug,
       scope,
-      handle
+      handle,
+      rotateReceiptKey: ReceiptSigner.use((signer) => signer.rotate).pipe(
+        Effect.provide(built),
+        Effect.asVoid,
+        Effect.orDie
+      ),
+      renewSubscription: (accountId) =>
+        Checkout.use((checkout) => checkout.renewLocal(accountId)).pipe(Effect.provide(built), Effect.orDie)
     } satisfies Instance
   })

@@ -24,6 +24,16 @@ export interface Model {
   readonly credited: Map<string, number>
   /** Checkout sessions the simulator paid, by session id, with the account they pay. */
   readonly paid: Map<string, string>
+  /**
+   * The x402 authorizations the simulation's chain settled (test/sim/chain.ts): each one's
+   * `payment_ref`, transaction, credits and the account it was made for.
+   */
+  readonly settled: Array<{
+    readonly ref: string
+    readonly transaction: string
+    readonly credits: number
+    readonly account: string
+  }>
 }
 
 /** An empty model: nothing answered, credited or paid yet. */
@@ -32,7 +42,8 @@ export const emptyModel = (): Model => ({
   answersStored: 0,
   analyzeAt: 64,
   credited: new Map(),
-  paid: new Map()
+  paid: new Map(),
+  settled: []
 })
 
 export type { Violation } from "../../bench/invariants.ts"
@@ -58,8 +69,9 @@ export const prepareChecks = Effect.gen(function* () {
 /**
  * The simulation's own invariants of a quiet ledger (no call in flight), checked with the shared
  * `quiet` list: against what the clients were answered and the reference model. `$1`: the credits
- * each account was told it got (claim grants, paid checkouts), `$2`: the checkout sessions paid,
- * with their accounts (both JSON objects).
+ * each account was told it got (claim grants, paid checkouts, x402 payments the chain settled),
+ * `$2`: the checkout sessions paid, with their accounts (both JSON objects), `$3`: the x402
+ * authorizations the chain settled (a JSON array).
  */
 const own: ReadonlyArray<Invariant> = [
   // Against what the clients were answered.
@@ -120,8 +132,32 @@ const own: ReadonlyArray<Invariant> = [
      WHERE u.used <> COALESCE(f.used, 0) + COALESCE(hf.used, 0)`
   },
   {
+    name: "every x402 purchase is one settled authorization of the chain, and every settled authorization is credited once",
+    query: `WITH settled AS (SELECT * FROM json_to_recordset($3::json)
+                        AS x(ref text, transaction text, credits bigint, account text))
+     SELECT 'authorization ' || s.ref || ' settled on the chain in ' || s.transaction || ', credited '
+            || count(p.id) || ' times' AS problem
+     FROM settled s LEFT JOIN purchases p ON p.payment_ref = s.ref
+     GROUP BY s.ref, s.transaction HAVING count(p.id) <> 1
+     UNION ALL
+     SELECT 'x402 purchase ' || p.id || ' (' || p.payment_ref || ', ' || p.credits || ' credits to ' || p.account_id
+            || ', transaction ' || COALESCE(p.transaction_hash, 'none') || ') is no settled authorization of the chain'
+     FROM purchases p LEFT JOIN settled s ON s.ref = p.payment_ref
+     WHERE p.rail = 'x402' AND (s.ref IS NULL OR s.transaction IS DISTINCT FROM p.transaction_hash
+       OR s.credits <> p.credits OR s.account <> p.account_id)`
+  },
+  {
+    name: "an account whose subscription ended, with none active, is no longer on production",
+    query: `SELECT a.id || ' is on ' || a.plan || ' with its subscription ended' AS problem FROM accounts a
+     WHERE a.plan = 'production'
+       AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.account_id = a.id AND s.status = 'canceled')
+       AND NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.account_id = a.id AND s.status = 'active')`
+  },
+  {
     name: "every paid checkout applied exactly once, to its account",
-    query: `WITH bought AS (SELECT account_id, count(*) AS n FROM purchases WHERE payment_ref LIKE 'local:%' GROUP BY account_id),
+    // A checkout's purchase is `local:<session>`; a subscription's renewal, `local:<subscription>:<period>`.
+    query: `WITH bought AS (SELECT account_id, count(*) AS n FROM purchases
+                     WHERE payment_ref LIKE 'local:%' AND payment_ref NOT LIKE 'local:%:%' GROUP BY account_id),
           paid AS (SELECT value AS account, count(*) AS n FROM json_each_text($2::json) GROUP BY value)
      SELECT COALESCE(b.account_id, p.account) || ': ' || COALESCE(p.n, 0) || ' checkouts paid, '
             || COALESCE(b.n, 0) || ' purchases applied' AS problem
@@ -163,6 +199,7 @@ export const ledgerChecks = (model: Model) =>
     }
     return yield* checkLedger(ledger, [
       JSON.stringify(Object.fromEntries(model.credited)),
-      JSON.stringify(Object.fromEntries(model.paid))
+      JSON.stringify(Object.fromEntries(model.paid)),
+      JSON.stringify(model.settled)
     ])
   }).pipe(Effect.orDie)

@@ -14,6 +14,11 @@ export interface Mutation {
   readonly patch?: Effect.Effect<void, unknown, SqlClient.SqlClient>
   /** Applied to every statement the instances send. */
   readonly rewrite?: (sql: string) => string
+  /**
+   * How many requests of seed 1 the test (`sim.test.ts`) runs to catch it, when more than its usual
+   * 330: the path it breaks comes later in that seed's schedule.
+   */
+  readonly ops?: number
 }
 
 /** The live text of every function (applied by the migrator before a mutation's patch runs). */
@@ -107,6 +112,76 @@ export const mutations: ReadonlyArray<Mutation> = [
         "SELECT k.id, 'total', GREATEST(p_delta, 0)"
       ]
     ])
+  },
+  {
+    name: "x402-credit-twice",
+    description:
+      "credit an x402 authorization each time the chain says it was used: no unique payment reference, no look for an earlier credit, the settlement left open",
+    patch: statements("ALTER TABLE purchases DROP CONSTRAINT purchases_payment_ref_key"),
+    rewrite: (sql) =>
+      sql
+        .replace("ON CONFLICT (payment_ref) DO NOTHING RETURNING id", "RETURNING id")
+        .replace(
+          /^SELECT id FROM purchases WHERE payment_ref = \$1$/,
+          "SELECT id FROM purchases WHERE false AND payment_ref = $1"
+        )
+        .replace(/^DELETE FROM x402_settlements WHERE payment_ref = \$1$/, "SELECT 1 WHERE $1::text IS NULL")
+  },
+  {
+    name: "x402-forget-settlement",
+    description:
+      "begin an x402 settlement afresh on every attempt: a retry after a lost settle answer never looks on the chain, so the payment is never credited",
+    ops: 500,
+    rewrite: (sql) =>
+      sql.replace(
+        "ON CONFLICT (payment_ref) DO NOTHING RETURNING payment_ref",
+        "ON CONFLICT (payment_ref) DO UPDATE SET created_at = EXCLUDED.created_at RETURNING payment_ref"
+      )
+  },
+  {
+    name: "cap-never-rolls-over",
+    description: "count a day or month cap's spend into one period for good: the cap never rolls over",
+    patch: replaceFunction(functions, "svc_period", [
+      ["WHEN 'day' THEN 'day:' || p_day", "WHEN 'day' THEN 'day'"],
+      [
+        "WHEN 'month' THEN 'month:' || to_char(date '1970-01-01' + p_day, 'YYYY-MM')",
+        "WHEN 'month' THEN 'month'"
+      ]
+    ])
+  },
+  {
+    name: "receipt-key-mismatch",
+    description:
+      "publish in the JWKS a public key other than the one that signs (receipts signed with a wrong key)",
+    patch: statements(
+      `CREATE FUNCTION sim_wrong_public_key() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         NEW.public_jwk := jsonb_set(NEW.public_jwk::jsonb, '{x}', '"c24EvmBWAW81xjVh3MnDQjg5O5bGobvuCAhvbKENdTg"')::text;
+         RETURN NEW;
+       END $$`,
+      `CREATE TRIGGER sim_wrong_public_key BEFORE INSERT ON receipt_signing_keys
+       FOR EACH ROW EXECUTE FUNCTION sim_wrong_public_key()`
+    )
+  },
+  {
+    name: "subscription-end-keeps-production",
+    description: "end a subscription but leave its account on production",
+    ops: 500,
+    rewrite: (sql) =>
+      sql.replace(
+        "UPDATE accounts SET plan = 'flex' WHERE id = $1 AND plan = 'production'",
+        "UPDATE accounts SET plan = plan WHERE id = $1 AND plan = 'production'"
+      )
+  },
+  {
+    name: "renew-after-cancel",
+    description: "renew a subscription set to cancel at its period's end (the cancel is never read)",
+    ops: 500,
+    rewrite: (sql) =>
+      sql.replace(
+        "SELECT id, account_id, pack, rail, cancel_at_period_end, current_period_end, periods",
+        "SELECT id, account_id, pack, rail, false AS cancel_at_period_end, current_period_end, periods"
+      )
   },
   {
     name: "topup-past-max",

@@ -16,6 +16,8 @@ export type Step =
       readonly op: number
       /** Send the client's previous call again, same Idempotency-Key (a client retry), here. */
       readonly retry: boolean
+      /** Ask for the receipt signed (REST's `Prefer: receipt-signature`), checked against the JWKS. */
+      readonly signed: boolean
     }
   /** The same call (same Idempotency-Key) sent to two instances at once. */
   | {
@@ -50,6 +52,24 @@ export type Step =
       readonly paused: ReadonlyArray<"profnet" | "forum" | "microblog">
     }
   | { readonly kind: "tick"; readonly ms: number }
+  /**
+   * An x402 payment on the simulation's chain: `inline`, the retry of a data call refused
+   * INSUFFICIENT_CREDITS with the same Idempotency-Key (an explicit purchase when the call was not
+   * refused so), or `explicit` at POST /v1/credits/x402 for `credits`. `fault`: the payer has no
+   * funds (`refused`), the facilitator is down, the settlement goes through but its answer is lost
+   * (`lose`) or its instance crashes before crediting (`crash`); after a fault the client sends the
+   * same payment again on `other`. `replay`: a paid payment is sent once more.
+   */
+  | {
+      readonly kind: "x402"
+      readonly client: number
+      readonly instance: number
+      readonly other: number
+      readonly mode: "inline" | "explicit"
+      readonly credits: number
+      readonly fault: "none" | "refused" | "down" | "lose" | "crash"
+      readonly replay: boolean
+    }
   | { readonly kind: "signin"; readonly client: number; readonly instance: number }
   /** A checkout started on one instance and paid on both (paid twice). */
   | { readonly kind: "checkout"; readonly client: number; readonly instances: readonly [number, number] }
@@ -64,6 +84,17 @@ export type Step =
   | { readonly kind: "topup"; readonly client: number; readonly instance: number }
   | { readonly kind: "rotate"; readonly client: number; readonly instance: number }
   | { readonly kind: "revoke"; readonly client: number; readonly instance: number }
+  /** A `production` subscription bought at a checkout (local rail), paid once. */
+  | { readonly kind: "subscribe"; readonly client: number; readonly instance: number }
+  /** The operator renews the client's subscription (one more period; it ends instead if set to cancel). */
+  | { readonly kind: "renew"; readonly client: number; readonly instance: number }
+  /**
+   * The client sets its subscription to cancel at the period's end, at its billing portal; then the
+   * period's end comes and the operator's renewal ends it instead.
+   */
+  | { readonly kind: "cancel"; readonly client: number; readonly instance: number }
+  /** The operator rotates the receipt signing key on one instance (the others see it within a minute). */
+  | { readonly kind: "receiptkey"; readonly instance: number }
 
 export interface ScheduleOptions {
   readonly steps: number
@@ -91,14 +122,30 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
     const roll = rng.next()
     const c = client()
     const i = instance()
-    if (roll < 0.5) {
+    if (roll < 0.47) {
+      const surface = rng.next() < 0.3 ? "mcp" : "rest"
       steps.push({
         kind: "call",
         client: c,
         instance: i,
-        surface: rng.next() < 0.3 ? "mcp" : "rest",
+        surface,
         op: rng.int(8),
-        retry: has("retry") && rng.next() < 0.25
+        retry: has("retry") && rng.next() < 0.25,
+        signed: surface === "rest" && rng.next() < 0.25
+      })
+    } else if (roll < 0.5) {
+      const faults: Array<"none" | "refused" | "down" | "lose" | "crash"> = ["none", "none", "refused"]
+      if (has("upstream")) faults.push("down", "lose")
+      if (has("crash")) faults.push("crash")
+      steps.push({
+        kind: "x402",
+        client: c,
+        instance: i,
+        other: other(i),
+        mode: rng.next() < 0.5 ? "inline" : "explicit",
+        credits: 500 + 100 * rng.int(10),
+        fault: rng.pick(faults),
+        replay: rng.next() < 0.3
       })
     } else if (roll < 0.55 && has("retry") && options.instances > 1) {
       steps.push({ kind: "race", client: c, instances: [i, other(i)], op: rng.int(8) })
@@ -120,11 +167,17 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
         paused: !calm && rng.next() < 0.2 ? [rng.pick(["profnet", "forum"] as const)] : []
       })
     } else if (roll < 0.78) {
-      steps.push({ kind: "tick", ms: rng.pick([200, 1_000, 7_000, 20_000, 65_000]) })
+      steps.push({ kind: "tick", ms: rng.pick([200, 1_000, 7_000, 20_000, 65_000, 600_000]) })
     } else if (roll < 0.83) {
       steps.push({ kind: "signin", client: c, instance: i })
-    } else if (roll < 0.87) {
+    } else if (roll < 0.845) {
       steps.push({ kind: "checkout", client: c, instances: [i, other(i)] })
+    } else if (roll < 0.855) {
+      steps.push({ kind: "subscribe", client: c, instance: i })
+    } else if (roll < 0.862) {
+      steps.push({ kind: "renew", client: c, instance: i })
+    } else if (roll < 0.87) {
+      steps.push({ kind: "cancel", client: c, instance: i })
     } else if (roll < 0.9) {
       steps.push({
         kind: "cap",
@@ -137,8 +190,10 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
       steps.push({ kind: "topup", client: c, instance: i })
     } else if (roll < 0.96) {
       steps.push({ kind: "rotate", client: c, instance: i })
-    } else if (roll < 0.97) {
+    } else if (roll < 0.967) {
       steps.push({ kind: "revoke", client: c, instance: i })
+    } else if (roll < 0.97) {
+      steps.push({ kind: "receiptkey", instance: i })
     } else {
       steps.push({ kind: "mint", client: c, instance: i })
     }

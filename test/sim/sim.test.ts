@@ -55,7 +55,7 @@ describe(`the deterministic simulation (${storeName})`, () => {
       `the planted bug ${mutation.name} is caught`,
       () =>
         Effect.gen(function* () {
-          const run = yield* runSchedule(scheduleOf({ ...short, ops: 330, seed: "1" }), {
+          const run = yield* runSchedule(scheduleOf({ ...short, ops: mutation.ops ?? 330, seed: "1" }), {
             seed: "1",
             instances: short.instances,
             clients: short.clients,

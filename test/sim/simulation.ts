@@ -1,8 +1,10 @@
-import { createHash } from "node:crypto"
+import { createHash, createPublicKey, type KeyObject, verify } from "node:crypto"
 import { Deferred, Effect, Exit, Fiber, References, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
+import { receiptPayload, receiptSignatureAlg } from "../../src/contract/receiptSignature.ts"
 import { person } from "../mcp/samples.ts"
+import { makeChain, nonceOf, paymentHeader, type SimChain, simX402, walletOf } from "./chain.ts"
 import {
   buildWorld,
   type Instance,
@@ -23,6 +25,7 @@ import {
 } from "./invariants.ts"
 import { type Mutation, mutationNamed } from "./mutations.ts"
 import { makeRng, type Rng } from "./random.ts"
+import { capRefusalChecks } from "./reachInvariants.ts"
 import { type Step, showStep } from "./schedule.ts"
 import { openStore, type Store } from "./store.ts"
 
@@ -70,6 +73,10 @@ interface Client {
   email: string | undefined
   /** The client's previous data call, to retry with the same Idempotency-Key. */
   last: { readonly op: number; readonly idem: string; readonly n: number } | undefined
+  /** The client's last REST call refused INSUFFICIENT_CREDITS with an x402 payment offered, to pay inline. */
+  refused:
+    | { readonly op: number; readonly idem: string; readonly n: number; readonly credits: number }
+    | undefined
   calls: number
 }
 
@@ -126,6 +133,12 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const macrotask = turnOf(options.pgUrl !== undefined)
       const upstream: UpstreamState = makeUpstreamState(rng.fork("upstream"))
       const world = yield* buildWorld
+      // The x402 rail's chain: every client's wallet funded from the seed (its poor one holds nothing).
+      const chain: SimChain = makeChain()
+      const signing = { pending: 0 }
+      const fundRng = rng.fork("chain")
+      for (let c = 0; c < options.clients; c++)
+        chain.balances.set(walletOf(c), BigInt(5 + fundRng.int(25)) * 1_000_000n)
       const spent: Record<Phase, number> = { steps: 0, clock: 0, always: 0, ledger: 0, starts: 0 }
       let phaseNow: Phase | undefined
       /**
@@ -161,7 +174,9 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             upstream,
             world,
             rng: rng.fork(`ids/${index}/${generations[index]}`),
-            rewrite: mutation?.rewrite
+            rewrite: mutation?.rewrite,
+            chain,
+            signing
           })
         }).pipe(timed("starts"))
       for (let i = 0; i < options.instances; i++) yield* start(i)
@@ -192,11 +207,25 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         token: undefined,
         email: undefined,
         last: undefined,
+        refused: undefined,
         calls: 0
       }))
       const idemRng: Rng = rng.fork("idempotency")
       let ops = 0
       const now = () => TestClock.testClockWith((clock) => Effect.sync(() => clock.currentTimeMillisUnsafe()))
+
+      /**
+       * Before the clock moves: the receipt signatures under way finish. They are real work on
+       * Node's thread pool (see `watchedSigner` in `instance.ts`), done in real time however the
+       * clock stands; moving the clock while one runs would let the machine's speed shift virtual
+       * time. Given up after a quarter of a real second (a signer that needs the store while a
+       * fiber that waits on the clock holds it), so a run never hangs on it.
+       */
+      const signed = Effect.promise(async () => {
+        const from = performance.now()
+        while (signing.pending > 0 && performance.now() - from < 250)
+          await new Promise<void>((resolve) => setTimeout(resolve, 1))
+      })
 
       /** Lets every fiber run until `done`, moving the clock when they wait on it. */
       const until = (done: () => boolean, label: string) =>
@@ -204,7 +233,10 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           for (let turn = 0; turn < 50_000; turn++) {
             if (done()) return
             yield* macrotask
-            if (turn % 16 === 15) yield* TestClock.adjust(50)
+            if (turn % 16 === 15) {
+              yield* signed
+              yield* TestClock.adjust(50)
+            }
           }
           return yield* Effect.die(new Error(`stuck: ${label}`))
         })
@@ -216,6 +248,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const advance = (ms: number, stretch = 300_000) =>
         Effect.gen(function* () {
           for (let left = ms; left > 0; left -= stretch) {
+            yield* signed
             yield* TestClock.adjust(Math.min(left, stretch))
             for (let turn = 0; turn < 8; turn++) yield* macrotask
           }
@@ -270,7 +303,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         op: number,
         surface: "rest" | "mcp",
         idem: string,
-        n = client.calls
+        n = client.calls,
+        signed = false
       ): SimRequest => {
         const spec = dataOps[op % dataOps.length]!
         const args = spec.args(n)
@@ -282,7 +316,11 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             method: "GET",
             path: `${restPaths[spec.tool]}?${query}`,
             ip: client.ip,
-            headers: { authorization: `Bearer ${client.key}`, "idempotency-key": idem }
+            headers: {
+              authorization: `Bearer ${client.key}`,
+              "idempotency-key": idem,
+              ...(signed ? { prefer: "receipt-signature" } : {})
+            }
           }
         }
         return {
@@ -362,7 +400,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         instance: number,
         op: number,
         surface: "rest" | "mcp",
-        retry: boolean
+        retry: boolean,
+        signed = false
       ) =>
         Effect.gen(function* () {
           if (client.key === undefined) return event(`call c? i${instance}: no key yet`)
@@ -372,8 +411,19 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           if (again === undefined) client.calls += 1
           const n = again?.n ?? client.calls
           client.last = { op: useOp, idem, n }
-          const reply = yield* call(instance, dataRequest(client, useOp, surface, idem, n))
+          const reply = yield* call(instance, dataRequest(client, useOp, surface, idem, n, signed))
+          if (signed && reply.status === 200) yield* checkSignedReceipt(instance, client, reply.body?.receipt)
+          const offered = surface === "rest" ? reply.body?.offer?.x402?.accepts?.[0]?.amount : undefined
+          if (reply.status === 402 && typeof offered === "string")
+            client.refused = {
+              op: useOp,
+              idem,
+              n,
+              credits: Number(BigInt(offered) / BigInt(simX402.atomicPerCredit))
+            }
           record(client, `call i${instance}${retry ? " retry" : ""}`, surface, idem, reply)
+          if (reply.status === 402 && reply.body?.limit === "key_cap" && client.keyId !== undefined)
+            yield* checkCapRefusal(client.keyId, reply.body)
         })
 
       /** The invariants that hold at every moment; the run stops at the first step that breaks one. */
@@ -386,6 +436,93 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         const found = yield* onStore(Effect.provide(ledgerChecks(model), store.context))
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
       }).pipe(timed("ledger"))
+      /**
+       * A signed receipt, checked as a client would: its JWS names a key of GET /.well-known/jwks.json
+       * (fetched again for a key not seen yet: a rotation), and signs the receipt as served, without
+       * its signature. Keys are random, so nothing of them enters the trace.
+       */
+      const jwks = new Map<string, KeyObject>()
+      const checkSignedReceipt = (instance: number, client: Client, receipt: any) =>
+        Effect.gen(function* () {
+          const [head = "", payload = "", signature = ""] = String(receipt?.signature ?? "").split(".")
+          let header: { alg?: string; kid?: string } = {}
+          try {
+            header = JSON.parse(Buffer.from(head, "base64url").toString("utf8"))
+          } catch {}
+          if (header.kid !== undefined && !jwks.has(header.kid)) {
+            const published = yield* call(instance, {
+              method: "GET",
+              path: "/.well-known/jwks.json",
+              ip: client.ip
+            })
+            for (const key of published.body?.keys ?? [])
+              jwks.set(key.kid, createPublicKey({ key, format: "jwk" }))
+            count("jwks fetched")
+          }
+          const key = header.kid === undefined ? undefined : jwks.get(header.kid)
+          const problem =
+            receipt?.signature === undefined
+              ? "no signature though asked for"
+              : key === undefined
+                ? "its key is not in the JWKS"
+                : header.alg !== receiptSignatureAlg
+                  ? `alg ${header.alg}`
+                  : Buffer.from(payload, "base64url").toString("utf8") !== receiptPayload(receipt)
+                    ? "it signs something other than the receipt as served"
+                    : !verify(
+                          null,
+                          Buffer.from(`${head}.${payload}`),
+                          key,
+                          Buffer.from(signature, "base64url")
+                        )
+                      ? "the signature does not verify with the published key"
+                      : undefined
+          count(problem === undefined ? "receipts verified" : "receipts refused")
+          if (problem !== undefined && failure === undefined)
+            failure = {
+              step: stepNo,
+              violations: [
+                {
+                  invariant: "every signed receipt verifies against the JWKS and signs the receipt as served",
+                  rows: [{ receipt: receipt?.id, problem }],
+                  detail: `receipt ${receipt?.id}: ${problem}`
+                }
+              ]
+            }
+        })
+      /** A spend cap's refusal, checked as it is answered (its period is the moment's). */
+      const checkCapRefusal = (key: string, body: { credits_required: number; credits_available: number }) =>
+        Effect.gen(function* () {
+          count("cap refusals")
+          const found = yield* onStore(
+            Effect.provide(
+              capRefusalChecks({
+                key,
+                day: Math.floor((yield* now()) / 86_400_000),
+                quoted: body.credits_required,
+                left: body.credits_available
+              }),
+              store.context
+            )
+          )
+          if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
+        }).pipe(timed("always"))
+      /** The chain's settlements the model has counted: each credits the account it was made for. */
+      let settledSeen = 0
+      const countSettlements = () => {
+        const settled = [...chain.used.entries()]
+        for (const [key, used] of settled.slice(settledSeen)) {
+          const credits = Number(used.value / BigInt(simX402.atomicPerCredit))
+          model.credited.set(used.account, (model.credited.get(used.account) ?? 0) + credits)
+          model.settled.push({
+            ref: `x402:${simX402.network}:${simX402.asset.toLowerCase()}:${key}`,
+            transaction: used.transaction,
+            credits,
+            account: used.account
+          })
+        }
+        settledSeen = settled.length
+      }
 
       /** Starts a call held in the upstream on `instance`; resolves once it is held (or answered). */
       const holdCall = (client: Client, instance: number, op: number) =>
@@ -451,6 +588,181 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           )
         })
 
+      /**
+       * An x402 payment (see the step): the client pays, inline in the retry of a call refused
+       * INSUFFICIENT_CREDITS or at POST /v1/credits/x402, with the fault the step draws; after a
+       * fault it sends the same payment again elsewhere, with the chain and facilitator well.
+       */
+      let x402Payments = 0
+      /** The clients' subscriptions, by account: credits a period, and whether set to cancel. */
+      const subscriptions = new Map<string, { readonly perMonth: number; canceled: boolean }>()
+      const x402Step = (step: Extract<Step, { kind: "x402" }>) =>
+        Effect.gen(function* () {
+          const c = clients[step.client % clients.length]!
+          if (c.key === undefined || c.account === undefined) return event(`x402 c${step.client}: no key yet`)
+          const label = `x402 c${step.client} ${step.mode}${step.mode === "inline" && c.refused === undefined ? " up front" : ""} ${step.fault}`
+          let credits = step.credits
+          let request: SimRequest
+          let idem: string | undefined
+          const refused = c.refused
+          if (step.mode === "inline") {
+            // The retry of the call refused for credits, same Idempotency-Key; without one, a new
+            // call paid for up front.
+            c.refused = undefined
+            idem = refused?.idem ?? freshIdem()
+            if (refused === undefined) c.calls += 1
+            const n = refused?.n ?? c.calls
+            const op = refused?.op ?? 1
+            c.last = { op, idem, n }
+            if (refused !== undefined) credits = refused.credits
+            request = dataRequest(c, op, "rest", idem, n)
+          } else request = json(c, "POST", "/v1/credits/x402", { credits }, c.key)
+          x402Payments += 1
+          const header = paymentHeader(chain, {
+            from: walletOf(step.client, step.fault === "refused"),
+            credits,
+            nonce: nonceOf(x402Payments, options.seed),
+            account: c.account
+          })
+          const paying: SimRequest = {
+            ...request,
+            headers: { ...request.headers, "payment-signature": header }
+          }
+          const outcome = (reply: SimReply | undefined) =>
+            reply === undefined
+              ? "lost"
+              : `${reply.status} ${reply.body?.reason ?? reply.body?.code ?? ""}${reply.headers.has("payment-response") ? " paid" : ""}`
+          const answered = (at: number, reply: SimReply | undefined, what: string) => {
+            if (idem !== undefined) record(c, `${label} ${what} i${at}`, "rest", idem, reply)
+            else event(`${label} ${what} i${at} ${credits} credits -> ${outcome(reply)}`)
+          }
+          chain.down = step.fault === "down"
+          chain.afterSettle = step.fault === "lose" ? "lose" : step.fault === "crash" ? "hang" : "answer"
+          chain.hanging = false
+          const first = yield* fork(step.instance, paying)
+          yield* until(() => first.out.done || chain.hanging, "an x402 payment")
+          chain.down = false
+          chain.afterSettle = "answer"
+          countSettlements()
+          if (chain.hanging) {
+            // Settled on the chain, its instance crashes before crediting it.
+            chain.hanging = false
+            event(`${label} i${step.instance}: settled, the instance crashes before crediting it`)
+            const victim = instances[step.instance]!
+            victim.plug.dead = true
+            yield* Effect.forkDetach(Fiber.interrupt(first.fiber))
+            yield* Effect.forkDetach(Scope.close(victim.scope, Exit.void))
+            yield* Effect.orDie(start(step.instance))
+            yield* advance(5_000, 1_000)
+            count("crashes")
+          } else answered(step.instance, first.out.reply, "paid")
+          const again = step.fault === "down" || step.fault === "lose" || step.fault === "crash"
+          let last = first.out.reply
+          if (again) {
+            // The client sends the same payment again (the same Idempotency-Key inline) elsewhere.
+            last = yield* call(step.other, paying)
+            countSettlements()
+            answered(step.other, last, "again")
+          }
+          if (step.replay && last !== undefined && last.status === 200) {
+            const replay = yield* call(step.other, paying)
+            countSettlements()
+            answered(step.other, replay, "replayed")
+          }
+          count(`x402 ${step.fault}`)
+        })
+
+      /**
+       * A `production` subscription on the local rail: bought at a checkout, renewed by the operator
+       * (one more period, its credits), set to cancel at the client's portal (the next renewal ends
+       * it: the account goes to flex). The model credits what was paid: the first period, and each
+       * renewal of a subscription the client did not cancel.
+       */
+      const subscriptionStep = (step: Extract<Step, { kind: "subscribe" | "renew" | "cancel" }>) =>
+        Effect.gen(function* () {
+          // Renewing and cancelling act on a subscription: the step's client's, else the next
+          // client's that has one.
+          let clientNo = step.client % clients.length
+          if (step.kind !== "subscribe")
+            for (let k = 0; k < clients.length; k++) {
+              const n = (step.client + k) % clients.length
+              const account = clients[n]!.account
+              if (account !== undefined && subscriptions.has(account)) {
+                clientNo = n
+                break
+              }
+            }
+          const c = clients[clientNo]!
+          if (c.key === undefined || c.account === undefined)
+            return event(`${step.kind} c${clientNo}: no key yet`)
+          const account = c.account
+          switch (step.kind) {
+            case "subscribe": {
+              const started = yield* call(
+                step.instance,
+                json(c, "POST", "/v1/checkout", { pack: "production" }, c.key)
+              )
+              if (started.status !== 200)
+                return event(`subscribe c${clientNo} -> ${started.status} ${started.body?.code ?? ""}`)
+              const paid = yield* call(step.instance, {
+                method: "POST",
+                path: `${new URL(started.body.checkout_url).pathname}/pay`,
+                ip: c.ip,
+                headers: { "content-type": "application/x-www-form-urlencoded" },
+                body: ""
+              })
+              if (paid.status === 303) {
+                model.paid.set(started.body.session_id, account)
+                const perMonth = started.body.credits_per_month ?? 0
+                model.credited.set(account, (model.credited.get(account) ?? 0) + perMonth)
+                subscriptions.set(account, { perMonth, canceled: false })
+              }
+              return event(`subscribe c${clientNo} ${started.body.session_id} -> ${paid.status}`)
+            }
+            case "renew": {
+              const held = subscriptions.get(account)
+              if (held === undefined) return event(`renew c${clientNo}: no subscription`)
+              const renewed = yield* instances[step.instance]!.renewSubscription(account)
+              if (held.canceled) subscriptions.delete(account)
+              else if (renewed.renewed)
+                model.credited.set(account, (model.credited.get(account) ?? 0) + held.perMonth)
+              count(held.canceled ? "subscriptions ended" : "subscriptions renewed")
+              return event(
+                `renew c${clientNo}${held.canceled ? " (canceled)" : ""} -> renewed=${renewed.renewed} until ${
+                  renewed.current_period_end === null
+                    ? "-"
+                    : new Date(renewed.current_period_end).toISOString().slice(0, 10)
+                }`
+              )
+            }
+            case "cancel": {
+              const held = subscriptions.get(account)
+              if (held === undefined) return event(`cancel c${clientNo}: no subscription`)
+              if (c.token === undefined) yield* signIn(c, clientNo, step.instance)
+              if (c.token === undefined) return event(`cancel c${clientNo}: not signed in`)
+              const portal = yield* call(step.instance, json(c, "POST", "/v1/portal", undefined, c.token))
+              if (portal.status !== 200) return event(`cancel c${clientNo} -> portal ${portal.status}`)
+              const session = new URL(portal.body.url).searchParams.get("session") ?? ""
+              const canceled = yield* call(step.instance, {
+                method: "POST",
+                path: "/portal/cancel",
+                ip: c.ip,
+                headers: { "content-type": "application/x-www-form-urlencoded" },
+                body: new URLSearchParams({ session }).toString()
+              })
+              if (canceled.status === 303) held.canceled = true
+              event(`cancel c${clientNo} -> ${canceled.status}`)
+              // The period's end: the operator's renewal ends a canceled subscription instead.
+              const ended = yield* instances[step.instance]!.renewSubscription(account)
+              if (held.canceled) subscriptions.delete(account)
+              else if (ended.renewed)
+                model.credited.set(account, (model.credited.get(account) ?? 0) + held.perMonth)
+              count(held.canceled ? "subscriptions ended" : "subscriptions renewed")
+              return event(`cancel c${clientNo}: the period ends -> renewed=${ended.renewed}`)
+            }
+          }
+        })
+
       const runStep = (step: Step): Effect.Effect<void, never, Scope.Scope> =>
         Effect.gen(function* () {
           const client = "client" in step ? clients[step.client % clients.length]! : undefined
@@ -465,6 +777,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 c.token = undefined
                 c.email = undefined
                 c.last = undefined
+                c.refused = undefined
               }
               event(
                 `mint c${step.client} i${step.instance} -> ${reply.status} ${reply.body?.account_id ?? reply.body?.code ?? ""}`
@@ -477,7 +790,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
                 step.instance,
                 step.op,
                 step.surface,
-                step.retry && client!.last !== undefined
+                step.retry && client!.last !== undefined,
+                step.signed
               )
             case "race": {
               const c = client!
@@ -603,6 +917,16 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               // The client retries with the same key once the connection is back.
               yield* dataCall(c, step.instance, 0, "rest", true)
               return
+            }
+            case "x402":
+              return yield* x402Step(step)
+            case "subscribe":
+            case "renew":
+            case "cancel":
+              return yield* subscriptionStep(step)
+            case "receiptkey": {
+              yield* instances[step.instance]!.rotateReceiptKey
+              return event(`receiptkey i${step.instance}: rotated`)
             }
             case "fault": {
               upstream.latencyMs = step.latencyMs
