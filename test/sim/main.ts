@@ -5,7 +5,7 @@
  * "Simulating" and docs/simulation.md.
  */
 import { Effect } from "effect"
-import { mutations } from "./mutations.ts"
+import { mutationOps, mutations } from "./mutations.ts"
 import { makeRng } from "./random.ts"
 import { faultKinds, makeSchedule, type Step, showStep } from "./schedule.ts"
 import { parseSeedRange, runSeeds, type SeedsArgs } from "./seeds.ts"
@@ -201,7 +201,8 @@ if (import.meta.main) {
     process.exit(2)
   }
   if (parsed === "list") {
-    for (const mutation of mutations) console.log(mutation.name)
+    // One line each: the name and the requests of seed 1 that catch it (CI reads both).
+    for (const mutation of mutations) console.log(`${mutation.name} ${mutationOps(mutation)}`)
     process.exit(0)
   }
   if ("jobs" in parsed) {

@@ -15,11 +15,14 @@ export interface Mutation {
   /** Applied to every statement the instances send. */
   readonly rewrite?: (sql: string) => string
   /**
-   * How many requests of seed 1 the test (`sim.test.ts`) runs to catch it, when more than its usual
-   * 330: the path it breaks comes later in that seed's schedule.
+   * How many requests of seed 1 the test (`sim.test.ts`) and CI run to catch it, when more than the
+   * usual 330 (`mutationOps`): the path it breaks comes later in that seed's schedule.
    */
   readonly ops?: number
 }
+
+/** The requests of seed 1 that catch a mutation: its own `ops`, else 330. */
+export const mutationOps = (mutation: Mutation): number => mutation.ops ?? 330
 
 /** The live text of every function (applied by the migrator before a mutation's patch runs). */
 const functions = readFileSync(new URL("../../migrations/functions.sql", import.meta.url), "utf8")

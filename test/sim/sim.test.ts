@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { postgresUrl, storeName } from "../support/database.ts"
 import { defaults, type SimArgs, scheduleOf, simulate } from "./main.ts"
-import { mutations } from "./mutations.ts"
+import { mutationOps, mutations } from "./mutations.ts"
 import { runSchedule } from "./simulation.ts"
 
 const short: SimArgs = { ...defaults, ops: 130, shrink: false, pgUrl: postgresUrl }
@@ -55,7 +55,7 @@ describe(`the deterministic simulation (${storeName})`, () => {
       `the planted bug ${mutation.name} is caught`,
       () =>
         Effect.gen(function* () {
-          const run = yield* runSchedule(scheduleOf({ ...short, ops: mutation.ops ?? 330, seed: "1" }), {
+          const run = yield* runSchedule(scheduleOf({ ...short, ops: mutationOps(mutation), seed: "1" }), {
             seed: "1",
             instances: short.instances,
             clients: short.clients,
