@@ -521,6 +521,51 @@ BEGIN
 END
 $$;
 
+-- ==== Reports read from the money rule
+
+-- Everything `GET /v1/usage` reports for an account and its calling key, in one row: the credits as
+-- they are now, today's free use of the IP, what the next (recent-data) call finds as the money
+-- rule's own functions read it (`svc_free_left`, `svc_remaining`), the key's own cap and its spend
+-- in the cap's period, 30 days of settled calls (`usage_days`), the subscription (the active one,
+-- else the latest), the purchases and the automatic top-up with this UTC month's spend (the month as
+-- `svc_topup_arm` counts it). A function rather than a statement the service sends so that its plan
+-- is made once per connection, not at every request (src/services/Usage.ts; docs/performance.md).
+CREATE OR REPLACE FUNCTION svc_usage(p_account text, p_key text, p_ip text, p_day integer, p_terms jsonb)
+RETURNS TABLE (grant_credits bigint, balance_credits bigint, free_used bigint, free_left bigint,
+  spendable bigint, cap_left bigint, spend_cap_credits bigint, cap_period text, spent_in_period bigint,
+  days json, subscription json, purchases bigint, last_purchase_at bigint, topup json)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  v_month text := to_char(date '1970-01-01' + p_day, 'YYYY-MM');
+BEGIN
+  RETURN QUERY
+  SELECT a.grant_credits::bigint, a.balance_credits::bigint,
+    (SELECT f.credits_used FROM free_tier_usage f WHERE f.ip = p_ip AND f.day = p_day)::bigint,
+    fl.free_left, r.spendable, r.cap_left, k.spend_cap_credits::bigint, k.cap_period::text,
+    (SELECT s.spent FROM key_spend s WHERE s.key_id = k.id AND s.period = svc_period(k.cap_period, p_day))::bigint,
+    (SELECT COALESCE(json_agg(d ORDER BY d.day DESC), '[]'::json) FROM (
+      SELECT u.day, u.credits, u.calls FROM usage_days u
+      WHERE u.account_id = a.id AND u.day > p_day - 30) d),
+    (SELECT row_to_json(s) FROM (
+      SELECT s.pack, s.rail, s.status, s.current_period_end, s.cancel_at_period_end FROM subscriptions s
+      WHERE s.account_id = a.id
+      ORDER BY (s.status = 'active') DESC, s.created_at DESC, s.id DESC LIMIT 1) s),
+    (SELECT COUNT(*) FROM purchases p WHERE p.account_id = a.id)::bigint,
+    (SELECT MAX(p.created_at) FROM purchases p WHERE p.account_id = a.id)::bigint,
+    (SELECT row_to_json(t) FROM (
+      SELECT s.enabled, s.pack, s.below_credits, s.monthly_max_usd_cents,
+        (SELECT COALESCE(SUM(u.price_usd_cents), 0) FROM topups u
+          WHERE u.account_id = a.id AND u.month = v_month AND u.state <> 'failed') AS spent
+      FROM topup_settings s WHERE s.account_id = a.id) t)
+  FROM accounts a
+  CROSS JOIN LATERAL svc_free_left(a.plan, p_ip, p_day, 0, false, (p_terms->>'free_per_ip')::bigint,
+    (p_terms->>'free_open')::boolean, (p_terms->>'global_free')::bigint, false) fl
+  CROSS JOIN LATERAL svc_remaining(a.id, p_key, p_ip, p_day, p_terms) r
+  LEFT JOIN api_keys k ON k.id = p_key AND k.account_id = a.id AND k.spend_cap_credits IS NOT NULL
+  WHERE a.id = p_account;
+END
+$$;
+
 -- ==== The triggers' functions (the triggers themselves are in the numbered migrations)
 
 -- A settled call counts itself into its account's day (`usage_days`): per row, for the full

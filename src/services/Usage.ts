@@ -113,39 +113,10 @@ export class Usage extends Context.Service<
           Effect.zip(Clock.currentTimeMillis, freeTierTerms(settings, policy.freeCreditsPerIpDay)),
           ([now, terms]) => {
             const today = dayOf(now)
-            const month = dayToIso(today).slice(0, 7)
-            // One statement: the credits as they are now (the caller's account may be remembered from
-            // an earlier request), today's free use of the IP, what the next call finds as the money
-            // rule's own functions read it (the free budget left, the spendable credits, the tightest
-            // cap's remainder: the numbers the charging statements report, migrations/0023), the
-            // calling key's own cap and spend, 30 days (each day's settled calls as they counted
-            // themselves, migrations/0018_usage_days.sql), the subscription, the purchases.
-            return sql`
-          SELECT a.grant_credits, a.balance_credits,
-            (SELECT f.credits_used FROM free_tier_usage f WHERE f.ip = ${ip} AND f.day = ${today}) AS free_used,
-            fl.free_left, r.spendable, r.cap_left, k.spend_cap_credits, k.cap_period,
-            (SELECT s.spent FROM key_spend s
-              WHERE s.key_id = k.id AND s.period = svc_period(k.cap_period, ${today})) AS spent_in_period,
-            (SELECT COALESCE(json_agg(d ORDER BY d.day DESC), '[]'::json) FROM (
-              SELECT u.day, u.credits, u.calls FROM usage_days u
-              WHERE u.account_id = a.id AND u.day > ${today - 30}) d) AS days,
-            (SELECT row_to_json(s) FROM (
-              SELECT pack, rail, status, current_period_end, cancel_at_period_end FROM subscriptions
-              WHERE account_id = a.id
-              ORDER BY (status = 'active') DESC, created_at DESC, id DESC LIMIT 1) s) AS subscription,
-            (SELECT COUNT(*) FROM purchases p WHERE p.account_id = a.id) AS purchases,
-            (SELECT MAX(p.created_at) FROM purchases p WHERE p.account_id = a.id) AS last_purchase_at,
-            (SELECT row_to_json(t) FROM (
-              SELECT s.enabled, s.pack, s.below_credits, s.monthly_max_usd_cents,
-                (SELECT COALESCE(SUM(u.price_usd_cents), 0) FROM topups u
-                  WHERE u.account_id = a.id AND u.month = ${month} AND u.state <> 'failed') AS spent
-              FROM topup_settings s WHERE s.account_id = a.id) t) AS topup
-          FROM accounts a
-          CROSS JOIN LATERAL svc_free_left(a.plan, ${ip}, ${today}, 0, false, ${terms.free_per_ip},
-            ${terms.free_open}, ${terms.global_free}, false) fl
-          CROSS JOIN LATERAL svc_remaining(a.id, ${keyId}, ${ip}, ${today}, ${JSON.stringify(terms)}::jsonb) r
-          LEFT JOIN api_keys k ON k.id = ${keyId} AND k.account_id = a.id AND k.spend_cap_credits IS NOT NULL
-          WHERE a.id = ${accountId}`.pipe(
+            // One statement, one function of migrations/functions.sql: every number as the money rule's
+            // own functions read it (svc_free_left, svc_remaining), beside the history, the
+            // subscription, the purchases and the top-up. Its plan is made once per connection.
+            return sql`SELECT * FROM svc_usage(${accountId}, ${keyId}, ${ip}, ${today}, ${JSON.stringify(terms)}::jsonb)`.pipe(
               Effect.flatMap(decodeFacts),
               Effect.map((rows): UsageFacts => {
                 const row = rows[0]
