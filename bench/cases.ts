@@ -390,7 +390,9 @@ export const measureStore = async (
   options: Options,
   tool: "wrk" | "autocannon",
   log: (line: string) => void,
-  stamp: string
+  stamp: string,
+  /** Run before each round's cases (the bare server's round, so that its runs fall among the cases'). */
+  beforeRound: (round: number) => Promise<void> = async () => {}
 ): Promise<StoreResult> => {
   // With --ledger-rows PGlite's directory is this function's (not the one startService makes and
   // removes), so that this process can open it while the service is stopped, add the rows, and
@@ -422,6 +424,7 @@ export const measureStore = async (
     for (let round = 1; round <= options.rounds; round++) {
       if (round > 1) log(`${store}: round ${round}: preparing ${options.accounts} fresh accounts`)
       cases = await prepareCases(service, options.accounts, round - 1)
+      await beforeRound(round)
       for (const testCase of cases) {
         log(`${store}: round ${round}, ${testCase.name}`)
         rows.push({ ...(await runCase(store, service, testCase, options, tool)), round })

@@ -285,23 +285,24 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   const startMachine = machine()
   const startCalibration = await calibrate()
   const startups = options.startup ? await startup(options, stamp) : undefined
-  // The bare server `--rounds` times before the cases (and once after), the framework's floor as many.
+  // The bare server before each store's round of cases (and once after them), so that its runs fall
+  // among the cases' as the machine's load moves; the framework's floor `--rounds` times first.
   const befores: Array<Awaited<ReturnType<typeof baseline>>> = []
   const floors: Array<Awaited<ReturnType<typeof baseline>>> = []
   for (let round = 1; round <= options.rounds; round++) {
-    log(
-      `round ${round}: baseline: node:http, ${options.duration} s, ${options.connections} connections, ${tool}`
-    )
-    befores.push(await baseline(options, tool))
     log(`round ${round}: the framework's floor: one route of Effect's HTTP server, ${options.duration} s`)
     floors.push(await baseline(options, tool, undefined, "effect/http"))
   }
+  const baselineRound = async (round: number) => {
+    log(`round ${round}: baseline: node:http, ${options.duration} s, ${options.connections} connections`)
+    befores.push(await baseline(options, tool))
+  }
   const stores: Array<StoreResult> = []
-  stores.push(await measureStore("pglite", undefined, options, tool, log, stamp))
+  stores.push(await measureStore("pglite", undefined, options, tool, log, stamp, baselineRound))
   const database = await benchDatabase(options, stamp)
   let pgbenchResult: PgbenchResult | undefined
   if (database !== undefined) {
-    const postgres = await measureStore("postgres", database.url, options, tool, log, stamp)
+    const postgres = await measureStore("postgres", database.url, options, tool, log, stamp, baselineRound)
     stores.push(postgres)
     pgbenchResult = await pgbench(
       options,
@@ -342,7 +343,7 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   const baselineRps = median(baselines.map((run) => run.load.rps))
   const baselineRows: Array<CaseResult> = baselines.map(({ load, cpuUsPerRequest, warmUpRps }, i) => ({
     store: "node:http",
-    name: i < befores.length ? "baseline (before)" : "baseline (after)",
+    name: i < befores.length ? "baseline (among the rounds)" : "baseline (after)",
     round: i < befores.length ? i + 1 : 1,
     expected: 200,
     load,
