@@ -190,11 +190,18 @@ RETURNS TABLE (cap_left bigint, cap_key text, cap_period text) LANGUAGE sql STAB
   LIMIT 1
 $$;
 
--- `svc_key_caps` as one row, of NULLs when neither the key nor its parent has a cap.
+-- `svc_key_caps` as one row, of NULLs when neither the key nor its parent has a cap. Most keys have
+-- no cap and no parent: their own row is read and nothing else (what a cache hit pays).
 CREATE OR REPLACE FUNCTION svc_key_cap(p_key text, p_day integer,
   OUT cap_left bigint, OUT cap_key text, OUT cap_period text)
 LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  own record;
 BEGIN
+  SELECT k.spend_cap_credits, k.parent_key_id INTO own FROM api_keys k WHERE k.id = p_key;
+  IF NOT FOUND OR (own.spend_cap_credits IS NULL AND own.parent_key_id IS NULL) THEN
+    RETURN;
+  END IF;
   SELECT c.cap_left, c.cap_key, c.cap_period INTO cap_left, cap_key, cap_period FROM svc_key_caps(p_key, p_day) c;
 END
 $$;
