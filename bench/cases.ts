@@ -16,12 +16,15 @@ import {
   summariseProfile
 } from "./profile.ts"
 import type { Reference } from "./reference.ts"
+import { median } from "./rounds.ts"
 import { call, expectStatus, type Service, type Store, startService } from "./service.ts"
 import { query, sampleWorld } from "./world.ts"
 
 export interface CaseResult {
   readonly store: Store | Reference
   readonly name: string
+  /** Which of the run's rounds (`--rounds`) measured it, from 1. */
+  readonly round?: number | undefined
   /** The status every response should have. */
   readonly expected: number
   readonly load?: LoadResult | undefined
@@ -387,7 +390,9 @@ export const measureStore = async (
   options: Options,
   tool: "wrk" | "autocannon",
   log: (line: string) => void,
-  stamp: string
+  stamp: string,
+  /** Run before each round's cases (the bare server's round, so that its runs fall among the cases'). */
+  beforeRound: (round: number) => Promise<void> = async () => {}
 ): Promise<StoreResult> => {
   // With --ledger-rows PGlite's directory is this function's (not the one startService makes and
   // removes), so that this process can open it while the service is stopped, add the rows, and
@@ -411,24 +416,38 @@ export const measureStore = async (
   }
   try {
     log(`${store}: service up (pid ${service.pid}); preparing ${options.accounts} production accounts`)
-    const cases = await prepareCases(service, options.accounts)
+    // Every case `options.rounds` times, each round on fresh accounts (the last round's calls still
+    // fill their rate windows: 600 a minute on the production plan), so each figure is the median
+    // of its rounds in this one run (bench/rounds.ts).
     const rows: Array<CaseResult> = []
-    for (const testCase of cases) {
-      log(`${store}: ${testCase.name}`)
-      rows.push(await runCase(store, service, testCase, options, tool))
-      await sleep(1000)
+    let cases: ReadonlyArray<Case> = []
+    for (let round = 1; round <= options.rounds; round++) {
+      if (round > 1) log(`${store}: round ${round}: preparing ${options.accounts} fresh accounts`)
+      cases = await prepareCases(service, options.accounts, round - 1)
+      await beforeRound(round)
+      for (const testCase of cases) {
+        log(`${store}: round ${round}, ${testCase.name}`)
+        rows.push({ ...(await runCase(store, service, testCase, options, tool)), round })
+        await sleep(1000)
+      }
     }
     let ledger: LedgerResult | undefined
     const cacheHit = cases[0]
-    const hitRps = rows[0]?.load?.rps
-    if (cacheHit !== undefined && hitRps !== undefined && hitRps >= 2) {
-      // Latency under moderate load: the hit at half the rate it just saturated at.
+    const hitRps = median(
+      rows
+        .filter((row) => row.name === cacheHit?.name)
+        .flatMap((row) => (row.load === undefined ? [] : [row.load.rps]))
+    )
+    if (cacheHit !== undefined && hitRps >= 2) {
+      // Latency under moderate load: the hit at half the rate it saturated at (its rounds' median),
+      // as many rounds.
       const rate = Math.floor(hitRps / 2)
       const halfRate = { ...cacheHit, name: `${cacheHit.name}, at half its rate` }
-      log(`${store}: ${halfRate.name} (${rate} req/s)`)
-      const measured = await runCase(store, service, halfRate, options, tool, rate)
-      rows.splice(1, 0, measured)
-      await sleep(1000)
+      for (let round = 1; round <= options.rounds; round++) {
+        log(`${store}: round ${round}, ${halfRate.name} (${rate} req/s)`)
+        rows.push({ ...(await runCase(store, service, halfRate, options, tool, rate)), round })
+        await sleep(1000)
+      }
     }
     if (options.ledgerRows !== undefined && cacheHit !== undefined) {
       const n = options.ledgerRows
@@ -458,8 +477,8 @@ export const measureStore = async (
         undefined,
         Math.max(defaultWarmup, options.warmup)
       )
-      rows.splice(1, 0, grown)
-      const freshRps = rows[0]?.load?.rps ?? 0
+      rows.push(grown)
+      const freshRps = hitRps
       const grownRps = grown.load?.rps ?? 0
       ledger = {
         rows: n,

@@ -27,7 +27,7 @@ export interface Options {
   readonly compareMetrics: number | undefined
   /** Another checkout of the service to run every case against, side by side (instead of the load table). */
   readonly against: string | undefined
-  /** Rounds of each case per checkout with --against. */
+  /** Rounds of each case in one run (with --against, per checkout): each figure is their median. */
   readonly rounds: number
 }
 
@@ -62,7 +62,8 @@ export const usage = `npm run bench -- [options]
   --against DIR     every case on this checkout and on the one at DIR (a git worktree of an older
                     commit, say), side by side, in alternating rounds (on PostgreSQL too with --pg):
                     req/s and the service's CPU per request of each, and their ratios
-  --rounds N        rounds per checkout with --against (default 3)
+  --rounds N        rounds of every case in one run (default 3): each figure is their median, the
+                    spread (min-max) beside it; with --against, rounds per checkout
 `
 
 const positiveInt = (name: string, text: string | undefined, fallback: number): number => {

@@ -30,11 +30,15 @@ import {
   ledgerLines,
   linesTable,
   loadTable,
+  medianTable,
   pgbenchLines,
   roundTripTable,
   soakReport,
-  startupTable
+  startupTable,
+  targetsOf,
+  targetsTable
 } from "./report.ts"
+import { median, met, summarise } from "./rounds.ts"
 import { countRoundTrips, type RoundTrips } from "./roundtrips.ts"
 import { type Store, startService } from "./service.ts"
 import { soak } from "./soak.ts"
@@ -126,7 +130,8 @@ const startup = async (options: Options, stamp: string): Promise<ReadonlyArray<S
 
 /**
  * PostgreSQL's own write limit, as many clients as the service has connections, on a database of its
- * own; and with `rate` (the cache hit's half-rate row's), the same transactions at that fixed rate.
+ * own, `--rounds` times; with `rate` (the cache hit's half-rate row's) a single-row commit's latency at
+ * that fixed rate, and from as many sessions as the load's connections.
  */
 const pgbench = async (
   options: Options,
@@ -140,7 +145,11 @@ const pgbench = async (
   const database = await benchDatabase(options, stamp, "svc_pgbench")
   if (database === undefined) return undefined
   try {
-    return await runPgbench(database, options.duration, serviceConnections, log, rate)
+    return await runPgbench(database, options.duration, serviceConnections, log, {
+      rate,
+      loadConnections: options.connections,
+      rounds: options.rounds
+    })
   } finally {
     await database.drop()
   }
@@ -276,16 +285,24 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   const startMachine = machine()
   const startCalibration = await calibrate()
   const startups = options.startup ? await startup(options, stamp) : undefined
-  log(`baseline: node:http, ${options.duration} s, ${options.connections} connections, ${tool}`)
-  const before = await baseline(options, tool)
-  log(`the framework's floor: one route of Effect's HTTP server, ${options.duration} s`)
-  const floor = await baseline(options, tool, undefined, "effect/http")
+  // The bare server before each store's round of cases (and once after them), so that its runs fall
+  // among the cases' as the machine's load moves; the framework's floor `--rounds` times first.
+  const befores: Array<Awaited<ReturnType<typeof baseline>>> = []
+  const floors: Array<Awaited<ReturnType<typeof baseline>>> = []
+  for (let round = 1; round <= options.rounds; round++) {
+    log(`round ${round}: the framework's floor: one route of Effect's HTTP server, ${options.duration} s`)
+    floors.push(await baseline(options, tool, undefined, "effect/http"))
+  }
+  const baselineRound = async (round: number) => {
+    log(`round ${round}: baseline: node:http, ${options.duration} s, ${options.connections} connections`)
+    befores.push(await baseline(options, tool))
+  }
   const stores: Array<StoreResult> = []
-  stores.push(await measureStore("pglite", undefined, options, tool, log, stamp))
+  stores.push(await measureStore("pglite", undefined, options, tool, log, stamp, baselineRound))
   const database = await benchDatabase(options, stamp)
   let pgbenchResult: PgbenchResult | undefined
   if (database !== undefined) {
-    const postgres = await measureStore("postgres", database.url, options, tool, log, stamp)
+    const postgres = await measureStore("postgres", database.url, options, tool, log, stamp, baselineRound)
     stores.push(postgres)
     pgbenchResult = await pgbench(
       options,
@@ -293,8 +310,11 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
       postgres.rows.find((row) => row.fixedRate !== undefined)?.fixedRate
     )
   }
-  // The metered cache hit on PostgreSQL, on the ledger as the other cases left it.
-  const pgCacheHitRps = stores.find((store) => store.store === "postgres")?.rows[0]?.load?.rps
+  // The metered cache hit on PostgreSQL: its rounds' median.
+  const pgHit = stores.find((store) => store.store === "postgres")?.rows
+  const pgCacheHitRps = summarise(
+    (pgHit ?? []).filter((row) => row.name === pgHit?.[0]?.name).map((row) => row.load?.rps)
+  )?.median
   let roundTrips: ReadonlyArray<RoundTrips> | undefined
   if (database !== undefined) {
     log("postgres: counting database round trips of single calls")
@@ -319,26 +339,30 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   }
   log("baseline again, to see how much the machine's load moved")
   const after = await baseline(options, tool)
-  const baselineRps = (before.load.rps + after.load.rps) / 2
-  const baselineRows: Array<CaseResult> = [before, after].map(({ load, cpuUsPerRequest, warmUpRps }, i) => ({
+  const baselines = [...befores, after]
+  const baselineRps = median(baselines.map((run) => run.load.rps))
+  const baselineRows: Array<CaseResult> = baselines.map(({ load, cpuUsPerRequest, warmUpRps }, i) => ({
     store: "node:http",
-    name: i === 0 ? "baseline (before)" : "baseline (after)",
+    name: i < befores.length ? "baseline (among the rounds)" : "baseline (after)",
+    round: i < befores.length ? i + 1 : 1,
     expected: 200,
     load,
     errors: errorsOf(load, 200),
     cpuUsPerRequest,
     warmUpRps
   }))
-  baselineRows.push({
-    store: "effect/http",
-    name: "floor: one route, no work",
-    expected: 200,
-    load: floor.load,
-    errors: errorsOf(floor.load, 200),
-    cpuUsPerRequest: floor.cpuUsPerRequest,
-    warmUpRps: floor.warmUpRps,
-    note: "the same body from Effect's HTTP server, built as the service's: no case can be cheaper"
-  })
+  for (const [i, floor] of floors.entries())
+    baselineRows.push({
+      store: "effect/http",
+      name: "floor: one route, no work",
+      round: i + 1,
+      expected: 200,
+      load: floor.load,
+      errors: errorsOf(floor.load, 200),
+      cpuUsPerRequest: floor.cpuUsPerRequest,
+      warmUpRps: floor.warmUpRps,
+      note: "the same body from Effect's HTTP server, built as the service's: no case can be cheaper"
+    })
   // The fixed-rate runner's own floor: the bare server at the highest rate a half-rate row was sent at.
   const fixedRate = Math.max(0, ...stores.flatMap((store) => store.rows.map((row) => row.fixedRate ?? 0)))
   if (fixedRate > 0) {
@@ -358,11 +382,17 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
   const rows = [...baselineRows, ...stores.flatMap((store) => store.rows)]
   const end = machineAtEnd(startMachine, startCalibration, await calibrate())
 
+  const peakRssMb = Object.fromEntries(stores.map((store) => [store.store, store.peakRssMb]))
+  const targets = targetsOf({ rows, baselineRps, pgbench: pgbenchResult, peakRssMb, ledger: stores })
   const out: Array<string> = [
     "",
+    "each round",
     loadTable(rows, baselineRps),
     "",
-    `x baseline: req/s over the mean of the two baseline runs (${baselineRps.toFixed(0)} req/s)`,
+    `the median of each case's ${options.rounds} rounds in this run, the spread (min-max) beside it`,
+    medianTable(rows, baselineRps),
+    "",
+    `x baseline: req/s over the median of the ${baselines.length} baseline runs (${baselineRps.toFixed(0)} req/s)`,
     ...(pgbenchResult === undefined ? [] : pgbenchLines(pgbenchResult, pgCacheHitRps)),
     ...ledgerLines(stores),
     ...stores.flatMap((store) => [
@@ -373,6 +403,11 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
     ]),
     ...end.lines
   ]
+  out.push(
+    "",
+    "the targets: ratios of this run's medians (spread: the rounds of the measured case over the other's median)",
+    targetsTable(targets)
+  )
   if (startups !== undefined) out.push("", startupTable(startups))
   if (roundTrips !== undefined)
     out.push("", "database round trips of one call (PostgreSQL)", roundTripTable(roundTrips))
@@ -409,7 +444,8 @@ const runLoadTable = async (options: Options, tool: "wrk" | "autocannon", stamp:
       ...row,
       ratioToBaseline: row.load === undefined ? null : row.load.rps / baselineRps
     })),
-    peakRssMb: Object.fromEntries(stores.map((store) => [store.store, store.peakRssMb])),
+    peakRssMb,
+    targets: targets.map((target) => ({ ...target, met: met(target) })),
     pgbench:
       pgbenchResult === undefined
         ? null

@@ -66,12 +66,29 @@ BEGIN
 END
 $$;
 
--- What the free per-IP budget has left for a call: it counts only for a trial-plan account's
--- recent-data call while the free tier is open, within the operator's global daily ceiling
--- (`global_free`, NULL for none); 0 otherwise. With `p_lock` the IP's and the day's rows are locked
--- (after the account, which the caller has locked: the ledger's lock order), as a charge needs;
--- without, they are only read, as a report does. `global_exhausted`: the ceiling cannot cover
--- `p_amount` from the free budget.
+-- Whether the free per-IP budget counts for a call at all: only for a trial-plan account's
+-- recent-data call while the free tier is open.
+CREATE OR REPLACE FUNCTION svc_free_counts(p_plan text, p_realtime boolean, p_free_open boolean)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+  SELECT p_plan = 'trial' AND NOT p_realtime AND p_free_open
+$$;
+
+-- What the free budget has left, from the IP's use (`p_used`) and the day's (`p_global_used`): the
+-- per-IP budget less the IP's use, within what the operator's global daily ceiling has left
+-- (`p_global_free`, NULL for none), never below 0; 0 when it does not count (`svc_free_counts`).
+-- An expression over its arguments (SQL, IMMUTABLE), so that a statement calling it has it inlined.
+CREATE OR REPLACE FUNCTION svc_free_left_of(p_counts boolean, p_free_per_ip bigint, p_global_free bigint,
+  p_used bigint, p_global_used bigint)
+RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_counts THEN GREATEST(0, CASE WHEN p_global_free IS NULL THEN p_free_per_ip - p_used
+    ELSE LEAST(p_free_per_ip - p_used, p_global_free - p_global_used) END) ELSE 0 END
+$$;
+
+-- What the free per-IP budget has left for a call (`svc_free_left_of`), the IP's and the day's rows
+-- read only when it counts (`svc_free_counts`). With `p_lock` those rows are locked (after the
+-- account, which the caller has locked: the ledger's lock order), as a charge needs; without, they
+-- are only read, as a report does. `global_exhausted`: the global ceiling cannot cover `p_amount`
+-- from the free budget.
 CREATE OR REPLACE FUNCTION svc_free_left(p_plan text, p_ip text, p_day integer, p_amount bigint, p_realtime boolean,
   p_free_per_ip bigint, p_free_open boolean, p_global_free bigint, p_lock boolean,
   OUT free_left bigint, OUT global_exhausted boolean)
@@ -82,7 +99,7 @@ DECLARE
 BEGIN
   free_left := 0;
   global_exhausted := false;
-  IF p_plan <> 'trial' OR p_realtime OR NOT p_free_open THEN
+  IF NOT svc_free_counts(p_plan, p_realtime, p_free_open) THEN
     RETURN;
   END IF;
   IF p_lock THEN
@@ -95,13 +112,23 @@ BEGIN
       COALESCE((SELECT d.credits_used FROM free_tier_days d WHERE d.day = p_day), 0)
       INTO used, global_used;
   END IF;
-  free_left := p_free_per_ip - used;
+  free_left := svc_free_left_of(true, p_free_per_ip, p_global_free, used, global_used);
   IF p_global_free IS NOT NULL THEN
-    global_exhausted := p_global_free - global_used < LEAST(p_amount, GREATEST(free_left, 0));
-    free_left := LEAST(free_left, p_global_free - global_used);
+    global_exhausted := p_global_free - global_used < LEAST(p_amount, GREATEST(p_free_per_ip - used, 0));
   END IF;
-  free_left := GREATEST(0, free_left);
 END
+$$;
+
+-- The credits the next charge can spend: the free budget's left-over, the grant and the balance.
+CREATE OR REPLACE FUNCTION svc_spendable(p_free_left bigint, p_grant bigint, p_balance bigint)
+RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT p_free_left + p_grant + p_balance
+$$;
+
+-- What a key's cap has left as it is reported: NULL without a cap, never below 0.
+CREATE OR REPLACE FUNCTION svc_cap_reported(p_cap_left bigint)
+RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_cap_left IS NULL THEN NULL ELSE GREATEST(p_cap_left, 0) END
 $$;
 
 -- Whether and how `p_amount` credits are funded for an account: the free budget's left-over
@@ -127,7 +154,7 @@ BEGIN
   from_grant := drawn.from_grant;
   from_balance := drawn.from_balance;
   available := LEAST(free_left, p_amount) + p_grant + p_balance;
-  spendable := free_left + p_grant + p_balance;
+  spendable := svc_spendable(free_left, p_grant, p_balance);
   IF from_free IS NOT NULL THEN
     outcome := 'funded';
   ELSIF p_plan <> 'trial' OR EXISTS (SELECT 1 FROM credit_events e WHERE e.account_id = p_account) THEN
@@ -150,8 +177,21 @@ END
 $$;
 
 -- What a key's cap has left in the period of `p_day`: the key's own cap or its parent's, whichever
--- has less left (`cap_key`, `cap_period`); a row of NULLs when neither has a cap. Most keys have
--- no cap and no parent: their own row is read and nothing else.
+-- has less left (`cap_key`, `cap_period`); no row when neither has a cap. One SELECT in SQL, so
+-- that a statement reading it from FROM has it inlined into its own plan.
+CREATE OR REPLACE FUNCTION svc_key_caps(p_key text, p_day integer)
+RETURNS TABLE (cap_left bigint, cap_key text, cap_period text) LANGUAGE sql STABLE ROWS 1 AS $$
+  SELECT k.spend_cap_credits - COALESCE(s.spent, 0), k.id, k.cap_period
+  FROM api_keys own
+  JOIN api_keys k ON k.id IN (own.id, own.parent_key_id) AND k.spend_cap_credits IS NOT NULL
+  LEFT JOIN key_spend s ON s.key_id = k.id AND s.period = svc_period(k.cap_period, p_day)
+  WHERE own.id = p_key
+  ORDER BY 1, 2
+  LIMIT 1
+$$;
+
+-- `svc_key_caps` as one row, of NULLs when neither the key nor its parent has a cap. Most keys have
+-- no cap and no parent: their own row is read and nothing else (what a cache hit pays).
 CREATE OR REPLACE FUNCTION svc_key_cap(p_key text, p_day integer,
   OUT cap_left bigint, OUT cap_key text, OUT cap_period text)
 LANGUAGE plpgsql STABLE AS $$
@@ -162,13 +202,7 @@ BEGIN
   IF NOT FOUND OR (own.spend_cap_credits IS NULL AND own.parent_key_id IS NULL) THEN
     RETURN;
   END IF;
-  SELECT k.spend_cap_credits - COALESCE(s.spent, 0), k.id, k.cap_period INTO cap_left, cap_key, cap_period
-  FROM api_keys k
-  LEFT JOIN key_spend s ON s.key_id = k.id AND s.period = svc_period(k.cap_period, p_day)
-  WHERE k.id = ANY (ARRAY[p_key, own.parent_key_id])
-    AND k.spend_cap_credits IS NOT NULL
-  ORDER BY 1, 2
-  LIMIT 1;
+  SELECT c.cap_left, c.cap_key, c.cap_period INTO cap_left, cap_key, cap_period FROM svc_key_caps(p_key, p_day) c;
 END
 $$;
 
@@ -271,8 +305,7 @@ BEGIN
     false, (p_terms->>'free_per_ip')::bigint, (p_terms->>'free_open')::boolean, (p_terms->>'global_free')::bigint,
     false);
   spendable := f.spendable;
-  SELECT CASE WHEN k.cap_left IS NULL THEN NULL ELSE GREATEST(k.cap_left, 0) END INTO cap_left
-    FROM svc_key_cap(p_key, p_day) k;
+  SELECT svc_cap_reported(k.cap_left) INTO cap_left FROM svc_key_cap(p_key, p_day) k;
 END
 $$;
 

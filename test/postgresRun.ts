@@ -46,6 +46,8 @@ export const onPostgres: ReadonlyArray<string> = [
 export const storeIndependent: Readonly<Record<string, string>> = {
   "test/bench/against.test.ts":
     "the bench's side-by-side report from given numbers; bench/pg.ts is imported through bench/cases.ts but no database is opened",
+  "test/bench/rounds.test.ts":
+    "the bench's medians, spreads and target ratios from given numbers; bench/pg.ts is imported through bench/cases.ts but no database is opened",
   "test/bench/warmUp.test.ts":
     "the bench's warm-up options and requests against a bare HTTP server; bench/pg.ts is imported through bench/cases.ts but no database is opened",
   "test/bench/x402Check.test.ts":

@@ -116,14 +116,17 @@ export class Usage extends Context.Service<
             const month = dayToIso(today).slice(0, 7)
             // One statement: the credits as they are now (the caller's account may be remembered from
             // an earlier request), today's free use of the IP, what the next call finds as the money
-            // rule's own functions read it (the free budget left, the spendable credits, the tightest
-            // cap's remainder: the numbers the charging statements report, migrations/0023), the
-            // calling key's own cap and spend, 30 days (each day's settled calls as they counted
-            // themselves, migrations/0018_usage_days.sql), the subscription, the purchases.
+            // rule's own functions compute it (the free budget left, the spendable credits, the
+            // tightest cap's remainder: svc_free_left_of, svc_spendable, svc_key_caps, svc_cap_reported,
+            // the functions svc_funding and svc_remaining are made of), the calling key's own cap and
+            // spend, 30 days (each day's settled calls as they counted themselves,
+            // migrations/0018_usage_days.sql), the subscription, the purchases. The rule's scalar
+            // functions are SQL expressions the planner inlines into this statement's kept plan,
+            // where a call of the PL/pgSQL ones costs a function call each (docs/performance.md).
             return sql`
-          SELECT a.grant_credits, a.balance_credits,
-            (SELECT f.credits_used FROM free_tier_usage f WHERE f.ip = ${ip} AND f.day = ${today}) AS free_used,
-            fl.free_left, r.spendable, r.cap_left, k.spend_cap_credits, k.cap_period,
+          SELECT a.grant_credits, a.balance_credits, fu.credits_used AS free_used,
+            fl.free_left, svc_spendable(fl.free_left, a.grant_credits, a.balance_credits) AS spendable,
+            svc_cap_reported(c.cap_left) AS cap_left, k.spend_cap_credits, k.cap_period,
             (SELECT s.spent FROM key_spend s
               WHERE s.key_id = k.id AND s.period = svc_period(k.cap_period, ${today})) AS spent_in_period,
             (SELECT COALESCE(json_agg(d ORDER BY d.day DESC), '[]'::json) FROM (
@@ -141,9 +144,12 @@ export class Usage extends Context.Service<
                   WHERE u.account_id = a.id AND u.month = ${month} AND u.state <> 'failed') AS spent
               FROM topup_settings s WHERE s.account_id = a.id) t) AS topup
           FROM accounts a
-          CROSS JOIN LATERAL svc_free_left(a.plan, ${ip}, ${today}, 0, false, ${terms.free_per_ip},
-            ${terms.free_open}, ${terms.global_free}, false) fl
-          CROSS JOIN LATERAL svc_remaining(a.id, ${keyId}, ${ip}, ${today}, ${JSON.stringify(terms)}::jsonb) r
+          LEFT JOIN free_tier_usage fu ON fu.ip = ${ip} AND fu.day = ${today}
+          LEFT JOIN free_tier_days fd ON fd.day = ${today}
+          CROSS JOIN LATERAL (SELECT svc_free_left_of(svc_free_counts(a.plan, false, ${terms.free_open}),
+            ${terms.free_per_ip}, ${terms.global_free}::bigint, COALESCE(fu.credits_used, 0),
+            COALESCE(fd.credits_used, 0)) AS free_left) fl
+          LEFT JOIN LATERAL svc_key_caps(${keyId}, ${today}) c ON true
           LEFT JOIN api_keys k ON k.id = ${keyId} AND k.account_id = a.id AND k.spend_cap_credits IS NOT NULL
           WHERE a.id = ${accountId}`.pipe(
               Effect.flatMap(decodeFacts),

@@ -20,14 +20,23 @@ describe("pgbench at a fixed rate", () => {
     assert.deepStrictEqual(Array.from(latenciesOfLog(log)), [0.75, 2, 10])
   })
 
+  it("reads a log without the schedule lag column (no -R) as the transactions' own times", () => {
+    const log = ["0 1 1500 0 1795882623 888931", "1 1 250 0 1795882623 916974"].join("\n")
+    assert.deepStrictEqual(Array.from(latenciesOfLog(log)), [0.25, 1.5])
+  })
+
   it.effect.skipIf(postgresUrl === undefined)(
     "runs pgbench -N -R on PostgreSQL and reads its per-transaction log",
     () =>
       Effect.promise(async () => {
         const database = await createBenchDatabase(postgresUrl!, `${Date.now()}`, "svc_test_pgbench")
         try {
-          const result = await runPgbench(database, 2, 2, () => {}, 100)
-          const atRate = result.atRate!
+          const result = await runPgbench(database, 2, 2, () => {}, {
+            rate: 100,
+            loadConnections: 3,
+            rounds: 1
+          })
+          const atRate = result.rounds[0]!.atRate!
           assert.isAbove(result.tps, 0)
           assert.strictEqual(atRate.rate, 100)
           // 2 s at 100 a second: pgbench draws its schedule at random (Poisson), so about 200.
@@ -36,6 +45,10 @@ describe("pgbench at a fixed rate", () => {
           assert.isAbove(atRate.p50Ms, 0)
           assert.isAtLeast(atRate.p99Ms, atRate.p50Ms)
           assert.isAtLeast(atRate.maxMs, atRate.p99Ms)
+          const atConnections = result.rounds[0]!.atConnections!
+          assert.strictEqual(atConnections.clients, 3)
+          assert.isAbove(atConnections.transactions, 0)
+          assert.isAtLeast(atConnections.p99Ms, atConnections.p50Ms)
         } finally {
           await database.drop()
         }
