@@ -207,6 +207,8 @@ export const simFacilitator = (chain: SimChain) =>
           chain.down
             ? unavailable("usedBy")
             : Effect.succeed(chain.used.get(key(authorization.from, authorization.nonce))?.transaction)
-        )
+        ),
+      // The sim's chain is read whole: an authorization it has no use of was not used.
+      readsChain: true
     })
   )
