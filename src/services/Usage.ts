@@ -131,19 +131,21 @@ export class Usage extends Context.Service<
             // One statement: the credits as they are now (the caller's account may be remembered from
             // an earlier request), today's free use of the IP, what the next call finds as the money
             // rule's own functions compute it (the free budget left, the spendable credits, the
-            // tightest cap's remainder: svc_free_left_of, svc_spendable, svc_key_caps, svc_cap_reported,
+            // tightest cap's remainder: svc_free_left_of, svc_spendable, svc_key_cap, svc_cap_reported,
             // the functions svc_funding and svc_remaining are made of), the calling key's own cap and
             // spend, 30 days (each day's settled calls as they counted themselves,
             // migrations/0018_usage_days.sql), the subscription, the purchases. The rule's scalar
             // functions are SQL expressions the planner inlines into this statement's kept plan,
             // where a call of the PL/pgSQL ones costs a function call each (docs/performance.md).
-            // As in svc_key_cap, a key with neither a cap nor a parent has no cap to read (most keys):
-            // its own row is read and svc_key_caps is not run, nor the spend of a cap it has not.
+            // A key with neither a cap nor a parent has no cap to read (most keys, as svc_key_cap says):
+            // its own row is read and nothing else. Another key's cap is svc_key_cap's, called only
+            // then: the inlined svc_key_caps, as a subquery of this statement, cost every request
+            // about 70 µs of PGlite's CPU to set up even when it did not run (docs/performance.md).
             return sql`
           SELECT a.grant_credits, a.balance_credits, fu.credits_used AS free_used,
             fl.free_left, svc_spendable(fl.free_left, a.grant_credits, a.balance_credits) AS spendable,
             svc_cap_reported(CASE WHEN k.id IS NOT NULL AND k.spend_cap_credits IS NULL AND k.parent_key_id IS NULL
-              THEN NULL ELSE (SELECT c.cap_left FROM svc_key_caps(${keyId}, ${today}) c) END) AS cap_left,
+              THEN NULL ELSE (svc_key_cap(${keyId}, ${today})).cap_left END) AS cap_left,
             k.spend_cap_credits, k.cap_period,
             CASE WHEN k.spend_cap_credits IS NOT NULL THEN (SELECT s.spent FROM key_spend s
               WHERE s.key_id = k.id AND s.period = svc_period(k.cap_period, ${today})) END AS spent_in_period,
