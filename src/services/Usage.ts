@@ -141,6 +141,8 @@ export class Usage extends Context.Service<
             // its own row is read and nothing else. Another key's cap is svc_key_cap's, called only
             // then: the inlined svc_key_caps, as a subquery of this statement, cost every request
             // about 70 µs of PGlite's CPU to set up even when it did not run (docs/performance.md).
+            // The day's free use (free_tier_days) is a subquery in svc_free_left_of's argument rather
+            // than a join: about 30 µs less, the statement alone on PGlite.
             return sql`
           SELECT a.grant_credits, a.balance_credits, fu.credits_used AS free_used,
             fl.free_left, svc_spendable(fl.free_left, a.grant_credits, a.balance_credits) AS spendable,
@@ -165,10 +167,9 @@ export class Usage extends Context.Service<
               FROM topup_settings s WHERE s.account_id = a.id) t) AS topup
           FROM accounts a
           LEFT JOIN free_tier_usage fu ON fu.ip = ${ip} AND fu.day = ${today}
-          LEFT JOIN free_tier_days fd ON fd.day = ${today}
           CROSS JOIN LATERAL (SELECT svc_free_left_of(svc_free_counts(a.plan, false, ${terms.free_open}),
             ${terms.free_per_ip}, ${terms.global_free}::bigint, COALESCE(fu.credits_used, 0),
-            COALESCE(fd.credits_used, 0)) AS free_left) fl
+            COALESCE((SELECT d.credits_used FROM free_tier_days d WHERE d.day = ${today}), 0)) AS free_left) fl
           LEFT JOIN api_keys k ON k.id = ${keyId} AND k.account_id = a.id
           WHERE a.id = ${accountId}`.pipe(
               Effect.flatMap(decodeFacts),
