@@ -7,7 +7,7 @@ import { controlCharacterInput } from "../../contract/controlCharacters.ts"
 import { ReceiptSchema } from "../../contract/envelope.ts"
 import { InvalidInput, NotFound } from "../../contract/errors.ts"
 import { upgradeUrl } from "../../contract/problem.ts"
-import { Usage as UsageBody } from "../../contract/schemas.ts"
+import type { Usage as UsageBody } from "../../contract/schemas.ts"
 import { freeTier, freeTierSentence } from "../../domain/plans.ts"
 import { bearerCredential } from "../../identity/authorization.ts"
 import { Bearers } from "../../identity/Bearers.ts"
@@ -115,9 +115,10 @@ export const UsageRoutes = HttpApiBuilder.group(ServedApi, "usage", (handlers) =
  * `GET /v1/usage` (the contract's `get_usage`), the route an agent polls: a wire adapter on
  * the router, as the data routes are, doing what the HttpApi's middlewares do for the usage group
  * in their order (`Client`: a body announced too large, the client IP, no-store; `SpendKeyAuth`:
- * the bearer; `PlainInput`: no control characters in the query) and encoding the answer with the
- * contract's schema as the HttpApi would. Served by the HttpApi, every request paid a copy of the
- * service's context into a new Map (see `ServedApi`).
+ * the bearer; `PlainInput`: no control characters in the query). The answer is the contract's
+ * schema's type, and its encoded form is the same (no field is transformed), which the compiler
+ * checks: it is written as it is built, not walked by Schema's encoder on every request. Served by
+ * the HttpApi, every request paid a copy of the service's context into a new Map (see `ServedApi`).
  */
 export const UsageRead = HttpRouter.use((router) =>
   Effect.gen(function* () {
@@ -125,7 +126,6 @@ export const UsageRead = HttpRouter.use((router) =>
     const usage = yield* Usage
     const problems = yield* Problems
     const bearers = yield* Bearers
-    const encode = Schema.encodeUnknownEffect(UsageBody)
     // hot path
     const answer = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       const tooLarge = announcedBodyTooLarge(request.headers, config.maxBodyBytes)
@@ -143,11 +143,10 @@ export const UsageRead = HttpRouter.use((router) =>
             return Effect.flatMap(
               Effect.orDie(usage.facts(caller.success.account.id, caller.success.key.id, ip)),
               (facts) =>
-                Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                  Effect.map(Effect.orDie(encode(usageReport(caller.success, facts, now, config))), (body) =>
-                    HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
-                  )
-                )
+                Effect.map(Clock.currentTimeMillis, (now) => {
+                  const body: typeof UsageBody.Encoded = usageReport(caller.success, facts, now, config)
+                  return HttpServerResponse.text(JSON.stringify(body), { contentType: "application/json" })
+                })
             )
           }
         ),
