@@ -4,7 +4,6 @@ import type { SqlError } from "effect/sql/SqlError"
 import { Webhook } from "standardwebhooks"
 import { AppConfig } from "../config.ts"
 import { nextAttemptAt, retryDelayMs } from "../domain/webhooks.ts"
-import { pinnedRequest } from "../oauth/clientFetch.ts"
 import { Ids } from "../services/Ids.ts"
 import { webhookDisabledMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
@@ -13,6 +12,7 @@ import { WebhookWake } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { WebhookResolver } from "./resolver.ts"
 import { SecretBox } from "./SecretBox.ts"
+import { WebhookTransport } from "./transport.ts"
 
 const ClaimedEndpoint = Schema.Struct({
   id: Schema.String,
@@ -84,6 +84,7 @@ export class Deliveries extends Context.Service<
     const outbox = yield* Outbox
     const config = yield* AppConfig
     const resolve = yield* WebhookResolver
+    const transport = yield* WebhookTransport
     const wake = yield* WebhookWake
     const limits = config.policy.webhooks
     const schedule = { firstMs: limits.retryFirstMs, maxMs: limits.retryMaxMs, forMs: limits.retryForMs }
@@ -151,7 +152,7 @@ export class Deliveries extends Context.Service<
         const timestamp = new Date(started)
         const signature = new Webhook(opened.success).sign(due.event_id, timestamp, due.payload)
         const answer = yield* Effect.result(
-          pinnedRequest(
+          transport(
             endpoint.url,
             {
               method: "POST",

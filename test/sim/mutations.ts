@@ -192,6 +192,16 @@ export const mutations: ReadonlyArray<Mutation> = [
     patch: replaceFunction(functions, "svc_topup_arm", [
       ["IF v_spent + t.price_usd_cents > t.monthly_max_usd_cents THEN", "IF false THEN"]
     ])
+  },
+  {
+    name: "webhook-wrong-event",
+    description:
+      "read a delivery's event by its account, not its id: a delivery carries another event's body",
+    rewrite: (sql) =>
+      sql.replace(
+        "JOIN webhook_events ev ON ev.id = d.event_id",
+        "JOIN webhook_events ev ON ev.account_id = (SELECT account_id FROM webhook_endpoints WHERE id = d.endpoint_id)"
+      )
   }
 ]
 
