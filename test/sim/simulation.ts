@@ -1179,8 +1179,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         const found = yield* onStore(
           Effect.provide(deliveryChecks(receivers, end, defaultPolicy.webhooks.retryForMs), store.context)
         ).pipe(Effect.orDie)
-        count("webhook deliveries")
-        counts["webhook deliveries"] = receivers.arrivals.filter((arrival) => arrival.answered === 200).length
+        counts["webhooks delivered"] = receivers.arrivals.filter((arrival) => arrival.answered === 200).length
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
       }
       return {
