@@ -70,8 +70,8 @@ export const mutations: ReadonlyArray<Mutation> = [
   {
     name: "free-budget-race",
     description: "count the free budget as twice its size (what a read-then-write race lets through)",
-    patch: replaceFunction(functions, "svc_free_left", [
-      ["free_left := p_free_per_ip - used", "free_left := 2 * p_free_per_ip - used"]
+    patch: replaceFunction(functions, "svc_free_left_of", [
+      ["p_free_per_ip - p_used", "2 * p_free_per_ip - p_used"]
     ])
   },
   {
