@@ -8,6 +8,8 @@ import type { WebhookSend } from "../../src/webhooks/transport.ts"
 /** A client's webhook receiver, as the schedule sets it: answering, failing (500), or slow. */
 export interface Receiver {
   readonly client: number
+  /** The account the endpoint was registered for (a client that mints again has a new one). */
+  readonly account: string
   readonly url: string
   readonly secret: string
   readonly webhookId: string

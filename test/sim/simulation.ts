@@ -786,10 +786,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           const c = clients[step.client % clients.length]!
           const label = `webhook c${step.client} ${step.action}`
           const receiver = receivers.byClient.get(step.client)
-          const live = receiver !== undefined && receiver.deletedAt === undefined ? receiver : undefined
+          const live =
+            receiver !== undefined && receiver.deletedAt === undefined && receiver.account === c.account
+              ? receiver
+              : undefined
           switch (step.action) {
             case "register": {
-              if (c.key === undefined) return event(`${label}: no key yet`)
+              if (c.key === undefined || c.account === undefined) return event(`${label}: no key yet`)
               if (c.token === undefined) yield* signIn(c, step.client, step.instance)
               if (c.token === undefined) return event(`${label}: not signed in`)
               if (live !== undefined) {
@@ -811,6 +814,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               if (created.status === 200 || created.status === 201) {
                 const made: Receiver = {
                   client: step.client,
+                  account: c.account,
                   url,
                   secret: created.body.secret,
                   webhookId: created.body.webhook_id,
@@ -1179,7 +1183,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         const found = yield* onStore(
           Effect.provide(deliveryChecks(receivers, end, defaultPolicy.webhooks.retryForMs), store.context)
         ).pipe(Effect.orDie)
-        counts["webhooks delivered"] = receivers.arrivals.filter((arrival) => arrival.answered === 200).length
+        for (const arrival of receivers.arrivals) count(`webhook answers ${arrival.answered}`)
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
       }
       return {
