@@ -54,7 +54,8 @@ const perClaim = 20
  * conditional UPDATE that sets its lease (`locked_until`, `lease_token`), as the mail outbox
  * claims a message: so across every instance an endpoint gets one request at a time, and no
  * attempt is made twice at once. Each attempt signs the event's stored body afresh (Standard
- * Webhooks: the same `webhook-id` every time, the attempt's own timestamp), resolves the URL and
+ * Webhooks: the same `webhook-id` every time, the attempt's own timestamp) and sends it through
+ * `WebhookTransport` (`pinnedRequest` unless a test gives its own), which resolves the URL and
  * refuses a private address again (a DNS answer can change), follows no redirect, waits at most
  * the timeout (3 s to connect, 10 s in all) and reads a capped answer. A 2xx delivers; anything
  * else is retried (5 s doubling to 1 h, for 24 h), and the endpoint backs off as a whole: none of
