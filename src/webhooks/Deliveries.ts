@@ -4,7 +4,6 @@ import type { SqlError } from "effect/sql/SqlError"
 import { Webhook } from "standardwebhooks"
 import { AppConfig } from "../config.ts"
 import { nextAttemptAt, retryDelayMs } from "../domain/webhooks.ts"
-import { pinnedRequest } from "../oauth/clientFetch.ts"
 import { Ids } from "../services/Ids.ts"
 import { webhookDisabledMail } from "../services/mail/messages.ts"
 import { Outbox } from "../services/mail/Outbox.ts"
@@ -13,6 +12,7 @@ import { WebhookWake } from "../services/WebhookEvents.ts"
 import * as Row from "../store/rows.ts"
 import { WebhookResolver } from "./resolver.ts"
 import { SecretBox } from "./SecretBox.ts"
+import { WebhookTransport } from "./transport.ts"
 
 const ClaimedEndpoint = Schema.Struct({
   id: Schema.String,
@@ -54,7 +54,8 @@ const perClaim = 20
  * conditional UPDATE that sets its lease (`locked_until`, `lease_token`), as the mail outbox
  * claims a message: so across every instance an endpoint gets one request at a time, and no
  * attempt is made twice at once. Each attempt signs the event's stored body afresh (Standard
- * Webhooks: the same `webhook-id` every time, the attempt's own timestamp), resolves the URL and
+ * Webhooks: the same `webhook-id` every time, the attempt's own timestamp) and sends it through
+ * `WebhookTransport` (`pinnedRequest` unless a test gives its own), which resolves the URL and
  * refuses a private address again (a DNS answer can change), follows no redirect, waits at most
  * the timeout (3 s to connect, 10 s in all) and reads a capped answer. A 2xx delivers; anything
  * else is retried (5 s doubling to 1 h, for 24 h), and the endpoint backs off as a whole: none of
@@ -84,6 +85,7 @@ export class Deliveries extends Context.Service<
     const outbox = yield* Outbox
     const config = yield* AppConfig
     const resolve = yield* WebhookResolver
+    const transport = yield* WebhookTransport
     const wake = yield* WebhookWake
     const limits = config.policy.webhooks
     const schedule = { firstMs: limits.retryFirstMs, maxMs: limits.retryMaxMs, forMs: limits.retryForMs }
@@ -151,7 +153,7 @@ export class Deliveries extends Context.Service<
         const timestamp = new Date(started)
         const signature = new Webhook(opened.success).sign(due.event_id, timestamp, due.payload)
         const answer = yield* Effect.result(
-          pinnedRequest(
+          transport(
             endpoint.url,
             {
               method: "POST",

@@ -8,9 +8,12 @@ import { Checkout } from "../../src/payments/Checkout.ts"
 import { httpApp, supportLayer } from "../../src/service.ts"
 import { Ids } from "../../src/services/Ids.ts"
 import { layerWorld, Upstream, UpstreamFailure, UpstreamFaults } from "../../src/upstream/Upstream.ts"
+import { WebhookResolver } from "../../src/webhooks/resolver.ts"
+import { WebhookTransport } from "../../src/webhooks/transport.ts"
 import { testSeed } from "../support/app.ts"
 import { type SimChain, simFacilitator, simX402 } from "./chain.ts"
 import type { Rng } from "./random.ts"
+import { type Receivers, simResolver, simTransport } from "./receivers.ts"
 import { makePlug, type Plug, type Store } from "./store.ts"
 
 /** The upstream's state as the fault schedule sets it, shared by every instance (one world). */
@@ -178,6 +181,8 @@ export const startInstance = (options: {
   readonly chain: SimChain
   /** Receipt signatures under way in every instance (see `watchedSigner`). */
   readonly signing: { pending: number }
+  /** The clients' webhook receivers (the service's `WebhookTransport` port), shared by every instance. */
+  readonly receivers: Receivers
   readonly config?: Partial<AppConfigShape>
 }) =>
   Effect.gen(function* () {
@@ -192,6 +197,12 @@ export const startInstance = (options: {
         simFacilitator(options.chain)
       ).pipe(
         Layer.provideMerge(simUpstream(options.upstream, options.index, options.world)),
+        Layer.provideMerge(
+          Layer.mergeAll(
+            Layer.succeed(WebhookTransport, simTransport(options.receivers)),
+            Layer.succeed(WebhookResolver, simResolver)
+          )
+        ),
         Layer.provideMerge(NodeHttpServer.layerHttpServices),
         Layer.provideMerge(AppConfig.layerTest({ ...simConfig, ...options.config }))
       ),

@@ -95,6 +95,18 @@ export type Step =
   | { readonly kind: "cancel"; readonly client: number; readonly instance: number }
   /** The operator rotates the receipt signing key on one instance (the others see it within a minute). */
   | { readonly kind: "receiptkey"; readonly instance: number }
+  /**
+   * The client's webhook receiver: `register` an endpoint for every event (a test ping when it has
+   * one), its receiver starts to `fail` (500), turns `slow` (`latencyMs`, past the delivery's timeout
+   * at times), or `recover`s; or the client `delete`s the endpoint.
+   */
+  | {
+      readonly kind: "webhook"
+      readonly client: number
+      readonly instance: number
+      readonly action: "register" | "fail" | "slow" | "recover" | "delete"
+      readonly latencyMs: number
+    }
 
 export interface ScheduleOptions {
   readonly steps: number
@@ -198,6 +210,37 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
       steps.push({ kind: "mint", client: c, instance: i })
     }
   }
+  return withWebhooks(steps, rng.fork("webhooks"), options)
+}
+
+/**
+ * The webhook steps, drawn from a stream of their own and put between the others (after the
+ * clients' first keys), so the rest of a seed's schedule stays as it was.
+ */
+const withWebhooks = (base: ReadonlyArray<Step>, rng: Rng, options: ScheduleOptions): Array<Step> => {
+  const steps: Array<Step> = []
+  base.forEach((step, at) => {
+    if (at >= options.clients && rng.next() < 0.03) {
+      const roll = rng.next()
+      steps.push({
+        kind: "webhook",
+        client: rng.int(options.clients),
+        instance: rng.int(options.instances),
+        action:
+          roll < 0.35
+            ? "register"
+            : roll < 0.55
+              ? "fail"
+              : roll < 0.7
+                ? "slow"
+                : roll < 0.9
+                  ? "recover"
+                  : "delete",
+        latencyMs: rng.pick([300, 4_000, 15_000])
+      })
+    }
+    steps.push(step)
+  })
   return steps
 }
 

@@ -3,6 +3,8 @@ import { Deferred, Effect, Exit, Fiber, References, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { receiptPayload, receiptSignatureAlg } from "../../src/contract/receiptSignature.ts"
+import { defaultPolicy } from "../../src/domain/policy.ts"
+import { webhookEventTypes } from "../../src/domain/webhooks.ts"
 import { person } from "../mcp/samples.ts"
 import { makeChain, nonceOf, paymentHeader, type SimChain, simX402, walletOf } from "./chain.ts"
 import {
@@ -26,6 +28,7 @@ import {
 import { type Mutation, mutationNamed } from "./mutations.ts"
 import { makeRng, type Rng } from "./random.ts"
 import { capRefusalChecks } from "./reachInvariants.ts"
+import { arrivalChecks, deliveryChecks, makeReceivers, type Receiver, receiverUrl } from "./receivers.ts"
 import { type Step, showStep } from "./schedule.ts"
 import { openStore, type Store } from "./store.ts"
 
@@ -136,6 +139,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       // The x402 rail's chain: every client's wallet funded from the seed (its poor one holds nothing).
       const chain: SimChain = makeChain()
       const signing = { pending: 0 }
+      const receivers = makeReceivers()
       const fundRng = rng.fork("chain")
       for (let c = 0; c < options.clients; c++)
         chain.balances.set(walletOf(c), BigInt(5 + fundRng.int(25)) * 1_000_000n)
@@ -176,7 +180,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             rng: rng.fork(`ids/${index}/${generations[index]}`),
             rewrite: mutation?.rewrite,
             chain,
-            signing
+            signing,
+            receivers
           })
         }).pipe(timed("starts"))
       for (let i = 0; i < options.instances; i++) yield* start(i)
@@ -490,6 +495,13 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               ]
             }
         })
+      /** What the receivers saw since the last look: nothing after a deletion, every signature valid. */
+      let arrivalsSeen = 0
+      const checkArrivals = () => {
+        const found = arrivalChecks(receivers, arrivalsSeen)
+        arrivalsSeen = receivers.arrivals.length
+        if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
+      }
       /** A spend cap's refusal, checked as it is answered (its period is the moment's). */
       const checkCapRefusal = (key: string, body: { credits_required: number; credits_available: number }) =>
         Effect.gen(function* () {
@@ -763,6 +775,81 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           }
         })
 
+      /**
+       * A client's webhook receiver (see the step). An endpoint is registered for every event with a
+       * management token (the client signs in first); a client with one asks for a test ping
+       * instead. The receivers answer every instance's delivery workers (`receivers.ts`).
+       */
+      let registrations = 0
+      const webhookStep = (step: Extract<Step, { kind: "webhook" }>) =>
+        Effect.gen(function* () {
+          const c = clients[step.client % clients.length]!
+          const label = `webhook c${step.client} ${step.action}`
+          const receiver = receivers.byClient.get(step.client)
+          const live =
+            receiver !== undefined && receiver.deletedAt === undefined && receiver.account === c.account
+              ? receiver
+              : undefined
+          switch (step.action) {
+            case "register": {
+              if (c.key === undefined || c.account === undefined) return event(`${label}: no key yet`)
+              if (c.token === undefined) yield* signIn(c, step.client, step.instance)
+              if (c.token === undefined) return event(`${label}: not signed in`)
+              if (live !== undefined) {
+                const tested = yield* call(
+                  step.instance,
+                  json(c, "POST", "/v1/webhooks/test", { webhook_id: live.webhookId }, c.token)
+                )
+                return event(
+                  `${label}: test ${live.webhookId} -> ${tested.status} ${tested.body?.code ?? ""}`
+                )
+              }
+              registrations += 1
+              const url = receiverUrl(step.client, registrations)
+              const events = webhookEventTypes.filter((type) => type !== "ping")
+              const created = yield* call(
+                step.instance,
+                json(c, "POST", "/v1/webhooks", { url, events }, c.token)
+              )
+              if (created.status === 200 || created.status === 201) {
+                const made: Receiver = {
+                  client: step.client,
+                  account: c.account,
+                  url,
+                  secret: created.body.secret,
+                  webhookId: created.body.webhook_id,
+                  mode: "ok",
+                  latencyMs: 0,
+                  deletedAt: undefined
+                }
+                receivers.byUrl.set(url, made)
+                receivers.byClient.set(step.client, made)
+              }
+              return event(
+                `${label} -> ${created.status} ${created.body?.webhook_id ?? created.body?.code ?? ""}`
+              )
+            }
+            case "delete": {
+              if (live === undefined) return event(`${label}: no endpoint`)
+              if (c.token === undefined) return event(`${label}: not signed in`)
+              const deleted = yield* call(
+                step.instance,
+                json(c, "POST", "/v1/webhooks/delete", { webhook_id: live.webhookId }, c.token)
+              )
+              if (deleted.status === 200) live.deletedAt = yield* now()
+              return event(`${label} ${live.webhookId} -> ${deleted.status} ${deleted.body?.code ?? ""}`)
+            }
+            default: {
+              if (live === undefined) return event(`${label}: no endpoint`)
+              live.mode = step.action === "recover" ? "ok" : step.action
+              live.latencyMs = step.latencyMs
+              return event(
+                `${label} ${live.webhookId}${step.action === "slow" ? ` ${step.latencyMs} ms` : ""}`
+              )
+            }
+          }
+        })
+
       const runStep = (step: Step): Effect.Effect<void, never, Scope.Scope> =>
         Effect.gen(function* () {
           const client = "client" in step ? clients[step.client % clients.length]! : undefined
@@ -924,6 +1011,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
             case "renew":
             case "cancel":
               return yield* subscriptionStep(step)
+            case "webhook":
+              return yield* webhookStep(step)
             case "receiptkey": {
               yield* instances[step.instance]!.rotateReceiptKey
               return event(`receiptkey i${step.instance}: rotated`)
@@ -1066,6 +1155,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         // Time moves on between steps; the workers (top-ups, sweepers) get their turn.
         yield* timed("clock")(advance(250))
         yield* checkAlways
+        checkArrivals()
         // The ledger's checks read whole tables: after every step that can break them in its own
         // way, and every tenth step otherwise.
         const ledgerNow =
@@ -1081,6 +1171,20 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         stepNo += 1
         yield* checkAlways
         if (failure === undefined) yield* checkLedger
+      }
+      // Every receiver recovers, and the deliveries have the longest wait of a retry (an hour) and
+      // more: each event of a registered endpoint is delivered, as recorded.
+      if (failure === undefined && receivers.byUrl.size > 0) {
+        for (const receiver of receivers.byUrl.values()) receiver.mode = "ok"
+        yield* advance(75 * 60_000, 60_000)
+        stepNo += 1
+        checkArrivals()
+        const end = yield* now()
+        const found = yield* onStore(
+          Effect.provide(deliveryChecks(receivers, end, defaultPolicy.webhooks.retryForMs), store.context)
+        ).pipe(Effect.orDie)
+        for (const arrival of receivers.arrivals) count(`webhook answers ${arrival.answered}`)
+        if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
       }
       return {
         ok: failure === undefined,
