@@ -70,11 +70,8 @@ export const mutations: ReadonlyArray<Mutation> = [
   {
     name: "free-budget-race",
     description: "count the free budget as twice its size (what a read-then-write race lets through)",
-    patch: replaceFunction(functions, "svc_free_left", [
-      [
-        "free_left := svc_free_left_of(true, p_free_per_ip,",
-        "free_left := svc_free_left_of(true, 2 * p_free_per_ip,"
-      ]
+    patch: replaceFunction(functions, "svc_free_left_of", [
+      ["p_free_per_ip - p_used", "2 * p_free_per_ip - p_used"]
     ])
   },
   {
@@ -195,6 +192,16 @@ export const mutations: ReadonlyArray<Mutation> = [
     patch: replaceFunction(functions, "svc_topup_arm", [
       ["IF v_spent + t.price_usd_cents > t.monthly_max_usd_cents THEN", "IF false THEN"]
     ])
+  },
+  {
+    name: "webhook-wrong-event",
+    description:
+      "read a delivery's event by its account, not its id: a delivery carries another event's body",
+    rewrite: (sql) =>
+      sql.replace(
+        "JOIN webhook_events ev ON ev.id = d.event_id",
+        "JOIN webhook_events ev ON ev.account_id = (SELECT account_id FROM webhook_endpoints WHERE id = d.endpoint_id)"
+      )
   }
 ]
 
