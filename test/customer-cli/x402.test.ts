@@ -1,20 +1,18 @@
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, assert, describe, layer } from "@effect/vitest"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { operations } from "../../src/operations/registry.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import {
   type Chain,
   chainAvailable,
-  facilitatorPrivateKey,
   network,
   payer,
-  payTo,
   startChain,
   tokenName,
-  tokenVersion
+  x402ConfigOf
 } from "../support/chain.ts"
 import { freshHome, svc } from "./run.ts"
 
@@ -42,20 +40,7 @@ const purchasesOf = (accountId: string) =>
 
 describe.skipIf(!available)("svc buy --rail x402 on a local chain", () => {
   if (chain === undefined) return
-  const x402 = {
-    payTo,
-    network,
-    asset: chain.token,
-    assetName: tokenName,
-    assetVersion: tokenVersion,
-    atomicPerCredit: 2000,
-    minCredits: 500,
-    facilitator: {
-      _tag: "InProcess" as const,
-      rpcUrl: chain.rpcUrl,
-      privateKey: Redacted.make(facilitatorPrivateKey)
-    }
-  }
+  const x402 = x402ConfigOf(chain)
   layer(testApp(operations, { x402: Option.some(x402) }), { timeout: 120_000, excludeTestServices: true })(
     (it) => {
       it.effect("with a key file and --yes: shows the price, pays it once, prints the purchase", () =>

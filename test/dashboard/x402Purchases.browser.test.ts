@@ -2,23 +2,13 @@ import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { toClientEvmSigner } from "@x402/evm"
 import { ExactEvmScheme } from "@x402/evm/exact/client"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Option } from "effect"
 import { createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
 import { signIn } from "../identity/support.ts"
 import { lastStatus, mailReader, signInWithCode, skipReason, withBrowser } from "../pages/browser.ts"
 import { TestApp, testApp } from "../support/app.ts"
-import {
-  type Chain,
-  chainAvailable,
-  facilitatorPrivateKey,
-  network,
-  payer,
-  payTo,
-  startChain,
-  tokenName,
-  tokenVersion
-} from "../support/chain.ts"
+import { type Chain, chainAvailable, network, payer, startChain, x402ConfigOf } from "../support/chain.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { checkPage, dashboard } from "./support.ts"
@@ -31,20 +21,7 @@ afterAll(() => chain?.stop())
 
 describe.skipIf(!available)(`/dashboard/billing lists x402 purchases in Chromium (${storeName})`, () => {
   if (chain === undefined) return
-  const x402 = {
-    payTo,
-    network,
-    asset: chain.token,
-    assetName: tokenName,
-    assetVersion: tokenVersion,
-    atomicPerCredit: 2000,
-    minCredits: 500,
-    facilitator: {
-      _tag: "InProcess" as const,
-      rpcUrl: chain.rpcUrl,
-      privateKey: Redacted.make(facilitatorPrivateKey)
-    }
-  }
+  const x402 = x402ConfigOf(chain)
   layer(testApp(testOperations, { x402: Option.some(x402) }), {
     timeout: 180_000,
     excludeTestServices: true

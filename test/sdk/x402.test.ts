@@ -1,5 +1,5 @@
 import { afterAll, assert, describe, layer } from "@effect/vitest"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { LocalAccount } from "viem"
 import { createClient, SvcClient, X402PaymentRefused } from "../../src/clients/sdk/index.ts"
@@ -7,17 +7,7 @@ import { operations } from "../../src/operations/registry.ts"
 import { sampleArguments } from "../mcp/samples.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
-import {
-  type Chain,
-  chainAvailable,
-  facilitatorPrivateKey,
-  network,
-  payer,
-  payTo,
-  startChain,
-  tokenName,
-  tokenVersion
-} from "../support/chain.ts"
+import { type Chain, chainAvailable, payer, payTo, startChain, x402ConfigOf } from "../support/chain.ts"
 import { startProxy } from "./proxy.ts"
 
 /**
@@ -79,20 +69,7 @@ const balances = (current: Chain) =>
 
 describe.skipIf(!available)("the SDK pays with x402 on a local chain", () => {
   if (chain === undefined) return
-  const x402 = {
-    payTo,
-    network,
-    asset: chain.token,
-    assetName: tokenName,
-    assetVersion: tokenVersion,
-    atomicPerCredit: 2000,
-    minCredits: 500,
-    facilitator: {
-      _tag: "InProcess" as const,
-      rpcUrl: chain.rpcUrl,
-      privateKey: Redacted.make(facilitatorPrivateKey)
-    }
-  }
+  const x402 = x402ConfigOf(chain)
   layer(testApp(operations, { x402: Option.some(x402) }), { timeout: 120_000, excludeTestServices: true })(
     (it) => {
       it.effect(

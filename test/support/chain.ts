@@ -4,9 +4,11 @@ import { createRequire } from "node:module"
 import { createServer } from "node:net"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { Redacted } from "effect"
 import { type Address, createPublicClient, createWalletClient, type Hex, http, publicActions } from "viem"
 import { mnemonicToAccount } from "viem/accounts"
 import { foundry } from "viem/chains"
+import type { X402Config } from "../../src/config.ts"
 
 /**
  * A local EVM chain for the x402 tests: anvil (from the registry's `@foundry-rs/anvil` package) on
@@ -159,6 +161,21 @@ export interface Chain {
   readonly resume: () => void
   readonly stop: () => Promise<void>
 }
+
+/**
+ * The rail's settings for this chain, as the tests set them: our token at 2,000 units a credit, a
+ * 500-credit minimum, paid to `payTo`, settled by the facilitator in process with its own key.
+ */
+export const x402ConfigOf = (chain: Chain): X402Config => ({
+  payTo,
+  network,
+  asset: chain.token,
+  assetName: tokenName,
+  assetVersion: tokenVersion,
+  atomicPerCredit: 2000,
+  minCredits: 500,
+  facilitator: { _tag: "InProcess", rpcUrl: chain.rpcUrl, privateKey: Redacted.make(facilitatorPrivateKey) }
+})
 
 /** Starts anvil, deploys the token and mints `initialBalance` to `payer`. */
 export const startChain = async (initialBalance = 100_000_000n): Promise<Chain> => {

@@ -2,7 +2,7 @@ import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { toClientEvmSigner } from "@x402/evm"
 import { ExactEvmScheme } from "@x402/evm/exact/client"
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Option } from "effect"
 import { createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
 import { post, signIn } from "../identity/support.ts"
@@ -10,13 +10,11 @@ import { TestApp, testApp } from "../support/app.ts"
 import {
   type Chain,
   chainAvailable,
-  facilitatorPrivateKey,
   network,
   payer,
   payTo,
   startChain,
-  tokenName,
-  tokenVersion
+  x402ConfigOf
 } from "../support/chain.ts"
 import { storeName } from "../support/database.ts"
 import { testOperations } from "../support/testOperations.ts"
@@ -32,20 +30,7 @@ afterAll(() => Promise.all([chain?.stop(), receiver.close()]))
 
 describe.skipIf(!available)(`webhooks: credits.purchased for an x402 purchase (${storeName})`, () => {
   if (chain === undefined) return
-  const x402 = {
-    payTo,
-    network,
-    asset: chain.token,
-    assetName: tokenName,
-    assetVersion: tokenVersion,
-    atomicPerCredit: 2000,
-    minCredits: 500,
-    facilitator: {
-      _tag: "InProcess" as const,
-      rpcUrl: chain.rpcUrl,
-      privateKey: Redacted.make(facilitatorPrivateKey)
-    }
-  }
+  const x402 = x402ConfigOf(chain)
   layer(testApp(testOperations, { webhookAllowPrivateUrls: true, x402: Option.some(x402) }), {
     timeout: 120_000,
     excludeTestServices: true
