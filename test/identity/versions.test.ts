@@ -57,6 +57,26 @@ const forgotten = (hash: string) =>
     assert.isUndefined(memory.peek(hash, Date.now()))
   })
 
+/**
+ * Calls until the key is remembered: on PostgreSQL the reports of the account's own setup (its
+ * claim, its purchase) reach this instance a moment later and forget what the first call stored.
+ */
+const remembered = (
+  call: () => Effect.Effect<{ readonly status: number; readonly body: unknown }>,
+  hash: string
+) =>
+  Effect.gen(function* () {
+    const memory = yield* KeyMemory
+    for (let i = 0; i < 40; i++) {
+      const answer = yield* call()
+      assert.strictEqual(answer.status, 200, JSON.stringify(answer.body))
+      const entry = memory.peek(hash, Date.now())
+      if (entry !== undefined) return entry
+      yield* Effect.sleep("50 millis")
+    }
+    return assert.fail("the key was never remembered")
+  })
+
 describe(`a remembered key checked by the cache hit's own statement (${storeName})`, () => {
   layer(testApp(operations), { timeout: 120_000, excludeTestServices: true })((it) => {
     it.effect(
@@ -91,10 +111,8 @@ describe(`a remembered key checked by the cache hit's own statement (${storeName
         const memory = yield* KeyMemory
         const slug = yield* warmed
         const account = yield* paid(1000)
-        assert.strictEqual((yield* account.call(profile(slug))).status, 200)
         const hash = hashSecret(account.key)
-        const entry = memory.peek(hash, Date.now())
-        assert.isDefined(entry)
+        const entry = yield* remembered(() => account.call(profile(slug)), hash)
         const balance = yield* account.balance
         const receipts = yield* account.receipts
 
@@ -163,10 +181,7 @@ describe(`a remembered key checked by the cache hit's own statement (${storeName
             ]
           ] as const) {
             yield* setup
-            const before = yield* call()
-            assert.strictEqual(before.status, 200, JSON.stringify(before.body))
-            const entry = memory.peek(hash, Date.now())
-            assert.isDefined(entry)
+            const entry = yield* remembered(call, hash)
             const balance = yield* account.balance
             const receipts = yield* account.receipts
 
