@@ -1,3 +1,5 @@
+import { IncomingMessage, ServerResponse } from "node:http"
+import { Socket } from "node:net"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Deferred, Effect, Exit, Layer, Option, Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -125,6 +127,12 @@ export interface Instance {
   readonly plug: Plug
   readonly scope: Scope.Closeable
   readonly handle: (request: SimRequest) => Effect.Effect<SimReply>
+  /**
+   * The same request as Node's HTTP server hands it over (`NodeHttpServer.makeHandler`): an
+   * `IncomingMessage` and a `ServerResponse`, in memory. The OAuth authorization server
+   * (oidc-provider) and its sign-in and consent pages read and answer the Node objects themselves.
+   */
+  readonly handleNode: (request: SimRequest) => Effect.Effect<SimReply>
   /** The operator rotates the receipt signing key on this instance (`ReceiptSigner.rotate`). */
   readonly rotateReceiptKey: Effect.Effect<void>
   /** The operator renews an account's local subscription on this instance (the `renew` operator RPC's `Checkout.renewLocal`). */
@@ -155,6 +163,21 @@ const watchedSigner = (signer: ReceiptSigner["Service"], signing: { pending: num
     sign: (receipt) => watched(signer.sign(receipt)),
     signAll: (receipts) => watched(signer.signAll(receipts))
   })
+}
+
+/** A reply from what a `ServerResponse` wrote: its status, the header lines it sent, the body. */
+const nodeReply = (res: ServerResponse, text: string): SimReply => {
+  const headers = new Headers()
+  const head: string = (res as unknown as { _header?: string })._header ?? ""
+  for (const line of head.split("\r\n").slice(1)) {
+    const colon = line.indexOf(":")
+    if (colon > 0) headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim())
+  }
+  let body: unknown = text
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  return { status: res.statusCode, headers, text, body }
 }
 
 export const simConfig: Partial<AppConfigShape> = {
@@ -241,12 +264,53 @@ export const startInstance = (options: {
         Effect.orDie
       )
     }
+    const nodeHandler = yield* NodeHttpServer.makeHandler(app, { scope }).pipe(Effect.provide(served))
+    const handleNode = (request: SimRequest): Effect.Effect<SimReply> =>
+      Effect.callback<SimReply>((resume) => {
+        // An unconnected socket: what the response writes stays in memory (`outputData`).
+        const socket = new Socket()
+        Object.defineProperty(socket, "remoteAddress", { value: "127.0.0.1" })
+        const req = new IncomingMessage(socket)
+        const headers: Record<string, string> = { host: "svc.test" }
+        for (const [name, value] of Object.entries(request.headers ?? {})) headers[name.toLowerCase()] = value
+        headers["x-forwarded-for"] = request.ip
+        if (request.body !== undefined) headers["content-length"] = String(Buffer.byteLength(request.body))
+        req.method = request.method
+        req.url = request.path
+        req.headers = headers
+        req.rawHeaders = Object.entries(headers).flat()
+        req.httpVersionMajor = 1
+        req.httpVersionMinor = 1
+        req.httpVersion = "1.1"
+        if (request.body !== undefined) req.push(Buffer.from(request.body))
+        req.push(null)
+        const res = new ServerResponse(req)
+        const chunks: Array<Buffer> = []
+        const chunkOf = (chunk: unknown) =>
+          typeof chunk === "string" || chunk instanceof Uint8Array ? Buffer.from(chunk) : undefined
+        const write = res.write.bind(res)
+        res.write = ((chunk: unknown, ...rest: Array<any>) => {
+          const bytes = chunkOf(chunk)
+          if (bytes !== undefined) chunks.push(bytes)
+          return (write as any)(chunk, ...rest)
+        }) as typeof res.write
+        const end = res.end.bind(res)
+        res.end = ((chunk?: unknown, ...rest: Array<any>) => {
+          const bytes = chunkOf(chunk)
+          if (bytes !== undefined) chunks.push(bytes)
+          const ended = (end as any)(chunk, ...rest)
+          resume(Effect.sync(() => nodeReply(res, Buffer.concat(chunks).toString("utf8"))))
+          return ended
+        }) as typeof res.end
+        nodeHandler(req, res)
+      })
     return {
       index: options.index,
       generation: options.generation,
       plug,
       scope,
       handle,
+      handleNode,
       rotateReceiptKey: ReceiptSigner.use((signer) => signer.rotate).pipe(
         Effect.provide(built),
         Effect.asVoid,

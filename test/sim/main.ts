@@ -26,7 +26,7 @@ export interface SimArgs {
 
 export const defaults: SimArgs = {
   seed: "1",
-  ops: 2_000,
+  ops: 700,
   instances: 3,
   clients: 12,
   faults: new Set(faultKinds),

@@ -194,6 +194,19 @@ export const mutations: ReadonlyArray<Mutation> = [
     ])
   },
   {
+    name: "oauth-token-any-account",
+    description:
+      "resolve an access token's connected app by its client alone, not the account that consented: one account's token spends another's credits",
+    ops: 500,
+    rewrite: (sql) =>
+      sql.includes("FROM oauth_apps") && !sql.includes("FOR UPDATE")
+        ? sql.replace(
+            "WHERE account_id = $1 AND client_id = $2 AND revoked_at IS NULL",
+            "WHERE $1::text IS NOT NULL AND client_id = $2 AND revoked_at IS NULL"
+          )
+        : sql
+  },
+  {
     name: "webhook-wrong-event",
     description:
       "read a delivery's event by its account, not its id: a delivery carries another event's body",

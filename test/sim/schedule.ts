@@ -108,6 +108,23 @@ export type Step =
       readonly latencyMs: number
     }
 
+  /**
+   * A person connects an MCP app through the authorization server (oidc-provider): the app, one
+   * client registered once a run and shared by every client, sends the browser to authorize with
+   * PKCE; the person signs in by email and `allow`s or `deny`s. Allowed, the app exchanges the code
+   * on `other`, tries the code once more, and calls a tool of `/mcp/profnet` with the access token;
+   * with `revoke` the person then disconnects the app and the app tries its token again.
+   */
+  | {
+      readonly kind: "oauth"
+      readonly client: number
+      readonly instance: number
+      readonly other: number
+      readonly decision: "allow" | "deny"
+      readonly revoke: boolean
+      readonly op: number
+    }
+
 export interface ScheduleOptions {
   readonly steps: number
   readonly instances: number
@@ -210,7 +227,31 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
       steps.push({ kind: "mint", client: c, instance: i })
     }
   }
-  return withWebhooks(steps, rng.fork("webhooks"), options)
+  return withOAuth(withWebhooks(steps, rng.fork("webhooks"), options), rng.fork("oauth"), options)
+}
+
+/**
+ * The OAuth steps, from a stream of their own like the webhook steps (`withWebhooks`), put between
+ * the others after the clients' first keys.
+ */
+const withOAuth = (base: ReadonlyArray<Step>, rng: Rng, options: ScheduleOptions): Array<Step> => {
+  const steps: Array<Step> = []
+  base.forEach((step, at) => {
+    if (at >= options.clients && rng.next() < 0.025) {
+      const i = rng.int(options.instances)
+      steps.push({
+        kind: "oauth",
+        client: rng.int(options.clients),
+        instance: i,
+        other: options.instances === 1 ? i : (i + 1 + rng.int(options.instances - 1)) % options.instances,
+        decision: rng.next() < 0.8 ? "allow" : "deny",
+        revoke: rng.next() < 0.35,
+        op: rng.int(3)
+      })
+    }
+    steps.push(step)
+  })
+  return steps
 }
 
 /**
@@ -220,7 +261,7 @@ export const makeSchedule = (rng: Rng, options: ScheduleOptions): Array<Step> =>
 const withWebhooks = (base: ReadonlyArray<Step>, rng: Rng, options: ScheduleOptions): Array<Step> => {
   const steps: Array<Step> = []
   base.forEach((step, at) => {
-    if (at >= options.clients && rng.next() < 0.03) {
+    if (at >= options.clients && rng.next() < 0.06) {
       const roll = rng.next()
       steps.push({
         kind: "webhook",

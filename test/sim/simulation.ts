@@ -53,13 +53,14 @@ export interface RunResult {
   /**
    * Where the run's wall-clock time went, in ms, each moment in one phase: the steps' own requests,
    * the clock moved between steps (what wakes then: sweepers, workers), the invariant checks (those
-   * that hold at every moment, and the ledger's), and instances (re)started. Real time, so never
+   * that hold at every moment, and the ledger's), instances (re)started, and the end (the leases
+   * lapsing, the receivers' last hour and more). Real time, so never
    * part of the trace.
    */
   readonly spent: Record<Phase, number>
 }
 
-export type Phase = "steps" | "clock" | "always" | "ledger" | "starts"
+export type Phase = "steps" | "clock" | "always" | "ledger" | "starts" | "end"
 
 /**
  * 2025-12-31T23:40:00Z: where every run's clock starts, so that a run of a few thousand steps
@@ -107,6 +108,27 @@ const restPaths: Record<string, string> = {
 }
 
 /**
+ * The steps after which the ledger's `quiet` checks run at once: those that move money or
+ * accounts in a way of their own (a fault in the middle of a call, a payment, a subscription, a
+ * top-up, a claim). The others (data calls, races, held calls, keys, the clock) are checked every
+ * twentieth step and at the end: what they could break stays broken until then (a ledger does not
+ * mend itself), and `always` runs after every step.
+ */
+const ledgerKinds: ReadonlySet<Step["kind"]> = new Set([
+  "crash",
+  "freeze",
+  "dbdrop",
+  "x402",
+  "checkout",
+  "subscribe",
+  "renew",
+  "cancel",
+  "topup",
+  "signin",
+  "oauth"
+])
+
+/**
  * One turn of the event loop for everything else in the process. In process (PGlite) nothing
  * waits on the outside, so a turn is exact; PostgreSQL answers over the network, so a turn there
  * also gives its answers a moment of real time to arrive (runs on PostgreSQL are checked the same,
@@ -143,7 +165,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       const fundRng = rng.fork("chain")
       for (let c = 0; c < options.clients; c++)
         chain.balances.set(walletOf(c), BigInt(5 + fundRng.int(25)) * 1_000_000n)
-      const spent: Record<Phase, number> = { steps: 0, clock: 0, always: 0, ledger: 0, starts: 0 }
+      const spent: Record<Phase, number> = { steps: 0, clock: 0, always: 0, ledger: 0, starts: 0, end: 0 }
       let phaseNow: Phase | undefined
       /**
        * Adds the wall-clock time of `effect` to `phase`; a phase inside another (the checks of a
@@ -376,7 +398,15 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               : body
           const result = message?.result
           body = result?.structuredContent ?? result
-          status = result === undefined ? 500 : result.isError === true ? (body?.status ?? 500) : 200
+          // Refused before the tool (a bearer not taken: 401) the answer is HTTP's own.
+          status =
+            result === undefined
+              ? reply.status === 200
+                ? 500
+                : reply.status
+              : result.isError === true
+                ? (body?.status ?? 500)
+                : 200
         }
         const receipt = body?.receipt
         if (status === 200 && receipt !== undefined && client.account !== undefined) {
@@ -562,6 +592,19 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           return Deferred.succeed(held.release, undefined)
         })
 
+      /** The sign-in code last mailed to `email` (the `outbox`: no SMTP in a run). */
+      const mailedCode = (email: string) =>
+        onStore(
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            return yield* sql<{ body_text: string | null }>`SELECT body_text FROM outbox
+              WHERE to_email = ${email.toLowerCase()} ORDER BY created_at DESC, id DESC LIMIT 1`
+          }).pipe(Effect.provide(store.context))
+        ).pipe(
+          Effect.orDie,
+          Effect.map((mail) => /code is (\d{6})/.exec(mail[0]?.body_text ?? "")?.[1] ?? "000000")
+        )
+
       /** Email sign-in (and the claim of a trial account) of a client, with the code from the outbox. */
       const signIn = (c: Client, clientNo: number, instance: number) =>
         Effect.gen(function* () {
@@ -570,14 +613,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           const started = yield* call(instance, json(c, "POST", "/v1/auth/email/start", { email }, c.key))
           if (started.status !== 202)
             return event(`signin c${clientNo} -> start ${started.status} ${started.body?.code ?? ""}`)
-          const mail = yield* onStore(
-            Effect.gen(function* () {
-              const sql = yield* SqlClient.SqlClient
-              return yield* sql<{ body_text: string | null }>`SELECT body_text FROM outbox
-                WHERE to_email = ${email.toLowerCase()} ORDER BY created_at DESC, id DESC LIMIT 1`
-            }).pipe(Effect.provide(store.context))
-          ).pipe(Effect.orDie)
-          const code = /code is (\d{6})/.exec(mail[0]?.body_text ?? "")?.[1] ?? "000000"
+          const code = yield* mailedCode(email)
           const verified = yield* call(
             instance,
             json(c, "POST", "/v1/auth/email/verify", { email, code }, c.key)
@@ -850,6 +886,245 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
           }
         })
 
+      /**
+       * A person connects an MCP app through the real authorization server (see the step), as a
+       * browser and the app would: the requests go through `handleNode` (oidc-provider answers the
+       * Node objects itself) with the browser's cookies, the sign-in code from the outbox. The
+       * library keeps its own clock and randomness (real time for its records' lifetimes, random
+       * uids, codes and tokens): none of them enters the trace, and its lifetimes (a code's minute,
+       * an interaction's hour) are far longer than a step takes in real time. The waits never move
+       * the virtual clock (`callNode`), so how long the library takes cannot shift virtual time.
+       */
+      const oauthRedirect = "http://127.0.0.1:7/callback"
+      const oauthResource = "http://svc.test/mcp/profnet"
+      const oauthRng = rng.fork("oauth")
+      let oauthClient: string | undefined
+      let oauthFlows = 0
+      const broken = (invariant: string, detail: string) => {
+        if (failure === undefined)
+          failure = { step: stepNo, violations: [{ invariant, rows: [detail], detail }] }
+      }
+      /** A request through `handleNode`, waited for without moving the clock (at most 10 s of real time). */
+      const callNode = (instance: number, request: SimRequest) =>
+        Effect.gen(function* () {
+          ops += 1
+          const out: { reply: SimReply | undefined; done: boolean } = { reply: undefined, done: false }
+          yield* Effect.forkDetach(
+            instances[instance]!.handleNode(request).pipe(
+              Effect.tap((reply) =>
+                Effect.sync(() => {
+                  out.reply = reply
+                })
+              ),
+              Effect.ensuring(
+                Effect.sync(() => {
+                  out.done = true
+                })
+              )
+            )
+          )
+          const from = performance.now()
+          while (!out.done) {
+            if (performance.now() - from > 10_000)
+              return yield* Effect.die(new Error(`stuck: ${request.method} ${request.path.split("?")[0]}`))
+            yield* macrotask
+          }
+          return out.reply!
+        })
+      const oauthStep = (step: Extract<Step, { kind: "oauth" }>) =>
+        Effect.gen(function* () {
+          const c = clients[step.client % clients.length]!
+          const label = `oauth c${step.client} ${step.decision}`
+          if (c.key === undefined || c.account === undefined) return event(`${label}: no key yet`)
+          if (c.token === undefined || c.email === undefined) yield* signIn(c, step.client, step.instance)
+          if (c.token === undefined || c.email === undefined) return event(`${label}: not signed in`)
+          const email = c.email
+          if (oauthClient === undefined) {
+            const registered = yield* callNode(step.instance, {
+              ...json(c, "POST", "/oauth/register", {
+                client_name: "Sim Agent",
+                redirect_uris: [oauthRedirect],
+                grant_types: ["authorization_code", "refresh_token"],
+                response_types: ["code"],
+                token_endpoint_auth_method: "none"
+              })
+            })
+            if (registered.status !== 201) return event(`${label}: register -> ${registered.status}`)
+            oauthClient = String(registered.body.client_id)
+          }
+          const clientId = oauthClient
+          // The browser: one cookie jar, redirects followed by hand.
+          const jar = new Map<string, string>()
+          const browse = (instance: number, method: string, url: string, form?: Record<string, string>) =>
+            Effect.gen(function* () {
+              const target = new URL(url, "http://svc.test")
+              const headers: Record<string, string> = {}
+              if (jar.size > 0)
+                headers.cookie = [...jar].map(([name, value]) => `${name}=${value}`).join("; ")
+              if (form !== undefined) headers["content-type"] = "application/x-www-form-urlencoded"
+              const reply = yield* callNode(instance, {
+                method,
+                path: `${target.pathname}${target.search}`,
+                ip: c.ip,
+                headers,
+                ...(form === undefined ? {} : { body: new URLSearchParams(form).toString() })
+              })
+              for (const cookie of reply.headers.getSetCookie()) {
+                const [pair = ""] = cookie.split(";")
+                const at = pair.indexOf("=")
+                const name = pair.slice(0, at)
+                const value = pair.slice(at + 1)
+                if (value === "" || /expires=Thu, 01 Jan 1970/i.test(cookie)) jar.delete(name)
+                else jar.set(name, value)
+              }
+              return reply
+            })
+          oauthFlows += 1
+          const verifier = Buffer.from(oauthRng.bytes(32)).toString("base64url")
+          const state = `s${oauthFlows}`
+          const authorize = new URL("http://svc.test/oauth/authorize")
+          for (const [name, value] of Object.entries({
+            response_type: "code",
+            client_id: clientId,
+            redirect_uri: oauthRedirect,
+            code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+            code_challenge_method: "S256",
+            scope: "mcp",
+            state,
+            resource: oauthResource
+          }))
+            authorize.searchParams.set(name, value)
+          const started = yield* browse(step.instance, "GET", authorize.href)
+          const login = started.headers.get("location") ?? ""
+          if (started.status !== 303 || !/\/login\/[\w-]+$/.test(login))
+            return event(`${label} -> authorize ${started.status}`)
+          const loginPath = new URL(login, "http://svc.test").pathname
+          const emailed = yield* browse(step.instance, "POST", `${loginPath}/email`, { email })
+          if (emailed.status !== 200) return event(`${label} -> email ${emailed.status}`)
+          const code = yield* mailedCode(email)
+          const signedIn = yield* browse(step.instance, "POST", `${loginPath}/code`, { email, code })
+          if (signedIn.status !== 303) return event(`${label} -> code ${signedIn.status}`)
+          const consent = yield* browse(step.instance, "GET", loginPath)
+          const csrf = /name="csrf" value="([^"]+)"/.exec(consent.text)?.[1]
+          const offered = [...consent.text.matchAll(/name="account_id" value="([^"]+)"/g)].map((m) => m[1]!)
+          if (consent.status !== 200 || csrf === undefined || offered.length === 0)
+            return event(`${label} -> consent page ${consent.status}`)
+          const account = offered.includes(c.account) ? c.account : offered[0]!
+          let answer = yield* browse(step.instance, "POST", `${loginPath}/consent`, {
+            csrf,
+            account_id: account,
+            decision: step.decision
+          })
+          for (let hop = 0; hop < 5; hop++) {
+            const next = answer.headers.get("location")
+            if (next === null || next.startsWith(oauthRedirect)) break
+            answer = yield* browse(step.instance, "GET", next)
+          }
+          const back = URL.canParse(answer.headers.get("location") ?? "")
+            ? new URL(answer.headers.get("location")!)
+            : undefined
+          if (
+            back === undefined ||
+            !back.href.startsWith(oauthRedirect) ||
+            back.searchParams.get("state") !== state
+          )
+            return event(`${label} -> consent ${answer.status}, not back at the app`)
+          const granted = back.searchParams.get("code")
+          if (step.decision === "deny") {
+            if (granted !== null || back.searchParams.get("error") !== "access_denied")
+              broken(
+                "a denied consent gives the app no code, only access_denied",
+                `${label}: back with code=${granted === null ? "none" : "a code"} error=${back.searchParams.get("error")}`
+              )
+            count("oauth denied")
+            return event(`${label} -> back with ${back.searchParams.get("error")}`)
+          }
+          if (granted === null) return event(`${label} -> back with ${back.searchParams.get("error")}`)
+          // The app's part: the code for a token (on another instance); later the same code again.
+          const exchange = (instance: number) =>
+            callNode(instance, {
+              method: "POST",
+              path: "/oauth/token",
+              ip: c.ip,
+              headers: { "content-type": "application/x-www-form-urlencoded" },
+              body: new URLSearchParams({
+                grant_type: "authorization_code",
+                code: granted,
+                code_verifier: verifier,
+                client_id: clientId,
+                redirect_uri: oauthRedirect,
+                resource: oauthResource
+              }).toString()
+            })
+          const token = yield* exchange(step.other)
+          const accessToken: string | undefined = token.body?.access_token
+          if (token.status !== 200 || accessToken === undefined)
+            return event(`${label} -> token ${token.status} ${token.body?.error ?? ""}`)
+          count("oauth tokens")
+          // The app calls a tool with the token: charged to the account that consented, no other
+          // (the answers' check: its receipt is of that account).
+          const holder: Client = { ...c, account, key: accessToken }
+          const tool = (idem: string) => {
+            const request = dataRequest(holder, step.op, "mcp", idem)
+            return { ...request, path: "/mcp/profnet" }
+          }
+          const idem = freshIdem()
+          const used = yield* call(step.other, tool(idem))
+          const before = model.answers.length
+          record(holder, `${label} i${step.other} token`, "mcp", idem, used)
+          const charged = model.answers[before]
+          if (charged !== undefined) {
+            // The receipt names the app as its key: the store must have charged the account that
+            // consented, on that account's app.
+            const rows = yield* onStore(
+              Effect.gen(function* () {
+                const sql = yield* SqlClient.SqlClient
+                return yield* sql<{ account_id: string; app_account: string | null }>`SELECT c.account_id,
+                  a.account_id AS app_account FROM calls c LEFT JOIN oauth_apps a ON a.id = c.key_id
+                  WHERE c.id = ${charged.receipt}`
+              }).pipe(Effect.provide(store.context))
+            ).pipe(Effect.orDie)
+            const found = rows[0]
+            if (found === undefined || found.account_id !== account || found.app_account !== account)
+              broken(
+                "an access token spends only the account that consented, through its app",
+                `${label}: ${charged.receipt} charged to ${found?.account_id} through an app of ${found?.app_account}, the token is ${account}'s`
+              )
+          }
+          if (!step.revoke) {
+            // The code sent again (an attacker's replay): no second token (and the library
+            // revokes what the code gave).
+            const again = yield* exchange(step.instance)
+            event(`${label}: the code again -> ${again.status} ${again.body?.error ?? ""}`)
+            if (again.status === 200 || again.body?.access_token !== undefined)
+              broken("an authorization code gives one token", `${label}: the code was exchanged twice`)
+            return
+          }
+          const listed = yield* call(
+            step.instance,
+            json(c, "GET", `/v1/apps?account_id=${account}`, undefined, c.token)
+          )
+          const apps: Array<{ app_id: string; client_name: string }> = listed.body?.apps ?? []
+          const app = apps.find((candidate) => candidate.client_name === "Sim Agent")
+          if (app === undefined) return event(`${label}: revoke, no app listed (${listed.status})`)
+          const revoked = yield* call(
+            step.instance,
+            json(c, "POST", "/v1/apps/revoke", { app_id: app.app_id, account_id: account }, c.token)
+          )
+          event(`${label}: revoke ${app.app_id} -> ${revoked.status}`)
+          if (revoked.status !== 200) return
+          const after = freshIdem()
+          const refused = yield* call(step.other, tool(after))
+          const answered = model.answers.length
+          record(holder, `${label} i${step.other} revoked token`, "mcp", after, refused)
+          count("oauth revoked")
+          if (model.answers.length > answered)
+            broken(
+              "the token of a disconnected app is refused",
+              `${label}: ${app.app_id} revoked, its token still answered`
+            )
+        })
+
       const runStep = (step: Step): Effect.Effect<void, never, Scope.Scope> =>
         Effect.gen(function* () {
           const client = "client" in step ? clients[step.client % clients.length]! : undefined
@@ -1013,6 +1288,8 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
               return yield* subscriptionStep(step)
             case "webhook":
               return yield* webhookStep(step)
+            case "oauth":
+              return yield* oauthStep(step)
             case "receiptkey": {
               yield* instances[step.instance]!.rotateReceiptKey
               return event(`receiptkey i${step.instance}: rotated`)
@@ -1157,17 +1434,15 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         yield* checkAlways
         checkArrivals()
         // The ledger's checks read whole tables: after every step that can break them in its own
-        // way, and every tenth step otherwise.
-        const ledgerNow =
-          stepNo % 10 === 0 ||
-          !(step.kind === "call" || step.kind === "tick" || step.kind === "fault" || step.kind === "mint")
+        // way (`ledgerKinds`), every twentieth step otherwise, and at the end.
+        const ledgerNow = stepNo % 20 === 0 || ledgerKinds.has(step.kind)
         if (failure === undefined && ledgerNow) yield* checkLedger
         if (failure !== undefined) break
       }
       // Every held call let go, and the leases run out: nothing may stay stranded.
       for (const held of [...upstream.held]) yield* release(held)
       if (failure === undefined) {
-        yield* advance(100_000, 5_000)
+        yield* timed("end")(advance(100_000, 5_000))
         stepNo += 1
         yield* checkAlways
         if (failure === undefined) yield* checkLedger
@@ -1176,7 +1451,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
       // more: each event of a registered endpoint is delivered, as recorded.
       if (failure === undefined && receivers.byUrl.size > 0) {
         for (const receiver of receivers.byUrl.values()) receiver.mode = "ok"
-        yield* advance(75 * 60_000, 60_000)
+        yield* timed("end")(advance(75 * 60_000, 60_000))
         stepNo += 1
         checkArrivals()
         const end = yield* now()
@@ -1186,6 +1461,7 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         for (const arrival of receivers.arrivals) count(`webhook answers ${arrival.answered}`)
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
       }
+      counts["virtual minutes"] = Math.round(((yield* now()) - epoch) / 60_000)
       return {
         ok: failure === undefined,
         steps: stepNo,
