@@ -197,7 +197,6 @@ export const mutations: ReadonlyArray<Mutation> = [
     name: "oauth-token-any-account",
     description:
       "resolve an access token's connected app by its client alone, not the account that consented: one account's token spends another's credits",
-    ops: 500,
     rewrite: (sql) =>
       sql.includes("FROM oauth_apps") && !sql.includes("FOR UPDATE")
         ? sql.replace(

@@ -31,6 +31,8 @@ export interface Arrival {
   /** Its `webhook-timestamp` is the moment it was sent. */
   readonly fresh: boolean
   readonly answered: number | "timeout"
+  /** The receiver was slow (answered late, or not within the timeout). */
+  readonly slow: boolean
 }
 
 export interface Receivers {
@@ -87,7 +89,8 @@ export const simTransport =
         at,
         signed,
         fresh: Math.abs(at / 1000 - timestamp) <= 5 * 60,
-        answered: timedOut ? "timeout" : receiver.mode === "fail" ? 500 : 200
+        answered: timedOut ? "timeout" : receiver.mode === "fail" ? 500 : 200,
+        slow: slowFor > 0
       }
       receivers.arrivals.push(arrival)
       if (receiver.deletedAt !== undefined && at > receiver.deletedAt) receivers.afterDeletion.push(arrival)

@@ -35,9 +35,9 @@ describe(`the deterministic simulation (${storeName})`, () => {
     "a refund cut off by a dropped connection: the model counts what the stranded reservation still holds",
     () =>
       Effect.gen(function* () {
-        // Seed 14's first 24 steps: an upstream outage answers 502, the refund's transaction is cut
+        // Seed 14's first 25 steps: an upstream outage answers 502, the refund's transaction is cut
         // by a dropped connection, so the free credits stay reserved until the lease runs out.
-        const run = yield* runSchedule(scheduleOf({ ...short, ops: 400, seed: "14" }).slice(0, 24), {
+        const run = yield* runSchedule(scheduleOf({ ...short, ops: 400, seed: "14" }).slice(0, 25), {
           seed: "14",
           instances: short.instances,
           clients: short.clients,

@@ -1458,7 +1458,10 @@ export const runSchedule = (schedule: ReadonlyArray<Step>, options: RunOptions) 
         const found = yield* onStore(
           Effect.provide(deliveryChecks(receivers, end, defaultPolicy.webhooks.retryForMs), store.context)
         ).pipe(Effect.orDie)
-        for (const arrival of receivers.arrivals) count(`webhook answers ${arrival.answered}`)
+        for (const arrival of receivers.arrivals) {
+          count(`webhook answers ${arrival.answered}`)
+          if (arrival.slow) count("webhook answers slow")
+        }
         if (found.length > 0 && failure === undefined) failure = { step: stepNo, violations: found }
       }
       counts["virtual minutes"] = Math.round(((yield* now()) - epoch) / 60_000)
