@@ -72,9 +72,11 @@ export const compareCheckouts = async (input: {
         // minute on the production plan), and a round answered 429 measures the limiter, not the case.
         // (Set 0 is the normal bench's.)
         log(`${store}: round ${round}: preparing ${options.accounts} fresh accounts on each service`)
+        const chosen = (all: ReadonlyArray<Case>) =>
+          options.cases === undefined ? all : all.filter((c) => options.cases?.includes(c.name.charAt(1)))
         const cases: Record<Checkout, ReadonlyArray<Case>> = {
-          this: await prepareCases(services.this, options.accounts, round),
-          other: await prepareCases(services.other, options.accounts, round)
+          this: chosen(await prepareCases(services.this, options.accounts, round)),
+          other: chosen(await prepareCases(services.other, options.accounts, round))
         }
         const order: ReadonlyArray<Checkout> = round % 2 === 1 ? ["this", "other"] : ["other", "this"]
         for (const [i, testCase] of cases.this.entries()) {

@@ -29,6 +29,8 @@ export interface Options {
   readonly against: string | undefined
   /** Rounds of each case in one run (with --against, per checkout): each figure is their median. */
   readonly rounds: number
+  /** With --against, only the cases of these letters (a to e); every case when undefined. */
+  readonly cases: string | undefined
 }
 
 /**
@@ -64,6 +66,7 @@ export const usage = `npm run bench -- [options]
                     req/s and the service's CPU per request of each, and their ratios
   --rounds N        rounds of every case in one run (default 3): each figure is their median, the
                     spread (min-max) beside it; with --against, rounds per checkout
+  --cases LETTERS   with --against, only these cases (c: GET /v1/usage only; ac: two of them)
 `
 
 const positiveInt = (name: string, text: string | undefined, fallback: number): number => {
@@ -92,6 +95,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
       "compare-metrics": { type: "string" },
       against: { type: "string" },
       rounds: { type: "string" },
+      cases: { type: "string" },
       help: { type: "boolean", short: "h" }
     },
     strict: true
@@ -104,6 +108,9 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
   const profileCase = values["profile-case"] ?? "a"
   if (!/^[a-e]$/.test(profileCase))
     throw new Error(`--profile-case must be a letter a to e, got ${profileCase}`)
+  const cases = values.cases
+  if (cases !== undefined && !/^[a-e]+$/.test(cases))
+    throw new Error(`--cases must be letters a to e, got ${cases}`)
   const pg = values.pg ?? process.env.BENCH_DATABASE_URL
   return {
     duration: positiveInt("duration", values.duration, 10),
@@ -124,6 +131,7 @@ export const parseOptions = (argv: ReadonlyArray<string>): Options | "help" => {
         ? undefined
         : positiveInt("compare-metrics", values["compare-metrics"], 3),
     against: values.against === undefined || values.against.length === 0 ? undefined : values.against,
-    rounds: positiveInt("rounds", values.rounds, 3)
+    rounds: positiveInt("rounds", values.rounds, 3),
+    cases
   }
 }

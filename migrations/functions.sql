@@ -309,6 +309,47 @@ BEGIN
 END
 $$;
 
+-- What `GET /v1/usage` (src/services/Usage.ts) reports of the free budget, for an account whose
+-- plan it can count for (`svc_free_counts` with the tier open): the IP's use today, what is left
+-- (`svc_free_left_of`) and the spendable credits with it (`svc_spendable`), as JSON. A function, called
+-- by the usage statement only for such an account, so that no other account's request pays for
+-- the free-use rows' reads in that statement's plan.
+CREATE OR REPLACE FUNCTION svc_usage_free(p_plan text, p_grant bigint, p_balance bigint, p_ip text,
+  p_day integer, p_free_per_ip bigint, p_free_open boolean, p_global_free bigint)
+RETURNS json LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  used bigint;
+  left_over bigint;
+BEGIN
+  SELECT f.credits_used INTO used FROM free_tier_usage f WHERE f.ip = p_ip AND f.day = p_day;
+  left_over := svc_free_left_of(svc_free_counts(p_plan, false, p_free_open), p_free_per_ip, p_global_free,
+    COALESCE(used, 0), COALESCE((SELECT d.credits_used FROM free_tier_days d WHERE d.day = p_day), 0));
+  RETURN json_build_object('used', used, 'free_left', left_over,
+    'spendable', svc_spendable(left_over, p_grant, p_balance));
+END
+$$;
+
+-- What `GET /v1/usage` reports of a key's cap, as JSON: the tightest cap's remainder as the charge
+-- finds it (`svc_key_cap`, `svc_cap_reported`), the key's own cap, its period and its spend in it;
+-- NULL for a key with neither a cap nor a parent (most keys: their own row is read and nothing
+-- else, as in `svc_key_cap`) or not of `p_account`.
+CREATE OR REPLACE FUNCTION svc_usage_key(p_account text, p_key text, p_day integer)
+RETURNS json LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  own record;
+BEGIN
+  SELECT k.spend_cap_credits, k.parent_key_id, k.cap_period INTO own FROM api_keys k
+    WHERE k.id = p_key AND k.account_id = p_account;
+  IF NOT FOUND OR (own.spend_cap_credits IS NULL AND own.parent_key_id IS NULL) THEN
+    RETURN NULL;
+  END IF;
+  RETURN json_build_object('cap_left', svc_cap_reported((svc_key_cap(p_key, p_day)).cap_left),
+    'spend_cap_credits', own.spend_cap_credits, 'cap_period', own.cap_period,
+    'spent_in_period', CASE WHEN own.spend_cap_credits IS NOT NULL THEN COALESCE((SELECT s.spent
+      FROM key_spend s WHERE s.key_id = p_key AND s.period = svc_period(own.cap_period, p_day)), 0) END);
+END
+$$;
+
 -- Reserves a call's whole quote and takes the account's one in-flight slot, in one transaction.
 -- outcome: 'reserved'; 'account' (no such account); 'expired' (the slot is held by a call whose
 -- lease has passed: the caller refunds it and asks again with p_after_sweep); 'busy' (another call

@@ -83,22 +83,28 @@ const TopupRow = Schema.Struct({
   spent: Row.Int
 })
 
-/** Everything `get_usage` reads, in one row (the lists as JSON). */
+/** The free budget as `svc_usage_free` reports it (JSON). */
+const FreeJson = Schema.Struct({ used: Row.NullableInt, free_left: Row.Int, spendable: Row.Int })
+
+/** The key's cap as `svc_usage_key` reports it (JSON). */
+const KeyCapJson = Schema.Struct({
+  cap_left: Row.NullableInt,
+  spend_cap_credits: Row.NullableInt,
+  cap_period: Schema.Literals(["day", "month", "total"]),
+  spent_in_period: Row.NullableInt
+})
+
+/** Everything `get_usage` reads, in one row (the lists and the rarer parts as JSON). */
 const decodeFacts = Row.decoder(
   Schema.Struct({
     grant_credits: Row.Int,
     balance_credits: Row.Int,
-    free_used: Row.NullableInt,
-    free_left: Row.Int,
+    free: Schema.NullOr(FreeJson),
     spendable: Row.Int,
-    cap_left: Row.NullableInt,
-    spend_cap_credits: Row.NullableInt,
-    cap_period: Schema.NullOr(Schema.Literals(["day", "month", "total"])),
-    spent_in_period: Row.NullableInt,
+    key_cap: Schema.NullOr(KeyCapJson),
     days: Schema.Array(DayRow),
     subscription: Schema.NullOr(SubscriptionRow),
-    purchases: Row.Int,
-    last_purchase_at: Row.NullableInt,
+    purchases: Schema.Struct({ count: Row.Int, last_at: Row.NullableInt }),
     topup: Schema.NullOr(TopupRow)
   }),
   "usage facts"
@@ -129,28 +135,24 @@ export class Usage extends Context.Service<
             const today = dayOf(now)
             const month = isoDay(today).slice(0, 7)
             // One statement: the credits as they are now (the caller's account may be remembered from
-            // an earlier request), today's free use of the IP, what the next call finds as the money
-            // rule's own functions compute it (the free budget left, the spendable credits, the
-            // tightest cap's remainder: svc_free_left_of, svc_spendable, svc_key_cap, svc_cap_reported,
-            // the functions svc_funding and svc_remaining are made of), the calling key's own cap and
-            // spend, 30 days (each day's settled calls as they counted themselves,
-            // migrations/0018_usage_days.sql), the subscription, the purchases. The rule's scalar
-            // functions are SQL expressions the planner inlines into this statement's kept plan,
-            // where a call of the PL/pgSQL ones costs a function call each (docs/performance.md).
-            // A key with neither a cap nor a parent has no cap to read (most keys, as svc_key_cap says):
-            // its own row is read and nothing else. Another key's cap is svc_key_cap's, called only
-            // then: the inlined svc_key_caps, as a subquery of this statement, cost every request
-            // about 70 µs of PGlite's CPU to set up even when it did not run (docs/performance.md).
-            // The day's free use (free_tier_days) is a subquery in svc_free_left_of's argument rather
-            // than a join: about 30 µs less, the statement alone on PGlite.
+            // an earlier request), what the next call finds as the money rule's own functions compute
+            // it, 30 days (each day's settled calls as they counted themselves,
+            // migrations/0018_usage_days.sql), the subscription, the purchases, the top-up.
+            // Every table a statement's kept plan names costs each execution its set-up, read or not
+            // (on PGlite about 20-30 µs of CPU each, docs/performance.md), so what most requests do not
+            // need is a call of a function of the rule that reads it, made only when it is needed:
+            // the free budget's rows for an account the free budget can count for (svc_usage_free,
+            // from svc_free_counts, svc_free_left_of, svc_spendable), the key's cap for a key with a
+            // cap or a parent (svc_usage_key, from svc_key_cap; it reads the key's own row, and
+            // nothing else for most keys). Any other account's spendable credits are svc_spendable's
+            // with no free budget, as svc_free_left_of has none for it.
             return sql`
-          SELECT a.grant_credits, a.balance_credits, fu.credits_used AS free_used,
-            fl.free_left, svc_spendable(fl.free_left, a.grant_credits, a.balance_credits) AS spendable,
-            svc_cap_reported(CASE WHEN k.id IS NOT NULL AND k.spend_cap_credits IS NULL AND k.parent_key_id IS NULL
-              THEN NULL ELSE (svc_key_cap(${keyId}, ${today})).cap_left END) AS cap_left,
-            k.spend_cap_credits, k.cap_period,
-            CASE WHEN k.spend_cap_credits IS NOT NULL THEN (SELECT s.spent FROM key_spend s
-              WHERE s.key_id = k.id AND s.period = svc_period(k.cap_period, ${today})) END AS spent_in_period,
+          SELECT a.grant_credits, a.balance_credits,
+            CASE WHEN svc_free_counts(a.plan, false, true) THEN svc_usage_free(a.plan, a.grant_credits,
+              a.balance_credits, ${ip}, ${today}, ${terms.free_per_ip}, ${terms.free_open}, ${terms.global_free}::bigint)
+              END AS free,
+            svc_spendable(0, a.grant_credits, a.balance_credits) AS spendable,
+            svc_usage_key(a.id, ${keyId}, ${today}) AS key_cap,
             (SELECT COALESCE(json_agg(d ORDER BY d.day DESC), '[]'::json) FROM (
               SELECT u.day, u.credits, u.calls FROM usage_days u
               WHERE u.account_id = a.id AND u.day > ${today - 30}) d) AS days,
@@ -158,19 +160,14 @@ export class Usage extends Context.Service<
               SELECT pack, rail, status, current_period_end, cancel_at_period_end FROM subscriptions
               WHERE account_id = a.id
               ORDER BY (status = 'active') DESC, created_at DESC, id DESC LIMIT 1) s) AS subscription,
-            (SELECT COUNT(*) FROM purchases p WHERE p.account_id = a.id) AS purchases,
-            (SELECT MAX(p.created_at) FROM purchases p WHERE p.account_id = a.id) AS last_purchase_at,
+            (SELECT json_build_object('count', COUNT(*), 'last_at', MAX(p.created_at)) FROM purchases p
+              WHERE p.account_id = a.id) AS purchases,
             (SELECT row_to_json(t) FROM (
               SELECT s.enabled, s.pack, s.below_credits, s.monthly_max_usd_cents,
                 (SELECT COALESCE(SUM(u.price_usd_cents), 0) FROM topups u
                   WHERE u.account_id = a.id AND u.month = ${month} AND u.state <> 'failed') AS spent
               FROM topup_settings s WHERE s.account_id = a.id) t) AS topup
           FROM accounts a
-          LEFT JOIN free_tier_usage fu ON fu.ip = ${ip} AND fu.day = ${today}
-          CROSS JOIN LATERAL (SELECT svc_free_left_of(svc_free_counts(a.plan, false, ${terms.free_open}),
-            ${terms.free_per_ip}, ${terms.global_free}::bigint, COALESCE(fu.credits_used, 0),
-            COALESCE((SELECT d.credits_used FROM free_tier_days d WHERE d.day = ${today}), 0)) AS free_left) fl
-          LEFT JOIN api_keys k ON k.id = ${keyId} AND k.account_id = a.id
           WHERE a.id = ${accountId}`.pipe(
               Effect.flatMap(decodeFacts),
               Effect.map((rows): UsageFacts => {
@@ -183,20 +180,22 @@ export class Usage extends Context.Service<
                 }))
                 const todayRow = days.find((day) => day.day === today)
                 const subscription = row?.subscription ?? undefined
+                const free = row?.free ?? null
+                const keyCap = row?.key_cap ?? null
                 return {
                   grantCredits: row?.grant_credits ?? 0,
                   balanceCredits: row?.balance_credits ?? 0,
-                  freeUsedToday: row?.free_used ?? 0,
-                  freeLeft: row?.free_left ?? 0,
-                  spendable: row?.spendable ?? 0,
-                  keyCapLeft: row?.cap_left ?? undefined,
-                  ...(row?.spend_cap_credits === null || row?.spend_cap_credits === undefined
+                  freeUsedToday: free?.used ?? 0,
+                  freeLeft: free?.free_left ?? 0,
+                  spendable: free?.spendable ?? row?.spendable ?? 0,
+                  keyCapLeft: keyCap?.cap_left ?? undefined,
+                  ...(keyCap === null || keyCap.spend_cap_credits === null
                     ? {}
                     : {
                         keyCap: {
-                          spendCapCredits: row.spend_cap_credits,
-                          capPeriod: row.cap_period ?? "total",
-                          spentInPeriod: row.spent_in_period ?? 0
+                          spendCapCredits: keyCap.spend_cap_credits,
+                          capPeriod: keyCap.cap_period,
+                          spentInPeriod: keyCap.spent_in_period ?? 0
                         }
                       }),
                   today: { credits: todayRow?.credits ?? 0, calls: todayRow?.calls ?? 0 },
@@ -212,7 +211,7 @@ export class Usage extends Context.Service<
                           cancelAtPeriodEnd: subscription.cancel_at_period_end
                         }
                       }),
-                  purchases: { count: row?.purchases ?? 0, lastAt: row?.last_purchase_at ?? null },
+                  purchases: { count: row?.purchases.count ?? 0, lastAt: row?.purchases.last_at ?? null },
                   ...(row?.topup === null || row?.topup === undefined
                     ? {}
                     : {
