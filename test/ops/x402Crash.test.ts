@@ -21,7 +21,8 @@ import {
   payTo,
   startChain,
   tokenName,
-  tokenVersion
+  tokenVersion,
+  x402ConfigOf
 } from "../support/chain.ts"
 import { mintKey, queryStore, startService } from "./service.ts"
 
@@ -123,20 +124,7 @@ describe.skipIf(!available)(
       const config = AppConfig.layerTest({
         dataDir: dir,
         databaseUrl: database === undefined ? Option.none() : Option.some(Redacted.make(database)),
-        x402: Option.some({
-          payTo,
-          network,
-          asset: chain.token,
-          assetName: tokenName,
-          assetVersion: tokenVersion,
-          atomicPerCredit: 2000,
-          minCredits: 500,
-          facilitator: {
-            _tag: "InProcess",
-            rpcUrl: chain.rpcUrl,
-            privateKey: Redacted.make(facilitatorPrivateKey)
-          }
-        })
+        x402: Option.some(x402ConfigOf(chain))
       })
       const sweeps = await Effect.runPromise(
         Effect.gen(function* () {
