@@ -65,7 +65,7 @@ const topupRows = (accountId: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     return yield* Effect.orDie(
-      sql`SELECT id, state, price_usd_cents, payment_ref, error FROM topups WHERE account_id = ${accountId}
+      sql`SELECT id, state, price_usd_cents, payment_ref, error, attempts, locked_until FROM topups WHERE account_id = ${accountId}
         ORDER BY created_at, id`
     )
   })
@@ -383,8 +383,12 @@ describe(`automatic top-up on Stripe (${storeName})`, () => {
           yield* charge(who, 4)
           const [pending] = yield* eventually(
             topupRows(who.accountId),
+            // The worker has written the unanswered try down (its lease let go); moving the next try
+            // before that would be overwritten by the worker's own back-off.
             (rows) =>
               rows.length === 4 &&
+              Number(rows[3]!.attempts) === 1 &&
+              rows[3]!.locked_until === null &&
               fake.requests.some(
                 (r) => r.path === "/v1/payment_intents" && r.idempotencyKey === `topup-${rows[3]!.id}`
               ),
