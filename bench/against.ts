@@ -1,5 +1,5 @@
 import { resolve } from "node:path"
-import { type Case, type CaseResult, prepareCases, runCase } from "./cases.ts"
+import { type Case, type CaseResult, chosenCases, prepareCases, runCase } from "./cases.ts"
 import type { Options } from "./options.ts"
 import { table } from "./report.ts"
 import { type Service, type Store, startService } from "./service.ts"
@@ -72,11 +72,9 @@ export const compareCheckouts = async (input: {
         // minute on the production plan), and a round answered 429 measures the limiter, not the case.
         // (Set 0 is the normal bench's.)
         log(`${store}: round ${round}: preparing ${options.accounts} fresh accounts on each service`)
-        const chosen = (all: ReadonlyArray<Case>) =>
-          options.cases === undefined ? all : all.filter((c) => options.cases?.includes(c.name.charAt(1)))
         const cases: Record<Checkout, ReadonlyArray<Case>> = {
-          this: chosen(await prepareCases(services.this, options.accounts, round)),
-          other: chosen(await prepareCases(services.other, options.accounts, round))
+          this: chosenCases(options, await prepareCases(services.this, options.accounts, round)),
+          other: chosenCases(options, await prepareCases(services.other, options.accounts, round))
         }
         const order: ReadonlyArray<Checkout> = round % 2 === 1 ? ["this", "other"] : ["other", "this"]
         for (const [i, testCase] of cases.this.entries()) {

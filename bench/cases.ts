@@ -384,6 +384,10 @@ const growLedger = async (
   }
 }
 
+/** The cases `--cases` names (by the letter in "(a) ..."), or every case. */
+export const chosenCases = (options: Options, all: ReadonlyArray<Case>): ReadonlyArray<Case> =>
+  options.cases === undefined ? all : all.filter((c) => options.cases?.includes(c.name.charAt(1)))
+
 export const measureStore = async (
   store: Store,
   databaseUrl: string | undefined,
@@ -423,7 +427,7 @@ export const measureStore = async (
     let cases: ReadonlyArray<Case> = []
     for (let round = 1; round <= options.rounds; round++) {
       if (round > 1) log(`${store}: round ${round}: preparing ${options.accounts} fresh accounts`)
-      cases = await prepareCases(service, options.accounts, round - 1)
+      cases = chosenCases(options, await prepareCases(service, options.accounts, round - 1))
       await beforeRound(round)
       for (const testCase of cases) {
         log(`${store}: round ${round}, ${testCase.name}`)
@@ -432,7 +436,7 @@ export const measureStore = async (
       }
     }
     let ledger: LedgerResult | undefined
-    const cacheHit = cases[0]
+    const cacheHit = cases.find((testCase) => testCase.name.charAt(1) === "a")
     const hitRps = median(
       rows
         .filter((row) => row.name === cacheHit?.name)

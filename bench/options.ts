@@ -29,7 +29,7 @@ export interface Options {
   readonly against: string | undefined
   /** Rounds of each case in one run (with --against, per checkout): each figure is their median. */
   readonly rounds: number
-  /** With --against, only the cases of these letters (a to e); every case when undefined. */
+  /** Only the cases of these letters (a to e); every case when undefined. */
   readonly cases: string | undefined
 }
 
@@ -66,7 +66,8 @@ export const usage = `npm run bench -- [options]
                     req/s and the service's CPU per request of each, and their ratios
   --rounds N        rounds of every case in one run (default 3): each figure is their median, the
                     spread (min-max) beside it; with --against, rounds per checkout
-  --cases LETTERS   with --against, only these cases (c: GET /v1/usage only; ac: two of them)
+  --cases LETTERS   only these cases (c: GET /v1/usage only; ac: two of them); the half-rate row
+                    and the ledger row run with (a)
 `
 
 const positiveInt = (name: string, text: string | undefined, fallback: number): number => {
