@@ -12,7 +12,7 @@ import {
 import { TopupWake } from "../payments/TopupWake.ts"
 import { freeTierTerms, Settings } from "../services/Settings.ts"
 import { PgliteClient } from "../store/PgliteClient.ts"
-import { pipelinedClient } from "../store/Pipelined.ts"
+import { chargingClient, chargingConnections } from "../store/Pipelined.ts"
 import * as Row from "../store/rows.ts"
 import type { Remaining } from "./Reservations.ts"
 import { CallRow, type Receipt, receiptOf } from "./receipt.ts"
@@ -84,8 +84,9 @@ const decodeHits = Row.decoder(
 
 /**
  * Hits charged by one statement at most, and statements of hits in flight at once, by store.
- * PostgreSQL runs statements side by side on its pool: small batches keep the database and this
- * process busy at the same time (with 64, 50 connections moved in convoys: one statement of ~35
+ * PostgreSQL runs statements side by side, each worker's on a connection of its own (the charging
+ * pool, `src/store/Pipelined.ts`), their commits flushed together: small batches keep the database
+ * and this process busy at the same time (with 64, 50 connections moved in convoys: one statement of ~35
  * hits, then ~35 answers while the database idled, and the cache hit made 3,641 req/s; with 16,
  * 4,537; 8 with 8 workers: 3,793; 12 with 6: 4,276). PGlite runs one statement at a time on this
  * process's thread, so a second worker only queues behind the first, and a statement costs mostly
@@ -94,7 +95,7 @@ const decodeHits = Row.decoder(
  * 630-696 µs against 843-887).
  */
 const hitBatching = {
-  postgres: { batch: 16, workers: 4 },
+  postgres: { batch: 16, workers: chargingConnections },
   pglite: { batch: 64, workers: 1 }
 } as const
 
@@ -112,8 +113,8 @@ export class HitCharges extends Context.Service<
   static readonly layer = Layer.effect(
     HitCharges,
     Effect.gen(function* () {
-      // A batch is one statement: on PostgreSQL it is pipelined with the other hot ones.
-      const sql = yield* pipelinedClient
+      // A batch is one statement: on PostgreSQL on a connection of the charging pool, one for each worker.
+      const sql = yield* chargingClient
       const settings = yield* Settings
       const wake = yield* TopupWake
       const { policy } = yield* AppConfig

@@ -10,7 +10,7 @@ import * as Result from "effect/Result"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
-import { Pipelined } from "./Pipelined.ts"
+import { Charging, chargingConnections, Pipelined } from "./Pipelined.ts"
 
 const toNumberIfSafe = (value: bigint): number | bigint =>
   value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value
@@ -42,14 +42,18 @@ const pipelinedConnections = 4
 /** The name the pipelined pool's sessions give PostgreSQL (`pg_stat_activity.application_name`). */
 export const pipelinedApplicationName = "svc-pipelined"
 
+/** The name the charging pool's sessions give PostgreSQL. */
+export const chargingApplicationName = "svc-charging"
+
 /**
  * Pooled PostgreSQL client from a connection URL (`postgres://user:pass@host:port/db`): one
- * connection per statement or transaction (at most ten), and beside it the pool of `Pipelined`
- * for the hot paths' statements that stand alone (why a pool of its own: `./Pipelined.ts`).
+ * connection per statement or transaction (at most ten), and beside it the pools of the hot paths'
+ * statements that stand alone, `Pipelined` for usage's read and `Charging` for the hits' charges
+ * (why pools of their own, and why one is pipelined and the other not: `./Pipelined.ts`).
  */
 export const layer = (
   url: string
-): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | Pipelined, SqlError> => {
+): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | Pipelined | Charging, SqlError> => {
   const config = { url: Redacted.make(url), types: makeTypes() }
   const pipelined = Layer.effect(
     Pipelined,
@@ -60,5 +64,13 @@ export const layer = (
       applicationName: pipelinedApplicationName
     })
   ).pipe(Layer.provide(Reactivity.layer))
-  return Layer.merge(PgClient.layer(config), pipelined)
+  const charging = Layer.effect(
+    Charging,
+    PgClient.make({
+      ...config,
+      maxConnections: chargingConnections,
+      applicationName: chargingApplicationName
+    })
+  ).pipe(Layer.provide(Reactivity.layer))
+  return Layer.mergeAll(PgClient.layer(config), pipelined, charging)
 }
