@@ -294,7 +294,10 @@ export const runCase = async (
   tool: "wrk" | "autocannon",
   /** A fixed rate (requests per second) instead of as fast as the service answers. */
   rate?: number,
-  /** Seconds of unmeasured load first; `--warmup` unless given (none at a fixed rate). */
+  /**
+   * Seconds of unmeasured load first, as fast as the service answers; `--warmup` unless given. At a
+   * fixed rate none: the runner sends `--warmup` seconds of that rate first, on its own connections.
+   */
   warmUpSeconds: number = rate === undefined ? options.warmup : 0
 ): Promise<CaseResult> => {
   if ("unavailable" in testCase.entries) {
@@ -323,12 +326,16 @@ export const runCase = async (
     connections: options.connections,
     tool,
     countStatuses: true,
-    rate
+    rate,
+    warmup: rate === undefined ? undefined : options.warmup
   })
   const cpuAfter = service.cpuUs()
   const databaseAfter = databaseCpu()
   const allocation = await service.allocation?.end()
   const groupCommit = groupCommitBetween(groupCommitBefore, await groupCommitNow(service))
+  // At a fixed rate the CPU, the bytes and the group commit were counted over the runner's warm-up
+  // too (the same load): each request's share is over every request it sent.
+  const sent = load.requests + (rate === undefined ? 0 : Math.round(rate * options.warmup))
   return {
     store,
     name: testCase.name,
@@ -336,15 +343,15 @@ export const runCase = async (
     load,
     errors: errorsOf(load, testCase.expected),
     note: testCase.note,
-    cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests),
-    databaseCpuUsPerRequest: postgresCpuUsBetween(databaseBefore, databaseAfter, load.requests),
+    cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, sent),
+    databaseCpuUsPerRequest: postgresCpuUsBetween(databaseBefore, databaseAfter, sent),
     ...(groupCommit === undefined ? {} : { groupCommit }),
     ...(rate === undefined ? {} : { fixedRate: rate }),
     ...(warm === undefined ? {} : { warmUpRps: warm.rps }),
     ...(allocation === undefined || load.requests === 0
       ? {}
       : {
-          allocatedKbPerRequest: allocation.allocatedBytes / load.requests / 1024,
+          allocatedKbPerRequest: allocation.allocatedBytes / sent / 1024,
           markCompacts: allocation.markCompacts,
           longestGcPauseMs: allocation.longestGcPauseUs / 1000,
           loopDelayP99Ms: allocation.loopDelayP99Ms,

@@ -30,6 +30,8 @@ export interface LoadSpec {
    * wrk nor autocannon can (autocannon's rate sends each second's requests in one burst).
    */
   readonly rate?: number | undefined
+  /** With `rate`: seconds of the same load first, on the same connections, not measured. */
+  readonly warmup?: number | undefined
 }
 
 export interface LoadResult {
@@ -119,7 +121,11 @@ const runnerSpec = (spec: LoadSpec, file: string): RunnerSpec => ({
 })
 
 /** One of our Node load generators (`bench/<script>`) on core 1; its standard output. */
-const runRunner = async (script: string, spec: RunnerSpec & { readonly rate?: number }, timeout: number) => {
+const runRunner = async (
+  script: string,
+  spec: RunnerSpec & { readonly rate?: number; readonly warmup?: number },
+  timeout: number
+) => {
   const { command, args } = pinned(1, process.execPath, [
     join(repoRoot, "bench", script),
     JSON.stringify(spec)
@@ -134,7 +140,11 @@ export const runLoad = async (spec: LoadSpec): Promise<LoadResult> => {
   const file = writeEntries(spec)
   const timeout = (spec.duration + 60) * 1000
   if (spec.rate !== undefined) {
-    const stdout = await runRunner("rate-runner.ts", { ...runnerSpec(spec, file), rate: spec.rate }, timeout)
+    const stdout = await runRunner(
+      "rate-runner.ts",
+      { ...runnerSpec(spec, file), rate: spec.rate, warmup: spec.warmup ?? 0 },
+      timeout + (spec.warmup ?? 0) * 1000
+    )
     return toResult("fixed rate", parseRaw(stdout))
   }
   if (spec.tool === "wrk") {

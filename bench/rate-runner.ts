@@ -4,21 +4,30 @@
 // up (no coordinated omission). Written on plain sockets with a small HTTP/1.1 reader rather than
 // node:http's client: this process's own time is in every latency it reports, and the client's
 // parser, agent and objects cost it more than the server under test spends on a simple answer
-// (docs/performance.md, round 10).
+// (docs/performance.md, round 10). With `warmup` it first sends the same load for that many seconds
+// on the same connections, not measured, so that neither its connections' set-up nor the service's
+// first moments after an idle second count (pgbench leaves its connections' set-up out the same way).
 import { connect, type Socket } from "node:net"
 import { entryFor, type RunnerSpec, readEntries } from "./entries.ts"
 import type { RawResult } from "./load.ts"
 import { watchLoopDelay } from "./loopDelay.ts"
 
-const spec = JSON.parse(process.argv[2] ?? "{}") as RunnerSpec & { readonly rate: number }
+const spec = JSON.parse(process.argv[2] ?? "{}") as RunnerSpec & {
+  readonly rate: number
+  readonly warmup?: number
+}
 const target = new URL(spec.url)
 const port = Number(target.port || 80)
 const entries = readEntries(spec.file)
-const total = Math.round(spec.rate * spec.duration)
-const latencies = new Float64Array(total)
+/** Requests of the warm-up, sent first and not measured. */
+const warm = Math.round(spec.rate * (spec.warmup ?? 0))
+const total = warm + Math.round(spec.rate * spec.duration)
+const latencies = new Float64Array(total - warm)
 const statuses: Record<string, number> = {}
 const timeoutMs = 10_000
+/** Requests answered and failed, of all; of the measured ones, `measured` and `failed`. */
 let answered = 0
+let measured = 0
 let failed = 0
 let next = 0
 
@@ -65,6 +74,8 @@ interface Connection {
   readonly socket: Socket
   pending: Buffer | undefined
   due: number
+  /** The request it carries (its number), while busy. */
+  n: number
   busy: boolean
 }
 
@@ -74,16 +85,21 @@ const free: Array<Connection> = []
 const settle = (connection: Connection, status: string | undefined) => {
   if (!connection.busy) return
   connection.busy = false
-  if (status === undefined) failed += 1
-  else {
-    latencies[answered++] = performance.now() - connection.due
+  const counted = connection.n >= warm
+  if (status === undefined) {
+    answered += 1
+    if (counted) failed += 1
+  } else {
+    answered += 1
+    if (!counted) return
+    latencies[measured++] = performance.now() - connection.due
     statuses[status] = (statuses[status] ?? 0) + 1
   }
 }
 
 const open = (): Connection => {
   const socket = connect({ host: target.hostname, port, noDelay: true })
-  const connection: Connection = { socket, pending: undefined, due: 0, busy: false }
+  const connection: Connection = { socket, pending: undefined, due: 0, n: 0, busy: false }
   all.add(connection)
   socket.on("data", (chunk: Buffer) => {
     const data = connection.pending === undefined ? chunk : Buffer.concat([connection.pending, chunk])
@@ -123,6 +139,7 @@ const pump = () => {
     if (connection === undefined) break
     connection.busy = true
     connection.due = dueOf(next)
+    connection.n = next
     connection.socket.write(requestOf(next))
     next += 1
   }
@@ -131,7 +148,7 @@ const pump = () => {
 await new Promise<void>((resolve) => {
   const tick = () => {
     pump()
-    if (answered + failed >= total) {
+    if (answered >= total) {
       resolve()
       return
     }
@@ -143,14 +160,15 @@ await new Promise<void>((resolve) => {
   }
   tick()
 })
-const seconds = (performance.now() - start) / 1000
+// The measured requests were due from the warm-up's end.
+const seconds = (performance.now() - dueOf(warm)) / 1000
 const runnerDelay = loopDelay()
 for (const connection of all) connection.socket.destroy()
 
-const sorted = latencies.slice(0, answered).sort()
+const sorted = latencies.slice(0, measured).sort()
 const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0
 const raw: RawResult = {
-  requests: answered,
+  requests: measured,
   duration_us: seconds * 1e6,
   errors: { connect: failed },
   latency_us: { p50: at(0.5) * 1000, p99: at(0.99) * 1000, max: (sorted.at(-1) ?? 0) * 1000 },

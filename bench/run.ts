@@ -78,7 +78,7 @@ const baseline = async (
   })
   const root = { method: "GET", entries: [{ path: "/", headers: {} }] } as const
   try {
-    // Warmed as each case is (`--warmup`), except at a fixed rate: that row measures the runner.
+    // Warmed as each case is (`--warmup`); at a fixed rate by the runner itself, at that rate.
     const warm =
       rate === undefined ? await warmUp(server, "baseline", root, options.warmup, options, tool) : undefined
     const cpuBefore = server.cpuUs()
@@ -90,12 +90,15 @@ const baseline = async (
       connections: options.connections,
       tool,
       countStatuses: false,
-      rate
+      rate,
+      warmup: options.warmup
     })
     const cpuAfter = server.cpuUs()
+    // At a fixed rate the CPU was counted over the runner's warm-up too.
+    const sent = load.requests + (rate === undefined ? 0 : Math.round(rate * options.warmup))
     return {
       load,
-      cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, load.requests),
+      cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, sent),
       warmUpRps: warm?.rps
     }
   } finally {

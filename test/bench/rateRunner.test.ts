@@ -138,4 +138,45 @@ describe("the bench's fixed-rate load generator", () => {
       }),
     60_000
   )
+
+  it.effect(
+    "with a warm-up, sends that many seconds more at the rate first and measures only what follows",
+    () =>
+      Effect.promise(async () => {
+        let received = 0
+        const server = createServer((_request, response) => {
+          received += 1
+          const answer = () => response.writeHead(200, { "content-type": "application/json" }).end("{}")
+          // The first request (in the warm-up) stalls 400 ms, holding up the ones due behind it.
+          if (received === 1) setTimeout(answer, 400)
+          else answer()
+        })
+        await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+        const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        try {
+          const warmed = await runLoad({
+            label: "rate-test-warm-up",
+            baseUrl,
+            method: "GET",
+            entries: [{ path: "/warm", headers: {} }],
+            duration: 2,
+            connections: 1,
+            tool: "wrk",
+            countStatuses: true,
+            rate: 100,
+            warmup: 1
+          })
+          assert.strictEqual(received, 300, "one second of warm-up and two measured, at 100 a second")
+          assert.strictEqual(warmed.statuses["200"], 200, "only the measured requests are counted")
+          assert.strictEqual(warmed.requests, 200)
+          // The stall and the 40 requests it held up fell in the warm-up.
+          assert.isBelow(warmed.maxMs, 390)
+          assert.isAtLeast(warmed.seconds, 1.9)
+          assert.isBelow(warmed.seconds, 2.9)
+        } finally {
+          server.close()
+        }
+      }),
+    60_000
+  )
 })
