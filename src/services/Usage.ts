@@ -123,7 +123,7 @@ export class Usage extends Context.Service<
   static readonly layer = Layer.effect(
     Usage,
     Effect.gen(function* () {
-      // Its one statement stands alone: on PostgreSQL it is pipelined with the other hot ones.
+      // Its one statement stands alone: on PostgreSQL it is pipelined with the other usage reads.
       const sql = yield* pipelinedClient
       const settings = yield* Settings
       const { policy } = yield* AppConfig
