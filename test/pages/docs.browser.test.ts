@@ -100,9 +100,7 @@ describe("the /docs page in Chromium", () => {
             /^default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-[^']+' 'sha256-[^']+'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'$/
           )
         }),
-      // Once more when it fails: under load Scalar's client has twice kept its Send button disabled
-      // past the click's 30 s (CI, 2026-12-06 and 2026-12-07); a page that never works fails twice.
-      { timeout: 90_000, retry: 1 }
+      90_000
     )
   })
 })
