@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import { type BenchAccount, paidAccounts, pool } from "./accounts.ts"
 import { type Preload, preloadPglite, preloadPostgres } from "./ledger.ts"
-import { type Entry, type LoadResult, runLoad } from "./load.ts"
+import { type Entry, type LoadResult, requestsSent, runLoad } from "./load.ts"
 import { probeMcp } from "./mcp.ts"
 import { type ResidentParts, residentPartsOf } from "./memoryMap.ts"
 import { defaultWarmup, type Options } from "./options.ts"
@@ -335,7 +335,7 @@ export const runCase = async (
   const groupCommit = groupCommitBetween(groupCommitBefore, await groupCommitNow(service))
   // At a fixed rate the CPU, the bytes and the group commit were counted over the runner's warm-up
   // too (the same load): each request's share is over every request it sent.
-  const sent = load.requests + (rate === undefined ? 0 : Math.round(rate * options.warmup))
+  const sent = requestsSent(load, rate, options.warmup)
   return {
     store,
     name: testCase.name,

@@ -134,6 +134,13 @@ const runRunner = async (
   return stdout
 }
 
+/**
+ * Every request a load sent: at a fixed rate its warm-up's too (the same load, not measured), which
+ * a figure counted over the whole run (CPU, bytes) is divided by.
+ */
+export const requestsSent = (load: LoadResult, rate: number | undefined, warmup: number): number =>
+  load.requests + (rate === undefined ? 0 : Math.round(rate * warmup))
+
 /** Runs the load on core 1 for `spec.duration` seconds. */
 export const runLoad = async (spec: LoadSpec): Promise<LoadResult> => {
   if (spec.entries.length === 0) throw new Error(`${spec.label}: no requests to send`)

@@ -85,13 +85,10 @@ const free: Array<Connection> = []
 const settle = (connection: Connection, status: string | undefined) => {
   if (!connection.busy) return
   connection.busy = false
-  const counted = connection.n >= warm
-  if (status === undefined) {
-    answered += 1
-    if (counted) failed += 1
-  } else {
-    answered += 1
-    if (!counted) return
+  answered += 1
+  if (connection.n < warm) return
+  if (status === undefined) failed += 1
+  else {
     latencies[measured++] = performance.now() - connection.due
     statuses[status] = (statuses[status] ?? 0) + 1
   }

@@ -18,7 +18,7 @@ import {
 } from "./cases.ts"
 import { compareMetrics, comparisonReport } from "./compareMetrics.ts"
 import { harness, runStamp } from "./harness.ts"
-import { type LoadResult, runLoad } from "./load.ts"
+import { type LoadResult, requestsSent, runLoad } from "./load.ts"
 import { residentPartsLine } from "./memoryMap.ts"
 import { type Options, parseOptions, usage } from "./options.ts"
 import { createBenchDatabase, pgSession } from "./pg.ts"
@@ -95,7 +95,7 @@ const baseline = async (
     })
     const cpuAfter = server.cpuUs()
     // At a fixed rate the CPU was counted over the runner's warm-up too.
-    const sent = load.requests + (rate === undefined ? 0 : Math.round(rate * options.warmup))
+    const sent = requestsSent(load, rate, options.warmup)
     return {
       load,
       cpuUsPerRequest: cpuUsBetween(cpuBefore, cpuAfter, sent),
