@@ -128,6 +128,13 @@ export interface X402Config {
   /** `X402_MIN_CREDITS`: the fewest credits one payment buys (500). */
   readonly minCredits: number
   /**
+   * `X402_SCHEMES` names `upto` (beside `exact`, always offered): a call refused INSUFFICIENT_CREDITS
+   * also offers x402's `upto` scheme (a Permit2 authorization of at most the call's `max_credits`,
+   * of which the service settles only what the call lacks). Only with the service's own facilitator,
+   * whose address the authorization names.
+   */
+  readonly upto?: boolean
+  /**
    * Who verifies and settles: the service's own facilitator on `X402_RPC_URL` with
    * `X402_FACILITATOR_PRIVATE_KEY` (it pays the gas), else a facilitator at `X402_FACILITATOR_URL`.
    */
@@ -391,6 +398,17 @@ const x402FromEnv = (named: boolean) =>
       return yield* configFailure(
         `X402_NETWORK must be an EVM chain in CAIP-2 form such as eip155:8453, got "${network}".`
       )
+    const schemes = (yield* text("X402_SCHEMES"))?.split(",").map((scheme) => scheme.trim()) ?? ["exact"]
+    const unknown = schemes.filter((scheme) => scheme !== "exact" && scheme !== "upto")
+    if (unknown.length > 0 || !schemes.includes("exact"))
+      return yield* configFailure(
+        `X402_SCHEMES lists the x402 schemes offered, exact and optionally upto (such as "exact,upto"), got "${schemes.join(",")}".`
+      )
+    const upto = schemes.includes("upto")
+    if (upto && rpcUrl === undefined)
+      return yield* configFailure(
+        "X402_SCHEMES names upto, which needs the service's own facilitator (X402_RPC_URL with X402_FACILITATOR_PRIVATE_KEY): the authorization names the facilitator that may settle it."
+      )
     for (const [name, value] of [
       ["X402_PAY_TO", payTo],
       ["X402_ASSET", asset]
@@ -406,6 +424,7 @@ const x402FromEnv = (named: boolean) =>
       assetVersion: assetVersion!,
       atomicPerCredit: yield* positive("X402_ATOMIC_PER_CREDIT", 2000),
       minCredits: yield* positive("X402_MIN_CREDITS", 500),
+      upto,
       facilitator:
         rpcUrl !== undefined && Option.isSome(privateKey)
           ? { _tag: "InProcess", rpcUrl, privateKey: privateKey.value }

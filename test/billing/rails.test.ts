@@ -117,6 +117,33 @@ describe("PAYMENT_RAILS with x402", () => {
         assert.notInclude(keyOnly, "59c6995e")
       })
   )
+
+  it.effect(
+    "X402_SCHEMES: exact alone by default; upto only with the service's own facilitator; anything else stops the start-up",
+    () =>
+      Effect.gen(function* () {
+        const schemes = (env: Record<string, string>) =>
+          withEnv(paymentRailsFromEnv(Option.none()), env).pipe(
+            Effect.map((rails) => Option.map(rails.x402, (x402) => x402.upto === true))
+          )
+        const inProcess = {
+          ...x402Env,
+          X402_FACILITATOR_URL: "",
+          X402_RPC_URL: "http://127.0.0.1:9",
+          X402_FACILITATOR_PRIVATE_KEY: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
+        }
+        assert.deepStrictEqual(yield* schemes(x402Env), Option.some(false))
+        assert.deepStrictEqual(yield* schemes({ ...inProcess, X402_SCHEMES: "exact,upto" }), Option.some(true))
+        const refused = (env: Record<string, string>) =>
+          Effect.flip(withEnv(paymentRailsFromEnv(Option.none()), env)).pipe(Effect.map(String))
+        assert.include(
+          yield* refused({ ...x402Env, X402_SCHEMES: "exact,upto" }),
+          "X402_SCHEMES names upto, which needs the service's own facilitator"
+        )
+        for (const value of ["upto", "exact,permit", "exact,,upto"])
+          assert.include(yield* refused({ ...inProcess, X402_SCHEMES: value }), "X402_SCHEMES lists")
+      })
+  )
 })
 
 const freshIp = ipSequence("10.71")

@@ -4,6 +4,7 @@ import { createRequire } from "node:module"
 import { createServer } from "node:net"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress } from "@x402/evm"
 import { Redacted } from "effect"
 import { type Address, createPublicClient, createWalletClient, type Hex, http, publicActions } from "viem"
 import { mnemonicToAccount } from "viem/accounts"
@@ -13,8 +14,10 @@ import type { X402Config } from "../../src/config.ts"
 /**
  * A local EVM chain for the x402 tests: anvil (from the registry's `@foundry-rs/anvil` package) on
  * 127.0.0.1 at a free port, chain 31337, with our EIP-3009 token (test/support/contracts/Token.sol,
- * compiled with solc-js here) deployed and minted to a payer, and Multicall3's `tryAggregate` at
- * Multicall3's address for the facilitator's failure diagnosis. Nothing reaches past 127.0.0.1.
+ * compiled with solc-js here) deployed and minted to a payer, Multicall3's `tryAggregate` at
+ * Multicall3's address for the facilitator's failure diagnosis, and the `upto` scheme's Permit2
+ * and settlement proxy (test/support/contracts/Permit2.sol) at their canonical addresses. Nothing
+ * reaches past 127.0.0.1.
  */
 
 const require = createRequire(import.meta.url)
@@ -75,14 +78,23 @@ interface Compiled {
   readonly deployedBytecode: Hex
 }
 
-/** Token.sol compiled with solc-js (about 2 s), once per process. */
-let compiled: Promise<Record<"Token" | "Multicall3", Compiled>> | undefined
+type ContractName = "Token" | "Multicall3" | "Permit2" | "UptoPermit2Proxy"
+const sourceOf: Record<ContractName, string> = {
+  Token: "Token.sol",
+  Multicall3: "Token.sol",
+  Permit2: "Permit2.sol",
+  UptoPermit2Proxy: "Permit2.sol"
+}
+
+/** Token.sol and Permit2.sol compiled with solc-js (about 2 s), once per process. */
+let compiled: Promise<Record<ContractName, Compiled>> | undefined
 export const compileContracts = () => {
   compiled ??= Promise.resolve().then(() => {
     const solc = require("solc") as { compile: (input: string) => string }
+    const source = (file: string) => ({ content: readFileSync(join(here, "contracts", file), "utf8") })
     const input = {
       language: "Solidity",
-      sources: { "Token.sol": { content: readFileSync(join(here, "contracts", "Token.sol"), "utf8") } },
+      sources: { "Token.sol": source("Token.sol"), "Permit2.sol": source("Permit2.sol") },
       settings: {
         optimizer: { enabled: true, runs: 200 },
         outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"] } }
@@ -103,8 +115,8 @@ export const compileContracts = () => {
     }
     const errors = (output.errors ?? []).filter((error) => error.severity === "error")
     if (errors.length > 0) throw new Error(errors.map((error) => error.formattedMessage).join("\n"))
-    const of = (name: "Token" | "Multicall3"): Compiled => {
-      const contract = output.contracts["Token.sol"]?.[name]
+    const of = (name: ContractName): Compiled => {
+      const contract = output.contracts[sourceOf[name]]?.[name]
       if (contract === undefined) throw new Error(`solc produced no ${name}`)
       return {
         abi: contract.abi,
@@ -112,7 +124,12 @@ export const compileContracts = () => {
         deployedBytecode: `0x${contract.evm.deployedBytecode.object}`
       }
     }
-    return { Token: of("Token"), Multicall3: of("Multicall3") }
+    return {
+      Token: of("Token"),
+      Multicall3: of("Multicall3"),
+      Permit2: of("Permit2"),
+      UptoPermit2Proxy: of("UptoPermit2Proxy")
+    }
   })
   return compiled
 }
@@ -134,6 +151,16 @@ export const tokenAbi = [
       { name: "value", type: "uint256" }
     ],
     outputs: []
+  },
+  {
+    type: "function",
+    name: "approve",
+    stateMutability: "nonpayable",
+    inputs: [
+      { name: "spender", type: "address" },
+      { name: "value", type: "uint256" }
+    ],
+    outputs: [{ type: "bool" }]
   },
   {
     type: "function",
@@ -207,10 +234,12 @@ export const startChain = async (initialBalance = 100_000_000n): Promise<Chain> 
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
   }
-  await publicClient.request({
-    method: "anvil_setCode" as never,
-    params: [multicall3Address, contracts.Multicall3.deployedBytecode] as never
-  })
+  const setCode = (address: Address, code: Hex) =>
+    publicClient.request({ method: "anvil_setCode" as never, params: [address, code] as never })
+  await setCode(multicall3Address, contracts.Multicall3.deployedBytecode)
+  // The x402 `upto` scheme's two contracts, at the addresses the library signs for and calls.
+  await setCode(PERMIT2_ADDRESS, contracts.Permit2.deployedBytecode)
+  await setCode(x402UptoPermit2ProxyAddress, contracts.UptoPermit2Proxy.deployedBytecode)
   const deployHash = await wallet.deployContract({
     abi: contracts.Token.abi,
     bytecode: contracts.Token.bytecode,

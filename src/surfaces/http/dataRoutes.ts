@@ -142,9 +142,15 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
       const { maxBodyBytes, baseUrl } = yield* AppConfig
       // The request's URL as x402's `resource` names it.
       const resourceOf = (request: HttpServerRequest.HttpServerRequest) => `${baseUrl}${request.url}`
+      // The call's `max_credits`, which x402's upto scheme (where offered) authorizes.
+      const maxCreditsOf = (request: HttpServerRequest.HttpServerRequest) => {
+        const at = request.url.indexOf("?")
+        const given = at === -1 ? undefined : parseQuery(request.url.slice(at + 1)).max_credits
+        return typeof given === "string" && /^[0-9]{1,16}$/.test(given) ? Number(given) : undefined
+      }
       const priced = Option.isSome(x402.config)
         ? (failure: InsufficientCredits, request: HttpServerRequest.HttpServerRequest) =>
-            x402.offerOn(failure, resourceOf(request))
+            x402.offerOn(failure, resourceOf(request), { maxCredits: maxCreditsOf(request) })
         : undefined
       const payThen = payThenCall(x402, bearers)
       const signed = signedAnswer(yield* ReceiptSigner)
@@ -159,17 +165,21 @@ export const DataRoutes = <R>(operations: ReadonlyArray<AnyOperation<R>>) =>
           const signing = prefersReceiptSignature(request.headers.prefer)
           const credential = bearerCredential(request.headers.authorization) ?? ""
           const payment = request.headers["payment-signature"]
-          const call = (principal: Principal, note?: string) => {
+          const meter = (principal: Principal) => {
             const metered = meterDataCall(operation, { ...principal, ip }, input(request))
-            return Effect.map(signing ? Effect.flatMap(metered, signed) : metered, (answered) =>
-              meteredResponse(problems, answered, request, priced, signing, note)
-            )
+            return signing ? Effect.flatMap(metered, signed) : metered
           }
-          // Only a retry carrying an x402 payment takes the payment step, before the call is metered.
+          const respond = (answered: Metered<InvalidInput>, note?: string) =>
+            meteredResponse(problems, answered, request, priced, signing, note)
+          // Only a retry carrying an x402 payment takes the payment step.
           return (
             payment === undefined || priced === undefined
-              ? Effect.flatMap(bearers.authenticateToCharge(credential), call)
-              : payThen(credential, payment, resourceOf(request), call)
+              ? Effect.map(Effect.flatMap(bearers.authenticateToCharge(credential), meter), (answered) =>
+                  respond(answered)
+                )
+              : payThen(credential, payment, resourceOf(request), meter, respond, (failure) =>
+                  priced(failure, request)
+                )
           ).pipe(
             Effect.catch((error) =>
               isApiError(error) ? Effect.succeed(problems.render(error)) : Effect.die(error)
