@@ -133,7 +133,10 @@ describe("PAYMENT_RAILS with x402", () => {
           X402_FACILITATOR_PRIVATE_KEY: "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
         }
         assert.deepStrictEqual(yield* schemes(x402Env), Option.some(false))
-        assert.deepStrictEqual(yield* schemes({ ...inProcess, X402_SCHEMES: "exact,upto" }), Option.some(true))
+        assert.deepStrictEqual(
+          yield* schemes({ ...inProcess, X402_SCHEMES: "exact,upto" }),
+          Option.some(true)
+        )
         const refused = (env: Record<string, string>) =>
           Effect.flip(withEnv(paymentRailsFromEnv(Option.none()), env)).pipe(Effect.map(String))
         assert.include(

@@ -7,7 +7,6 @@ import { SqlClient } from "effect/sql"
 import { createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
 import { AppConfig, type X402Config } from "../../src/config.ts"
-import { FacilitatorUnavailable, X402Facilitator } from "../../src/payments/X402.ts"
 import { expiryMarginMs, reconcileAfterMs, X402Reconciler } from "../../src/payments/X402Reconciler.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
 import { ipSequence } from "../support/accounts.ts"
@@ -16,6 +15,7 @@ import {
   type Chain,
   chainAvailable,
   facilitatorPrivateKey,
+  losingAnswers,
   network,
   payer,
   payTo,
@@ -52,21 +52,6 @@ const x402Of = (token: string): X402Config => ({
     privateKey: Redacted.make(facilitatorPrivateKey)
   }
 })
-
-/** The real facilitator, except that a settlement's answer is lost: after it went on-chain, or before. */
-const losingAnswers = (when: "after broadcast" | "before broadcast") =>
-  Layer.effect(
-    X402Facilitator,
-    Effect.gen(function* () {
-      const real = yield* X402Facilitator
-      const lost = Effect.fail(new FacilitatorUnavailable({ message: "the answer was lost" }))
-      return X402Facilitator.of({
-        ...real,
-        settle: (payload, requirements) =>
-          when === "before broadcast" ? lost : Effect.flatMap(real.settle(payload, requirements), () => lost)
-      })
-    })
-  ).pipe(Layer.provide(X402Facilitator.layer))
 
 const freshIp = ipSequence("10.65")
 

@@ -18,6 +18,7 @@ import {
 } from "viem"
 import { foundry } from "viem/chains"
 import { X402Facilitator } from "../../src/payments/X402.ts"
+import { reconcileAfterMs, X402Reconciler } from "../../src/payments/X402Reconciler.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
@@ -25,6 +26,7 @@ import {
   type Chain,
   chainAvailable,
   deployer,
+  losingAnswers,
   network,
   payer,
   payTo,
@@ -297,6 +299,113 @@ describe.skipIf(!available)(`x402 upto: authorize max_credits, settle the shortf
           const ledger = yield* ledgerOf(account_id)
           assert.strictEqual(ledger.purchases.length, 0)
           assert.strictEqual(ledger.balance, 0)
+        })
+    )
+  })
+})
+
+/** A payment the upto client signs for the upto requirements of `refused` (the call's 402). */
+const uptoSignature = (refused: { readonly headers: Headers }, resource: string, account: Account = payer) =>
+  Effect.promise(async () => {
+    const upto = decodeRequired(refused.headers.get("payment-required")).accepts[1] as PaymentRequirements
+    const scheme = new UptoEvmScheme(toClientEvmSigner(account as never, publicClient() as never))
+    const created = await scheme.createPaymentPayload(2, upto)
+    return encodeX402Header({ ...created, accepted: upto, resource: { url: resource } })
+  })
+
+describe.skipIf(!available)(`x402 upto: a settlement whose answer was lost (${storeName})`, () => {
+  if (chain === undefined) return
+  const config = { ...x402ConfigOf(chain), upto: true }
+  layer(testApp(testOperations, { x402: Option.some(config) }, undefined, losingAnswers("after broadcast")), {
+    timeout: 120_000,
+    excludeTestServices: true
+  })((it) => {
+    it.effect(
+      "the retry finds the transfer by its Permit2 nonce, credits it once and runs; nothing moves twice",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          yield* Effect.promise(() => approvePermit2(payer))
+          const { key, account_id, ip } = yield* paidKey(freshIp(), 0)
+          const path = "/v1/profnet/test-echo?value=lost&cost=6"
+          const idempotencyKey = `x402-upto-lost-${account_id}`
+          const refused = yield* app.call(path, { key, ip, idempotencyKey })
+          const signature = yield* uptoSignature(refused, `http://svc.test${path}`)
+          const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
+          const lost = yield* app.call(path, {
+            key,
+            ip,
+            idempotencyKey,
+            headers: { "payment-signature": signature }
+          })
+          assert.strictEqual(lost.status, 502, lost.text)
+          assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 12_000n)
+          const stranded = yield* ledgerOf(account_id)
+          assert.strictEqual(stranded.purchases.length, 0)
+          assert.strictEqual(stranded.begun, 1)
+
+          const retried = yield* app.call(path, {
+            key,
+            ip,
+            idempotencyKey,
+            headers: { "payment-signature": signature }
+          })
+          assert.strictEqual(retried.status, 200, retried.text)
+          assert.strictEqual(retried.headers.get("x-credits-charged"), "6")
+          const after = yield* ledgerOf(account_id)
+          assert.strictEqual(after.purchases.length, 1)
+          assert.strictEqual(after.purchases[0]!.amount_atomic, "12000")
+          assert.strictEqual(after.balance, 0)
+          assert.strictEqual(after.begun, 0)
+          assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 12_000n)
+        })
+    )
+
+    it.effect(
+      "the reconciler credits it once; the retry then runs on the credits, settling nothing more",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          const reconciler = yield* X402Reconciler
+          yield* Effect.promise(() => approvePermit2(payer))
+          const { key, account_id, ip } = yield* paidKey(freshIp(), 0)
+          const path = "/v1/profnet/test-echo?value=swept&cost=3"
+          const idempotencyKey = `x402-upto-swept-${account_id}`
+          const refused = yield* app.call(path, { key, ip, idempotencyKey })
+          const signature = yield* uptoSignature(refused, `http://svc.test${path}`)
+          const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
+          const lost = yield* app.call(path, {
+            key,
+            ip,
+            idempotencyKey,
+            headers: { "payment-signature": signature }
+          })
+          assert.strictEqual(lost.status, 502, lost.text)
+          const swept = yield* reconciler.sweep(Date.now() + reconcileAfterMs)
+          assert.strictEqual(swept.credited, 1, JSON.stringify(swept))
+          const credited = yield* ledgerOf(account_id)
+          assert.strictEqual(credited.balance, 3)
+          assert.strictEqual(credited.begun, 0)
+          const transfers = yield* Effect.promise(() => chain.transfersFrom(payer.address))
+          assert.deepInclude(transfers, {
+            to: payTo,
+            value: 6_000n,
+            transaction: credited.purchases[0]!.transaction_hash as never
+          })
+
+          const retried = yield* app.call(path, {
+            key,
+            ip,
+            idempotencyKey,
+            headers: { "payment-signature": signature }
+          })
+          assert.strictEqual(retried.status, 200, retried.text)
+          assert.strictEqual(retried.headers.get("x-credits-charged"), "3")
+          assert.isNull(retried.headers.get("payment-response"))
+          const after = yield* ledgerOf(account_id)
+          assert.strictEqual(after.purchases.length, 1)
+          assert.strictEqual(after.balance, 0)
+          assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 6_000n)
         })
     )
   })

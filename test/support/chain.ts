@@ -5,11 +5,12 @@ import { createServer } from "node:net"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress } from "@x402/evm"
-import { Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { type Address, createPublicClient, createWalletClient, type Hex, http, publicActions } from "viem"
 import { mnemonicToAccount } from "viem/accounts"
 import { foundry } from "viem/chains"
 import type { X402Config } from "../../src/config.ts"
+import { FacilitatorUnavailable, X402Facilitator } from "../../src/payments/X402.ts"
 
 /**
  * A local EVM chain for the x402 tests: anvil (from the registry's `@foundry-rs/anvil` package) on
@@ -305,3 +306,18 @@ export const startChain = async (initialBalance = 100_000_000n): Promise<Chain> 
     }
   }
 }
+
+/** The configured facilitator, except that a settlement's answer is lost: after it went on-chain, or before. */
+export const losingAnswers = (when: "after broadcast" | "before broadcast") =>
+  Layer.effect(
+    X402Facilitator,
+    Effect.gen(function* () {
+      const real = yield* X402Facilitator
+      const lost = Effect.fail(new FacilitatorUnavailable({ message: "the answer was lost" }))
+      return X402Facilitator.of({
+        ...real,
+        settle: (payload, requirements) =>
+          when === "before broadcast" ? lost : Effect.flatMap(real.settle(payload, requirements), () => lost)
+      })
+    })
+  ).pipe(Layer.provide(X402Facilitator.layer))
