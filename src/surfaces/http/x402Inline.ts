@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import type { InsufficientCredits, InvalidInput } from "../../contract/errors.ts"
 import type { Bearers, Principal } from "../../identity/Bearers.ts"
-import type { Metered } from "../../metering/call.ts"
+import type { Metered } from "../../metering/meterDataCall.ts"
 import { withPayment, type X402, type X402Paid } from "../../payments/X402.ts"
 import { decodePaymentSignature, encodeX402Header, isUptoPayment } from "../../payments/x402Wire.ts"
 
