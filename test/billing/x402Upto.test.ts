@@ -20,6 +20,7 @@ import { foundry } from "viem/chains"
 import { X402Facilitator } from "../../src/payments/X402.ts"
 import { reconcileAfterMs, X402Reconciler } from "../../src/payments/X402Reconciler.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
+import { callTool, connect, modes } from "../mcp/support.ts"
 import { ipSequence, paidKey } from "../support/accounts.ts"
 import { TestApp, testApp } from "../support/app.ts"
 import {
@@ -227,6 +228,58 @@ describe.skipIf(!available)(`x402 upto: authorize max_credits, settle the shortf
           )
           assert.strictEqual((yield* ledgerOf(account_id)).purchases.length, 1)
         })
+    )
+
+    it.effect(
+      "MCP: the error result offers upto for max_credits; _meta x402/payment with it settles only the shortfall",
+      () =>
+        Effect.gen(function* () {
+          const app = yield* TestApp
+          yield* Effect.promise(() => approvePermit2(payer))
+          for (const mode of modes) {
+            const { key, account_id, ip } = yield* paidKey(freshIp(), 2)
+            const mcp = yield* connect(`${app.url}/mcp`, { key, ip }, mode)
+            const args = {
+              value: "mcp",
+              cost: 9,
+              max_credits: 30,
+              idempotency_key: `x402-upto-mcp-${account_id}`
+            }
+            const refused = yield* callTool(mcp, "testEcho", args)
+            assert.isTrue(refused.isError, mode.name)
+            assert.strictEqual(refused.problem.code, "INSUFFICIENT_CREDITS")
+            assert.deepStrictEqual(
+              refused.structured.accepts.map((accepts: PaymentRequirements) => [
+                accepts.scheme,
+                accepts.amount
+              ]),
+              [
+                ["exact", "1000000"],
+                ["upto", "60000"]
+              ]
+            )
+            const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
+            const scheme = new UptoEvmScheme(toClientEvmSigner(payer as never, publicClient() as never))
+            const upto = refused.structured.accepts[1] as PaymentRequirements
+            const created = yield* Effect.promise(() => scheme.createPaymentPayload(2, upto))
+            const payment = { ...created, accepted: upto, resource: refused.structured.resource }
+            const paid = yield* Effect.promise(() =>
+              mcp.callTool({ name: "testEcho", arguments: args, _meta: { "x402/payment": payment } })
+            )
+            assert.notStrictEqual(paid.isError, true, JSON.stringify(paid.content))
+            const settlement = (paid._meta as any)?.["x402/payment-response"]
+            assert.isTrue(settlement?.success, JSON.stringify(paid._meta))
+            assert.strictEqual((paid._meta as any)["svc/usage"].credits_charged, 9)
+            assert.strictEqual((paid._meta as any)["svc/usage"].credits_remaining, 0)
+            // 7 credits lacked: 14,000 units moved of the 60,000 authorized.
+            assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 14_000n)
+            const ledger = yield* ledgerOf(account_id)
+            assert.deepStrictEqual(
+              ledger.purchases.map((row) => [Number(row.credits), row.amount_atomic, row.transaction_hash]),
+              [[7, "14000", settlement.transaction]]
+            )
+          }
+        }).pipe(Effect.scoped)
     )
 
     it.effect(

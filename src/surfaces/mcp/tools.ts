@@ -24,7 +24,7 @@ import {
   toolOutputJsonSchema,
   usageOutputJsonSchema
 } from "./toolSchemas.ts"
-import { payingToolCall, paymentMetaKey } from "./x402.ts"
+import { payingToolCall, paymentMetaKey, pricedCall } from "./x402.ts"
 
 /** What every data tool call needs besides the operations' own services. */
 export type ToolServices = Caller | Usage | MeteringServices | ReceiptSigner
@@ -66,27 +66,28 @@ export const operationTool = <R>(operation: AnyOperation<R>, hosts: Hosts): McpT
     meta: { [pricingMetaKey]: pricingOf(operation) },
     // hot path
     call: (args: Record<string, unknown>, meta?: Readonly<Record<string, unknown>>) => {
-      const run = settledResult(
-        Effect.flatMap(Caller, (caller) => {
-          const metered = meterDataCall(
-            operation,
-            caller,
-            Effect.suspend(() => decode(args))
-          )
-          // Signing only when asked (`_meta["svc/receipt-signature"]: true`): the default call pays nothing for it.
-          return Effect.flatMap(
-            meta?.[receiptSignatureMetaKey] === true
-              ? Effect.flatMap(ReceiptSigner, (signer) => Effect.flatMap(metered, signedAnswer(signer)))
-              : metered,
-            meteredResult
-          )
-        })
-      )
-      // Only a call carrying an x402 payment takes the payment step, before the call is metered.
+      const priced = pricedCall(typeof args.max_credits === "number" ? args.max_credits : undefined)
+      const meter = Effect.flatMap(Caller, (caller) => {
+        const metered = meterDataCall(
+          operation,
+          caller,
+          Effect.suspend(() => decode(args))
+        )
+        // Signing only when asked (`_meta["svc/receipt-signature"]: true`): the default call pays nothing for it.
+        return Effect.flatMap(
+          meta?.[receiptSignatureMetaKey] === true
+            ? Effect.flatMap(ReceiptSigner, (signer) => Effect.flatMap(metered, signedAnswer(signer)))
+            : metered,
+          priced
+        )
+      })
+      // Only a call carrying an x402 payment takes the payment step.
       const payment = meta?.[paymentMetaKey]
-      return payment === undefined
-        ? run
-        : payingToolCall(payment, run, (refused) => settledResult(Effect.fail(refused)))
+      return settledResult(
+        payment === undefined
+          ? Effect.flatMap(meter, meteredResult)
+          : payingToolCall(payment, meter, meteredResult, (refused) => settledResult(Effect.fail(refused)))
+      )
     }
   }
 }

@@ -1,10 +1,11 @@
 import type { CallToolResult } from "@modelcontextprotocol/server"
-import { Effect, Option } from "effect"
+import { Effect, Option, Result } from "effect"
 import { AppConfig } from "../../config.ts"
 import { Caller } from "../../contract/api.ts"
 import type { InsufficientCredits, InvalidInput, UpstreamUnavailable } from "../../contract/errors.ts"
+import type { Metered } from "../../metering/meterDataCall.ts"
 import { withPayment, X402, type X402Paid } from "../../payments/X402.ts"
-import { encodeX402Header } from "../../payments/x402Wire.ts"
+import { decodePaymentSignature, encodeX402Header, isUptoPayment } from "../../payments/x402Wire.ts"
 
 /** Where x402's MCP transport carries a payment in a `tools/call`, and the settlement in its result. */
 export const paymentMetaKey = "x402/payment"
@@ -46,25 +47,83 @@ export const pricedForMcp = (failure: InsufficientCredits) =>
   )
 
 /**
- * x402's MCP transport: a `tools/call` whose `_meta["x402/payment"]` is a payment is paid (verified,
- * settled, credited once) before the call runs, and its result carries
- * `_meta["x402/payment-response"]`. A payment already credited runs the call on what it bought; a
- * refused one is the tool's INSUFFICIENT_CREDITS with the reason and the payment to make instead.
+ * A data tool's metered answer as its result will price it: an INSUFFICIENT_CREDITS offers, beside
+ * the exact payment, the upto scheme's authorization of at most the call's `max_credits` (where
+ * `X402_SCHEMES` offers it). Anything else is left as it is, untouched on the hot path.
  */
-export const payingToolCall = <R>(
+export const pricedCall =
+  (maxCredits: number | undefined) =>
+  <E>(metered: Metered<E>): Effect.Effect<Metered<E>, never, AppConfig> => {
+    const failure = metered.result._tag === "Failure" ? metered.result.failure : undefined
+    if (
+      typeof failure !== "object" ||
+      failure === null ||
+      !("_tag" in failure) ||
+      failure._tag !== "InsufficientCredits"
+    )
+      return Effect.succeed(metered)
+    return Effect.flatMap(Effect.serviceOption(X402), (x402) =>
+      Option.isNone(x402)
+        ? Effect.succeed(metered)
+        : AppConfig.useSync((config) => ({
+            ...metered,
+            result: Result.fail(
+              x402.value.offerOn(failure as InsufficientCredits, resourceOf(config.baseUrl), { maxCredits })
+            )
+          }))
+    )
+  }
+
+const settledNote = (paid: X402Paid) =>
+  `The x402 payment settled (transaction ${paid.transaction}): its ${paid.credits} credits stay on the balance.`
+
+/**
+ * x402's MCP transport: a `tools/call` whose `_meta["x402/payment"]` is a payment is paid (verified,
+ * settled, credited once) and its result carries `_meta["x402/payment-response"]`.
+ *
+ * - `exact`: paid before the call runs.
+ * - `upto` (a Permit2 authorization of at most the call's `max_credits`): the call runs first;
+ *   only if it is refused INSUFFICIENT_CREDITS again is what it lacks settled out of the
+ *   authorization and credited, and the call run once more.
+ *
+ * A payment already credited runs the call on what it bought; a refused one is the tool's
+ * INSUFFICIENT_CREDITS with the reason and the payment to make instead.
+ */
+export const payingToolCall = <E, R>(
   payment: unknown,
-  run: Effect.Effect<CallToolResult, never, R>,
+  meter: Effect.Effect<Metered<E>, never, R>,
+  respond: (metered: Metered<E>) => Effect.Effect<CallToolResult, never, R>,
   refused: (
     failure: InsufficientCredits | InvalidInput | UpstreamUnavailable
   ) => Effect.Effect<CallToolResult, never, R>
 ) =>
   Effect.gen(function* () {
     const x402 = yield* Effect.serviceOption(X402)
+    const run = Effect.flatMap(meter, respond)
     if (Option.isNone(x402) || Option.isNone(x402.value.config)) return yield* run
     const caller = yield* Caller
     const { baseUrl } = yield* AppConfig
+    const header = encodeX402Header(payment)
+    const decoded = decodePaymentSignature(header)
+    const upto = decoded !== undefined && isUptoPayment(decoded)
+    const first = upto ? yield* meter : undefined
+    const short = first?.result._tag === "Failure" ? first.result.failure : undefined
+    const lacking =
+      typeof short === "object" &&
+      short !== null &&
+      "_tag" in short &&
+      short._tag === "InsufficientCredits" &&
+      (short as InsufficientCredits).limit !== "key_cap"
+        ? (short as InsufficientCredits)
+        : undefined
+    if (first !== undefined && lacking === undefined) return yield* respond(first)
     const outcome = yield* x402.value
-      .pay({ accountId: caller.account.id, header: encodeX402Header(payment), credits: undefined })
+      .pay({
+        accountId: caller.account.id,
+        header,
+        credits: lacking === undefined ? undefined : lacking.credits_required - lacking.credits_available,
+        upto
+      })
       .pipe(
         Effect.map(
           (paid): X402Paid | InsufficientCredits | InvalidInput | UpstreamUnavailable | undefined => paid
@@ -74,7 +133,12 @@ export const payingToolCall = <R>(
           Effect.succeed(
             failure.reason === "authorization_already_used"
               ? undefined
-              : withPayment(failure, x402.value.required(failure.credits_required, resourceOf(baseUrl)))
+              : withPayment(
+                  failure,
+                  lacking === undefined
+                    ? x402.value.required(failure.credits_required, resourceOf(baseUrl))
+                    : x402.value.offerOn(lacking, resourceOf(baseUrl), { maxCredits: undefined }).x402
+                )
           )
         ),
         Effect.catchTags({
@@ -82,12 +146,11 @@ export const payingToolCall = <R>(
           UpstreamUnavailable: (failure) => Effect.succeed(failure)
         })
       )
-    if (outcome === undefined) return yield* run
+    if (outcome === undefined) return yield* first === undefined ? run : respond(first)
     if ("_tag" in outcome) return yield* refused(outcome)
     const result = yield* run
-    const note = `The x402 payment settled (transaction ${outcome.transaction}): its ${outcome.credits} credits stay on the balance.`
     return {
-      ...(result.isError === true ? noted(result, note) : result),
+      ...(result.isError === true ? noted(result, settledNote(outcome)) : result),
       _meta: { ...result._meta, [paymentResponseMetaKey]: outcome.paymentResponse }
     }
   })
