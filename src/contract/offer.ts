@@ -1,6 +1,10 @@
 import { Schema } from "effect"
 
-/** One way to pay under x402 (protocol v2): the EIP-3009 `exact` scheme for this many token units. */
+/**
+ * One way to pay under x402 (protocol v2): the EIP-3009 `exact` scheme for this many token units,
+ * or (a data call's, where `X402_SCHEMES` offers it) the Permit2 `upto` scheme for at most this
+ * many, of which only the call's shortfall is settled.
+ */
 export const X402Requirements = Schema.Struct({
   scheme: Schema.String,
   network: Schema.String,

@@ -13,7 +13,7 @@ export const paymentSignatureDescription =
 const paymentRequired = {
   "PAYMENT-REQUIRED": {
     description:
-      "Where the x402 rail is offered: x402's `PaymentRequired` (protocol v2) in base64 JSON, the same object as `offer.x402`. Pay it and retry with `PAYMENT-SIGNATURE`.",
+      "Where the x402 rail is offered: x402's `PaymentRequired` (protocol v2) in base64 JSON, the same object as `offer.x402`. Pay one of its `accepts` and retry with `PAYMENT-SIGNATURE`: the `exact` payment (EIP-3009) and, on a data call where the operator offers it, the `upto` one (a Permit2 authorization of at most the call's `max_credits`, of which only what the call lacks is settled).",
     schema: base64Json
   }
 } as const
