@@ -88,6 +88,18 @@ const freshIp = ipSequence("10.67")
 const decodeRequired = (header: string | null) =>
   JSON.parse(Buffer.from(header ?? "", "base64").toString("utf8"))
 
+/** The library's upto client's payment for `upto` (an upto requirement) at `resource`, signed by `account`. */
+const uptoPayment = (upto: PaymentRequirements, resource: unknown, account: Account = payer) =>
+  Effect.promise(async () => {
+    const scheme = new UptoEvmScheme(toClientEvmSigner(account as never, publicClient() as never))
+    const created = await scheme.createPaymentPayload(2, upto)
+    return { ...created, accepted: upto, resource }
+  })
+
+/** The upto requirement a data call's 402 offers. */
+const uptoOffered = (refused: { readonly headers: Headers }) =>
+  decodeRequired(refused.headers.get("payment-required")).accepts[1] as PaymentRequirements
+
 const ledgerOf = (accountId: string) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -259,10 +271,7 @@ describe.skipIf(!available)(`x402 upto: authorize max_credits, settle the shortf
               ]
             )
             const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
-            const scheme = new UptoEvmScheme(toClientEvmSigner(payer as never, publicClient() as never))
-            const upto = refused.structured.accepts[1] as PaymentRequirements
-            const created = yield* Effect.promise(() => scheme.createPaymentPayload(2, upto))
-            const payment = { ...created, accepted: upto, resource: refused.structured.resource }
+            const payment = yield* uptoPayment(refused.structured.accepts[1], refused.structured.resource)
             const paid = yield* Effect.promise(() =>
               mcp.callTool({ name: "testEcho", arguments: args, _meta: { "x402/payment": payment } })
             )
@@ -291,20 +300,14 @@ describe.skipIf(!available)(`x402 upto: authorize max_credits, settle the shortf
           const { key, account_id, ip } = yield* paidKey(freshIp(), 0)
           const path = "/v1/profnet/test-echo?value=short&cost=5"
           const refused = yield* app.call(path, { key, ip, idempotencyKey: `x402-upto-short-${account_id}` })
-          const upto = decodeRequired(refused.headers.get("payment-required"))
-            .accepts[1] as PaymentRequirements
+          const upto = uptoOffered(refused)
           // Without max_credits the authorization offered is the quote's: 5 credits.
           assert.strictEqual(upto.amount, "10000")
-          const signed = async (account: Account, amount: string) => {
-            const requirements = { ...upto, amount }
-            const scheme = new UptoEvmScheme(toClientEvmSigner(account as never, publicClient() as never))
-            const created = await scheme.createPaymentPayload(2, requirements)
-            return encodeX402Header({
-              ...created,
-              accepted: requirements,
-              resource: { url: `http://svc.test${path}` }
-            })
-          }
+          const signed = (account: Account, amount: string) =>
+            Effect.map(
+              uptoPayment({ ...upto, amount }, { url: `http://svc.test${path}` }, account),
+              encodeX402Header
+            )
           const payerBefore = yield* Effect.promise(() => chain.balanceOf(payer.address))
 
           // At most 2 credits' worth against a shortfall of 5.
@@ -312,20 +315,21 @@ describe.skipIf(!available)(`x402 upto: authorize max_credits, settle the shortf
             key,
             ip,
             idempotencyKey: `x402-upto-short-${account_id}`,
-            headers: { "payment-signature": yield* Effect.promise(() => signed(payer, "4000")) }
+            headers: { "payment-signature": yield* signed(payer, "4000") }
           })
           assert.strictEqual(small.status, 402, small.text)
           assert.strictEqual(small.body.reason, "invalid_amount")
           assert.isNotNull(small.headers.get("payment-required"))
 
           // An upto authorization where only the exact scheme is offered: the explicit purchase.
+          const explicit = yield* signed(payer, "1000000")
           const bought = yield* Effect.promise(async () => {
             const response = await fetch(`${app.url}/v1/credits/x402`, {
               method: "POST",
               headers: {
                 authorization: `Bearer ${key}`,
                 "content-type": "application/json",
-                "payment-signature": await signed(payer, "1000000")
+                "payment-signature": explicit
               },
               body: JSON.stringify({ credits: 500 })
             })
@@ -343,7 +347,7 @@ describe.skipIf(!available)(`x402 upto: authorize max_credits, settle the shortf
             key,
             ip,
             idempotencyKey: `x402-upto-short-${account_id}`,
-            headers: { "payment-signature": yield* Effect.promise(() => signed(unknown, "10000")) }
+            headers: { "payment-signature": yield* signed(unknown, "10000") }
           })
           assert.strictEqual(unfunded.status, 402, unfunded.text)
           assert.notInclude(["invalid_amount", "requirements_mismatch"], unfunded.body.reason)
@@ -357,13 +361,30 @@ describe.skipIf(!available)(`x402 upto: authorize max_credits, settle the shortf
   })
 })
 
-/** A payment the upto client signs for the upto requirements of `refused` (the call's 402). */
-const uptoSignature = (refused: { readonly headers: Headers }, resource: string, account: Account = payer) =>
-  Effect.promise(async () => {
-    const upto = decodeRequired(refused.headers.get("payment-required")).accepts[1] as PaymentRequirements
-    const scheme = new UptoEvmScheme(toClientEvmSigner(account as never, publicClient() as never))
-    const created = await scheme.createPaymentPayload(2, upto)
-    return encodeX402Header({ ...created, accepted: upto, resource: { url: resource } })
+/**
+ * A paid key with nothing on it whose call (quoted `cost`) was refused and then paid with upto, the
+ * settlement's answer lost after it went on-chain: the payment is on-chain, not credited.
+ */
+const lostUptoPayment = (value: string, cost: number) =>
+  Effect.gen(function* () {
+    const app = yield* TestApp
+    yield* Effect.promise(() => approvePermit2(payer))
+    const { key, account_id, ip } = yield* paidKey(freshIp(), 0)
+    const path = `/v1/profnet/test-echo?value=${value}&cost=${cost}`
+    const idempotencyKey = `x402-upto-${value}-${account_id}`
+    const refused = yield* app.call(path, { key, ip, idempotencyKey })
+    const signature = encodeX402Header(
+      yield* uptoPayment(uptoOffered(refused), { url: `http://svc.test${path}` })
+    )
+    const before = yield* Effect.promise(() => chain!.balanceOf(payer.address))
+    const retry = app.call(path, { key, ip, idempotencyKey, headers: { "payment-signature": signature } })
+    const lost = yield* retry
+    assert.strictEqual(lost.status, 502, lost.text)
+    assert.strictEqual(
+      yield* Effect.promise(() => chain!.balanceOf(payer.address)),
+      before - BigInt(cost) * 2_000n
+    )
+    return { account_id, before, retry }
   })
 
 describe.skipIf(!available)(`x402 upto: a settlement whose answer was lost (${storeName})`, () => {
@@ -377,32 +398,12 @@ describe.skipIf(!available)(`x402 upto: a settlement whose answer was lost (${st
       "the retry finds the transfer by its Permit2 nonce, credits it once and runs; nothing moves twice",
       () =>
         Effect.gen(function* () {
-          const app = yield* TestApp
-          yield* Effect.promise(() => approvePermit2(payer))
-          const { key, account_id, ip } = yield* paidKey(freshIp(), 0)
-          const path = "/v1/profnet/test-echo?value=lost&cost=6"
-          const idempotencyKey = `x402-upto-lost-${account_id}`
-          const refused = yield* app.call(path, { key, ip, idempotencyKey })
-          const signature = yield* uptoSignature(refused, `http://svc.test${path}`)
-          const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
-          const lost = yield* app.call(path, {
-            key,
-            ip,
-            idempotencyKey,
-            headers: { "payment-signature": signature }
-          })
-          assert.strictEqual(lost.status, 502, lost.text)
-          assert.strictEqual(yield* Effect.promise(() => chain.balanceOf(payer.address)), before - 12_000n)
+          const { account_id, before, retry } = yield* lostUptoPayment("lost", 6)
           const stranded = yield* ledgerOf(account_id)
           assert.strictEqual(stranded.purchases.length, 0)
           assert.strictEqual(stranded.begun, 1)
 
-          const retried = yield* app.call(path, {
-            key,
-            ip,
-            idempotencyKey,
-            headers: { "payment-signature": signature }
-          })
+          const retried = yield* retry
           assert.strictEqual(retried.status, 200, retried.text)
           assert.strictEqual(retried.headers.get("x-credits-charged"), "6")
           const after = yield* ledgerOf(account_id)
@@ -418,22 +419,8 @@ describe.skipIf(!available)(`x402 upto: a settlement whose answer was lost (${st
       "the reconciler credits it once; the retry then runs on the credits, settling nothing more",
       () =>
         Effect.gen(function* () {
-          const app = yield* TestApp
           const reconciler = yield* X402Reconciler
-          yield* Effect.promise(() => approvePermit2(payer))
-          const { key, account_id, ip } = yield* paidKey(freshIp(), 0)
-          const path = "/v1/profnet/test-echo?value=swept&cost=3"
-          const idempotencyKey = `x402-upto-swept-${account_id}`
-          const refused = yield* app.call(path, { key, ip, idempotencyKey })
-          const signature = yield* uptoSignature(refused, `http://svc.test${path}`)
-          const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
-          const lost = yield* app.call(path, {
-            key,
-            ip,
-            idempotencyKey,
-            headers: { "payment-signature": signature }
-          })
-          assert.strictEqual(lost.status, 502, lost.text)
+          const { account_id, before, retry } = yield* lostUptoPayment("swept", 3)
           const swept = yield* reconciler.sweep(Date.now() + reconcileAfterMs)
           assert.strictEqual(swept.credited, 1, JSON.stringify(swept))
           const credited = yield* ledgerOf(account_id)
@@ -446,12 +433,7 @@ describe.skipIf(!available)(`x402 upto: a settlement whose answer was lost (${st
             transaction: credited.purchases[0]!.transaction_hash as never
           })
 
-          const retried = yield* app.call(path, {
-            key,
-            ip,
-            idempotencyKey,
-            headers: { "payment-signature": signature }
-          })
+          const retried = yield* retry
           assert.strictEqual(retried.status, 200, retried.text)
           assert.strictEqual(retried.headers.get("x-credits-charged"), "3")
           assert.isNull(retried.headers.get("payment-response"))
