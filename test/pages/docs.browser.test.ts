@@ -45,6 +45,14 @@ describe("the /docs page in Chromium", () => {
               .first()
               .click()
             await sent
+            // Scalar's request is over only once it has read the body and shown the answer: Escape
+            // closes its client, which aborts a request still in flight, and an abort while the body
+            // is read skips its "request complete" event, so its Send buttons would stay disabled.
+            await page
+              .getByRole("dialog", { name: "API Client" })
+              .getByRole("region", { name: "Response" })
+              .getByRole("link", { name: /200 OK/ })
+              .waitFor({ timeout: 15_000 })
             // A data operation's "Send", twice: each request carries a fresh Idempotency-Key, not the
             // sample's fixed one (which would be IDEMPOTENCY_KEY_REUSED with other arguments).
             const keys: Array<string> = []
