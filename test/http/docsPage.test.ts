@@ -12,13 +12,15 @@ import {
   docsScalarConfig,
   evalProbe,
   freshIdempotencyKeys,
+  patchedBundle,
   phoneStyle,
-  withoutEvalProbe
+  unawaitedBodyRead
 } from "../../src/surfaces/http/docsPage.ts"
 
 /**
  * The page loads Scalar's bundle at its first request; what it serves must be effect's page, but
- * for zod's eval probe (answered "no" in advance) and the page's Content-Security-Policy.
+ * for zod's eval probe (answered "no" in advance), Scalar's body read awaited, and the page's
+ * Content-Security-Policy.
  */
 describe("the /docs page", () => {
   const api = publishedApi(makeApi(operations), {
@@ -57,9 +59,13 @@ describe("the /docs page", () => {
         assert.deepStrictEqual(others(ours.headers), others(effects.headers))
         assert.include(effects.body, evalProbe, "effect's bundle still probes eval this way")
         assert.notInclude(ours.body, evalProbe)
+        for (const end of unawaitedBodyRead) {
+          assert.strictEqual(effects.body.split(end).length, 2, "effect's bundle still reads a body unawaited")
+          assert.notInclude(ours.body, end)
+        }
         assert.isTrue(
           ours.body ===
-            withoutEvalProbe(effects.body)
+            patchedBundle(effects.body)
               .replace(
                 'content="width=device-width, initial-scale=1" />',
                 `content="width=device-width, initial-scale=1" />${phoneStyle}`
@@ -70,7 +76,7 @@ describe("the /docs page", () => {
                 (_, content: string, indent: string) =>
                   `${content},\n        onBeforeRequest: ${freshIdempotencyKeys}\n${indent}})`
               ),
-          "the same HTML but for the probe, the phone style and the site's header"
+          "the same HTML but for the probe, the awaited body read, the phone style and the site's header"
         )
         // The site's header (a way back), how to authenticate before anything else, and Scalar
         // without its toolbar (Generate SDKs, Share), the bearer scheme chosen, a fresh

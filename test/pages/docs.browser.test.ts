@@ -110,5 +110,59 @@ describe("the /docs page in Chromium", () => {
         }),
       90_000
     )
+
+    it.effect(
+      "closing Scalar's client while an answer's body is still read leaves its Send buttons working",
+      (context) =>
+        Effect.gen(function* () {
+          if (skipReason !== undefined) return context.skip(skipReason)
+          const app = yield* TestApp
+          const echoed = yield* withBrowser(app.url, { ip: "10.92.0.2" }, async (run) => {
+            const { page } = run
+            // Every body read a second late, so that Escape comes while the mint's is still read.
+            await page.addInitScript({
+              content: `const read = Response.prototype.arrayBuffer
+              Response.prototype.arrayBuffer = function () {
+                return new Promise((resolve) => setTimeout(resolve, 1000)).then(() => read.call(this))
+              }`
+            })
+            await page.goto(`${baseUrl}/docs`)
+            await page.getByText("Mint a free trial key").first().waitFor({ timeout: 30_000 })
+            await page
+              .getByRole("button", { name: /Test Request/i })
+              .first()
+              .click()
+            const sent = page.waitForResponse((answer) => answer.url() === `${baseUrl}/v1/keys/mint`, {
+              timeout: 15_000
+            })
+            await page
+              .getByRole("button", { name: /Send post request to/ })
+              .first()
+              .click()
+            await sent
+            await page.keyboard.press("Escape")
+            await page.evaluate(() => {
+              ;(globalThis as unknown as { location: { hash: string } }).location.hash =
+                "#tag/profnet/GET/v1/profnet/test-echo"
+            })
+            await page
+              .locator("section", { has: page.locator("pre code", { hasText: "/v1/profnet/test-echo" }) })
+              .getByRole("button", { name: /Test Request/i })
+              .first()
+              .click()
+            const echo = page.waitForResponse((answer) => answer.url().includes("/v1/profnet/test-echo"), {
+              timeout: 20_000
+            })
+            await page
+              .getByRole("button", { name: /Send get request to/ })
+              .first()
+              .click({ timeout: 20_000 })
+            return (await echo).status()
+          })
+          // Answered (401: no key was pasted); with the body read unawaited, Send stayed disabled.
+          assert.strictEqual(echoed, 401)
+        }),
+      90_000
+    )
   })
 })

@@ -6,7 +6,8 @@ import { contentSecurityPolicy, escapeHtml } from "../../domain/html.ts"
 
 /**
  * The `/docs` page as effect's `HttpApiScalar.layer` serves it (the same HTML but for zod's eval
- * probe and the site's header above it; test/http/docsPage.test.ts compares the two), except that Scalar's bundled script (a 3 MB
+ * probe, Scalar's unawaited body read and the site's header above it; test/http/docsPage.test.ts
+ * compares the two), except that Scalar's bundled script (a 3 MB
  * module whose source and exported string stay in memory once loaded) is imported at the first
  * request for the page instead of when the routes are built: most processes never serve it. Its
  * Content-Security-Policy allows exactly its two inline scripts, by hash
@@ -25,9 +26,36 @@ const bundleUrl = new URL("./internal/httpApiScalar.js", import.meta.resolve("ef
 export const evalProbe = 'try{return new Function(""),!0}catch(e){return!1}'
 export const withoutEvalProbe = (javascript: string) => javascript.replace(evalProbe, "return!1")
 
+/**
+ * Scalar's client reads an answer's body in a promise it returns from inside its `try` without
+ * awaiting it: a request cancelled while its body is read (the client closed with Escape) escapes
+ * the `catch`, its "request complete" is never emitted, and every Send button then stays disabled
+ * until the page is reloaded. Awaited, the cancellation is caught as the `catch` means it to be.
+ * Both ends of the expression are replaced, or neither (test/http/docsPage.test.ts fails when
+ * effect's bundle no longer holds them).
+ */
+export const unawaitedBodyRead = [
+  'return c?.startsWith("text/event-stream")&&i.body?JBe(',
+  'shouldSkipBody:m})}catch(e){return[DOe(e,"An error occurred while making the request"),null]}'
+] as const
+const awaitedBodyRead = [
+  'return await(c?.startsWith("text/event-stream")&&i.body?JBe(',
+  'shouldSkipBody:m}))}catch(e){return[DOe(e,"An error occurred while making the request"),null]}'
+] as const
+export const withBodyReadAwaited = (javascript: string) => {
+  const [start, end] = unawaitedBodyRead
+  const once = (text: string) => javascript.split(text).length === 2
+  return once(start) && once(end)
+    ? javascript.replace(start, awaitedBodyRead[0]).replace(end, awaitedBodyRead[1])
+    : javascript
+}
+
+/** What the page serves of effect's bundle: its two fixes. */
+export const patchedBundle = (javascript: string) => withBodyReadAwaited(withoutEvalProbe(javascript))
+
 const loadBundle: Effect.Effect<string> = Effect.promise(
   () => import(bundleUrl) as Promise<{ readonly javascript: string }>
-).pipe(Effect.map((module) => withoutEvalProbe(module.javascript)))
+).pipe(Effect.map((module) => patchedBundle(module.javascript)))
 
 // effect's `http-api/internal/html.js`, which is not exported either.
 const escapeJson = (value: unknown) =>
