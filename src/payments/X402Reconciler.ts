@@ -5,7 +5,8 @@ import { AppConfig } from "../config.ts"
 import { recordX402Settlement } from "../observability/metrics.ts"
 import { pollLoop } from "../services/polling.ts"
 import * as Row from "../store/rows.ts"
-import { X402, X402Facilitator } from "./X402.ts"
+import { X402 } from "./X402.ts"
+import { X402Facilitator } from "./X402Facilitator.ts"
 
 /** A settlement younger than this may still be in its payment's hands (a settle waits for its receipt). */
 export const reconcileAfterMs = 120_000

@@ -17,7 +17,7 @@ import {
   publicActions
 } from "viem"
 import { foundry } from "viem/chains"
-import { X402Facilitator } from "../../src/payments/X402.ts"
+import { X402Facilitator } from "../../src/payments/X402Facilitator.ts"
 import { reconcileAfterMs, X402Reconciler } from "../../src/payments/X402Reconciler.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
 import { callTool, connect, modes } from "../mcp/support.ts"

@@ -60,7 +60,11 @@ describe("the /docs page", () => {
         assert.include(effects.body, evalProbe, "effect's bundle still probes eval this way")
         assert.notInclude(ours.body, evalProbe)
         for (const end of unawaitedBodyRead) {
-          assert.strictEqual(effects.body.split(end).length, 2, "effect's bundle still reads a body unawaited")
+          assert.strictEqual(
+            effects.body.split(end).length,
+            2,
+            "effect's bundle still reads a body unawaited"
+          )
           assert.notInclude(ours.body, end)
         }
         assert.isTrue(

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto"
 import type { PaymentPayload, SettleResponse, VerifyResponse } from "@x402/core/types"
 import { Effect, Layer } from "effect"
 import type { X402Config } from "../../src/config.ts"
-import { FacilitatorUnavailable, X402Facilitator } from "../../src/payments/X402.ts"
+import { FacilitatorUnavailable, X402Facilitator } from "../../src/payments/X402Facilitator.ts"
 import { encodeX402Header } from "../../src/payments/x402Wire.ts"
 
 /**

@@ -10,7 +10,7 @@ import { type Address, createPublicClient, createWalletClient, type Hex, http, p
 import { mnemonicToAccount } from "viem/accounts"
 import { foundry } from "viem/chains"
 import type { X402Config } from "../../src/config.ts"
-import { FacilitatorUnavailable, X402Facilitator } from "../../src/payments/X402.ts"
+import { FacilitatorUnavailable, X402Facilitator } from "../../src/payments/X402Facilitator.ts"
 
 /**
  * A local EVM chain for the x402 tests: anvil (from the registry's `@foundry-rs/anvil` package) on
