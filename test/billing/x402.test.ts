@@ -1,10 +1,10 @@
 import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { toClientEvmSigner } from "@x402/evm"
 import { ExactEvmScheme } from "@x402/evm/exact/client"
-import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch"
+import { decodePaymentResponseHeader, x402Client } from "@x402/fetch"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { type Account, createPublicClient, http } from "viem"
+import { createPublicClient, http } from "viem"
 import { foundry } from "viem/chains"
 import { AppConfig, type X402Config } from "../../src/config.ts"
 import { Admin } from "../../src/operator/Admin.ts"
@@ -19,6 +19,7 @@ import {
   facilitatorPrivateKey,
   network,
   payer,
+  payingFetch,
   payTo,
   poorPayer,
   startChain,
@@ -49,24 +50,6 @@ const x402Of = (token: string, facilitator: X402Config["facilitator"]): X402Conf
   minCredits: 500,
   facilitator
 })
-
-/** `@x402/fetch` for `account`, allowed to pay the test token; every request it sends is kept. */
-const payingFetch = (account: Account, token: string) => {
-  const sent: Array<Headers> = []
-  const recording: typeof fetch = (input, init) => {
-    const request = new Request(input, init)
-    sent.push(request.headers)
-    return fetch(request)
-  }
-  const publicClient = createPublicClient({ chain: foundry, transport: http(chain?.rpcUrl) })
-  const client = x402Client.fromConfig({
-    schemes: [
-      { network, client: new ExactEvmScheme(toClientEvmSigner(account as never, publicClient as never)) }
-    ],
-    spendControls: { allowedAssets: [{ network, asset: token }] }
-  })
-  return { pay: wrapFetchWithPayment(recording, client), sent }
-}
 
 const freshIp = ipSequence("10.64")
 
@@ -135,7 +118,7 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
 
           const payerBefore = yield* Effect.promise(() => chain.balanceOf(payer.address))
           const payToBefore = yield* Effect.promise(() => chain.balanceOf(payTo))
-          const client = payingFetch(payer, chain.token)
+          const client = payingFetch(chain, payer)
           const paid = yield* Effect.promise(async () => {
             const response = await client.pay(`${app.url}/v1/credits/x402`, {
               method: "POST",
@@ -265,7 +248,7 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
 
           const payerBefore = yield* Effect.promise(() => chain.balanceOf(payer.address))
           const payToBefore = yield* Effect.promise(() => chain.balanceOf(payTo))
-          const client = payingFetch(payer, chain.token)
+          const client = payingFetch(chain, payer)
           const headers = {
             authorization: `Bearer ${key}`,
             "x-forwarded-for": ip,
@@ -373,7 +356,7 @@ describe.skipIf(!available)(`x402: POST /v1/credits/x402 on a local chain (${sto
         Effect.gen(function* () {
           const app = yield* TestApp
           const { key, account_id } = yield* app.mint(freshIp())
-          const poor = payingFetch(poorPayer, chain.token)
+          const poor = payingFetch(chain, poorPayer)
           const refused = yield* Effect.promise(async () => {
             const response = await poor.pay(`${app.url}/v1/credits/x402`, {
               method: "POST",
@@ -465,7 +448,7 @@ describe.skipIf(!available)(`x402: a facilitator that does not answer (${storeNa
         const app = yield* TestApp
         const { key, account_id } = yield* app.mint(freshIp())
         const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
-        const client = payingFetch(payer, chain.token)
+        const client = payingFetch(chain, payer)
         const down = yield* Effect.promise(async () => {
           const response = await client.pay(`${app.url}/v1/credits/x402`, {
             method: "POST",
@@ -518,7 +501,7 @@ describe.skipIf(!available)(`x402: a settlement whose answer was lost (${storeNa
         const app = yield* TestApp
         const { key, account_id } = yield* app.mint(freshIp())
         const before = yield* Effect.promise(() => chain.balanceOf(payer.address))
-        const client = payingFetch(payer, chain.token)
+        const client = payingFetch(chain, payer)
         const lost = yield* Effect.promise(async () => {
           const response = await client.pay(`${app.url}/v1/credits/x402`, {
             method: "POST",

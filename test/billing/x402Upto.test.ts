@@ -4,7 +4,7 @@ import type { PaymentPayload, PaymentRequirements } from "@x402/core/types"
 import { PERMIT2_ADDRESS, toClientEvmSigner, toFacilitatorEvmSigner } from "@x402/evm"
 import { UptoEvmScheme } from "@x402/evm/upto/client"
 import { UptoEvmScheme as UptoFacilitatorScheme } from "@x402/evm/upto/facilitator"
-import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from "@x402/fetch"
+import { decodePaymentResponseHeader } from "@x402/fetch"
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import {
@@ -30,6 +30,7 @@ import {
   losingAnswers,
   network,
   payer,
+  payingFetch,
   payTo,
   startChain,
   tokenAbi,
@@ -64,23 +65,6 @@ const approvePermit2 = async (account: PrivateKeyAccount | Account) => {
     chain: foundry
   })
   await publicClient().waitForTransactionReceipt({ hash })
-}
-
-/** `@x402/fetch` with only the upto scheme; every request it sends is kept. */
-const uptoFetch = (account: Account) => {
-  const sent: Array<Headers> = []
-  const recording: typeof fetch = (input, init) => {
-    const request = new Request(input, init)
-    sent.push(request.headers)
-    return fetch(request)
-  }
-  const client = x402Client.fromConfig({
-    schemes: [
-      { network, client: new UptoEvmScheme(toClientEvmSigner(account as never, publicClient() as never)) }
-    ],
-    spendControls: { allowedAssets: [{ network, asset: chain!.token }] }
-  })
-  return { pay: wrapFetchWithPayment(recording, client), sent }
 }
 
 const freshIp = ipSequence("10.67")
@@ -150,7 +134,7 @@ describe.skipIf(!available)(`x402 upto: authorize max_credits, settle the shortf
 
           const payerBefore = yield* Effect.promise(() => chain.balanceOf(payer.address))
           const payToBefore = yield* Effect.promise(() => chain.balanceOf(payTo))
-          const client = uptoFetch(payer)
+          const client = payingFetch(chain, payer, "upto")
           const headers = {
             authorization: `Bearer ${key}`,
             "x-forwarded-for": ip,

@@ -1,5 +1,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import type { Page } from "playwright-core"
 import { TestApp, testApp } from "../support/app.ts"
 import { testOperations } from "../support/testOperations.ts"
 import { baseUrl, lastStatus, skipReason, textOf, withBrowser } from "./browser.ts"
@@ -9,6 +10,36 @@ import { baseUrl, lastStatus, skipReason, textOf, withBrowser } from "./browser.
  * Content-Security-Policy lets exactly that run: Chromium renders it, and sends a test request from
  * it, with no violation reported and nothing loaded from elsewhere.
  */
+/** Scalar's API client: "Test Request" on the first operation (POST /v1/keys/mint), then its "Send", answered. */
+const sendMint = async (page: Page) => {
+  await page
+    .getByRole("button", { name: /Test Request/i })
+    .first()
+    .click()
+  const sent = page.waitForResponse((answer) => answer.url() === `${baseUrl}/v1/keys/mint`, {
+    timeout: 15_000
+  })
+  await page
+    .getByRole("button", { name: /Send post request to/ })
+    .first()
+    .click()
+  await sent
+}
+
+/** Closes the client (Escape), goes to the test-echo operation and opens the client on it. */
+const openEcho = async (page: Page) => {
+  await page.keyboard.press("Escape")
+  await page.evaluate(() => {
+    ;(globalThis as unknown as { location: { hash: string } }).location.hash =
+      "#tag/profnet/GET/v1/profnet/test-echo"
+  })
+  await page
+    .locator("section", { has: page.locator("pre code", { hasText: "/v1/profnet/test-echo" }) })
+    .getByRole("button", { name: /Test Request/i })
+    .first()
+    .click()
+}
+
 describe("the /docs page in Chromium", () => {
   layer(testApp(testOperations), { timeout: 120_000 })((it) => {
     it.effect(
@@ -32,19 +63,7 @@ describe("the /docs page in Chromium", () => {
             assert.strictEqual(response?.status(), 200)
             await page.getByText("Mint a free trial key").first().waitFor({ timeout: 30_000 })
             const rendered = await textOf(page)
-            // Scalar's API client: "Test Request" on the first operation (POST /v1/keys/mint), then "Send".
-            await page
-              .getByRole("button", { name: /Test Request/i })
-              .first()
-              .click()
-            const sent = page.waitForResponse((answer) => answer.url() === `${baseUrl}/v1/keys/mint`, {
-              timeout: 15_000
-            })
-            await page
-              .getByRole("button", { name: /Send post request to/ })
-              .first()
-              .click()
-            await sent
+            await sendMint(page)
             // Scalar's request is over only once it has read the body and shown the answer: Escape
             // closes its client, which aborts a request still in flight, and an abort while the body
             // is read skips its "request complete" event, so its Send buttons would stay disabled.
@@ -61,18 +80,7 @@ describe("the /docs page in Chromium", () => {
               if (request.url().startsWith(`${baseUrl}/v1/profnet/test-echo`) && key !== undefined)
                 keys.push(key)
             })
-            await page.keyboard.press("Escape")
-            await page.evaluate(() => {
-              ;(globalThis as unknown as { location: { hash: string } }).location.hash =
-                "#tag/profnet/GET/v1/profnet/test-echo"
-            })
-            const echo = page.locator("section", {
-              has: page.locator("pre code", { hasText: "/v1/profnet/test-echo" })
-            })
-            await echo
-              .getByRole("button", { name: /Test Request/i })
-              .first()
-              .click()
+            await openEcho(page)
             for (const _ of [1, 2]) {
               const echoed = page.waitForResponse(
                 (answer) => answer.url().includes("/v1/profnet/test-echo"),
@@ -128,28 +136,8 @@ describe("the /docs page in Chromium", () => {
             })
             await page.goto(`${baseUrl}/docs`)
             await page.getByText("Mint a free trial key").first().waitFor({ timeout: 30_000 })
-            await page
-              .getByRole("button", { name: /Test Request/i })
-              .first()
-              .click()
-            const sent = page.waitForResponse((answer) => answer.url() === `${baseUrl}/v1/keys/mint`, {
-              timeout: 15_000
-            })
-            await page
-              .getByRole("button", { name: /Send post request to/ })
-              .first()
-              .click()
-            await sent
-            await page.keyboard.press("Escape")
-            await page.evaluate(() => {
-              ;(globalThis as unknown as { location: { hash: string } }).location.hash =
-                "#tag/profnet/GET/v1/profnet/test-echo"
-            })
-            await page
-              .locator("section", { has: page.locator("pre code", { hasText: "/v1/profnet/test-echo" }) })
-              .getByRole("button", { name: /Test Request/i })
-              .first()
-              .click()
+            await sendMint(page)
+            await openEcho(page)
             const echo = page.waitForResponse((answer) => answer.url().includes("/v1/profnet/test-echo"), {
               timeout: 20_000
             })

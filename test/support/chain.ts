@@ -4,9 +4,20 @@ import { createRequire } from "node:module"
 import { createServer } from "node:net"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { PERMIT2_ADDRESS, x402UptoPermit2ProxyAddress } from "@x402/evm"
+import { PERMIT2_ADDRESS, toClientEvmSigner, x402UptoPermit2ProxyAddress } from "@x402/evm"
+import { ExactEvmScheme } from "@x402/evm/exact/client"
+import { UptoEvmScheme } from "@x402/evm/upto/client"
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch"
 import { Effect, Layer, Redacted } from "effect"
-import { type Address, createPublicClient, createWalletClient, type Hex, http, publicActions } from "viem"
+import {
+  type Account,
+  type Address,
+  createPublicClient,
+  createWalletClient,
+  type Hex,
+  http,
+  publicActions
+} from "viem"
 import { mnemonicToAccount } from "viem/accounts"
 import { foundry } from "viem/chains"
 import type { X402Config } from "../../src/config.ts"
@@ -321,3 +332,27 @@ export const losingAnswers = (when: "after broadcast" | "before broadcast") =>
       })
     })
   ).pipe(Layer.provide(X402Facilitator.layer))
+
+/**
+ * `@x402/fetch` for `account` on `chain`, with the library's `exact` or `upto` scheme, allowed to
+ * pay the test token; every request it sends is kept.
+ */
+export const payingFetch = (chain: Chain, account: Account, scheme: "exact" | "upto" = "exact") => {
+  const sent: Array<Headers> = []
+  const recording: typeof fetch = (input, init) => {
+    const request = new Request(input, init)
+    sent.push(request.headers)
+    return fetch(request)
+  }
+  const signer = toClientEvmSigner(
+    account as never,
+    createPublicClient({ chain: foundry, transport: http(chain.rpcUrl) }) as never
+  )
+  const client = x402Client.fromConfig({
+    schemes: [
+      { network, client: scheme === "exact" ? new ExactEvmScheme(signer) : new UptoEvmScheme(signer) }
+    ],
+    spendControls: { allowedAssets: [{ network, asset: chain.token }] }
+  })
+  return { pay: wrapFetchWithPayment(recording, client), sent }
+}

@@ -5,10 +5,7 @@ import type { Bearers, Principal } from "../../identity/Bearers.ts"
 import type { Metered } from "../../metering/meterDataCall.ts"
 import { withPayment, type X402, type X402Paid } from "../../payments/X402.ts"
 import { decodePaymentSignature, encodeX402Header, isUptoPayment } from "../../payments/x402Wire.ts"
-
-/** What a paid call's problem says of the payment that settled before it failed. */
-const settledNote = (paid: X402Paid) =>
-  `The x402 payment settled (transaction ${paid.transaction}): its ${paid.credits} credits stay on the balance.`
+import { lackingCredits, settledNote } from "../common/x402.ts"
 
 const withPaymentResponse = (response: HttpServerResponse.HttpServerResponse, paid: X402Paid) =>
   HttpServerResponse.setHeader(response, "payment-response", encodeX402Header(paid.paymentResponse))
@@ -45,8 +42,8 @@ export const payThenCall =
       const decoded = decodePaymentSignature(header)
       if (decoded !== undefined && isUptoPayment(decoded)) {
         const first = yield* meter(principal)
-        const short = first.result._tag === "Failure" ? first.result.failure : undefined
-        if (short?._tag !== "InsufficientCredits" || short.limit === "key_cap") return respond(first)
+        const short = lackingCredits(first)
+        if (short === undefined) return respond(first)
         const paid = yield* x402
           .pay({
             accountId: principal.account.id,

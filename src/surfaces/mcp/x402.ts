@@ -6,6 +6,7 @@ import type { InsufficientCredits, InvalidInput, UpstreamUnavailable } from "../
 import type { Metered } from "../../metering/meterDataCall.ts"
 import { withPayment, X402, type X402Paid } from "../../payments/X402.ts"
 import { decodePaymentSignature, encodeX402Header, isUptoPayment } from "../../payments/x402Wire.ts"
+import { lackingCredits, settledNote } from "../common/x402.ts"
 
 /** Where x402's MCP transport carries a payment in a `tools/call`, and the settlement in its result. */
 export const paymentMetaKey = "x402/payment"
@@ -54,28 +55,18 @@ export const pricedForMcp = (failure: InsufficientCredits) =>
 export const pricedCall =
   (maxCredits: number | undefined) =>
   <E>(metered: Metered<E>): Effect.Effect<Metered<E>, never, AppConfig> => {
-    const failure = metered.result._tag === "Failure" ? metered.result.failure : undefined
-    if (
-      typeof failure !== "object" ||
-      failure === null ||
-      !("_tag" in failure) ||
-      failure._tag !== "InsufficientCredits"
-    )
-      return Effect.succeed(metered)
+    // A key cap's is left as it is: paying does not lift it.
+    const failure = lackingCredits(metered)
+    if (failure === undefined) return Effect.succeed(metered)
     return Effect.flatMap(Effect.serviceOption(X402), (x402) =>
       Option.isNone(x402)
         ? Effect.succeed(metered)
         : AppConfig.useSync((config) => ({
             ...metered,
-            result: Result.fail(
-              x402.value.offerOn(failure as InsufficientCredits, resourceOf(config.baseUrl), { maxCredits })
-            )
+            result: Result.fail(x402.value.offerOn(failure, resourceOf(config.baseUrl), { maxCredits }))
           }))
     )
   }
-
-const settledNote = (paid: X402Paid) =>
-  `The x402 payment settled (transaction ${paid.transaction}): its ${paid.credits} credits stay on the balance.`
 
 /**
  * x402's MCP transport: a `tools/call` whose `_meta["x402/payment"]` is a payment is paid (verified,
@@ -107,15 +98,7 @@ export const payingToolCall = <E, R>(
     const decoded = decodePaymentSignature(header)
     const upto = decoded !== undefined && isUptoPayment(decoded)
     const first = upto ? yield* meter : undefined
-    const short = first?.result._tag === "Failure" ? first.result.failure : undefined
-    const lacking =
-      typeof short === "object" &&
-      short !== null &&
-      "_tag" in short &&
-      short._tag === "InsufficientCredits" &&
-      (short as InsufficientCredits).limit !== "key_cap"
-        ? (short as InsufficientCredits)
-        : undefined
+    const lacking = first === undefined ? undefined : lackingCredits(first)
     if (first !== undefined && lacking === undefined) return yield* respond(first)
     const outcome = yield* x402.value
       .pay({
